@@ -1,0 +1,21 @@
+//! The mrskew-compatible profiler behind `tracelab skew`: filter calls with
+//! mrskew's expressions, group them, and print mrskew's table (or CSV or
+//! JSON), over any number of plain or compressed trace files, in parallel.
+
+mod aggregate;
+mod buckets;
+mod error;
+mod number;
+mod options;
+mod query;
+pub mod rc;
+mod report;
+mod run;
+mod vars;
+
+pub use error::SkewError;
+pub use options::{Format, SkewOptions, Sort};
+pub use query::Query;
+pub use report::{Report, Row, Stats};
+pub use run::{profile, FileOutcome, Outcome};
+pub use vars::names as variable_names;

@@ -1,0 +1,260 @@
+//! The compiled question: which calls count (`--where`, `--where1`,
+//! `--name`), which group they fall in (`--group`, `--buckets`) and what is
+//! summed (`--select`). Common forms take fast paths that skip the
+//! expression evaluator; everything else goes through it.
+
+use std::borrow::Cow;
+
+use regex::Regex;
+use tracelab_expr::{Program, Value};
+use tracelab_trace::{Call, CallKind};
+
+use crate::buckets::Buckets;
+use crate::error::SkewError;
+use crate::options::SkewOptions;
+use crate::vars::{secs, CallVars, MrskewScope, Var, BIND};
+
+enum Cond {
+    True,
+    /// `$dep==$depmin`, mrskew's default where1.
+    DepIsMin,
+    Expr(Program),
+}
+
+enum NameFilter {
+    /// `.+`: any call with a name.
+    Any,
+    All,
+    DbCalls,
+    OsCalls,
+    Regex(Regex),
+}
+
+enum Group {
+    Name,
+    Buckets(Buckets),
+    Expr(Program),
+}
+
+enum Select {
+    Af,
+    Expr(Program),
+}
+
+/// One call's verdict: its group and the value it adds (`None` for a
+/// record with no value, such as a non-call line under `--name=:all`:
+/// its group is shown with blank cells).
+pub struct Hit<'a> {
+    pub group: Cow<'a, str>,
+    pub value: Option<f64>,
+    /// The value in whole microseconds when it is `$af` (summed exactly).
+    pub us: Option<i64>,
+}
+
+pub struct Query {
+    where0: Cond,
+    where1: Cond,
+    name: NameFilter,
+    group: Group,
+    select: Select,
+    /// mrskew's effective predicate, for messages and `--verbose`.
+    pub effective_where: String,
+    pub group_text: String,
+    /// The header of column 1 and 2.
+    pub group_label: String,
+    pub select_label: String,
+    /// Labels shown even when no call falls in them (histogram buckets).
+    pub precreated: Vec<String>,
+    pub needs_binds: bool,
+    pub all_lines: bool,
+    pub uses_depmin: bool,
+}
+
+fn compile(what: &str, src: &str) -> Result<Program, SkewError> {
+    Program::compile(src, &MrskewScope).map_err(|e| SkewError::Expression {
+        option: what.to_string(),
+        error: e,
+    })
+}
+
+fn cond(what: &str, src: &str) -> Result<Cond, SkewError> {
+    let squeezed: String = src.chars().filter(|c| !c.is_whitespace()).collect();
+    match squeezed.as_str() {
+        "$dep==$depmin" => return Ok(Cond::DepIsMin),
+        "1" => return Ok(Cond::True),
+        _ => {}
+    }
+    let p = compile(what, src)?;
+    Ok(match p.constant() {
+        Some(v) if truthy(&v) => Cond::True,
+        _ => Cond::Expr(p),
+    })
+}
+
+fn truthy(v: &Value<'_>) -> bool {
+    match v {
+        Value::Undef => false,
+        Value::Num(n) => *n != 0.0,
+        Value::Str(s) => !(s.is_empty() || s == "0"),
+    }
+}
+
+fn uses(p: &Program, var: Var) -> bool {
+    p.variables().iter().any(|v| v.0 == var as u16)
+}
+
+impl Query {
+    pub fn new(o: &SkewOptions) -> Result<Query, SkewError> {
+        let where0 = cond("--where", &o.where0)?;
+        let where1 = cond("--where1", &o.where1)?;
+        let name = match o.name.trim() {
+            ".+" => NameFilter::Any,
+            ":all" => NameFilter::All,
+            ":dbcall" => NameFilter::DbCalls,
+            ":oscall" | ":syscall" => NameFilter::OsCalls,
+            pat if pat.starts_with(':') => {
+                return Err(SkewError::Usage(format!(
+                    "--name={pat}: unknown call class; expected :all, :dbcall, :oscall or :syscall"
+                )))
+            }
+            pat => NameFilter::Regex(
+                Regex::new(&format!("(?i){pat}"))
+                    .map_err(|e| SkewError::Usage(format!("--name={pat}: not a valid regex: {e}")))?,
+            ),
+        };
+        let (group, group_text, default_label) = match (&o.buckets, &o.group) {
+            (Some(spec), _) => (
+                Group::Buckets(Buckets::parse(spec).map_err(SkewError::Usage)?),
+                format!("bucket of $af ({spec})"),
+                "RANGE {min ≤ e < max}".to_string(),
+            ),
+            (None, None) => (Group::Name, "$nam".to_string(), "CALL-NAME".to_string()),
+            (None, Some(g)) if g.trim() == "$nam" || g.trim() == "$name" => {
+                (Group::Name, g.clone(), g.clone())
+            }
+            (None, Some(g)) => (Group::Expr(compile("--group", g)?), g.clone(), g.clone()),
+        };
+        let select = match o.select.as_deref().map(str::trim) {
+            None | Some("$af") => Select::Af,
+            Some(s) => Select::Expr(compile("--select", s)?),
+        };
+        let group_label = match &o.group_label {
+            Some(l) => label_of(l),
+            None => default_label,
+        };
+        let select_label = o
+            .select_label
+            .as_deref()
+            .map_or_else(|| "DURATION".to_string(), label_of);
+        let precreated = match &group {
+            Group::Buckets(b) => b.labels().to_vec(),
+            _ => Vec::new(),
+        };
+        let programs: Vec<&Program> = [&where0, &where1]
+            .into_iter()
+            .filter_map(|c| match c {
+                Cond::Expr(p) => Some(p),
+                _ => None,
+            })
+            .chain(match &group {
+                Group::Expr(p) => Some(p),
+                _ => None,
+            })
+            .chain(match &select {
+                Select::Expr(p) => Some(p),
+                _ => None,
+            })
+            .collect();
+        let needs_binds = programs.iter().any(|p| p.variables().contains(&BIND));
+        let uses_depmin = matches!(where0, Cond::DepIsMin)
+            || matches!(where1, Cond::DepIsMin)
+            || programs.iter().any(|p| uses(p, Var::Depmin));
+        let name_text = match &name {
+            NameFilter::Any => "$nam=~/.+/i".to_string(),
+            NameFilter::Regex(_) => format!("$nam=~/{}/i", o.name),
+            _ => o.name.clone(),
+        };
+        Ok(Query {
+            effective_where: format!("(({}) and ({})) and ({})", o.where0, o.where1, name_text),
+            all_lines: matches!(name, NameFilter::All),
+            where0,
+            where1,
+            name,
+            group,
+            select,
+            group_text,
+            group_label,
+            select_label,
+            precreated,
+            needs_binds,
+            uses_depmin,
+        })
+    }
+
+    /// Decides one call. Expression errors are returned for the caller to
+    /// report with the call's file and line.
+    #[inline]
+    pub fn hit<'v>(&'v self, vars: &'v CallVars<'_, '_>) -> Result<Option<Hit<'v>>, String> {
+        let call = vars.call;
+        if !self.name_ok(call) {
+            return Ok(None);
+        }
+        if !self.cond_ok(&self.where0, vars, "--where")? || !self.cond_ok(&self.where1, vars, "--where1")? {
+            return Ok(None);
+        }
+        let (value, us) = match &self.select {
+            Select::Af if call.kind == CallKind::Line => (None, None),
+            Select::Af => (Some(secs(call.af_us())), Some(call.af_us())),
+            Select::Expr(p) => match p.eval(vars).map_err(|e| format!("--select: {e}"))? {
+                Value::Undef => (None, None),
+                Value::Num(n) => (Some(n), None),
+                Value::Str(s) => (Some(crate::report::numify(&s)), None),
+            },
+        };
+        let group = match &self.group {
+            Group::Name => Cow::Borrowed(call.name),
+            Group::Buckets(b) => Cow::Borrowed(b.label_of(secs(call.af_us()))),
+            Group::Expr(p) => match p.eval(vars).map_err(|e| format!("--group: {e}"))? {
+                Value::Undef => Cow::Borrowed(""),
+                Value::Str(s) => s,
+                Value::Num(n) => Cow::Owned(crate::number::perl_g15(n)),
+            },
+        };
+        Ok(Some(Hit { group, value, us }))
+    }
+
+    #[inline]
+    fn name_ok(&self, call: &Call<'_>) -> bool {
+        match &self.name {
+            NameFilter::Any => !call.name.is_empty() && !call.name.contains('\n'),
+            NameFilter::All => true,
+            NameFilter::DbCalls => call.kind.is_dbcall(),
+            NameFilter::OsCalls => call.kind == CallKind::Wait,
+            NameFilter::Regex(r) => r.is_match(call.name),
+        }
+    }
+
+    #[inline]
+    fn cond_ok(&self, c: &Cond, vars: &CallVars<'_, '_>, what: &str) -> Result<bool, String> {
+        match c {
+            Cond::True => Ok(true),
+            // An undefined $dep (WAIT, XCTEND, LOB lines) is 0 to Perl's ==.
+            Cond::DepIsMin => Ok(vars.call.dep.unwrap_or(0) == vars.call.depmin),
+            Cond::Expr(p) => p.eval_bool(vars).map_err(|e| format!("{what}: {e}")),
+        }
+    }
+}
+
+/// A label option is an expression since mrskew 9.3.0.17 (`--gl='"FILE"'`);
+/// older rc files give plain text (`--gl=FILE:LINE`). Use the expression's
+/// value when it is a constant, the text as written otherwise.
+fn label_of(text: &str) -> String {
+    match Program::compile(text, &MrskewScope) {
+        Ok(p) => match p.constant() {
+            Some(Value::Str(s)) => s.into_owned(),
+            Some(Value::Num(n)) => crate::number::perl_g15(n),
+            _ => text.to_string(),
+        },
+        Err(_) => text.to_string(),
+    }
+}

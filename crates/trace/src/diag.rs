@@ -1,0 +1,44 @@
+//! Warnings about damaged input: kept per file so that the caller can show
+//! the first few with file and line, and count the rest.
+
+use std::fmt;
+
+/// One warning about a line that could not be read as expected.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Diagnostic {
+    /// The file as the user named it.
+    pub file: String,
+    /// 1-based line number in the (uncompressed) text.
+    pub line: u64,
+    /// What was found and what was expected.
+    pub message: String,
+}
+
+impl fmt::Display for Diagnostic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}: {}", self.file, self.line, self.message)
+    }
+}
+
+/// The first `keep` warnings of a file, and how many there were in all.
+#[derive(Debug, Clone, Default)]
+pub struct Diagnostics {
+    pub kept: Vec<Diagnostic>,
+    pub total: u64,
+}
+
+impl Diagnostics {
+    /// How many warnings are kept per file; the rest are only counted.
+    pub const KEEP: usize = 5;
+
+    pub fn push(&mut self, file: &str, line: u64, message: impl Into<String>) {
+        self.total += 1;
+        if self.kept.len() < Self::KEEP {
+            self.kept.push(Diagnostic {
+                file: file.to_string(),
+                line,
+                message: message.into(),
+            });
+        }
+    }
+}

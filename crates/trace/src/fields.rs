@@ -1,0 +1,286 @@
+//! Field parsers for single trace lines. Pure functions over bytes, written
+//! for the reader's inner loop: no allocation, no regex.
+
+use crate::call::{DbFields, WaitFields};
+
+/// Parses an optionally negative decimal integer; the whole slice must be
+/// digits.
+#[inline]
+pub(crate) fn int(s: &[u8]) -> Option<i64> {
+    let (neg, digits) = match s.first() {
+        Some(b'-') => (true, &s[1..]),
+        _ => (false, s),
+    };
+    if digits.is_empty() || digits.len() > 18 {
+        return None;
+    }
+    let mut v: i64 = 0;
+    for &b in digits {
+        let d = b.wrapping_sub(b'0');
+        if d > 9 {
+            return None;
+        }
+        v = v * 10 + d as i64;
+    }
+    Some(if neg { -v } else { v })
+}
+
+/// Splits `#<cursor>:rest` or `#<cursor> rest` into the cursor text, a
+/// numeric key (decimal or `0x` hex) and the rest after the separator.
+pub(crate) fn cursor(s: &[u8]) -> Option<(&[u8], u64, &[u8])> {
+    let s = s.strip_prefix(b"#")?;
+    let end = s
+        .iter()
+        .position(|&b| b == b':' || b == b' ')
+        .unwrap_or(s.len());
+    let id = &s[..end];
+    let key = if let Some(hex) = id.strip_prefix(b"0x").or_else(|| id.strip_prefix(b"0X")) {
+        u64::from_str_radix(std::str::from_utf8(hex).ok()?, 16).ok()?
+    } else {
+        let mut v: u64 = 0;
+        if id.is_empty() {
+            return None;
+        }
+        for &b in id {
+            let d = b.wrapping_sub(b'0');
+            if d > 9 {
+                return None;
+            }
+            v = v.checked_mul(10)?.checked_add(d as u64)?;
+        }
+        v
+    };
+    let rest = if end < s.len() { &s[end + 1..] } else { &[][..] };
+    Some((id, key, rest))
+}
+
+/// Parses a comma-separated `key=value` list of a database call (also the
+/// `, `-separated XCTEND list and the LOB list). Unknown keys are ignored;
+/// a known key whose value is not a number is an error naming the key.
+pub(crate) fn db_fields(s: &[u8], f: &mut DbFields) -> Result<(), String> {
+    for part in s.split(|&b| b == b',') {
+        let part = trim(part);
+        if part.is_empty() {
+            continue;
+        }
+        let Some(eq) = memchr::memchr(b'=', part) else {
+            continue;
+        };
+        let (key, val) = (&part[..eq], &part[eq + 1..]);
+        let slot = match key {
+            b"c" => &mut f.c,
+            b"e" => &mut f.e,
+            b"p" => &mut f.p,
+            b"cr" => &mut f.cr,
+            b"cu" => &mut f.cu,
+            b"mis" => &mut f.mis,
+            b"r" => &mut f.r,
+            b"dep" => &mut f.dep,
+            b"og" => &mut f.og,
+            b"plh" => &mut f.plh,
+            b"tim" => &mut f.tim,
+            b"type" => &mut f.typ,
+            b"bytes" => &mut f.bytes,
+            b"rlbk" => &mut f.rlbk,
+            b"rd_only" => &mut f.rd_only,
+            _ => continue,
+        };
+        match int(val) {
+            Some(v) => *slot = Some(v),
+            None => {
+                return Err(format!(
+                    "expected a number after '{}=', found '{}'",
+                    String::from_utf8_lossy(key),
+                    String::from_utf8_lossy(val)
+                ))
+            }
+        }
+    }
+    Ok(())
+}
+
+fn trim(s: &[u8]) -> &[u8] {
+    let start = s.iter().position(|b| !b.is_ascii_whitespace()).unwrap_or(s.len());
+    let end = s
+        .iter()
+        .rposition(|b| !b.is_ascii_whitespace())
+        .map_or(start, |i| i + 1);
+    &s[start..end]
+}
+
+/// A parsed WAIT line body (after `WAIT #cursor:`).
+pub(crate) struct Wait<'a> {
+    pub name: &'a [u8],
+    pub fields: WaitFields<'a>,
+}
+
+/// Parses ` nam='<event>' ela= <µs> <p1name>=<v> <p2name>=<v> <p3name>=<v>
+/// obj#=<n> tim=<µs>`; 9i lines have no obj# and no tim. Parameter names
+/// contain spaces and `#`, so the values are read positionally: each value
+/// is the word after an `=`.
+pub(crate) fn wait(s: &[u8]) -> Result<Wait<'_>, String> {
+    let s = trim(s);
+    let body = s
+        .strip_prefix(b"nam='")
+        .ok_or_else(|| "expected nam='<event>' after the cursor".to_string())?;
+    let close = memchr::memmem::find(body, b"' ela=")
+        .ok_or_else(|| "expected ' ela=' after the event name".to_string())?;
+    let name = &body[..close];
+    let mut rest = &body[close + 6..];
+    while let [b' ', tail @ ..] = rest {
+        rest = tail;
+    }
+    let num_end = rest.iter().position(|&b| b == b' ').unwrap_or(rest.len());
+    let ela = int(&rest[..num_end]).ok_or_else(|| {
+        format!(
+            "expected a number after 'ela=', found '{}'",
+            String::from_utf8_lossy(&rest[..num_end])
+        )
+    })?;
+    let mut rest = &rest[num_end..];
+    let mut fields = WaitFields {
+        ela,
+        ..WaitFields::default()
+    };
+    // tim= and obj# are the last two tokens; read them from the end.
+    if let Some(i) = memchr::memmem::rfind(rest, b" tim=") {
+        let v = &rest[i + 5..];
+        fields.tim = Some(int(v).ok_or_else(|| {
+            format!(
+                "expected a number after 'tim=', found '{}'",
+                String::from_utf8_lossy(v)
+            )
+        })?);
+        rest = &rest[..i];
+    }
+    if let Some(i) = memchr::memmem::rfind(rest, b" obj#=") {
+        fields.obj = int(&rest[i + 6..]);
+        rest = &rest[..i];
+    }
+    let mut values = [None, None, None];
+    let mut n = 0;
+    let mut pos = 0;
+    while n < 3 {
+        let Some(eq) = memchr::memchr(b'=', &rest[pos..]) else {
+            break;
+        };
+        let start = pos + eq + 1;
+        let end = rest[start..]
+            .iter()
+            .position(|&b| b == b' ')
+            .map_or(rest.len(), |i| start + i);
+        values[n] = std::str::from_utf8(&rest[start..end]).ok();
+        n += 1;
+        pos = end;
+    }
+    [fields.p1, fields.p2, fields.p3] = values;
+    Ok(Wait { name, fields })
+}
+
+/// Fields of a PARSING IN CURSOR or PARSE ERROR line: space-separated
+/// `key=value`, values possibly quoted.
+#[derive(Default)]
+pub(crate) struct Pic<'a> {
+    pub dep: Option<i64>,
+    pub uid: Option<i64>,
+    pub oct: Option<i64>,
+    pub lid: Option<i64>,
+    pub tim: Option<i64>,
+    pub hv: Option<i64>,
+    pub err: Option<i64>,
+    pub ad: &'a [u8],
+    pub sqlid: &'a [u8],
+}
+
+pub(crate) fn pic(s: &[u8]) -> Pic<'_> {
+    let mut p = Pic::default();
+    for word in s.split(|&b| b == b' ' || b == b':') {
+        let Some(eq) = memchr::memchr(b'=', word) else {
+            continue;
+        };
+        let (key, val) = (&word[..eq], &word[eq + 1..]);
+        let unq = val
+            .strip_prefix(b"'")
+            .and_then(|v| v.strip_suffix(b"'"))
+            .unwrap_or(val);
+        match key {
+            b"dep" => p.dep = int(val),
+            b"uid" => p.uid = int(val),
+            b"oct" => p.oct = int(val),
+            b"lid" => p.lid = int(val),
+            b"tim" => p.tim = int(val),
+            b"hv" => p.hv = int(val),
+            b"err" => p.err = int(val),
+            b"ad" => p.ad = unq,
+            b"sqlid" => p.sqlid = unq,
+            _ => {}
+        }
+    }
+    p
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ints() {
+        assert_eq!(int(b"123"), Some(123));
+        assert_eq!(int(b"-1"), Some(-1));
+        assert_eq!(int(b""), None);
+        assert_eq!(int(b"-"), None);
+        assert_eq!(int(b"12a"), None);
+        assert_eq!(int(b"9999999999999999999999"), None);
+    }
+
+    #[test]
+    fn cursors_decimal_and_hex() {
+        let (id, key, rest) = cursor(b"#140661336887528:c=1").unwrap();
+        assert_eq!((id, key, rest), (&b"140661336887528"[..], 140661336887528, &b"c=1"[..]));
+        let (id, key, _) = cursor(b"#0x7ff225353470: nam").unwrap();
+        assert_eq!(id, b"0x7ff225353470");
+        assert_eq!(key, 0x7ff225353470);
+        assert!(cursor(b"#zz:").is_none());
+        assert!(cursor(b"140:").is_none());
+    }
+
+    #[test]
+    fn db_call_fields() {
+        let mut f = DbFields::default();
+        db_fields(
+            b"c=58,e=57,p=0,cr=0,cu=0,mis=0,r=0,dep=1,og=4,plh=560797611,tim=14521990545600",
+            &mut f,
+        )
+        .unwrap();
+        assert_eq!((f.c, f.e, f.dep, f.tim), (Some(58), Some(57), Some(1), Some(14521990545600)));
+        let mut x = DbFields::default();
+        db_fields(b"rlbk=0, rd_only=1, tim=5793511831940", &mut x).unwrap();
+        assert_eq!((x.rlbk, x.rd_only, x.tim), (Some(0), Some(1), Some(5793511831940)));
+        let err = db_fields(b"c=1,e=x", &mut DbFields::default()).unwrap_err();
+        assert!(err.contains("'e='"), "{err}");
+    }
+
+    #[test]
+    fn wait_fields_named_and_9i() {
+        let w = wait(b" nam='SQL*Net message from client' ela= 495 driver id=1952673792 #bytes=1 p3=0 obj#=-1 tim=7782186390163").unwrap();
+        assert_eq!(w.name, b"SQL*Net message from client");
+        assert_eq!(w.fields.ela, 495);
+        assert_eq!(w.fields.p1, Some("1952673792"));
+        assert_eq!(w.fields.p2, Some("1"));
+        assert_eq!(w.fields.p3, Some("0"));
+        assert_eq!(w.fields.obj, Some(-1));
+        assert_eq!(w.fields.tim, Some(7782186390163));
+        let old = wait(b" nam='db file sequential read' ela= 2769 p1=37 p2=12931 p3=1").unwrap();
+        assert_eq!((old.fields.p1, old.fields.p3, old.fields.tim), (Some("37"), Some("1"), None));
+        assert!(wait(b" nam='x' ela= abc tim=1").is_err());
+        assert!(wait(b" garbage").is_err());
+    }
+
+    #[test]
+    fn pic_fields() {
+        let p = pic(b"len=63 dep=0 uid=108 oct=3 lid=108 tim=7782186390222 hv=462614443 ad='9d37bed8' sqlid='0gjpt6cdt5vxb'");
+        assert_eq!((p.dep, p.oct, p.hv), (Some(0), Some(3), Some(462614443)));
+        assert_eq!(p.sqlid, b"0gjpt6cdt5vxb");
+        assert_eq!(p.ad, b"9d37bed8");
+    }
+}

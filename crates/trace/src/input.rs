@@ -1,0 +1,195 @@
+//! Opening trace files: plain or compressed (recognised by content, not by
+//! name), or standard input (`-`).
+
+use std::fs::File;
+use std::io::{self, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// Where a trace comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Source {
+    Path(PathBuf),
+    Stdin,
+}
+
+impl Source {
+    /// `-` means standard input, anything else a path.
+    pub fn from_arg(arg: &str) -> Source {
+        if arg == "-" {
+            Source::Stdin
+        } else {
+            Source::Path(PathBuf::from(arg))
+        }
+    }
+}
+
+/// Compression recognised from a file's first bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Compression {
+    None,
+    Gzip,
+    Bzip2,
+    Xz,
+    Zstd,
+}
+
+impl Compression {
+    fn sniff(head: &[u8]) -> Compression {
+        if head.starts_with(&[0x1f, 0x8b]) {
+            Compression::Gzip
+        } else if head.starts_with(b"BZh") && head.len() > 3 && head[3].is_ascii_digit() {
+            Compression::Bzip2
+        } else if head.starts_with(&[0xfd, b'7', b'z', b'X', b'Z', 0]) {
+            Compression::Xz
+        } else if head.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
+            Compression::Zstd
+        } else {
+            Compression::None
+        }
+    }
+
+    /// The file-name suffixes this compression is usually written with.
+    fn suffixes(self) -> &'static [&'static str] {
+        match self {
+            Compression::None => &[],
+            Compression::Gzip => &[".gz", ".gzip", ".z"],
+            Compression::Bzip2 => &[".bz2", ".bzip2"],
+            Compression::Xz => &[".xz", ".lzma"],
+            Compression::Zstd => &[".zst", ".zstd"],
+        }
+    }
+}
+
+/// An opened trace: its names and a reader over the uncompressed text.
+pub struct TraceFile {
+    /// The file as the user named it (`-` for standard input): `$file`.
+    pub name: String,
+    /// The name Oracle gave the trace: the last path component with a
+    /// compression suffix removed, so that `x.trc.gz` reads as `x.trc`
+    /// (`$basename`), as mrskew would print for the uncompressed file.
+    pub basename: String,
+    pub compression: Compression,
+    pub(crate) reader: Box<dyn Read + Send>,
+}
+
+impl std::fmt::Debug for TraceFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TraceFile")
+            .field("name", &self.name)
+            .field("basename", &self.basename)
+            .field("compression", &self.compression)
+            .finish()
+    }
+}
+
+/// Why a trace could not be opened.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    #[error("{name}: cannot open: {source}")]
+    Io { name: String, source: io::Error },
+}
+
+/// Counts the raw (possibly compressed) bytes read, for progress bars.
+struct Counted<R> {
+    inner: R,
+    counter: Arc<AtomicU64>,
+}
+
+impl<R: Read> Read for Counted<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.counter.fetch_add(n as u64, Ordering::Relaxed);
+        Ok(n)
+    }
+}
+
+/// Opens a trace and recognises its compression from its first bytes.
+pub fn open(source: &Source) -> Result<TraceFile, OpenError> {
+    open_counted(source, None)
+}
+
+/// Like [`open`], adding the raw bytes read to `counter` as reading goes.
+pub fn open_counted(
+    source: &Source,
+    counter: Option<Arc<AtomicU64>>,
+) -> Result<TraceFile, OpenError> {
+    let (name, raw): (String, Box<dyn Read + Send>) = match source {
+        Source::Stdin => ("-".to_string(), Box::new(io::stdin())),
+        Source::Path(p) => {
+            let f = File::open(p).map_err(|e| OpenError::Io {
+                name: p.display().to_string(),
+                source: e,
+            })?;
+            (p.display().to_string(), Box::new(f))
+        }
+    };
+    let raw: Box<dyn Read + Send> = match counter {
+        Some(counter) => Box::new(Counted {
+            inner: raw,
+            counter,
+        }),
+        None => raw,
+    };
+    let mut raw = BufReader::with_capacity(256 * 1024, raw);
+    let head = io::BufRead::fill_buf(&mut raw).map_err(|e| OpenError::Io {
+        name: name.clone(),
+        source: e,
+    })?;
+    let compression = Compression::sniff(head);
+    let reader: Box<dyn Read + Send> = match compression {
+        Compression::None => Box::new(raw),
+        Compression::Gzip => Box::new(flate2::bufread::MultiGzDecoder::new(raw)),
+        Compression::Bzip2 => Box::new(bzip2::bufread::MultiBzDecoder::new(raw)),
+        Compression::Xz => Box::new(xz2::bufread::XzDecoder::new_multi_decoder(raw)),
+        Compression::Zstd => Box::new(zstd::stream::read::Decoder::with_buffer(raw).map_err(
+            |e| OpenError::Io {
+                name: name.clone(),
+                source: e,
+            },
+        )?),
+    };
+    let basename = oracle_basename(&name, compression);
+    Ok(TraceFile {
+        name,
+        basename,
+        compression,
+        reader,
+    })
+}
+
+fn oracle_basename(name: &str, compression: Compression) -> String {
+    let base = Path::new(name)
+        .file_name()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| name.to_string());
+    for suffix in compression.suffixes() {
+        if base.len() > suffix.len() && base.to_ascii_lowercase().ends_with(suffix) {
+            return base[..base.len() - suffix.len()].to_string();
+        }
+    }
+    base
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn basename_drops_only_the_compression_suffix_of_the_content() {
+        assert_eq!(oracle_basename("/a/b/x.trc.gz", Compression::Gzip), "x.trc");
+        assert_eq!(oracle_basename("x.trc.gz", Compression::None), "x.trc.gz");
+        assert_eq!(oracle_basename("x.trc.XZ", Compression::Xz), "x.trc");
+        assert_eq!(oracle_basename("x.trc", Compression::Zstd), "x.trc");
+        assert_eq!(oracle_basename("-", Compression::None), "-");
+    }
+
+    #[test]
+    fn sniffs_magic_numbers() {
+        assert_eq!(Compression::sniff(&[0x1f, 0x8b, 8]), Compression::Gzip);
+        assert_eq!(Compression::sniff(b"BZh9"), Compression::Bzip2);
+        assert_eq!(Compression::sniff(b"BZhx"), Compression::None);
+        assert_eq!(Compression::sniff(b"Trace file"), Compression::None);
+    }
+}

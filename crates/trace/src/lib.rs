@@ -1,0 +1,25 @@
+//! Reader for Oracle extended SQL trace files (event 10046, levels 1 to 12,
+//! Oracle 9i to 19c) and for the traces tracelab itself writes in the same
+//! format.
+//!
+//! The reader turns lines into [`Call`]s: database calls (PARSE, EXEC, FETCH,
+//! CLOSE, UNMAP, SORT UNMAP, LOB*, XCTEND, RPC EXEC) and OS calls (WAITs),
+//! each with its file, line, raw text, depth, cursor, statement context,
+//! parse/exec ids, binds and raw fields. Everything downstream (the profiler,
+//! the studies' trace measurements, exports) consumes calls, never raw text.
+//!
+//! It streams: memory is bounded by the number of open cursors, not by the
+//! size of the file, and it reads plain, gzip, bzip2, xz and zstd input,
+//! recognised by content.
+
+mod call;
+mod diag;
+mod fields;
+mod input;
+mod lines;
+mod reader;
+
+pub use call::{Call, CallKind, DbFields, Statement, WaitFields, PSEUDO_BETWEEN, PSEUDO_WITHIN};
+pub use diag::{Diagnostic, Diagnostics};
+pub use input::{open, open_counted, Compression, OpenError, Source, TraceFile};
+pub use reader::{ReadError, ReadOptions, ReadSummary, Reader};

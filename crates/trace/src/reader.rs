@@ -1,0 +1,811 @@
+//! The trace state machine: lines in, [`Call`]s out.
+//!
+//! States (reference §C.15): normal lines; the SQL text of a PARSING IN
+//! CURSOR (until `END OF STMT`); a BINDS block (lines that start with a
+//! space); the text after PARSE ERROR (until the next recognised line).
+
+use std::rc::Rc;
+
+use rustc_hash::FxHashMap;
+
+use crate::call::{Call, CallKind, DbFields, Statement, WaitFields, PSEUDO_BETWEEN, PSEUDO_WITHIN};
+use crate::diag::Diagnostics;
+use crate::fields;
+use crate::input::TraceFile;
+use crate::lines::Lines;
+
+/// What the consumer needs; what it does not need is not computed.
+#[derive(Debug, Clone)]
+pub struct ReadOptions {
+    /// Collect bind values for `@bind` (costs an allocation per bind).
+    pub binds: bool,
+    /// Emit unaccounted-for pseudo-calls (see [`crate::PSEUDO_WITHIN`]).
+    pub unaccounted: bool,
+    /// An SQL*Net message from client at least this long (µs) is think
+    /// time: it ends an island, and the calls after it get the next
+    /// `island_id`.
+    pub thinktime_us: i64,
+    /// Fixed minimum depth; `None` computes it from the file.
+    pub depmin: Option<i64>,
+    /// Also hand out every line that is not a call (header, SQL text,
+    /// BINDS, STAT, blank lines, ...) as a [`CallKind::Line`] record, for
+    /// mrskew's `--name=:all`.
+    pub all_lines: bool,
+}
+
+impl Default for ReadOptions {
+    fn default() -> Self {
+        ReadOptions {
+            binds: false,
+            unaccounted: false,
+            thinktime_us: 1_000_000,
+            depmin: None,
+            all_lines: false,
+        }
+    }
+}
+
+/// What a read found besides its calls.
+#[derive(Debug, Clone, Default)]
+pub struct ReadSummary {
+    pub lines: u64,
+    pub calls: u64,
+    /// The minimum depth of the file's database calls (or the fixed one).
+    pub depmin: i64,
+    /// True when calls were handed out with a tentative `$depmin` that a
+    /// later, shallower call proved wrong: the consumer should read the file
+    /// again with `ReadOptions::depmin` set to [`ReadSummary::depmin`].
+    pub depmin_changed: bool,
+    pub diagnostics: Diagnostics,
+}
+
+/// Why a file could not be read at all.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    #[error("{file}:{line}: read error: {source}")]
+    Io {
+        file: String,
+        line: u64,
+        source: std::io::Error,
+    },
+    #[error("{file}: not an Oracle extended SQL trace file: {why}")]
+    NotATrace { file: String, why: String },
+}
+
+#[derive(Default)]
+struct Cursor {
+    stmt: Rc<Statement>,
+    binds: Vec<Option<Rc<str>>>,
+    parse_id: u64,
+    exec_id: u64,
+}
+
+#[derive(Clone, Copy)]
+enum State {
+    Normal,
+    /// Inside PARSING IN CURSOR text for this cursor key.
+    Sql(u64),
+    /// Inside a PARSE ERROR text for this cursor key.
+    ParseErrorSql(u64),
+    Binds(u64),
+    /// Inside a quoted bind value that spans lines.
+    BindValue(u64),
+}
+
+/// A wait kept until the next database call decides whether it was inside
+/// that call or between calls (only with `--unaccounted`).
+struct PendingWait {
+    start: i64,
+    end: i64,
+}
+
+/// How many lines may pass with nothing recognisable before a file is
+/// declared not to be a trace.
+const SNIFF_LINES: u64 = 5000;
+
+/// Reads one trace file at a time; reusable across files.
+pub struct Reader {
+    opts: ReadOptions,
+}
+
+/// Per-file state of one read.
+struct Run<'f> {
+    opts: &'f ReadOptions,
+    file: &'f str,
+    cursors: FxHashMap<u64, Cursor>,
+    /// Context for calls without a cursor (XCTEND, LOB*): `#():<file>`.
+    nocursor: Cursor,
+    state: State,
+    depmin_seen: Option<i64>,
+    depmin_used: Option<(i64, i64)>,
+    island: u64,
+    pending: Vec<PendingWait>,
+    /// End of the latest top-level event, for between-call gaps.
+    top_end: Option<i64>,
+    recognised: u64,
+    /// Whether the current line was handed out as a call.
+    emitted: bool,
+    summary: ReadSummary,
+}
+
+impl Reader {
+    pub fn new(opts: ReadOptions) -> Reader {
+        Reader { opts }
+    }
+
+    /// Reads `file` to its end, handing each call to `on_call`.
+    pub fn read(
+        &mut self,
+        file: TraceFile,
+        mut on_call: impl FnMut(&Call<'_>),
+    ) -> Result<ReadSummary, ReadError> {
+        let name = file.name.clone();
+        let mut lines = Lines::new(file.reader);
+        let mut run = Run {
+            opts: &self.opts,
+            file: &name,
+            cursors: FxHashMap::default(),
+            nocursor: Cursor {
+                stmt: Rc::new(placeholder("()", &name)),
+                ..Cursor::default()
+            },
+            state: State::Normal,
+            depmin_seen: None,
+            depmin_used: None,
+            island: 1,
+            pending: Vec::new(),
+            top_end: None,
+            recognised: 0,
+            emitted: false,
+            summary: ReadSummary::default(),
+        };
+        let mut line_no = 0u64;
+        loop {
+            let line = match lines.next_line() {
+                Ok(Some(l)) => l,
+                Ok(None) => break,
+                Err(source) => {
+                    return Err(ReadError::Io {
+                        file: name.clone(),
+                        line: line_no + 1,
+                        source,
+                    })
+                }
+            };
+            line_no += 1;
+            if line_no == 1 && memchr::memchr(0, line.bytes).is_some() {
+                return Err(ReadError::NotATrace {
+                    file: name,
+                    why: "it holds binary data (NUL bytes) in its first line".into(),
+                });
+            }
+            run.emitted = false;
+            run.line(line_no, line.bytes, line.terminated, &mut on_call);
+            if self.opts.all_lines && !run.emitted {
+                run.other_line(line_no, line.bytes, &mut on_call);
+            }
+            if line_no == SNIFF_LINES && run.recognised == 0 {
+                return Err(ReadError::NotATrace {
+                    file: name,
+                    why: format!("no trace line in its first {SNIFF_LINES} lines"),
+                });
+            }
+        }
+        if run.recognised == 0 {
+            return Err(ReadError::NotATrace {
+                file: name,
+                why: if line_no == 0 {
+                    "it is empty".into()
+                } else {
+                    format!("none of its {line_no} lines is a trace line")
+                },
+            });
+        }
+        run.finish(line_no, &mut on_call);
+        run.summary.lines = line_no;
+        run.summary.depmin = run.depmin();
+        run.summary.depmin_changed = match (self.opts.depmin, run.depmin_used) {
+            (None, Some((lo, hi))) => lo != run.summary.depmin || hi != run.summary.depmin,
+            _ => false,
+        };
+        Ok(run.summary)
+    }
+}
+
+fn placeholder(cursor: &str, file: &str) -> Statement {
+    let text = format!("#{cursor}:{file}");
+    Statement {
+        sqlid: text.clone(),
+        sql: text,
+        placeholder: true,
+        ..Statement::default()
+    }
+}
+
+fn lossy(b: &[u8]) -> &str {
+    // Names and ids are ASCII in every trace seen; a damaged byte must not
+    // stop the run, so it shows as an empty name rather than an error.
+    std::str::from_utf8(b).unwrap_or("")
+}
+
+impl Run<'_> {
+    fn depmin(&self) -> i64 {
+        self.opts
+            .depmin
+            .or(self.depmin_seen)
+            .unwrap_or(0)
+    }
+
+    fn see_dep(&mut self, dep: i64) {
+        if self.opts.depmin.is_none() {
+            self.depmin_seen = Some(self.depmin_seen.map_or(dep, |d| d.min(dep)));
+        }
+    }
+
+    fn warn(&mut self, line: u64, msg: impl Into<String>) {
+        self.summary.diagnostics.push(self.file, line, msg);
+    }
+
+    fn line(
+        &mut self,
+        no: u64,
+        b: &[u8],
+        terminated: bool,
+        on_call: &mut impl FnMut(&Call<'_>),
+    ) {
+        match self.state {
+            State::Sql(key) => {
+                if b == b"END OF STMT" {
+                    self.state = State::Normal;
+                } else {
+                    self.append_sql(key, b);
+                }
+                return;
+            }
+            State::BindValue(key) => {
+                self.append_bind(key, b);
+                if b.ends_with(b"\"") {
+                    self.state = State::Binds(key);
+                }
+                return;
+            }
+            State::Binds(key) => {
+                if b.is_empty() || b[0] == b' ' {
+                    self.bind_line(key, b);
+                    return;
+                }
+                self.state = State::Normal;
+            }
+            State::ParseErrorSql(key) => {
+                if !is_recognised(b) {
+                    self.append_sql(key, b);
+                    return;
+                }
+                self.state = State::Normal;
+            }
+            State::Normal => {}
+        }
+        let Some(&first) = b.first() else { return };
+        let res = match first {
+            b'W' if b.starts_with(b"WAIT #") => self.wait(no, b, on_call),
+            b'P' if b.starts_with(b"PARSING IN CURSOR ") => self.pic(no, b),
+            b'P' if b.starts_with(b"PARSE ERROR ") => self.parse_error(no, b),
+            b'P' if b.starts_with(b"PARSE #") => self.dbcall(no, b, 6, CallKind::Parse, "PARSE", on_call),
+            b'E' if b.starts_with(b"EXEC #") => self.dbcall(no, b, 5, CallKind::Exec, "EXEC", on_call),
+            b'E' if b.starts_with(b"ERROR #") => {
+                self.recognised += 1;
+                Ok(())
+            }
+            b'F' if b.starts_with(b"FETCH #") => self.dbcall(no, b, 6, CallKind::Fetch, "FETCH", on_call),
+            b'C' if b.starts_with(b"CLOSE #") => self.dbcall(no, b, 6, CallKind::Close, "CLOSE", on_call),
+            b'U' if b.starts_with(b"UNMAP #") => self.dbcall(no, b, 6, CallKind::Unmap, "UNMAP", on_call),
+            b'S' if b.starts_with(b"SORT UNMAP #") => {
+                self.dbcall(no, b, 11, CallKind::SortUnmap, "SORT UNMAP", on_call)
+            }
+            b'S' if b.starts_with(b"STAT #") => self.stat(b),
+            b'B' if b.starts_with(b"BINDS #") => self.binds(b),
+            b'X' if b.starts_with(b"XCTEND ") => self.xctend(no, b, on_call),
+            b'L' if b.starts_with(b"LOB") => self.lob(no, b, on_call),
+            b'R' if b.starts_with(b"RPC EXEC:") => self.rpc(no, b, on_call),
+            b'*' if b.starts_with(b"***") => {
+                self.recognised += 1;
+                Ok(())
+            }
+            b'=' if b.starts_with(b"=====") => {
+                self.recognised += 1;
+                Ok(())
+            }
+            b'T' if b.starts_with(b"Trace file ") => {
+                self.recognised += 1;
+                Ok(())
+            }
+            _ => Ok(()),
+        };
+        if let Err(msg) = res {
+            let msg = if terminated {
+                msg
+            } else {
+                format!("{msg} (the last line is cut short)")
+            };
+            self.warn(no, msg);
+        }
+    }
+
+    fn cursor_entry(&mut self, id: &[u8], key: u64) -> &mut Cursor {
+        let file = self.file;
+        self.cursors.entry(key).or_insert_with(|| Cursor {
+            stmt: Rc::new(placeholder(lossy(id), file)),
+            ..Cursor::default()
+        })
+    }
+
+    fn append_sql(&mut self, key: u64, b: &[u8]) {
+        if let Some(c) = self.cursors.get_mut(&key) {
+            let stmt = Rc::make_mut(&mut c.stmt);
+            if !stmt.sql.is_empty() {
+                stmt.sql.push('\n');
+            }
+            stmt.sql.push_str(&String::from_utf8_lossy(b));
+        }
+    }
+
+    fn pic(&mut self, _no: u64, b: &[u8]) -> Result<(), String> {
+        self.recognised += 1;
+        let rest = &b[b"PARSING IN CURSOR ".len()..];
+        let (id, key, tail) = fields::cursor(rest)
+            .ok_or_else(|| "expected 'PARSING IN CURSOR #<cursor> len=…'".to_string())?;
+        let p = fields::pic(tail);
+        self.new_statement(id, key, &p);
+        self.state = State::Sql(key);
+        Ok(())
+    }
+
+    fn parse_error(&mut self, _no: u64, b: &[u8]) -> Result<(), String> {
+        self.recognised += 1;
+        let rest = &b[b"PARSE ERROR ".len()..];
+        let (id, key, tail) = fields::cursor(rest)
+            .ok_or_else(|| "expected 'PARSE ERROR #<cursor>:len=…'".to_string())?;
+        let p = fields::pic(tail);
+        self.new_statement(id, key, &p);
+        self.state = State::ParseErrorSql(key);
+        Ok(())
+    }
+
+    fn new_statement(&mut self, id: &[u8], key: u64, p: &fields::Pic<'_>) {
+        if let Some(dep) = p.dep {
+            self.see_dep(dep);
+        }
+        let stmt = Statement {
+            sqlid: if p.sqlid.is_empty() {
+                // 10g and older write no sqlid: keep the placeholder shape.
+                format!("#{}:{}", lossy(id), self.file)
+            } else {
+                lossy(p.sqlid).to_string()
+            },
+            sql: String::new(),
+            hv: p.hv,
+            oct: p.oct,
+            uid: p.uid,
+            lid: p.lid,
+            dep: p.dep,
+            ad: lossy(p.ad).to_string(),
+            placeholder: false,
+        };
+        let c = self.cursor_entry(id, key);
+        *c = Cursor {
+            stmt: Rc::new(stmt),
+            ..Cursor::default()
+        };
+    }
+
+    fn binds(&mut self, b: &[u8]) -> Result<(), String> {
+        self.recognised += 1;
+        let (id, key, _) = fields::cursor(&b[b"BINDS ".len()..])
+            .ok_or_else(|| "expected 'BINDS #<cursor>:'".to_string())?;
+        let collect = self.opts.binds;
+        let c = self.cursor_entry(id, key);
+        if collect {
+            c.binds.clear();
+        }
+        self.state = State::Binds(key);
+        Ok(())
+    }
+
+    fn bind_line(&mut self, key: u64, b: &[u8]) {
+        if !self.opts.binds {
+            return;
+        }
+        let t = b.trim_ascii_start();
+        let Some(c) = self.cursors.get_mut(&key) else { return };
+        if t.starts_with(b"Bind#") {
+            c.binds.push(None);
+            // A damaged dump may put `value=` on the Bind# line itself.
+            if let Some(i) = memchr::memmem::find(t, b"value=") {
+                let v = &t[i + 6..];
+                set_last_bind(c, v);
+            }
+        } else if let Some(v) = t.strip_prefix(b"value=") {
+            if c.binds.is_empty() {
+                c.binds.push(None);
+            }
+            set_last_bind(c, v);
+            if v.first() == Some(&b'"') && (v.len() == 1 || !v.ends_with(b"\"")) {
+                self.state = State::BindValue(key);
+            }
+        }
+    }
+
+    fn append_bind(&mut self, key: u64, b: &[u8]) {
+        if !self.opts.binds {
+            return;
+        }
+        if let Some(c) = self.cursors.get_mut(&key) {
+            if let Some(Some(last)) = c.binds.last_mut() {
+                let joined = format!("{last}\n{}", String::from_utf8_lossy(b));
+                *last = Rc::from(joined);
+            }
+        }
+    }
+
+    fn stat(&mut self, b: &[u8]) -> Result<(), String> {
+        self.recognised += 1;
+        match fields::cursor(&b[b"STAT ".len()..]) {
+            Some((_, _, rest)) if rest.starts_with(b"id=") => Ok(()),
+            _ => Err("expected 'STAT #<cursor> id=… op='…''".into()),
+        }
+    }
+
+    /// The `$depmin` a call is handed out with; remembers the range of
+    /// tentative values used, so that a later shallower call is noticed.
+    fn depmin_for_call(&mut self) -> i64 {
+        let d = self.depmin();
+        if self.opts.depmin.is_none() {
+            self.depmin_used = Some(match self.depmin_used {
+                None => (d, d),
+                Some((lo, hi)) => (lo.min(d), hi.max(d)),
+            });
+        }
+        d
+    }
+
+    fn wait(
+        &mut self,
+        no: u64,
+        b: &[u8],
+        on_call: &mut impl FnMut(&Call<'_>),
+    ) -> Result<(), String> {
+        self.recognised += 1;
+        let (id, key, rest) = fields::cursor(&b[b"WAIT ".len()..])
+            .ok_or_else(|| "expected 'WAIT #<cursor>: nam=…'".to_string())?;
+        let w = fields::wait(rest)?;
+        let depmin = self.depmin_for_call();
+        let is_think = w.name == b"SQL*Net message from client" && w.fields.ela >= self.opts.thinktime_us;
+        let island = if is_think { 0 } else { self.island };
+        if is_think {
+            self.island += 1;
+        }
+        let c = self.cursor_entry(id, key);
+        let call = Call {
+            kind: CallKind::Wait,
+            name: lossy(w.name),
+            line: no,
+            text: b,
+            cursor: lossy(id),
+            dep: None,
+            depmin,
+            stmt: &c.stmt,
+            parse_id: c.parse_id,
+            exec_id: c.exec_id,
+            binds: &c.binds,
+            db: DbFields::default(),
+            wait: w.fields,
+            pseudo_us: 0,
+            island_id: island,
+        };
+        on_call(&call);
+        self.emitted = true;
+        self.summary.calls += 1;
+        if self.opts.unaccounted {
+            if let Some(t) = w.fields.tim {
+                self.pending.push(PendingWait {
+                    start: t - w.fields.ela,
+                    end: t,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn dbcall(
+        &mut self,
+        no: u64,
+        b: &[u8],
+        prefix: usize,
+        kind: CallKind,
+        name: &'static str,
+        on_call: &mut impl FnMut(&Call<'_>),
+    ) -> Result<(), String> {
+        self.recognised += 1;
+        let (id, key, rest) = fields::cursor(&b[prefix..])
+            .ok_or_else(|| format!("expected '{name} #<cursor>:c=…'"))?;
+        let mut db = DbFields::default();
+        fields::db_fields(rest, &mut db)?;
+        if let Some(dep) = db.dep {
+            self.see_dep(dep);
+        }
+        let depmin = self.depmin_for_call();
+        let island = self.island;
+        let c = self.cursor_entry(id, key);
+        match kind {
+            CallKind::Parse => c.parse_id = no,
+            CallKind::Exec => c.exec_id = no,
+            _ => {}
+        }
+        if c.stmt.placeholder && c.stmt.dep != db.dep {
+            Rc::make_mut(&mut c.stmt).dep = db.dep;
+        }
+        let dep = db.dep;
+        let call = Call {
+            kind,
+            name,
+            line: no,
+            text: b,
+            cursor: lossy(id),
+            dep,
+            depmin,
+            stmt: &c.stmt,
+            parse_id: c.parse_id,
+            exec_id: c.exec_id,
+            binds: &c.binds,
+            db,
+            wait: WaitFields::default(),
+            pseudo_us: 0,
+            island_id: island,
+        };
+        on_call(&call);
+        self.emitted = true;
+        self.summary.calls += 1;
+        if self.opts.unaccounted {
+            self.account(no, Some((id, key)), &db, dep.unwrap_or(0), depmin, on_call);
+        }
+        if db.tim.is_none() {
+            return Err(format!("expected 'tim=' in the {name} line"));
+        }
+        Ok(())
+    }
+
+    fn nocursor_call(
+        &mut self,
+        no: u64,
+        b: &[u8],
+        kind: CallKind,
+        name: &str,
+        db: DbFields,
+        on_call: &mut impl FnMut(&Call<'_>),
+    ) {
+        let depmin = self.depmin_for_call();
+        let dep = db.dep;
+        let c = &self.nocursor;
+        let call = Call {
+            kind,
+            name,
+            line: no,
+            text: b,
+            cursor: "",
+            dep,
+            depmin,
+            stmt: &c.stmt,
+            parse_id: 0,
+            exec_id: 0,
+            binds: &[],
+            db,
+            wait: WaitFields::default(),
+            pseudo_us: 0,
+            island_id: self.island,
+        };
+        on_call(&call);
+        self.emitted = true;
+        self.summary.calls += 1;
+        if self.opts.unaccounted {
+            self.account(no, None, &db, dep.unwrap_or(0), depmin, on_call);
+        }
+    }
+
+    fn xctend(
+        &mut self,
+        no: u64,
+        b: &[u8],
+        on_call: &mut impl FnMut(&Call<'_>),
+    ) -> Result<(), String> {
+        self.recognised += 1;
+        let mut db = DbFields::default();
+        fields::db_fields(&b[b"XCTEND ".len()..], &mut db)?;
+        self.nocursor_call(no, b, CallKind::Xctend, "XCTEND", db, on_call);
+        if db.tim.is_none() && !b.ends_with(b"rd_only=1") && !b.ends_with(b"rd_only=0") {
+            return Err("expected 'tim=' in the XCTEND line".into());
+        }
+        Ok(())
+    }
+
+    fn lob(
+        &mut self,
+        no: u64,
+        b: &[u8],
+        on_call: &mut impl FnMut(&Call<'_>),
+    ) -> Result<(), String> {
+        let Some(colon) = memchr::memchr(b':', b) else {
+            return Ok(()); // not a LOB call line; tolerate unknown text
+        };
+        let name = &b[..colon];
+        if !name.iter().all(|c| c.is_ascii_uppercase()) {
+            return Ok(());
+        }
+        self.recognised += 1;
+        let mut db = DbFields::default();
+        fields::db_fields(&b[colon + 1..], &mut db)?;
+        let name = lossy(name);
+        // LOB names are few; leak-free interning is not needed: borrow the line.
+        self.nocursor_call(no, b, CallKind::Lob, name, db, on_call);
+        if db.tim.is_none() {
+            return Err(format!("expected 'tim=' in the {name} line"));
+        }
+        Ok(())
+    }
+
+    fn rpc(
+        &mut self,
+        no: u64,
+        b: &[u8],
+        on_call: &mut impl FnMut(&Call<'_>),
+    ) -> Result<(), String> {
+        self.recognised += 1;
+        let mut db = DbFields::default();
+        fields::db_fields(&b[b"RPC EXEC:".len()..], &mut db)?;
+        self.nocursor_call(no, b, CallKind::Rpc, "RPC EXEC", db, on_call);
+        Ok(())
+    }
+
+    /// Emits the unaccounted-for pseudo-calls a database call closes: its
+    /// own within-call remainder (e − c − the waits inside it), and for a
+    /// top-level call the gaps before it. Waits count at every depth, as
+    /// they do in the default profile; a recursive call's waits are also
+    /// inside its parent, so only top-level calls consume them.
+    fn account(
+        &mut self,
+        no: u64,
+        cursor: Option<(&[u8], u64)>,
+        db: &DbFields,
+        dep: i64,
+        depmin: i64,
+        on_call: &mut impl FnMut(&Call<'_>),
+    ) {
+        let (Some(tim), Some(e)) = (db.tim, db.e) else {
+            return;
+        };
+        let start = tim - e;
+        // ±1 µs tolerance for rounding (reference §C.12).
+        let inside = |w: &PendingWait| w.start >= start - 1 && w.end <= tim + 1;
+        let waited: i64 = self
+            .pending
+            .iter()
+            .filter(|w| inside(w))
+            .map(|w| w.end - w.start)
+            .sum();
+        let within = e - db.c.unwrap_or(0) - waited;
+        let mut between = 0i64;
+        if dep == depmin {
+            let mut end = self.top_end;
+            for w in self.pending.iter().filter(|w| !inside(w)) {
+                if let Some(prev) = end {
+                    between += (w.start - prev).max(0);
+                }
+                end = Some(end.map_or(w.end, |p: i64| p.max(w.end)));
+            }
+            if let Some(prev) = end {
+                between += (start - prev).max(0);
+            }
+            self.top_end = Some(end.map_or(tim, |p| p.max(tim)));
+            self.pending.clear();
+        }
+        self.emit_pseudo(no, cursor, Some(dep), depmin, PSEUDO_WITHIN, within, on_call);
+        self.emit_pseudo(no, cursor, Some(depmin), depmin, PSEUDO_BETWEEN, between, on_call);
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn emit_pseudo(
+        &mut self,
+        no: u64,
+        cursor: Option<(&[u8], u64)>,
+        dep: Option<i64>,
+        depmin: i64,
+        name: &'static str,
+        us: i64,
+        on_call: &mut impl FnMut(&Call<'_>),
+    ) {
+        let dep: Option<i64> = dep;
+        if us == 0 {
+            return;
+        }
+        let c = match cursor {
+            Some((_, key)) => self.cursors.get(&key).unwrap_or(&self.nocursor),
+            None => &self.nocursor,
+        };
+        let call = Call {
+            kind: CallKind::Unaccounted,
+            name,
+            line: no,
+            text: b"",
+            cursor: cursor.map_or("", |(id, _)| lossy(id)),
+            dep,
+            depmin,
+            stmt: &c.stmt,
+            parse_id: c.parse_id,
+            exec_id: c.exec_id,
+            binds: &c.binds,
+            db: DbFields::default(),
+            wait: WaitFields::default(),
+            pseudo_us: us,
+            island_id: self.island,
+        };
+        on_call(&call);
+    }
+
+    /// A line that is not a call, for `--name=:all`: no name, no duration.
+    fn other_line(&mut self, no: u64, b: &[u8], on_call: &mut impl FnMut(&Call<'_>)) {
+        let depmin = self.depmin();
+        let c = &self.nocursor;
+        let call = Call {
+            kind: CallKind::Line,
+            name: "",
+            line: no,
+            text: b,
+            cursor: "",
+            dep: None,
+            depmin,
+            stmt: &c.stmt,
+            parse_id: 0,
+            exec_id: 0,
+            binds: &[],
+            db: DbFields::default(),
+            wait: WaitFields::default(),
+            pseudo_us: 0,
+            island_id: self.island,
+        };
+        on_call(&call);
+    }
+
+    /// End of file: waits after the last top-level call leave gaps too.
+    fn finish(&mut self, last_line: u64, on_call: &mut impl FnMut(&Call<'_>)) {
+        if !self.opts.unaccounted {
+            return;
+        }
+        let depmin = self.depmin();
+        let mut end = self.top_end;
+        let mut between = 0;
+        for w in &self.pending {
+            if let Some(prev) = end {
+                between += (w.start - prev).max(0);
+            }
+            end = Some(end.map_or(w.end, |p: i64| p.max(w.end)));
+        }
+        self.pending.clear();
+        self.emit_pseudo(last_line, None, Some(depmin), depmin, PSEUDO_BETWEEN, between, on_call);
+    }
+}
+
+fn set_last_bind(c: &mut Cursor, v: &[u8]) {
+    if let Some(last) = c.binds.last_mut() {
+        *last = Some(Rc::from(String::from_utf8_lossy(v).as_ref()));
+    }
+}
+
+/// Lines that end a PARSE ERROR text: anything the reader knows.
+fn is_recognised(b: &[u8]) -> bool {
+    const PREFIXES: &[&[u8]] = &[
+        b"WAIT #", b"PARSING IN CURSOR", b"PARSE", b"EXEC #", b"FETCH #", b"CLOSE #", b"UNMAP #",
+        b"SORT UNMAP #", b"STAT #", b"BINDS #", b"XCTEND", b"ERROR #", b"LOB", b"RPC ", b"***",
+        b"=====",
+    ];
+    b.is_empty() || PREFIXES.iter().any(|p| b.starts_with(p))
+}

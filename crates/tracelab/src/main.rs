@@ -1,0 +1,49 @@
+//! `tracelab`: a response-time laboratory for databases. This file only
+//! dispatches; each subcommand lives in a file of its own, and `exit.rs`
+//! turns every error into a message and an exit status.
+
+mod exit;
+mod progress;
+mod skew;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(
+    name = "tracelab",
+    version,
+    about = "A response-time laboratory for databases: profile trace files the mrskew way",
+    propagate_version = true
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Profile Oracle extended SQL trace files (10046) the way mrskew does:
+    /// filter, group and aggregate calls.
+    Skew(skew::Args),
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    // mrskew's option habits (single-dash long options, unique prefixes,
+    // --no forms, rc files) are resolved before clap sees the words.
+    let args = match args.get(1).map(String::as_str) {
+        Some("skew") => match tracelab_skew::rc::expand(&args[2..]) {
+            Ok(rest) => args[..2].iter().cloned().chain(rest).collect(),
+            Err(e) => exit::fail(exit::Failure::from(e)),
+        },
+        _ => args,
+    };
+    let cli = Cli::parse_from(args);
+    let status = match cli.command {
+        Command::Skew(a) => skew::run(a),
+    };
+    match status {
+        Ok(code) => std::process::exit(code),
+        Err(f) => exit::fail(f),
+    }
+}

@@ -1,0 +1,270 @@
+//! `tracelab skew`: mrskew's options in, mrskew's table out.
+
+use std::io::Write;
+
+use clap::ArgAction;
+use tracelab_skew::{profile, Format, Outcome, SkewError, SkewOptions, Sort};
+
+use crate::exit::{self, Failure};
+use crate::progress::Progress;
+
+const AFTER_HELP: &str = "\
+Expressions (--where, --where1, --group, --group-label, --select) are Perl, as in mrskew:
+  numbers, 'strings', \"interpolated $strings\", q{...}, qq{...}; + - * / % ** . x;
+  == != < > <= >= <=> eq ne lt gt le ge cmp; && || ! and or not xor ?: ; =~ !~ /regex/imsx;
+  sprintf substr length lc uc lcfirst ucfirst index rindex join split int abs sqrt
+  log exp hex oct ord chr defined scalar basename dirname.
+Variables: $af (accounted-for seconds: CPU c of a database call, ela of a WAIT),
+  $dur ($e or $ela), $e $c $ela $nam/$name $call $r/$row $dep $depmin $tim $line $file
+  $basename/$base $text $sqlid $sql $hv $oct $uid $lid $ad $cursor_id $parse_id $exec_id
+  $p1 $p2 $p3 $obj $p $cr $cu $mis $og $plh $type $bytes $rlbk $rd_only
+  $island_id/$experience_id, and @bind (bind values of the current execution).
+The filter is ((--where) and (--where1)) and ($nam=~/--name/i); defaults 1, $dep==$depmin, .+
+Options take mrskew's spellings too: -where, --alldep, --gl, --nohead, --rc=FILE.
+Built-in rc files: p10.rc disk.rc ssd.rc all.rc sqlid.rc cull-snmfc.rc (--listrc shows them).
+A compressed file's $basename drops the compression suffix (x.trc.gz reads as x.trc).
+Exit status: 0 done, 1 report written but some input damaged or skipped, 2 bad usage, 3 output error.";
+
+/// Options of `tracelab skew` (mrskew's, plus --unaccounted, --buckets,
+/// --json, --output, --jobs).
+#[derive(clap::Args, Debug)]
+#[command(args_override_self = true, after_help = AFTER_HELP)]
+pub struct Args {
+    /// Trace files (plain, gzip, bzip2, xz or zstd); - reads standard input.
+    #[arg(value_name = "FILE")]
+    files: Vec<String>,
+
+    /// Keep calls for which this expression is true (mrskew's where0).
+    #[arg(long = "where", value_name = "EXPR")]
+    where0: Option<String>,
+    /// Second filter conjunct [default: $dep==$depmin].
+    #[arg(long, value_name = "EXPR")]
+    where1: Option<String>,
+    /// Report calls at every depth (same as --where1=1).
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", action = ArgAction::Set)]
+    alldepths: Option<bool>,
+    /// Keep calls whose name matches this case-insensitive regex, or a class:
+    /// :all, :dbcall, :oscall (:syscall) [default: .+].
+    #[arg(long, value_name = "REGEX")]
+    name: Option<String>,
+    /// Group calls by this expression [default: $nam].
+    #[arg(long, value_name = "EXPR")]
+    group: Option<String>,
+    /// Header of column 1: an expression ('"FILE"') or plain text.
+    #[arg(long = "group-label", visible_aliases = ["glabel", "gl"], value_name = "EXPR")]
+    group_label: Option<String>,
+    /// Value summed in column 2 [default: $af].
+    #[arg(long, value_name = "EXPR")]
+    select: Option<String>,
+    /// Header of column 2 [default: DURATION].
+    #[arg(long = "select-label", visible_alias = "slabel", value_name = "EXPR")]
+    select_label: Option<String>,
+    /// Group by duration range instead: p10, disk, ssd, or edges in seconds
+    /// (0.001,0.01,0.1); every range is shown.
+    #[arg(long, value_name = "SPEC")]
+    buckets: Option<String>,
+    /// Sort by column (1 label .. 7 MAX), n numeric, a/d direction, or no
+    /// [default: 2nd].
+    #[arg(long, value_name = "SPEC")]
+    sort: Option<String>,
+    /// Rows to show; the rest fold into "N others"; 0 (or none) shows all
+    /// [default: 10].
+    #[arg(long, value_name = "N")]
+    top: Option<String>,
+    /// Decimals of durations [default: 6].
+    #[arg(long, value_name = "N")]
+    precision: Option<usize>,
+    /// Thousands separators [default: on].
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", action = ArgAction::Set)]
+    commas: Option<bool>,
+    /// Header row [default: on].
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", action = ArgAction::Set)]
+    head: Option<bool>,
+    /// Footer (TOTAL) row [default: on].
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", action = ArgAction::Set)]
+    foot: Option<bool>,
+    /// Dash rules [default: on].
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", action = ArgAction::Set)]
+    dashes: Option<bool>,
+    /// Write comma-separated values.
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", action = ArgAction::Set)]
+    csv: Option<bool>,
+    /// Write JSON.
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", action = ArgAction::Set)]
+    json: Option<bool>,
+    /// Write the report to this file instead of standard output.
+    #[arg(long, value_name = "FILE")]
+    output: Option<String>,
+    /// Column separator [default: two spaces].
+    #[arg(long, value_name = "TEXT")]
+    separator: Option<String>,
+    /// Seconds of SQL*Net message from client that end an island
+    /// ($island_id, $experience_id) [default: 1].
+    #[arg(long, value_name = "SECONDS")]
+    thinktime: Option<f64>,
+    /// Minimum depth of every file, instead of each file's own.
+    #[arg(long, value_name = "N")]
+    depmin: Option<i64>,
+    /// Add the time mrskew leaves out as pseudo-calls: "unaccounted-for
+    /// within calls" (e - c - waits) and "unaccounted-for between calls"
+    /// (gaps), so that the TOTAL is the session's response time.
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", action = ArgAction::Set)]
+    unaccounted: Option<bool>,
+    /// List input files, the effective expressions, matched files and call
+    /// names on stderr, as mrskew does.
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", action = ArgAction::Set)]
+    verbose: Option<bool>,
+    /// Worker threads [default: one per core].
+    #[arg(long, value_name = "N")]
+    jobs: Option<usize>,
+    /// Read options from this rc file (resolved before parsing).
+    #[arg(long, value_name = "FILE", hide = true)]
+    rc: Option<String>,
+    /// List the built-in rc files and exit.
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", action = ArgAction::Set)]
+    listrc: Option<bool>,
+}
+
+fn options(a: &Args) -> Result<SkewOptions, SkewError> {
+    let d = SkewOptions::default();
+    let top = match a.top.as_deref().map(str::trim) {
+        None => d.top,
+        Some("none") | Some("all") => 0,
+        Some(t) => t.parse().map_err(|_| {
+            SkewError::Usage(format!("--top={t}: expected a number of rows (0 for all)"))
+        })?,
+    };
+    let format = match (a.csv, a.json) {
+        (Some(true), Some(true)) => {
+            return Err(SkewError::Usage("--csv and --json exclude each other".into()))
+        }
+        (Some(true), _) => Format::Csv,
+        (_, Some(true)) => Format::Json,
+        _ => Format::Text,
+    };
+    let where1 = match (a.alldepths, &a.where1) {
+        (Some(true), _) => "1".to_string(),
+        (_, Some(w)) => w.clone(),
+        _ => d.where1.clone(),
+    };
+    Ok(SkewOptions {
+        where0: a.where0.clone().unwrap_or(d.where0),
+        where1,
+        name: a.name.clone().unwrap_or(d.name),
+        group: a.group.clone(),
+        buckets: a.buckets.clone(),
+        group_label: a.group_label.clone(),
+        select: a.select.clone(),
+        select_label: a.select_label.clone(),
+        sort: match &a.sort {
+            Some(s) => Sort::parse(s).map_err(SkewError::Usage)?,
+            None => d.sort,
+        },
+        top,
+        precision: a.precision.unwrap_or(d.precision),
+        commas: a.commas.unwrap_or(d.commas),
+        head: a.head.unwrap_or(d.head),
+        foot: a.foot.unwrap_or(d.foot),
+        dashes: a.dashes.unwrap_or(d.dashes),
+        format,
+        separator: a.separator.clone().unwrap_or(d.separator),
+        thinktime: a.thinktime.unwrap_or(d.thinktime),
+        depmin: a.depmin,
+        unaccounted: a.unaccounted.unwrap_or(false),
+        verbose: a.verbose.unwrap_or(false),
+        jobs: a.jobs.unwrap_or(0),
+    })
+}
+
+fn list_rc() {
+    for (name, text) in tracelab_skew::rc::BUILTIN {
+        println!("{name} (built-in):");
+        for l in text.lines() {
+            println!("    {l}");
+        }
+    }
+    println!("rc files are looked up as named, in ~/.tracelab/rc/, in $TRACELAB_RCPATH, then among the built-ins.");
+}
+
+/// Mrskew's diagnostic listing, on stderr.
+fn listing(o: &Outcome) {
+    let mut e = String::from("input files:\n");
+    for f in &o.files {
+        e.push_str(&format!("\t{}\n", f.name));
+    }
+    e.push_str(&format!("\nwhere expression:\n\t{}\n", o.query.effective_where));
+    e.push_str(&format!("\ngroup expression:\n\t{}\n", o.query.group_text));
+    e.push_str("\nmatched input files:\n");
+    for f in o.files.iter().filter(|f| f.matched > 0) {
+        e.push_str(&format!("\t{}\n", f.name));
+    }
+    let names: Vec<String> = o.matched_names.iter().map(|n| format!("'{n}'")).collect();
+    e.push_str(&format!("\nmatched call names:\n\t{}\n\n", names.join(" ")));
+    eprint!("{e}");
+}
+
+fn warnings(o: &Outcome) {
+    for f in &o.files {
+        if let Some(why) = &f.skipped {
+            eprintln!("tracelab: skipped {why}");
+        }
+        for d in &f.warnings.kept {
+            eprintln!("tracelab: warning: {d}");
+        }
+        let more = f.warnings.total.saturating_sub(f.warnings.kept.len() as u64);
+        if more > 0 {
+            eprintln!("tracelab: warning: {}: {more} more warnings not shown", f.name);
+        }
+    }
+}
+
+pub fn run(a: Args) -> Result<i32, Failure> {
+    if a.listrc == Some(true) {
+        list_rc();
+        return Ok(exit::OK);
+    }
+    let opts = options(&a)?;
+    let total: u64 = a
+        .files
+        .iter()
+        .filter_map(|f| std::fs::metadata(f).ok())
+        .map(|m| m.len())
+        .sum();
+    let progress = Progress::start(total);
+    let outcome = profile(&opts, &a.files, Some(progress.counter.clone()));
+    progress.finish();
+    let outcome = outcome?;
+    if opts.verbose {
+        listing(&outcome);
+    }
+    warnings(&outcome);
+    let text = if outcome.report.calls() == 0 && opts.format == Format::Text {
+        format!("no calls match where '{}' is true\n", outcome.query.effective_where)
+    } else {
+        outcome.report.render(&opts)
+    };
+    write_report(a.output.as_deref(), &text)?;
+    Ok(if outcome.had_trouble() {
+        exit::TROUBLE
+    } else {
+        exit::OK
+    })
+}
+
+fn write_report(path: Option<&str>, text: &str) -> Result<(), Failure> {
+    let result = match path {
+        Some(p) => std::fs::write(p, text),
+        None => {
+            let mut out = std::io::stdout().lock();
+            match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
+                // A closed pipe (| head) is the reader's choice, not an error.
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+                r => r,
+            }
+        }
+    };
+    result.map_err(|source| Failure::Output {
+        what: path.unwrap_or("standard output").to_string(),
+        source,
+    })
+}
