@@ -9,8 +9,48 @@
 //! the variables the host offers, then [`Program::eval`] per record with a
 //! [`Vars`] that reads them. Compilation resolves every variable to a
 //! [`VarId`], so evaluation does no name look-ups.
+//!
+//! Modules: [`lexer`](crate::lexer) and [`parser`](crate::parser) (with
+//! [`interpolate`](crate::interpolate) for strings) build the tree of
+//! [`ast`](crate::ast), which [`ast::eval`](crate::ast::eval) evaluates and
+//! [`ast::fold`](crate::ast::fold) simplifies; [`value`](crate::value) holds
+//! Perl's scalar conversions, [`number_format`](crate::number_format) its
+//! number printing, [`sprintf`](crate::sprintf) its `sprintf`,
+//! [`functions`](crate::functions) the other built-ins,
+//! [`perl_regex`](crate::perl_regex) the translation of Perl patterns for the
+//! `regex` crate and [`pattern`](crate::pattern) their compiled forms.
+//!
+//! Supported: numbers (`1_000`, `0x1f`, `1e-6`), strings (`'…'`, `"…"`,
+//! `q{}`, `qq{}`, `qw()`), interpolation, `$name`, `@name`, `$name[i]`,
+//! `$#name`, `$1`…, every operator of perlop except assignment, `..`, `->`
+//! and `++`/`--`, `=~`/`!~` with `/…/imsx`, `m{}`, `qr//` or a string,
+//! `split` and list slices, and the functions listed in
+//! [`functions`](crate::functions). Assignment, declarations, subs,
+//! blocks, statements, hashes, references and `s///`/`tr///` are compile
+//! errors that say so.
+
+use std::sync::Arc;
+
+mod ast;
+mod error;
+mod functions;
+mod interpolate;
+mod lexer;
+mod number_format;
+mod parser;
+mod pattern;
+mod perl_regex;
+mod sprintf;
+mod value;
 
 use std::borrow::Cow;
+
+pub use error::{CompileError, EvalError};
+pub use value::{perl_number_to_string, perl_str_to_num};
+
+use ast::eval::Ctx;
+use ast::fold::NoVars;
+use ast::Node;
 
 /// A Perl scalar value.
 #[derive(Debug, Clone, PartialEq)]
@@ -42,7 +82,31 @@ pub trait Vars {
 /// threads can share or clone it.
 #[derive(Debug, Clone)]
 pub struct Program {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
     source: String,
+    root: Node,
+    variables: Vec<VarId>,
+    constant: Option<Value<'static>>,
+    /// The program reads `$1`…, so matches must record their groups.
+    want_caps: bool,
+}
+
+/// Collects the variables a tree reads and whether it reads `$1`….
+fn scan(node: &Node, vars: &mut Vec<VarId>, caps: &mut bool) {
+    match node {
+        Node::Scalar(id) | Node::Array(id) | Node::ArrayLast(id) | Node::Elem(id, _) => {
+            if !vars.contains(id) {
+                vars.push(*id);
+            }
+        }
+        Node::Capture(_) => *caps = true,
+        _ => {}
+    }
+    node.for_each_child(&mut |c| scan(c, vars, caps));
 }
 
 impl Program {
@@ -50,65 +114,70 @@ impl Program {
     /// assignment, `BEGIN`/`END`, `s///`), and syntax errors are errors that
     /// point at the offending position.
     pub fn compile(src: &str, scope: &dyn Scope) -> Result<Program, CompileError> {
-        let _ = scope;
+        let root = parser::Parser::parse_program(src, scope)?;
+        let mut variables = Vec::new();
+        let mut want_caps = false;
+        scan(&root, &mut variables, &mut want_caps);
+        let constant = match &root {
+            Node::Const(v) => Some(v.clone()),
+            _ if variables.is_empty() => {
+                let mut cx = Ctx::new(&NoVars, want_caps);
+                root.eval(&mut cx).ok().map(Value::into_owned)
+            }
+            _ => None,
+        };
         Ok(Program {
-            source: src.to_string(),
+            inner: Arc::new(Inner {
+                source: src.to_string(),
+                root,
+                variables,
+                constant,
+                want_caps,
+            }),
         })
     }
 
     /// The text the program was compiled from.
     pub fn source(&self) -> &str {
-        &self.source
+        &self.inner.source
     }
 
     /// The value, when the program does not depend on any variable
     /// (e.g. `1`, `"FILE"`); lets the host skip evaluating it per record.
     pub fn constant(&self) -> Option<Value<'static>> {
-        todo!()
+        self.inner.constant.clone()
     }
 
     /// Every host variable (scalar or array) the program reads, so the
     /// host can skip computing the others.
     pub fn variables(&self) -> Vec<VarId> {
-        todo!()
+        self.inner.variables.clone()
     }
 
     /// Evaluates in Perl scalar context.
     pub fn eval<'a>(&'a self, vars: &'a dyn Vars) -> Result<Value<'a>, EvalError> {
-        let _ = vars;
-        todo!()
+        if let Some(v) = &self.inner.constant {
+            return Ok(v.reborrow());
+        }
+        let mut cx = Ctx::new(vars, self.inner.want_caps);
+        self.inner.root.eval(&mut cx)
     }
 
     /// Evaluates and takes Perl truth (undef, "", "0" and 0 are false).
     pub fn eval_bool(&self, vars: &dyn Vars) -> Result<bool, EvalError> {
-        let _ = vars;
-        todo!()
+        if let Some(v) = &self.inner.constant {
+            return Ok(v.truthy());
+        }
+        let mut cx = Ctx::new(vars, self.inner.want_caps);
+        self.inner.root.eval_bool(&mut cx)
     }
 
     /// Evaluates and numifies the result the way Perl does.
     pub fn eval_num(&self, vars: &dyn Vars) -> Result<f64, EvalError> {
-        let _ = vars;
-        todo!()
+        if let Some(v) = &self.inner.constant {
+            return Ok(v.to_num());
+        }
+        let mut cx = Ctx::new(vars, self.inner.want_caps);
+        self.inner.root.eval_num(&mut cx)
     }
-}
-
-/// A compile error: the expression, a position in it and what was expected.
-/// `Display` prints the expression with a caret under the position.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("{message}\n  {source_text}\n  {caret}^")]
-pub struct CompileError {
-    /// What went wrong, e.g. "expected ')' to close '(' opened at column 5".
-    pub message: String,
-    /// The expression as given.
-    pub source_text: String,
-    /// Byte offset of the error in `source_text`.
-    pub position: usize,
-    caret: String,
-}
-
-/// An evaluation error (e.g. "Illegal division by zero").
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("{message}")]
-pub struct EvalError {
-    pub message: String,
 }

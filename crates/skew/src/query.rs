@@ -68,6 +68,9 @@ pub struct Query {
     pub needs_binds: bool,
     pub all_lines: bool,
     pub uses_depmin: bool,
+    /// Reads `$parse_id`, `$exec_id` or `$island_id`, which chain through
+    /// a whole file.
+    pub chained: bool,
 }
 
 fn compile(what: &str, src: &str) -> Result<Program, SkewError> {
@@ -169,6 +172,9 @@ impl Query {
         let uses_depmin = matches!(where0, Cond::DepIsMin)
             || matches!(where1, Cond::DepIsMin)
             || programs.iter().any(|p| uses(p, Var::Depmin));
+        let chained = programs
+            .iter()
+            .any(|p| uses(p, Var::ParseId) || uses(p, Var::ExecId) || uses(p, Var::IslandId));
         let name_text = match &name {
             NameFilter::Any => "$nam=~/.+/i".to_string(),
             NameFilter::Regex(_) => format!("$nam=~/{}/i", o.name),
@@ -188,6 +194,7 @@ impl Query {
             precreated,
             needs_binds,
             uses_depmin,
+            chained,
         })
     }
 
@@ -208,7 +215,7 @@ impl Query {
             Select::Expr(p) => match p.eval(vars).map_err(|e| format!("--select: {e}"))? {
                 Value::Undef => (None, None),
                 Value::Num(n) => (Some(n), None),
-                Value::Str(s) => (Some(crate::report::numify(&s)), None),
+                Value::Str(s) => (Some(tracelab_expr::perl_str_to_num(&s)), None),
             },
         };
         let group = match &self.group {
@@ -217,7 +224,7 @@ impl Query {
             Group::Expr(p) => match p.eval(vars).map_err(|e| format!("--group: {e}"))? {
                 Value::Undef => Cow::Borrowed(""),
                 Value::Str(s) => s,
-                Value::Num(n) => Cow::Owned(crate::number::perl_g15(n)),
+                Value::Num(n) => Cow::Owned(tracelab_expr::perl_number_to_string(n)),
             },
         };
         Ok(Some(Hit { group, value, us }))
@@ -252,7 +259,7 @@ fn label_of(text: &str) -> String {
     match Program::compile(text, &MrskewScope) {
         Ok(p) => match p.constant() {
             Some(Value::Str(s)) => s.into_owned(),
-            Some(Value::Num(n)) => crate::number::perl_g15(n),
+            Some(Value::Num(n)) => tracelab_expr::perl_number_to_string(n),
             _ => text.to_string(),
         },
         Err(_) => text.to_string(),

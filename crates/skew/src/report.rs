@@ -5,6 +5,7 @@ use std::cmp::Ordering;
 use std::fmt::Write as _;
 
 use serde::Serialize;
+use tracelab_expr::perl_str_to_num;
 
 use crate::aggregate::{Agg, Groups};
 use crate::number::{count, fixed};
@@ -54,44 +55,6 @@ fn stats(a: &Agg, total: f64) -> Option<Stats> {
     })
 }
 
-/// Perl's numification of a label, for `--sort=1n…`.
-pub(crate) fn numify(s: &str) -> f64 {
-    let t = s.trim_start();
-    let b = t.as_bytes();
-    let mut i = 0;
-    if i < b.len() && (b[i] == b'+' || b[i] == b'-') {
-        i += 1;
-    }
-    let digits_start = i;
-    while i < b.len() && b[i].is_ascii_digit() {
-        i += 1;
-    }
-    if i < b.len() && b[i] == b'.' {
-        i += 1;
-        while i < b.len() && b[i].is_ascii_digit() {
-            i += 1;
-        }
-    }
-    if i == digits_start {
-        return 0.0;
-    }
-    let mut end = i;
-    if i < b.len() && (b[i] == b'e' || b[i] == b'E') {
-        let mut j = i + 1;
-        if j < b.len() && (b[j] == b'+' || b[j] == b'-') {
-            j += 1;
-        }
-        let exp_start = j;
-        while j < b.len() && b[j].is_ascii_digit() {
-            j += 1;
-        }
-        if j > exp_start {
-            end = j;
-        }
-    }
-    t[..end].parse().unwrap_or(0.0)
-}
-
 impl Report {
     pub fn build(groups: Groups, o: &SkewOptions, group_label: &str, select_label: &str) -> Report {
         let n = groups.map.len();
@@ -118,8 +81,8 @@ impl Report {
             } => all.sort_by(|(lx, ax), (ly, ay)| {
                 let ord = if column == 1 {
                     if numeric {
-                        numify(lx)
-                            .partial_cmp(&numify(ly))
+                        perl_str_to_num(lx)
+                            .partial_cmp(&perl_str_to_num(ly))
                             .unwrap_or(Ordering::Equal)
                             .then_with(|| lx.cmp(ly))
                     } else {
@@ -382,10 +345,8 @@ TOTAL (3)                    0.003030  100.0%      3  0.001010  0.000030  0.0020
     }
 
     #[test]
-    fn numify_like_perl() {
-        assert_eq!(numify(" 3. x"), 3.0);
-        assert_eq!(numify("10.   100"), 10.0);
-        assert_eq!(numify("abc"), 0.0);
-        assert_eq!(numify("1e3x"), 1000.0);
+    fn label_sort_is_numeric_like_perl() {
+        assert_eq!(perl_str_to_num(" 3. x"), 3.0);
+        assert_eq!(perl_str_to_num("10.   100"), 10.0);
     }
 }

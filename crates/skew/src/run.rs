@@ -72,13 +72,16 @@ pub fn profile(
         thinktime_us: (opts.thinktime * 1e6).round() as i64,
         depmin: opts.depmin,
         all_lines: query.all_lines,
+        chained: query.chained,
     };
     let jobs = match opts.jobs {
         0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
         n => n,
     }
-    .min(inputs.len())
     .max(1);
+    // Fewer files than cores: cut each file into pieces instead.
+    let parts = (jobs / inputs.len()).max(1);
+    let jobs = jobs.min(inputs.len());
     let next = AtomicUsize::new(0);
     let outcomes: Mutex<Vec<FileOutcome>> = Mutex::new(vec![FileOutcome::default(); inputs.len()]);
     let workers: Vec<Worker> = std::thread::scope(|s| {
@@ -95,9 +98,8 @@ pub fn profile(
                         let out = profile_file(
                             i as u32,
                             input,
-                            &query,
-                            opts,
-                            &read_opts,
+                            (&query, opts, &read_opts),
+                            parts,
                             progress.clone(),
                             &mut w,
                         );
@@ -132,12 +134,20 @@ pub fn profile(
     })
 }
 
+/// What one piece of one file found.
+#[derive(Default)]
+struct Piece {
+    groups: Groups,
+    errors: Diagnostics,
+    matched: u64,
+    names: BTreeSet<String>,
+}
+
 fn profile_file(
     index: u32,
     input: &str,
-    query: &Query,
-    opts: &SkewOptions,
-    read_opts: &ReadOptions,
+    (query, opts, read_opts): (&Query, &SkewOptions, &ReadOptions),
+    parts: usize,
     progress: Option<Arc<AtomicU64>>,
     w: &mut Worker,
 ) -> FileOutcome {
@@ -157,42 +167,40 @@ fn profile_file(
         };
         let name = file.name.clone();
         let basename = file.basename.clone();
-        let mut groups = Groups::default();
-        let mut errors = Diagnostics::default();
-        let mut matched = 0u64;
-        let mut names: BTreeSet<String> = BTreeSet::new();
         let mut reader = Reader::new(read_opts.clone());
-        let result = reader.read(file, |call| {
+        let on_call = |p: &mut Piece, call: &tracelab_trace::Call<'_>| {
             let vars = CallVars {
                 call,
                 basename: &basename,
                 file: &name,
             };
             match query.hit(&vars) {
-                Ok(Some(hit)) => {
-                    match hit.value {
-                        Some(v) => {
-                            matched += 1;
-                            groups.add(&hit.group, v, hit.us, (index, call.line));
-                            if opts.verbose && !names.contains(call.name) {
-                                names.insert(call.name.to_string());
-                            }
+                Ok(Some(hit)) => match hit.value {
+                    Some(v) => {
+                        p.matched += 1;
+                        p.groups.add(&hit.group, v, hit.us, (index, call.line));
+                        if opts.verbose && !p.names.contains(call.name) {
+                            p.names.insert(call.name.to_string());
                         }
-                        None => groups.touch(&hit.group, (index, call.line)),
                     }
-                }
+                    None => p.groups.touch(&hit.group, (index, call.line)),
+                },
                 Ok(None) => {}
-                Err(msg) => errors.push(&name, call.line, msg),
+                Err(msg) => p.errors.push(&name, call.line, msg),
             }
-        });
-        match result {
+        };
+        match reader.read_split(file, parts, Piece::default, on_call) {
             Err(e) => {
                 out.skipped = Some(e.to_string());
                 return out;
             }
-            Ok(summary) => {
+            Ok((pieces, summary)) => {
                 let rereadable = !matches!(source, Source::Stdin);
-                if summary.depmin_changed && query.uses_depmin && rereadable && read_opts.depmin.is_none() {
+                if summary.depmin_changed
+                    && query.uses_depmin
+                    && rereadable
+                    && read_opts.depmin.is_none()
+                {
                     // $depmin is the file's minimum depth, known only at its
                     // end; calls before a shallower one were judged with a
                     // wrong value. Rare (traces that start inside recursive
@@ -202,11 +210,16 @@ fn profile_file(
                     continue;
                 }
                 let mut warnings = summary.diagnostics;
-                let unkept = errors.total.saturating_sub(errors.kept.len() as u64);
-                for d in errors.kept {
-                    warnings.push(&d.file, d.line, d.message);
+                for p in pieces {
+                    let unkept = p.errors.total.saturating_sub(p.errors.kept.len() as u64);
+                    for d in p.errors.kept {
+                        warnings.push(&d.file, d.line, d.message);
+                    }
+                    warnings.total += unkept;
+                    out.matched += p.matched;
+                    w.groups.merge(p.groups);
+                    w.names.extend(p.names);
                 }
-                warnings.total += unkept;
                 if summary.depmin_changed && query.uses_depmin && !rereadable {
                     warnings.push(
                         &name,
@@ -220,9 +233,6 @@ fn profile_file(
                 out.warnings = warnings;
                 out.lines = summary.lines;
                 out.calls = summary.calls;
-                out.matched = matched;
-                w.groups.merge(groups);
-                w.names.extend(names);
                 return out;
             }
         }

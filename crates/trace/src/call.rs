@@ -1,6 +1,6 @@
 //! The call model: what every consumer of a trace sees.
 
-use std::rc::Rc;
+use std::sync::Arc;
 
 /// Name of the pseudo-call for time inside a database call not covered by
 /// its CPU or its waits (e − c − Σ ela of the waits it contains).
@@ -120,7 +120,7 @@ pub struct Call<'a> {
     pub exec_id: u64,
     /// Bind values of the cursor's current execution, as written (character
     /// values keep their quotes).
-    pub binds: &'a [Option<Rc<str>>],
+    pub binds: &'a [Option<Arc<str>>],
     pub db: DbFields,
     pub wait: WaitFields<'a>,
     /// Duration in microseconds of a pseudo-call.

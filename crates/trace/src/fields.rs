@@ -57,16 +57,36 @@ pub(crate) fn cursor(s: &[u8]) -> Option<(&[u8], u64, &[u8])> {
 /// Parses a comma-separated `key=value` list of a database call (also the
 /// `, `-separated XCTEND list and the LOB list). Unknown keys are ignored;
 /// a known key whose value is not a number is an error naming the key.
+///
+/// One pass over the bytes: this runs for every database call of a trace.
 pub(crate) fn db_fields(s: &[u8], f: &mut DbFields) -> Result<(), String> {
-    for part in s.split(|&b| b == b',') {
-        let part = trim(part);
-        if part.is_empty() {
-            continue;
+    let mut i = 0;
+    let n = s.len();
+    while i < n {
+        while i < n && (s[i] == b' ' || s[i] == b',') {
+            i += 1;
         }
-        let Some(eq) = memchr::memchr(b'=', part) else {
-            continue;
-        };
-        let (key, val) = (&part[..eq], &part[eq + 1..]);
+        let key_start = i;
+        while i < n && s[i] != b'=' && s[i] != b',' {
+            i += 1;
+        }
+        if i >= n || s[i] == b',' {
+            continue; // a word without '=': tolerated
+        }
+        let key = &s[key_start..i];
+        i += 1;
+        let val_start = i;
+        let neg = i < n && s[i] == b'-';
+        if neg {
+            i += 1;
+        }
+        let digits_start = i;
+        let mut v: i64 = 0;
+        while i < n && s[i].is_ascii_digit() && i - digits_start < 18 {
+            v = v * 10 + (s[i] - b'0') as i64;
+            i += 1;
+        }
+        let ok = i > digits_start && (i == n || s[i] == b',' || s[i] == b' ');
         let slot = match key {
             b"c" => &mut f.c,
             b"e" => &mut f.e,
@@ -83,16 +103,26 @@ pub(crate) fn db_fields(s: &[u8], f: &mut DbFields) -> Result<(), String> {
             b"bytes" => &mut f.bytes,
             b"rlbk" => &mut f.rlbk,
             b"rd_only" => &mut f.rd_only,
-            _ => continue,
+            _ => {
+                while i < n && s[i] != b',' {
+                    i += 1;
+                }
+                continue;
+            }
         };
-        match int(val) {
-            Some(v) => *slot = Some(v),
-            None => {
+        if ok {
+            *slot = Some(if neg { -v } else { v });
+        } else {
+            while i < n && s[i] != b',' {
+                i += 1;
+            }
+            // LOB lines write `type=TEMPORARY LOB`, CLOSE lines `type=1`.
+            if key != b"type" {
                 return Err(format!(
                     "expected a number after '{}=', found '{}'",
                     String::from_utf8_lossy(key),
-                    String::from_utf8_lossy(val)
-                ))
+                    String::from_utf8_lossy(&s[val_start..i])
+                ));
             }
         }
     }
@@ -106,6 +136,17 @@ fn trim(s: &[u8]) -> &[u8] {
         .rposition(|b| !b.is_ascii_whitespace())
         .map_or(start, |i| i + 1);
     &s[start..end]
+}
+
+/// If `s` ends with `<key><integer>`, the integer and the text before the
+/// key. Reads backwards from the end: cheaper than searching forwards.
+fn trailing_int<'a>(s: &'a [u8], key: &[u8]) -> Option<(Option<i64>, &'a [u8])> {
+    let digits = s.iter().rev().take_while(|b| b.is_ascii_digit() || **b == b'-').count();
+    let at = s.len() - digits;
+    if at < key.len() || &s[at - key.len()..at] != key {
+        return None;
+    }
+    Some((int(&s[at..]), &s[..at - key.len()]))
 }
 
 /// A parsed WAIT line body (after `WAIT #cursor:`).
@@ -123,8 +164,17 @@ pub(crate) fn wait(s: &[u8]) -> Result<Wait<'_>, String> {
     let body = s
         .strip_prefix(b"nam='")
         .ok_or_else(|| "expected nam='<event>' after the cursor".to_string())?;
-    let close = memchr::memmem::find(body, b"' ela=")
-        .ok_or_else(|| "expected ' ela=' after the event name".to_string())?;
+    let mut close = None;
+    let mut from = 0;
+    while let Some(q) = memchr::memchr(b'\'', &body[from..]) {
+        let at = from + q;
+        if body[at..].starts_with(b"' ela=") {
+            close = Some(at);
+            break;
+        }
+        from = at + 1;
+    }
+    let close = close.ok_or_else(|| "expected ' ela=' after the event name".to_string())?;
     let name = &body[..close];
     let mut rest = &body[close + 6..];
     while let [b' ', tail @ ..] = rest {
@@ -143,19 +193,18 @@ pub(crate) fn wait(s: &[u8]) -> Result<Wait<'_>, String> {
         ..WaitFields::default()
     };
     // tim= and obj# are the last two tokens; read them from the end.
-    if let Some(i) = memchr::memmem::rfind(rest, b" tim=") {
-        let v = &rest[i + 5..];
-        fields.tim = Some(int(v).ok_or_else(|| {
-            format!(
-                "expected a number after 'tim=', found '{}'",
-                String::from_utf8_lossy(v)
-            )
-        })?);
-        rest = &rest[..i];
+    if let Some((tim, before)) = trailing_int(rest, b" tim=") {
+        fields.tim = Some(tim.ok_or("expected a number after 'tim='")?);
+        rest = before;
+    } else if let Some(i) = memchr::memmem::rfind(rest, b" tim=") {
+        return Err(format!(
+            "expected a number after 'tim=', found '{}'",
+            String::from_utf8_lossy(&rest[i + 5..])
+        ));
     }
-    if let Some(i) = memchr::memmem::rfind(rest, b" obj#=") {
-        fields.obj = int(&rest[i + 6..]);
-        rest = &rest[..i];
+    if let Some((obj, before)) = trailing_int(rest, b" obj#=") {
+        fields.obj = obj;
+        rest = before;
     }
     let mut values = [None, None, None];
     let mut n = 0;

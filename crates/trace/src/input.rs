@@ -71,7 +71,31 @@ pub struct TraceFile {
     /// (`$basename`), as mrskew would print for the uncompressed file.
     pub basename: String,
     pub compression: Compression,
-    pub(crate) reader: Box<dyn Read + Send>,
+    pub(crate) body: Body,
+}
+
+/// The uncompressed text: a memory map for plain regular files (no copy
+/// through a read buffer, which cost a quarter of the run time on 1 GB
+/// traces), a stream otherwise.
+pub(crate) enum Body {
+    Mapped {
+        map: memmap2::Mmap,
+        counter: Option<Arc<AtomicU64>>,
+    },
+    Stream(Box<dyn Read + Send>),
+}
+
+impl TraceFile {
+    /// A trace from any reader of uncompressed text (tests, pipes of
+    /// other subcommands).
+    pub fn from_reader(name: &str, reader: impl Read + Send + 'static) -> TraceFile {
+        TraceFile {
+            name: name.to_string(),
+            basename: oracle_basename(name, Compression::None),
+            compression: Compression::None,
+            body: Body::Stream(Box::new(reader)),
+        }
+    }
 }
 
 impl std::fmt::Debug for TraceFile {
@@ -118,11 +142,21 @@ pub fn open_counted(
     let (name, raw): (String, Box<dyn Read + Send>) = match source {
         Source::Stdin => ("-".to_string(), Box::new(io::stdin())),
         Source::Path(p) => {
+            let name = p.display().to_string();
             let f = File::open(p).map_err(|e| OpenError::Io {
-                name: p.display().to_string(),
+                name: name.clone(),
                 source: e,
             })?;
-            (p.display().to_string(), Box::new(f))
+            if let Some(map) = map_plain(&f) {
+                let basename = oracle_basename(&name, Compression::None);
+                return Ok(TraceFile {
+                    name,
+                    basename,
+                    compression: Compression::None,
+                    body: Body::Mapped { map, counter },
+                });
+            }
+            (name, Box::new(f))
         }
     };
     let raw: Box<dyn Read + Send> = match counter {
@@ -155,8 +189,32 @@ pub fn open_counted(
         name,
         basename,
         compression,
-        reader,
+        body: Body::Stream(reader),
     })
+}
+
+/// Maps a regular, non-empty, uncompressed file; `None` means "read it as
+/// a stream" (pipes, compressed files, or a map that failed).
+fn map_plain(f: &File) -> Option<memmap2::Mmap> {
+    let meta = f.metadata().ok()?;
+    if !meta.is_file() || meta.len() < 4096 {
+        return None;
+    }
+    let mut head = [0u8; 8];
+    let n = {
+        use std::os::unix::fs::FileExt;
+        f.read_at(&mut head, 0).ok()?
+    };
+    if Compression::sniff(&head[..n]) != Compression::None {
+        return None;
+    }
+    // SAFETY: the map is read-only and lives as long as the reader. If
+    // another process truncates the file while it is read, the process
+    // may be signalled; ripgrep accepts the same trade for the same
+    // speed, and traces are not rewritten in place.
+    let map = unsafe { memmap2::MmapOptions::new().map(f) }.ok()?;
+    let _ = map.advise(memmap2::Advice::Sequential);
+    Some(map)
 }
 
 fn oracle_basename(name: &str, compression: Compression) -> String {

@@ -4,7 +4,7 @@
 //! CURSOR (until `END OF STMT`); a BINDS block (lines that start with a
 //! space); the text after PARSE ERROR (until the next recognised line).
 
-use std::rc::Rc;
+use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
 
@@ -12,7 +12,8 @@ use crate::call::{Call, CallKind, DbFields, Statement, WaitFields, PSEUDO_BETWEE
 use crate::diag::Diagnostics;
 use crate::fields;
 use crate::input::TraceFile;
-use crate::lines::Lines;
+use crate::input::Body;
+use crate::lines::{drop_pages, AnyLines, SliceLines, DROP_BEHIND};
 
 /// What the consumer needs; what it does not need is not computed.
 #[derive(Debug, Clone)]
@@ -31,6 +32,9 @@ pub struct ReadOptions {
     /// BINDS, STAT, blank lines, ...) as a [`CallKind::Line`] record, for
     /// mrskew's `--name=:all`.
     pub all_lines: bool,
+    /// The consumer reads state that chains through the whole file
+    /// (`$parse_id`, `$exec_id`, `$island_id`): never split the file.
+    pub chained: bool,
 }
 
 impl Default for ReadOptions {
@@ -41,6 +45,7 @@ impl Default for ReadOptions {
             thinktime_us: 1_000_000,
             depmin: None,
             all_lines: false,
+            chained: false,
         }
     }
 }
@@ -72,10 +77,10 @@ pub enum ReadError {
     NotATrace { file: String, why: String },
 }
 
-#[derive(Default)]
+#[derive(Default, Clone)]
 struct Cursor {
-    stmt: Rc<Statement>,
-    binds: Vec<Option<Rc<str>>>,
+    stmt: Arc<Statement>,
+    binds: Vec<Option<Arc<str>>>,
     parse_id: u64,
     exec_id: u64,
 }
@@ -140,25 +145,8 @@ impl Reader {
         mut on_call: impl FnMut(&Call<'_>),
     ) -> Result<ReadSummary, ReadError> {
         let name = file.name.clone();
-        let mut lines = Lines::new(file.reader);
-        let mut run = Run {
-            opts: &self.opts,
-            file: &name,
-            cursors: FxHashMap::default(),
-            nocursor: Cursor {
-                stmt: Rc::new(placeholder("()", &name)),
-                ..Cursor::default()
-            },
-            state: State::Normal,
-            depmin_seen: None,
-            depmin_used: None,
-            island: 1,
-            pending: Vec::new(),
-            top_end: None,
-            recognised: 0,
-            emitted: false,
-            summary: ReadSummary::default(),
-        };
+        let mut lines = AnyLines::new(file.body);
+        let mut run = Run::new(&self.opts, &name, FxHashMap::default());
         let mut line_no = 0u64;
         loop {
             let line = match lines.next_line() {
@@ -174,16 +162,9 @@ impl Reader {
             };
             line_no += 1;
             if line_no == 1 && memchr::memchr(0, line.bytes).is_some() {
-                return Err(ReadError::NotATrace {
-                    file: name,
-                    why: "it holds binary data (NUL bytes) in its first line".into(),
-                });
+                return Err(not_binary(&name));
             }
-            run.emitted = false;
-            run.line(line_no, line.bytes, line.terminated, &mut on_call);
-            if self.opts.all_lines && !run.emitted {
-                run.other_line(line_no, line.bytes, &mut on_call);
-            }
+            run.feed(line_no, line.bytes, line.terminated, &mut on_call);
             if line_no == SNIFF_LINES && run.recognised == 0 {
                 return Err(ReadError::NotATrace {
                     file: name,
@@ -192,23 +173,248 @@ impl Reader {
             }
         }
         if run.recognised == 0 {
-            return Err(ReadError::NotATrace {
-                file: name,
-                why: if line_no == 0 {
-                    "it is empty".into()
-                } else {
-                    format!("none of its {line_no} lines is a trace line")
-                },
-            });
+            return Err(not_a_trace(&name, line_no));
         }
         run.finish(line_no, &mut on_call);
-        run.summary.lines = line_no;
-        run.summary.depmin = run.depmin();
-        run.summary.depmin_changed = match (self.opts.depmin, run.depmin_used) {
-            (None, Some((lo, hi))) => lo != run.summary.depmin || hi != run.summary.depmin,
-            _ => false,
+        let mut summary = std::mem::take(&mut run.summary);
+        summary.lines = line_no;
+        summary.depmin = run.depmin();
+        summary.depmin_changed = run.depmin_changed(summary.depmin);
+        Ok(summary)
+    }
+
+    /// Whether [`Reader::read_split`] would cut `file` into pieces: a plain
+    /// file big enough to be worth it, and options that need no state a
+    /// piece cannot know at its start (the gaps between calls of
+    /// `unaccounted`, which chain call to call).
+    pub fn can_split(&self, file: &TraceFile) -> bool {
+        matches!(&file.body, Body::Mapped { map, .. } if map.len() >= MIN_SPLIT)
+            && !self.opts.unaccounted
+            && !self.opts.binds
+            && !self.opts.chained
+    }
+
+    /// Reads `file` in up to `parts` pieces on as many threads, each piece
+    /// with its own consumer state made by `new_state`; returns the states
+    /// in file order. A file that cannot be split is read whole, with one
+    /// state.
+    ///
+    /// Pieces start after a `=====================` separator, where the
+    /// reader is between statements. A first, cheap pass over each piece
+    /// (SIMD searches, no per-line work) counts its lines and collects its
+    /// PARSING IN CURSOR statements, so that every piece starts with the
+    /// right line number and cursor table. Options that need more than
+    /// that (`binds`, `unaccounted`, `chained`) make it read the file whole.
+    pub fn read_split<S, N, F>(
+        &mut self,
+        file: TraceFile,
+        parts: usize,
+        new_state: N,
+        on_call: F,
+    ) -> Result<(Vec<S>, ReadSummary), ReadError>
+    where
+        S: Send,
+        N: Fn() -> S + Sync,
+        F: Fn(&mut S, &Call<'_>) + Sync,
+    {
+        if parts < 2 || !self.can_split(&file) {
+            let mut state = new_state();
+            let summary = self.read(file, |c| on_call(&mut state, c))?;
+            return Ok((vec![state], summary));
+        }
+        let name = file.name.clone();
+        let Body::Mapped { map, counter } = file.body else {
+            unreachable!("can_split checked the body is mapped")
         };
-        Ok(run.summary)
+        let data: &[u8] = &map;
+        if memchr::memchr(0, &data[..data.len().min(4096)]).is_some() {
+            return Err(not_binary(&name));
+        }
+        let bounds = split_points(data, parts);
+        let pieces: Vec<&[u8]> = bounds.windows(2).map(|w| &data[w[0]..w[1]]).collect();
+        // Pass 1: lines and statements of every piece but the last.
+        let opts = &self.opts;
+        let scans: Vec<(u64, FxHashMap<u64, Cursor>)> = std::thread::scope(|s| {
+            let handles: Vec<_> = pieces[..pieces.len() - 1]
+                .iter()
+                .zip(&bounds)
+                .map(|(piece, &offset)| {
+                    let (name, map) = (&name, &map);
+                    s.spawn(move || scan_piece(opts, name, piece, map, offset))
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or_default())
+                .collect()
+        });
+        let mut starts = vec![(0u64, FxHashMap::default())];
+        for (lines, cursors) in &scans {
+            let (prev_lines, prev) = starts.last().cloned().unwrap_or_default();
+            let mut merged = prev;
+            merged.extend(cursors.iter().map(|(k, v)| (*k, v.clone())));
+            starts.push((prev_lines + lines, merged));
+        }
+        // Pass 2: every piece with its own state, in parallel.
+        let run_piece = |i: usize, depmin: Option<i64>| {
+            let mut piece_opts = opts.clone();
+            if depmin.is_some() {
+                piece_opts.depmin = depmin;
+            }
+            let mut state = new_state();
+            let (first_line, cursors) = starts[i].clone();
+            let mut run = Run::new(&piece_opts, &name, cursors);
+            let mut lines = SliceLines::new(pieces[i], &map, bounds[i]);
+            let mut no = first_line;
+            while let Some(line) = lines.next_line() {
+                no += 1;
+                run.feed(no, line.bytes, line.terminated, &mut |c: &Call<'_>| on_call(&mut state, c));
+            }
+            if let Some(c) = &counter {
+                c.fetch_add(pieces[i].len() as u64, std::sync::atomic::Ordering::Relaxed);
+            }
+            let seen = run.depmin_seen;
+            let used = run.depmin_used;
+            let summary = std::mem::take(&mut run.summary);
+            (state, summary, no - first_line, seen, used, run.recognised)
+        };
+        let results: Vec<_> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..pieces.len())
+                .map(|i| {
+                    let run_piece = &run_piece;
+                    s.spawn(move || run_piece(i, None))
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join()).collect()
+        });
+        let mut results: Vec<_> = results
+            .into_iter()
+            .map(|r| r.map_err(|_| not_a_trace(&name, 0)))
+            .collect::<Result<_, _>>()?;
+        let recognised: u64 = results.iter().map(|r| r.5).sum();
+        let lines: u64 = results.iter().map(|r| r.2).sum();
+        if recognised == 0 {
+            return Err(not_a_trace(&name, lines));
+        }
+        let depmin = opts
+            .depmin
+            .or(results.iter().filter_map(|r| r.3).min())
+            .unwrap_or(0);
+        // A piece that judged calls with another $depmin is read again.
+        for i in 0..results.len() {
+            if opts.depmin.is_none() && results[i].4.is_some_and(|(lo, hi)| lo != depmin || hi != depmin) {
+                results[i] = run_piece(i, Some(depmin));
+            }
+        }
+        let mut summary = ReadSummary {
+            lines,
+            depmin,
+            ..ReadSummary::default()
+        };
+        let mut states = Vec::with_capacity(results.len());
+        for (state, piece, ..) in results {
+            summary.calls += piece.calls;
+            let unkept = piece.diagnostics.total - piece.diagnostics.kept.len() as u64;
+            for d in piece.diagnostics.kept {
+                summary.diagnostics.push(&d.file, d.line, d.message);
+            }
+            summary.diagnostics.total += unkept;
+            states.push(state);
+        }
+        Ok((states, summary))
+    }
+}
+
+/// Files smaller than this are read by one thread: splitting costs more
+/// than it saves.
+const MIN_SPLIT: usize = 16 << 20;
+
+/// Piece boundaries: `parts` roughly equal pieces, each (but the first)
+/// starting on the line after a `=====================` separator.
+fn split_points(data: &[u8], parts: usize) -> Vec<usize> {
+    let sep = memchr::memmem::Finder::new(b"\n=====================\n");
+    let mut bounds = vec![0];
+    for k in 1..parts {
+        let target = data.len() / parts * k;
+        let from = target.max(*bounds.last().unwrap_or(&0));
+        if let Some(i) = sep.find(&data[from..]) {
+            let b = from + i + 23;
+            if b < data.len() {
+                bounds.push(b);
+            }
+        }
+    }
+    bounds.push(data.len());
+    bounds.dedup();
+    bounds
+}
+
+/// Pass 1 over a piece: its line count and the statements its PARSING IN
+/// CURSOR and PARSE ERROR lines bind, found by SIMD search rather than
+/// line by line. Works window by window, giving each window's pages back
+/// when done, so that resident memory stays flat.
+fn scan_piece(
+    opts: &ReadOptions,
+    file: &str,
+    piece: &[u8],
+    map: &memmap2::Mmap,
+    offset: usize,
+) -> (u64, FxHashMap<u64, Cursor>) {
+    const NEEDLES: [&[u8]; 2] = [b"PARSING IN CURSOR #", b"PARSE ERROR #"];
+    let mut run = Run::new(opts, file, FxHashMap::default());
+    let mut lines = 0u64;
+    let mut from = 0;
+    while from < piece.len() {
+        let to = (from + DROP_BEHIND).min(piece.len());
+        lines += memchr::memchr_iter(b'\n', &piece[from..to]).count() as u64;
+        let search = &piece[from..(to + 32).min(piece.len())];
+        let mut starts: Vec<usize> = NEEDLES
+            .iter()
+            .flat_map(|needle| memchr::memmem::find_iter(search, needle))
+            .map(|at| from + at)
+            .filter(|&at| at < to && (at == 0 || piece[at - 1] == b'\n'))
+            .collect();
+        // File order, so that a later statement of the same cursor wins.
+        starts.sort_unstable();
+        for at in starts {
+            let mut text = SliceLines::plain(&piece[at..]);
+            let mut first = true;
+            while let Some(line) = text.next_line() {
+                let in_text = matches!(run.state, State::Sql(_) | State::ParseErrorSql(_));
+                if !first
+                    && (!in_text
+                        || (matches!(run.state, State::ParseErrorSql(_)) && is_recognised(line.bytes)))
+                {
+                    break;
+                }
+                run.feed(0, line.bytes, true, &mut |_: &Call<'_>| {});
+                first = false;
+            }
+        }
+        drop_pages(map, offset + from, offset + to);
+        from = to;
+    }
+    // Only statements the piece bound; placeholders would hide the
+    // statements earlier pieces bound.
+    run.cursors.retain(|_, c| !c.stmt.placeholder);
+    (lines, run.cursors)
+}
+
+fn not_binary(name: &str) -> ReadError {
+    ReadError::NotATrace {
+        file: name.to_string(),
+        why: "it holds binary data (NUL bytes) in its first line".into(),
+    }
+}
+
+fn not_a_trace(name: &str, lines: u64) -> ReadError {
+    ReadError::NotATrace {
+        file: name.to_string(),
+        why: if lines == 0 {
+            "it is empty".into()
+        } else {
+            format!("none of its {lines} lines is a trace line")
+        },
     }
 }
 
@@ -228,7 +434,46 @@ fn lossy(b: &[u8]) -> &str {
     std::str::from_utf8(b).unwrap_or("")
 }
 
-impl Run<'_> {
+impl<'f> Run<'f> {
+    fn new(opts: &'f ReadOptions, file: &'f str, cursors: FxHashMap<u64, Cursor>) -> Run<'f> {
+        Run {
+            opts,
+            file,
+            cursors,
+            nocursor: Cursor {
+                stmt: Arc::new(placeholder("()", file)),
+                ..Cursor::default()
+            },
+            state: State::Normal,
+            depmin_seen: None,
+            depmin_used: None,
+            island: 1,
+            pending: Vec::new(),
+            top_end: None,
+            recognised: 0,
+            emitted: false,
+            summary: ReadSummary::default(),
+        }
+    }
+
+    /// One line in; with `all_lines`, a non-call line comes out too.
+    #[inline]
+    fn feed(&mut self, no: u64, b: &[u8], terminated: bool, on_call: &mut impl FnMut(&Call<'_>)) {
+        self.emitted = false;
+        self.line(no, b, terminated, on_call);
+        if self.opts.all_lines && !self.emitted {
+            self.other_line(no, b, on_call);
+        }
+    }
+
+    /// Whether calls were handed out with a `$depmin` other than `final_`.
+    fn depmin_changed(&self, final_: i64) -> bool {
+        match (self.opts.depmin, self.depmin_used) {
+            (None, Some((lo, hi))) => lo != final_ || hi != final_,
+            _ => false,
+        }
+    }
+
     fn depmin(&self) -> i64 {
         self.opts
             .depmin
@@ -334,14 +579,14 @@ impl Run<'_> {
     fn cursor_entry(&mut self, id: &[u8], key: u64) -> &mut Cursor {
         let file = self.file;
         self.cursors.entry(key).or_insert_with(|| Cursor {
-            stmt: Rc::new(placeholder(lossy(id), file)),
+            stmt: Arc::new(placeholder(lossy(id), file)),
             ..Cursor::default()
         })
     }
 
     fn append_sql(&mut self, key: u64, b: &[u8]) {
         if let Some(c) = self.cursors.get_mut(&key) {
-            let stmt = Rc::make_mut(&mut c.stmt);
+            let stmt = Arc::make_mut(&mut c.stmt);
             if !stmt.sql.is_empty() {
                 stmt.sql.push('\n');
             }
@@ -393,7 +638,7 @@ impl Run<'_> {
         };
         let c = self.cursor_entry(id, key);
         *c = Cursor {
-            stmt: Rc::new(stmt),
+            stmt: Arc::new(stmt),
             ..Cursor::default()
         };
     }
@@ -442,7 +687,7 @@ impl Run<'_> {
         if let Some(c) = self.cursors.get_mut(&key) {
             if let Some(Some(last)) = c.binds.last_mut() {
                 let joined = format!("{last}\n{}", String::from_utf8_lossy(b));
-                *last = Rc::from(joined);
+                *last = Arc::from(joined);
             }
         }
     }
@@ -543,7 +788,7 @@ impl Run<'_> {
             _ => {}
         }
         if c.stmt.placeholder && c.stmt.dep != db.dep {
-            Rc::make_mut(&mut c.stmt).dep = db.dep;
+            Arc::make_mut(&mut c.stmt).dep = db.dep;
         }
         let dep = db.dep;
         let call = Call {
@@ -796,7 +1041,7 @@ impl Run<'_> {
 
 fn set_last_bind(c: &mut Cursor, v: &[u8]) {
     if let Some(last) = c.binds.last_mut() {
-        *last = Some(Rc::from(String::from_utf8_lossy(v).as_ref()));
+        *last = Some(Arc::from(String::from_utf8_lossy(v).as_ref()));
     }
 }
 

@@ -1,0 +1,649 @@
+//! Evaluation of the compiled tree, in Perl's three contexts.
+//!
+//! Each node can be asked for a value ([`Node::eval`], scalar context), a
+//! number ([`Node::eval_num`]), a truth value ([`Node::eval_bool`]) or a list
+//! ([`Node::eval_list`]). The number and truth paths never build a [`Value`]
+//! for arithmetic, comparisons, `and`/`or` and constant-pattern matches, and
+//! strings are compared and matched where they lie (numbers are rendered in a
+//! stack buffer), so a filter such as `$af >= 1 and $dur < 65` or
+//! `$nam =~ /read/i` runs without touching the heap. Bodies of the larger
+//! cases live in separate functions to keep the recursive frames small.
+
+use std::borrow::Cow;
+use std::cmp::Ordering;
+
+use regex::Regex;
+
+use crate::ast::{CmpOp, Logic, Node, NumOp};
+use crate::error::EvalError;
+use crate::functions::{to_iv, to_uv};
+use crate::number_format::{write_perl_number, NumBuf};
+use crate::pattern::{awk_regex, split_fields, with_dynamic_regex, Pattern, SplitPattern};
+use crate::{Value, VarId, Vars};
+
+type R<T> = Result<T, EvalError>;
+
+/// Longest string `x` may build.
+const MAX_REPEAT_BYTES: usize = 1 << 26;
+
+/// Per-evaluation state.
+pub(crate) struct Ctx<'a> {
+    pub vars: &'a dyn Vars,
+    /// Whether the program reads `$1`..: only then do matches record groups.
+    pub want_caps: bool,
+    /// `$1`, `$2`... of the last successful match in this evaluation.
+    pub caps: Vec<Option<String>>,
+}
+
+impl<'a> Ctx<'a> {
+    pub(crate) fn new(vars: &'a dyn Vars, want_caps: bool) -> Ctx<'a> {
+        Ctx {
+            vars,
+            want_caps,
+            caps: Vec::new(),
+        }
+    }
+}
+
+/// Appends the Perl string form of `v`.
+pub(crate) fn push_value(out: &mut String, v: &Value<'_>) {
+    match v {
+        Value::Undef => {}
+        Value::Num(n) => {
+            let _ = write_perl_number(out, *n);
+        }
+        Value::Str(s) => out.push_str(s),
+    }
+}
+
+fn owned(s: String) -> Value<'static> {
+    Value::Str(Cow::Owned(s))
+}
+
+impl Node {
+    /// Scalar-context value.
+    pub(crate) fn eval<'a>(&'a self, cx: &mut Ctx<'a>) -> R<Value<'a>> {
+        let vars = cx.vars;
+        match self {
+            Node::Const(v) => Ok(v.reborrow()),
+            Node::Scalar(id) => Ok(vars.scalar(*id)),
+            Node::Array(id) => Ok(Value::Num(vars.array(*id).len() as f64)),
+            Node::ArrayLast(id) => Ok(Value::Num(vars.array(*id).len() as f64 - 1.0)),
+            Node::Elem(id, index) => eval_elem(*id, index, cx),
+            Node::Capture(n) => Ok(capture(cx, *n)),
+            Node::Neg(a) => Ok(negate(a.eval(cx)?)),
+            Node::Not(a) => Ok(Value::from_bool(!a.eval_bool(cx)?)),
+            Node::BitNot(a) => Ok(Value::Num(!to_uv(a.eval_num(cx)?) as f64)),
+            Node::Num(op, a, b) => Ok(Value::Num(arith(*op, a.eval_num(cx)?, b.eval_num(cx)?)?)),
+            Node::Concat(parts) => eval_concat(parts, cx),
+            Node::Repeat { item, count, .. } => eval_repeat(item, count, cx),
+            Node::Cmp(CmpOp::NumCmp, a, b) => {
+                let (x, y) = (a.eval_num(cx)?, b.eval_num(cx)?);
+                Ok(match x.partial_cmp(&y) {
+                    Some(o) => Value::Num(o as i8 as f64),
+                    None => Value::Undef,
+                })
+            }
+            Node::Cmp(CmpOp::StrCmp, a, b) => {
+                let (x, y) = (a.eval(cx)?, b.eval(cx)?);
+                Ok(Value::Num(str_order(&x, &y) as i8 as f64))
+            }
+            Node::Cmp(..) | Node::Chain(..) | Node::Match { .. } | Node::Xor(..) => {
+                Ok(Value::from_bool(self.eval_bool(cx)?))
+            }
+            Node::Logic(kind, items) => eval_logic(*kind, items, cx),
+            Node::Cond(c, a, b) => {
+                if c.eval_bool(cx)? {
+                    a.eval(cx)
+                } else {
+                    b.eval(cx)
+                }
+            }
+            Node::Call(f, args) => crate::ast::call::call(*f, args, cx),
+            Node::Split {
+                pattern,
+                text,
+                limit,
+            } => Ok(Value::Num(eval_split(pattern, text, limit.as_deref(), cx)?.len() as f64)),
+            Node::List(items) => {
+                let Some((last, init)) = items.split_last() else {
+                    return Ok(Value::Undef);
+                };
+                for item in init {
+                    item.eval(cx)?;
+                }
+                last.eval(cx)
+            }
+            Node::Slice { list, indices } => {
+                let mut out = Vec::new();
+                eval_slice(list, indices, cx, &mut out)?;
+                Ok(out.pop().unwrap_or(Value::Undef))
+            }
+            Node::ScalarCtx(a) => a.eval(cx),
+        }
+    }
+
+    /// The value numified, without building a [`Value`] where possible.
+    pub(crate) fn eval_num<'a>(&'a self, cx: &mut Ctx<'a>) -> R<f64> {
+        match self {
+            Node::Const(v) => Ok(v.to_num()),
+            Node::Scalar(id) => Ok(cx.vars.scalar(*id).to_num()),
+            Node::Num(op, a, b) => arith(*op, a.eval_num(cx)?, b.eval_num(cx)?),
+            Node::Neg(a) => {
+                // Perl's string negation ("-foo") numifies to the same value.
+                let n = a.eval_num(cx)?;
+                Ok(if n == 0.0 { 0.0 } else { -n })
+            }
+            Node::Cmp(op, ..) if !matches!(op, CmpOp::NumCmp | CmpOp::StrCmp) => {
+                Ok(if self.eval_bool(cx)? { 1.0 } else { 0.0 })
+            }
+            Node::Chain(..) | Node::Match { .. } | Node::Not(_) | Node::Xor(..) => {
+                Ok(if self.eval_bool(cx)? { 1.0 } else { 0.0 })
+            }
+            Node::Cond(c, a, b) => {
+                if c.eval_bool(cx)? {
+                    a.eval_num(cx)
+                } else {
+                    b.eval_num(cx)
+                }
+            }
+            _ => Ok(self.eval(cx)?.to_num()),
+        }
+    }
+
+    /// Perl truth of the value, without building a [`Value`] where possible.
+    pub(crate) fn eval_bool<'a>(&'a self, cx: &mut Ctx<'a>) -> R<bool> {
+        match self {
+            Node::Const(v) => Ok(v.truthy()),
+            Node::Scalar(id) => Ok(cx.vars.scalar(*id).truthy()),
+            Node::Cmp(op, a, b) if !matches!(op, CmpOp::NumCmp | CmpOp::StrCmp) => {
+                if op.is_numeric() {
+                    Ok(num_test(*op, a.eval_num(cx)?, b.eval_num(cx)?))
+                } else {
+                    let (x, y) = (a.eval(cx)?, b.eval(cx)?);
+                    Ok(str_test(*op, str_order(&x, &y)))
+                }
+            }
+            Node::Chain(first, rest) => eval_chain(first, rest, cx),
+            Node::Match {
+                target,
+                pattern,
+                negate,
+            } => Ok(eval_match(target, pattern, cx)? != *negate),
+            Node::Not(a) => Ok(!a.eval_bool(cx)?),
+            Node::Logic(Logic::And, items) => {
+                for item in items {
+                    if !item.eval_bool(cx)? {
+                        return Ok(false);
+                    }
+                }
+                Ok(true)
+            }
+            Node::Logic(Logic::Or, items) => {
+                for item in items {
+                    if item.eval_bool(cx)? {
+                        return Ok(true);
+                    }
+                }
+                Ok(false)
+            }
+            Node::Xor(a, b) => Ok(a.eval_bool(cx)? != b.eval_bool(cx)?),
+            Node::Cond(c, a, b) => {
+                if c.eval_bool(cx)? {
+                    a.eval_bool(cx)
+                } else {
+                    b.eval_bool(cx)
+                }
+            }
+            Node::Num(..) => Ok(self.eval_num(cx)? != 0.0),
+            _ => Ok(self.eval(cx)?.truthy()),
+        }
+    }
+
+    /// List-context evaluation, appending to `out`.
+    pub(crate) fn eval_list<'a>(&'a self, cx: &mut Ctx<'a>, out: &mut Vec<Value<'a>>) -> R<()> {
+        match self {
+            Node::List(items) => {
+                for item in items {
+                    item.eval_list(cx, out)?;
+                }
+            }
+            Node::Array(id) => out.extend(cx.vars.array(*id)),
+            Node::Slice { list, indices } => eval_slice(list, indices, cx, out)?,
+            Node::Split {
+                pattern,
+                text,
+                limit,
+            } => {
+                let fields = eval_split(pattern, text, limit.as_deref(), cx)?;
+                out.extend(fields.into_iter().map(|f| f.map_or(Value::Undef, owned)));
+            }
+            Node::Call(f, args) if crate::functions::returns_list(*f) => {
+                crate::ast::call::call_list(*f, args, cx, out)?
+            }
+            Node::Cond(c, a, b) => {
+                if c.eval_bool(cx)? {
+                    a.eval_list(cx, out)?
+                } else {
+                    b.eval_list(cx, out)?
+                }
+            }
+            Node::Repeat {
+                item,
+                count,
+                list: true,
+            } => {
+                let mut items = Vec::new();
+                item.eval_list(cx, &mut items)?;
+                let n = repeat_count(count.eval_num(cx)?);
+                let total = items.len().saturating_mul(n);
+                if total > MAX_REPEAT_BYTES {
+                    return Err(too_large());
+                }
+                for _ in 0..n {
+                    out.extend(items.iter().cloned());
+                }
+            }
+            _ => out.push(self.eval(cx)?),
+        }
+        Ok(())
+    }
+}
+
+fn too_large() -> EvalError {
+    EvalError::new("Out of memory in repetition (x): the result would be too large")
+}
+
+/// Perl's array index: truncated, negative from the end, undef outside.
+fn pick<'a>(mut items: Vec<Value<'a>>, index: f64) -> Value<'a> {
+    let len = items.len() as i64;
+    let k = to_iv(index);
+    let k = if k < 0 { k + len } else { k };
+    if k < 0 || k >= len {
+        return Value::Undef;
+    }
+    items.swap_remove(k as usize)
+}
+
+fn eval_elem<'a>(id: VarId, index: &'a Node, cx: &mut Ctx<'a>) -> R<Value<'a>> {
+    let i = index.eval_num(cx)?;
+    Ok(pick(cx.vars.array(id), i))
+}
+
+fn capture<'a>(cx: &Ctx<'a>, n: usize) -> Value<'a> {
+    match cx.caps.get(n.wrapping_sub(1)) {
+        Some(Some(s)) => owned(s.clone()),
+        _ => Value::Undef,
+    }
+}
+
+/// Perl's `looks_like_number`: the whole string (bar surrounding
+/// whitespace) is a decimal number or Inf/NaN.
+fn looks_like_number(s: &str) -> bool {
+    let t = s.trim_matches(|c: char| c.is_ascii_whitespace());
+    let t = t.strip_prefix(['+', '-']).unwrap_or(t);
+    let lower = t.to_ascii_lowercase();
+    if matches!(lower.as_str(), "inf" | "infinity" | "nan") {
+        return true;
+    }
+    let b = t.as_bytes();
+    let mut i = 0;
+    let mut digits = 0;
+    while i < b.len() && b[i].is_ascii_digit() {
+        i += 1;
+        digits += 1;
+    }
+    if i < b.len() && b[i] == b'.' {
+        i += 1;
+        while i < b.len() && b[i].is_ascii_digit() {
+            i += 1;
+            digits += 1;
+        }
+    }
+    if digits == 0 {
+        return false;
+    }
+    if i < b.len() && (b[i] == b'e' || b[i] == b'E') {
+        i += 1;
+        if i < b.len() && (b[i] == b'+' || b[i] == b'-') {
+            i += 1;
+        }
+        let start = i;
+        while i < b.len() && b[i].is_ascii_digit() {
+            i += 1;
+        }
+        if i == start {
+            return false;
+        }
+    }
+    i == b.len()
+}
+
+/// Perl's unary minus: strings that start like an identifier get a `-`,
+/// `-foo` becomes `+foo`, `+x` becomes `-x`, anything else is numeric.
+pub(crate) fn negate(v: Value<'_>) -> Value<'static> {
+    let s = match v {
+        Value::Undef => return Value::Num(0.0),
+        Value::Num(n) => return Value::Num(if n == 0.0 { 0.0 } else { -n }),
+        Value::Str(s) => s,
+    };
+    let first = s.chars().next();
+    match first {
+        Some(c) if c.is_alphabetic() || c == '_' => owned(format!("-{s}")),
+        Some('+') => owned(format!("-{}", &s[1..])),
+        Some('-') if !looks_like_number(&s) => owned(format!("+{}", &s[1..])),
+        _ => {
+            let n = crate::value::perl_str_to_num(&s);
+            Value::Num(if n == 0.0 { 0.0 } else { -n })
+        }
+    }
+}
+
+/// Perl's `%`: integer modulus whose result has the sign of the right
+/// operand; operands beyond 64 bits use the floating-point rule of perlop.
+fn perl_mod(l: f64, r: f64) -> R<f64> {
+    const UV_MAX_P1: f64 = 18_446_744_073_709_551_616.0;
+    let right_neg = r < 0.0;
+    let mut dright = r.abs();
+    let left_neg = l < 0.0;
+    let mut dleft = l.abs();
+    if dright < UV_MAX_P1 {
+        let right = dright as u64;
+        if dleft < UV_MAX_P1 {
+            let left = dleft as u64;
+            if right == 0 {
+                return Err(EvalError::new("Illegal modulus zero"));
+            }
+            let mut ans = left % right;
+            if left_neg != right_neg && ans != 0 {
+                ans = right - ans;
+            }
+            return Ok(if right_neg { -(ans as f64) } else { ans as f64 });
+        }
+        dleft = (dleft + 0.5).floor();
+        dright = (dright + 0.5).floor();
+    }
+    if dright == 0.0 || dright.is_nan() {
+        return Err(EvalError::new("Illegal modulus zero"));
+    }
+    let mut ans = dleft % dright;
+    if left_neg != right_neg && ans != 0.0 {
+        ans = dright - ans;
+    }
+    Ok(if right_neg { -ans } else { ans })
+}
+
+fn shift(v: u64, by: i64, left: bool) -> u64 {
+    let (by, left) = if by < 0 { (by.unsigned_abs(), !left) } else { (by as u64, left) };
+    if by >= 64 {
+        0
+    } else if left {
+        v << by
+    } else {
+        v >> by
+    }
+}
+
+pub(crate) fn arith(op: NumOp, a: f64, b: f64) -> R<f64> {
+    Ok(match op {
+        NumOp::Add => a + b,
+        NumOp::Sub => a - b,
+        NumOp::Mul => a * b,
+        NumOp::Div => {
+            if b == 0.0 {
+                return Err(EvalError::new("Illegal division by zero"));
+            }
+            a / b
+        }
+        NumOp::Mod => return perl_mod(a, b),
+        NumOp::Pow => a.powf(b),
+        NumOp::BitAnd => (to_uv(a) & to_uv(b)) as f64,
+        NumOp::BitOr => (to_uv(a) | to_uv(b)) as f64,
+        NumOp::BitXor => (to_uv(a) ^ to_uv(b)) as f64,
+        NumOp::Shl => shift(to_uv(a), to_iv(b), true) as f64,
+        NumOp::Shr => shift(to_uv(a), to_iv(b), false) as f64,
+    })
+}
+
+fn eval_concat<'a>(parts: &'a [Node], cx: &mut Ctx<'a>) -> R<Value<'a>> {
+    let mut s = String::new();
+    for part in parts {
+        let v = part.eval(cx)?;
+        push_value(&mut s, &v);
+    }
+    Ok(owned(s))
+}
+
+fn repeat_count(n: f64) -> usize {
+    if n.is_nan() || n < 1.0 {
+        0
+    } else {
+        to_iv(n).max(0) as usize
+    }
+}
+
+fn eval_repeat<'a>(item: &'a Node, count: &'a Node, cx: &mut Ctx<'a>) -> R<Value<'a>> {
+    let v = item.eval(cx)?;
+    let n = repeat_count(count.eval_num(cx)?);
+    let mut buf = NumBuf::new();
+    let s = v.as_str_in(&mut buf);
+    if s.len().saturating_mul(n) > MAX_REPEAT_BYTES {
+        return Err(too_large());
+    }
+    Ok(owned(s.repeat(n)))
+}
+
+fn num_test(op: CmpOp, x: f64, y: f64) -> bool {
+    match op {
+        CmpOp::NumLt => x < y,
+        CmpOp::NumGt => x > y,
+        CmpOp::NumLe => x <= y,
+        CmpOp::NumGe => x >= y,
+        CmpOp::NumEq => x == y,
+        CmpOp::NumNe => x != y,
+        _ => false,
+    }
+}
+
+fn str_test(op: CmpOp, o: Ordering) -> bool {
+    match op {
+        CmpOp::StrLt => o == Ordering::Less,
+        CmpOp::StrGt => o == Ordering::Greater,
+        CmpOp::StrLe => o != Ordering::Greater,
+        CmpOp::StrGe => o != Ordering::Less,
+        CmpOp::StrEq => o == Ordering::Equal,
+        CmpOp::StrNe => o != Ordering::Equal,
+        _ => false,
+    }
+}
+
+/// String order of two values (code point order, like Perl without locale).
+fn str_order(x: &Value<'_>, y: &Value<'_>) -> Ordering {
+    let (mut bx, mut by) = (NumBuf::new(), NumBuf::new());
+    x.as_str_in(&mut bx).cmp(y.as_str_in(&mut by))
+}
+
+fn test_values(op: CmpOp, x: &Value<'_>, y: &Value<'_>) -> bool {
+    if op.is_numeric() {
+        num_test(op, x.to_num(), y.to_num())
+    } else {
+        str_test(op, str_order(x, y))
+    }
+}
+
+fn eval_chain<'a>(first: &'a Node, rest: &'a [(CmpOp, Node)], cx: &mut Ctx<'a>) -> R<bool> {
+    let mut prev = first.eval(cx)?;
+    for (op, node) in rest {
+        let cur = node.eval(cx)?;
+        if !test_values(*op, &prev, &cur) {
+            return Ok(false);
+        }
+        prev = cur;
+    }
+    Ok(true)
+}
+
+fn eval_logic<'a>(kind: Logic, items: &'a [Node], cx: &mut Ctx<'a>) -> R<Value<'a>> {
+    let Some((last, init)) = items.split_last() else {
+        return Ok(Value::Undef);
+    };
+    for item in init {
+        let v = item.eval(cx)?;
+        let decided = match kind {
+            Logic::And => !v.truthy(),
+            Logic::Or => v.truthy(),
+            Logic::Dor => v.is_defined(),
+        };
+        if decided {
+            return Ok(v);
+        }
+    }
+    last.eval(cx)
+}
+
+/// Runs `re` on `s`, recording groups when the program reads them.
+fn run_match(re: &Regex, s: &str, cx: &mut Ctx<'_>) -> bool {
+    if !cx.want_caps {
+        return re.is_match(s);
+    }
+    match re.captures(s) {
+        Some(c) => {
+            cx.caps = (1..c.len())
+                .map(|g| c.get(g).map(|m| m.as_str().to_string()))
+                .collect();
+            true
+        }
+        None => false,
+    }
+}
+
+fn eval_match<'a>(target: &'a Node, pattern: &'a Pattern, cx: &mut Ctx<'a>) -> R<bool> {
+    let v = target.eval(cx)?;
+    let mut buf = NumBuf::new();
+    let s = v.as_str_in(&mut buf);
+    match pattern {
+        Pattern::Static(re) => Ok(run_match(re, s, cx)),
+        Pattern::Dynamic { source, flags } => {
+            let p = source.eval(cx)?;
+            let mut pbuf = NumBuf::new();
+            let ps = p.as_str_in(&mut pbuf);
+            with_dynamic_regex(ps, *flags, |re| run_match(re, s, cx))
+        }
+    }
+}
+
+fn eval_split<'a>(
+    pattern: &'a SplitPattern,
+    text: &'a Node,
+    limit: Option<&'a Node>,
+    cx: &mut Ctx<'a>,
+) -> R<Vec<Option<String>>> {
+    let t = text.eval(cx)?;
+    let limit = match limit {
+        Some(l) => to_iv(l.eval_num(cx)?),
+        None => 0,
+    };
+    let mut tbuf = NumBuf::new();
+    let ts = t.as_str_in(&mut tbuf);
+    match pattern {
+        SplitPattern::Awk => Ok(split_fields(awk_regex(), ts, true, limit)),
+        SplitPattern::Regex(Pattern::Static(re)) => Ok(split_fields(re, ts, false, limit)),
+        SplitPattern::Regex(Pattern::Dynamic { source, flags }) => {
+            let p = source.eval(cx)?;
+            let mut pbuf = NumBuf::new();
+            let ps = p.as_str_in(&mut pbuf);
+            with_dynamic_regex(ps, *flags, |re| split_fields(re, ts, false, limit))
+        }
+        SplitPattern::Expr(source) => {
+            let p = source.eval(cx)?;
+            let mut pbuf = NumBuf::new();
+            let ps = p.as_str_in(&mut pbuf);
+            if ps == " " {
+                return Ok(split_fields(awk_regex(), ts, true, limit));
+            }
+            let flags = crate::perl_regex::Flags {
+                m: ps == "^",
+                ..Default::default()
+            };
+            with_dynamic_regex(ps, flags, |re| split_fields(re, ts, false, limit))
+        }
+    }
+}
+
+fn eval_slice<'a>(
+    list: &'a Node,
+    indices: &'a Node,
+    cx: &mut Ctx<'a>,
+    out: &mut Vec<Value<'a>>,
+) -> R<()> {
+    let mut items = Vec::new();
+    list.eval_list(cx, &mut items)?;
+    let mut idx = Vec::new();
+    indices.eval_list(cx, &mut idx)?;
+    let len = items.len() as i64;
+    for i in idx {
+        let k = to_iv(i.to_num());
+        let k = if k < 0 { k + len } else { k };
+        if k >= 0 && k < len {
+            out.push(items[k as usize].clone());
+        } else {
+            out.push(Value::Undef);
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn modulus_follows_perl() {
+        assert_eq!(perl_mod(7.0, -3.0).unwrap(), -2.0);
+        assert_eq!(perl_mod(-7.0, 3.0).unwrap(), 2.0);
+        assert_eq!(perl_mod(7.5, 2.0).unwrap(), 1.0);
+        assert_eq!(perl_mod(-7.0, -3.0).unwrap(), -1.0);
+        assert_eq!(perl_mod(1e300, 7.0).unwrap(), 1.0);
+        assert_eq!(perl_mod(-7.0, 1e300).unwrap(), 1e300);
+        assert!(perl_mod(1.0, 0.0).is_err());
+        assert!(perl_mod(1.0, 0.5).is_err());
+    }
+
+    #[test]
+    fn negation_follows_perl() {
+        let n = |s: &str| negate(Value::from(s)).to_string();
+        assert_eq!(n("foo"), "-foo");
+        assert_eq!(n("-foo"), "+foo");
+        assert_eq!(n("+foo"), "-foo");
+        assert_eq!(n("12abc"), "-12");
+        assert_eq!(n("-12"), "12");
+        assert_eq!(n(""), "0");
+        assert_eq!(n("0"), "0");
+        assert_eq!(negate(Value::Undef).to_string(), "0");
+        assert!(looks_like_number(" 1.5e3 "));
+        assert!(!looks_like_number("1e"));
+        assert!(!looks_like_number("-foo"));
+    }
+
+    #[test]
+    fn bit_operations() {
+        assert_eq!(arith(NumOp::BitAnd, -1.0, 255.0).unwrap(), 255.0);
+        assert_eq!(arith(NumOp::Shl, 1.0, 3.0).unwrap(), 8.0);
+        assert_eq!(arith(NumOp::Shr, 256.0, 2.0).unwrap(), 64.0);
+        assert_eq!(arith(NumOp::Shl, 1.0, 64.0).unwrap(), 0.0);
+        assert_eq!(arith(NumOp::Shl, 4.0, -1.0).unwrap(), 2.0);
+        assert_eq!(arith(NumOp::BitXor, 6.0, 3.0).unwrap(), 5.0);
+        assert_eq!(arith(NumOp::BitOr, 6.0, 3.0).unwrap(), 7.0);
+        assert!(arith(NumOp::Div, 1.0, 0.0).is_err());
+    }
+
+    #[test]
+    fn array_index_picks_like_perl() {
+        let v = || vec![Value::Num(1.0), Value::Num(2.0), Value::Num(3.0)];
+        assert_eq!(pick(v(), 0.0), Value::Num(1.0));
+        assert_eq!(pick(v(), -1.0), Value::Num(3.0));
+        assert_eq!(pick(v(), 1.9), Value::Num(2.0));
+        assert_eq!(pick(v(), 3.0), Value::Undef);
+        assert_eq!(pick(v(), -4.0), Value::Undef);
+    }
+}

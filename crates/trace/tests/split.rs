@@ -1,0 +1,61 @@
+//! Reading a big file in pieces on several threads must hand out exactly
+//! the calls, line numbers and statement contexts of a whole read.
+
+use std::io::{Read, Write};
+use std::path::Path;
+
+use tracelab_trace::{open, ReadOptions, Reader, Source};
+
+type Seen = (u64, String, String, Option<i64>, i64, i64);
+
+fn big_trace(dir: &Path) -> std::path::PathBuf {
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/crc-local-force");
+    let mut text = Vec::new();
+    let mut names: Vec<_> = std::fs::read_dir(&fixtures)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().ends_with(".gz"))
+        .collect();
+    names.sort();
+    for p in names.iter().take(7) {
+        let mut d = flate2::read::MultiGzDecoder::new(std::fs::File::open(p).unwrap());
+        d.read_to_end(&mut text).unwrap();
+    }
+    assert!(text.len() > 17 << 20, "bigger than the split threshold");
+    let path = dir.join("big.trc");
+    std::fs::File::create(&path).unwrap().write_all(&text).unwrap();
+    path
+}
+
+fn seen(c: &tracelab_trace::Call<'_>) -> Seen {
+    (c.line, c.name.to_string(), c.stmt.sqlid.clone(), c.dep, c.af_us(), c.depmin)
+}
+
+#[test]
+fn pieces_read_like_the_whole() {
+    let dir = std::env::temp_dir().join(format!("tracelab-split-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = big_trace(&dir);
+
+    let mut whole: Vec<Seen> = Vec::new();
+    let whole_summary = Reader::new(ReadOptions::default())
+        .read(open(&Source::Path(path.clone())).unwrap(), |c| whole.push(seen(c)))
+        .unwrap();
+
+    for parts in [2, 3, 5] {
+        let file = open(&Source::Path(path.clone())).unwrap();
+        let mut reader = Reader::new(ReadOptions::default());
+        assert!(reader.can_split(&file));
+        let (states, summary) = reader
+            .read_split(file, parts, Vec::new, |v: &mut Vec<Seen>, c| v.push(seen(c)))
+            .unwrap();
+        assert!(states.len() > 1, "{parts} parts were made");
+        let pieced: Vec<Seen> = states.into_iter().flatten().collect();
+        assert_eq!(pieced.len(), whole.len());
+        assert_eq!(pieced, whole, "{parts} parts");
+        assert_eq!(summary.lines, whole_summary.lines);
+        assert_eq!(summary.calls, whole_summary.calls);
+        assert_eq!(summary.depmin, whole_summary.depmin);
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
