@@ -61,7 +61,7 @@ pub(crate) fn lookup(name: &str) -> Option<FuncSpec> {
         "join" => (Some(Join), ListOp, 1, MANY),
         "reverse" => (Some(Reverse), ListOp, 0, MANY),
         "basename" => (Some(Basename), ListOp, 1, MANY),
-        "dirname" => (Some(Dirname), ListOp, 1, 1),
+        "dirname" => (Some(Dirname), ListOp, 1, MANY),
         "fileparse" => (Some(Fileparse), ListOp, 1, MANY),
         "split" => (None, ListOp, 1, 3),
         _ => return None,
@@ -75,7 +75,8 @@ pub(crate) fn lookup(name: &str) -> Option<FuncSpec> {
 }
 
 /// Function names, for the "unknown function" message.
-pub(crate) const NAMES: &str = "lc uc lcfirst ucfirst length substr index rindex sprintf join split \
+pub(crate) const NAMES: &str =
+    "lc uc lcfirst ucfirst length substr index rindex sprintf join split \
      int abs sqrt log exp sin cos atan2 hex oct ord chr defined scalar quotemeta reverse \
      basename dirname fileparse";
 
@@ -119,13 +120,15 @@ fn char_index(s: &str, bi: usize) -> usize {
 /// truncation toward zero, values past `i64` wrapping the way perl's
 /// NV→UV→IV casts do.
 pub(crate) fn to_iv(v: f64) -> i64 {
+    const IV_LIMIT: f64 = 9_223_372_036_854_775_808.0; // 2^63
+    const UV_LIMIT: f64 = 18_446_744_073_709_551_616.0; // 2^64
     if v.is_nan() {
         0
-    } else if v < -9.223_372_036_854_775_808e18 {
+    } else if v < -IV_LIMIT {
         i64::MIN
-    } else if v < 9.223_372_036_854_775_808e18 {
+    } else if v < IV_LIMIT {
         v as i64
-    } else if v < 1.844_674_407_370_955_2e19 {
+    } else if v < UV_LIMIT {
         (v as u64) as i64
     } else {
         -1
@@ -203,14 +206,14 @@ pub(crate) fn index(s: &str, needle: &str, pos: Option<f64>) -> f64 {
 
 /// Perl's `rindex`: last occurrence starting at or before character `pos`.
 pub(crate) fn rindex(s: &str, needle: &str, pos: Option<f64>) -> f64 {
-    let len = char_len(s) as i64;
-    let start = pos.map_or(len, to_iv).clamp(0, len) as usize;
-    // The match may start at `start`, so search in s[..start + needle].
-    let limit = byte_offset(s, start).saturating_add(needle.len()).min(s.len());
-    let mut limit = limit;
-    while !s.is_char_boundary(limit) {
-        limit -= 1;
-    }
+    let len = char_len(s) as i128;
+    // perl: the match must end by POSITION + length(SUBSTR), clamped to the
+    // string (so a negative POSITION finds only an empty SUBSTR).
+    let end = match pos {
+        Some(p) => (to_iv(p) as i128 + char_len(needle) as i128).clamp(0, len),
+        None => len,
+    } as usize;
+    let limit = byte_offset(s, end);
     match s[..limit].rfind(needle) {
         Some(off) => char_index(s, off) as f64,
         None => -1.0,
@@ -281,7 +284,10 @@ pub(crate) fn hex(s: &str) -> f64 {
 /// `0o`/`o` or plain octal.
 pub(crate) fn oct(s: &str) -> f64 {
     let t = s.trim_start();
-    let t = t.strip_prefix('0').filter(|r| r.starts_with(|c: char| c.is_ascii_alphabetic())).unwrap_or(t);
+    let t = t
+        .strip_prefix('0')
+        .filter(|r| r.starts_with(|c: char| c.is_ascii_alphabetic()))
+        .unwrap_or(t);
     let mut chars = t.chars();
     match chars.next().map(|c| c.to_ascii_lowercase()) {
         Some('x') => grok(chars.as_str(), 16),
@@ -311,10 +317,7 @@ fn strip_trailing_sep(s: &str) -> &str {
 
 /// File::Basename's `fileparse` on Unix: `(name, dir, suffix)`, where each
 /// suffix pattern is tried in turn against the end of the name.
-pub(crate) fn fileparse<'s>(
-    path: &'s str,
-    suffixes: &[regex::Regex],
-) -> (String, &'s str, String) {
+pub(crate) fn fileparse<'s>(path: &'s str, suffixes: &[regex::Regex]) -> (String, &'s str, String) {
     let (dir, base) = match path.rfind('/') {
         Some(i) => (&path[..=i], &path[i + 1..]),
         None => ("./", path),
@@ -406,6 +409,12 @@ mod tests {
         assert_eq!(index("abc", "c", Some(-3.0)), 2.0);
         assert_eq!(rindex("abcabc", "b", Some(3.0)), 1.0);
         assert_eq!(rindex("abcabc", "b", Some(-1.0)), -1.0);
+        assert_eq!(rindex("abc", "a", Some(-1.0)), -1.0);
+        assert_eq!(rindex("abc", "", Some(-1.0)), 0.0);
+        assert_eq!(rindex("abc", "c", Some(10.0)), 2.0);
+        assert_eq!(rindex("abc", "", Some(10.0)), 3.0);
+        assert_eq!(rindex("58081", "58081", Some(f64::NEG_INFINITY)), -1.0);
+        assert_eq!(index("abc", "c", Some(f64::INFINITY)), 2.0);
         assert_eq!(index("hello", "l", None), 2.0);
         assert_eq!(rindex("hello", "l", None), 3.0);
         assert_eq!(index("héllo", "l", None), 2.0);

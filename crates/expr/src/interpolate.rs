@@ -87,7 +87,14 @@ impl Builder {
             node = wrap(if c == Case::Upper { Func::Uc } else { Func::Lc }, node);
         }
         if let Some(c) = self.one.take() {
-            node = wrap(if c == Case::Upper { Func::Ucfirst } else { Func::Lcfirst }, node);
+            node = wrap(
+                if c == Case::Upper {
+                    Func::Ucfirst
+                } else {
+                    Func::Lcfirst
+                },
+                node,
+            );
         }
         if self.quote {
             node = wrap(Func::Quotemeta, node);
@@ -147,25 +154,39 @@ fn decode_escape(rest: &str) -> Result<(char, usize), String> {
         return Ok((c, 1));
     }
     let braced = |radix: u32, what: &str| -> Result<(char, usize), String> {
-        let close = rest.find('}').ok_or_else(|| format!("missing '}}' in \\{what}{{...}}"))?;
-        let digits: String = rest[2..close].chars().filter(|c| !c.is_whitespace() && *c != '_').collect();
+        let close = rest
+            .find('}')
+            .ok_or_else(|| format!("missing '}}' in \\{what}{{...}}"))?;
+        let digits: String = rest[2..close]
+            .chars()
+            .filter(|c| !c.is_whitespace() && *c != '_')
+            .collect();
         let code = if digits.is_empty() {
             0
         } else {
-            u32::from_str_radix(&digits, radix).map_err(|_| format!("bad digits in \\{what}{{...}}"))?
+            u32::from_str_radix(&digits, radix)
+                .map_err(|_| format!("bad digits in \\{what}{{...}}"))?
         };
         Ok((code_char(code), close + 1))
     };
     match n {
         '0'..='7' => {
-            let len = rest.bytes().take(3).take_while(|b| (b'0'..=b'7').contains(b)).count();
+            let len = rest
+                .bytes()
+                .take(3)
+                .take_while(|b| (b'0'..=b'7').contains(b))
+                .count();
             let code = u32::from_str_radix(&rest[..len], 8).unwrap_or(0);
             Ok((code_char(code), len))
         }
         'o' if rest[1..].starts_with('{') => braced(8, "o"),
         'x' if rest[1..].starts_with('{') => braced(16, "x"),
         'x' => {
-            let len = rest[1..].bytes().take(2).take_while(|b| b.is_ascii_hexdigit()).count();
+            let len = rest[1..]
+                .bytes()
+                .take(2)
+                .take_while(|b| b.is_ascii_hexdigit())
+                .count();
             let code = u32::from_str_radix(&rest[1..1 + len], 16).unwrap_or(0);
             Ok((code_char(code), 1 + len))
         }
@@ -175,17 +196,39 @@ fn decode_escape(rest: &str) -> Result<(char, usize), String> {
         },
         'N' if rest[1..].starts_with("{U+") => {
             let close = rest.find('}').ok_or("missing '}' in \\N{U+...}")?;
-            let code = u32::from_str_radix(&rest[4..close], 16).map_err(|_| "bad digits in \\N{U+...}")?;
+            let code =
+                u32::from_str_radix(&rest[4..close], 16).map_err(|_| "bad digits in \\N{U+...}")?;
             Ok((code_char(code), close + 1))
         }
-        'N' => Err(format!("named characters \\N{{name}} {NOT_SUPPORTED} (write \\N{{U+XXXX}})")),
+        'N' => Err(format!(
+            "named characters \\N{{name}} {NOT_SUPPORTED} (write \\N{{U+XXXX}})"
+        )),
         other => Ok((other, other.len_utf8())),
     }
 }
 
 impl Parser<'_> {
     /// Interpolates the body `span`; `pos` is where the quote starts.
-    pub(crate) fn interpolate(&mut self, span: Span, mode: Mode, pos: usize) -> Result<Expr, CompileError> {
+    pub(crate) fn interpolate(
+        &mut self,
+        span: Span,
+        mode: Mode,
+        pos: usize,
+    ) -> Result<Expr, CompileError> {
+        // Interpolation frames are large; a nested subscript costs more of
+        // the recursion budget.
+        self.enter(pos, 8)?;
+        let result = self.interpolate_body(span, mode, pos);
+        self.leave(8);
+        result
+    }
+
+    fn interpolate_body(
+        &mut self,
+        span: Span,
+        mode: Mode,
+        pos: usize,
+    ) -> Result<Expr, CompileError> {
         let src = self.src;
         let text = src.get(span.start..span.end).unwrap_or("");
         let base = span.start;
@@ -233,7 +276,8 @@ impl Parser<'_> {
                             continue;
                         }
                         _ => {
-                            let (ch, used) = decode_escape(rest).map_err(|m| self.err(m, base + i))?;
+                            let (ch, used) =
+                                decode_escape(rest).map_err(|m| self.err(m, base + i))?;
                             b.push_char(ch);
                             i += 1 + used;
                             continue;
@@ -253,7 +297,7 @@ impl Parser<'_> {
                 },
                 '@' => match self.interp_array(text, i, base)? {
                     Some((node, end)) => {
-                        b.push_node(node, 2);
+                        b.push_node(node, 3);
                         i = end;
                     }
                     None => {
@@ -300,13 +344,35 @@ impl Parser<'_> {
                 return Err(self.err("unterminated ${ in string", var_pos));
             };
             let inner = rest[1..close].trim();
-            if inner.is_empty() || !inner.starts_with(is_ident_start) || ident_len(inner) != inner.len() {
+            if inner.is_empty()
+                || !inner.starts_with(is_ident_start)
+                || ident_len(inner) != inner.len()
+            {
                 return Err(self.err(
-                    format!("expressions in strings (${{ ... }}) {NOT_SUPPORTED}; use the . operator"),
+                    format!(
+                        "expressions in strings (${{ ... }}) {NOT_SUPPORTED}; use the . operator"
+                    ),
                     var_pos,
                 ));
             }
             (inner, after + close + 1)
+        } else if first == '#' {
+            // `$#name`: the last index of @name.
+            let tail = &rest[1..];
+            match tail.chars().next() {
+                Some(c) if is_ident_start(c) => {
+                    let len = ident_len(tail);
+                    let id = self.resolve_array(&tail[..len], var_pos)?;
+                    return Ok(Some((Node::ArrayLast(id), 1, after + 1 + len)));
+                }
+                Some('{') | Some('$') => {
+                    return Err(self.err(
+                        format!("$#{{...}} and $#$ref in strings {NOT_SUPPORTED}"),
+                        var_pos,
+                    ))
+                }
+                _ => return Ok(None),
+            }
         } else if first.is_ascii_digit() {
             let len = rest.bytes().take_while(|b| b.is_ascii_digit()).count();
             let n: usize = rest[..len].parse().unwrap_or(usize::MAX);
@@ -331,7 +397,11 @@ impl Parser<'_> {
                                 start: base + end + 1,
                                 end: base + close,
                             })?;
-                            return Ok(Some((Node::Elem(arr, Box::new(idx.node)), idx.depth + 1, close + 1)));
+                            return Ok(Some((
+                                Node::Elem(arr, Box::new(idx.node)),
+                                idx.depth + 1,
+                                close + 1,
+                            )));
                         }
                     }
                 }
@@ -343,7 +413,10 @@ impl Parser<'_> {
                 ));
             }
             if tail.starts_with("->[") || tail.starts_with("->{") {
-                return Err(self.err(format!("dereferences (->) in a string {NOT_SUPPORTED}"), var_pos));
+                return Err(self.err(
+                    format!("dereferences (->) in a string {NOT_SUPPORTED}"),
+                    var_pos,
+                ));
             }
         }
         let id = self.resolve_scalar(name, var_pos)?;
@@ -352,7 +425,12 @@ impl Parser<'_> {
 
     /// `@name` at `text[i]` (an `@`), joined with a space; None when the
     /// `@` is literal.
-    fn interp_array(&mut self, text: &str, i: usize, base: usize) -> Result<Option<(Node, usize)>, CompileError> {
+    fn interp_array(
+        &mut self,
+        text: &str,
+        i: usize,
+        base: usize,
+    ) -> Result<Option<(Node, usize)>, CompileError> {
         let rest = text.get(i + 1..).unwrap_or("");
         let pos = base + i;
         match rest.chars().next() {
@@ -360,15 +438,40 @@ impl Parser<'_> {
                 let len = ident_len(rest);
                 let name = &rest[..len];
                 let id = self.scope.array(name).ok_or_else(|| {
-                    self.err(format!("unknown array @{name} (write \\@ for a literal '@')"), pos)
+                    self.err(
+                        format!("unknown array @{name} (write \\@ for a literal '@')"),
+                        pos,
+                    )
                 })?;
+                let mut end = i + 1 + len;
+                let mut list = Node::Array(id);
+                // `@name[i, j]`: a slice, when the brackets hold an index list.
+                if text.get(end..).is_some_and(|t| t.starts_with('[')) {
+                    if let Some(close) = find_matching(text, end, '[', ']') {
+                        let inner = text[end + 1..close].trim_start();
+                        if inner.starts_with(|c: char| c.is_ascii_digit() || c == '-' || c == '$') {
+                            let idx = self.sub_parse(Span {
+                                start: base + end + 1,
+                                end: base + close,
+                            })?;
+                            list = Node::Slice {
+                                list: Box::new(list),
+                                indices: Box::new(idx.node),
+                            };
+                            end = close + 1;
+                        }
+                    }
+                }
                 let join = Node::Call(
                     Func::Join,
-                    vec![Node::Const(Value::Str(Cow::Borrowed(" "))), Node::Array(id)],
+                    vec![Node::Const(Value::Str(Cow::Borrowed(" "))), list],
                 );
-                Ok(Some((join, i + 1 + len)))
+                Ok(Some((join, end)))
             }
-            Some('{') | Some('$') => Err(self.err(format!("array expressions (@{{...}}, @$ref) in strings {NOT_SUPPORTED}"), pos)),
+            Some('{') | Some('$') => Err(self.err(
+                format!("array expressions (@{{...}}, @$ref) in strings {NOT_SUPPORTED}"),
+                pos,
+            )),
             _ => Ok(None),
         }
     }

@@ -147,7 +147,11 @@ pub(crate) enum Tok {
     /// A non-interpolating string, escapes already processed.
     Str(String),
     /// `"..."` or `qq{...}`: the raw body, interpolated by the parser.
-    Interp { body: Span, open: char, close: char },
+    Interp {
+        body: Span,
+        open: char,
+        close: char,
+    },
     Qw(Vec<String>),
     /// `/.../`, `m{...}` or `qr{...}`.
     Pattern {
@@ -265,7 +269,9 @@ impl<'s> Lexer<'s> {
             });
         };
         let tok = if c.is_ascii_digit()
-            || (c == '.' && !self.prev_term && self.byte_at(start + 1).is_some_and(|b| b.is_ascii_digit()))
+            || (c == '.'
+                && !self.prev_term
+                && self.byte_at(start + 1).is_some_and(|b| b.is_ascii_digit()))
         {
             self.number()?
         } else if c == '\'' {
@@ -336,13 +342,17 @@ impl<'s> Lexer<'s> {
                         p += 1;
                         continue;
                     }
-                    let Some(d) = (c as char).to_digit(16) else { break };
+                    let Some(d) = (c as char).to_digit(16) else {
+                        break;
+                    };
                     if d >= radix {
                         if radix == 8 && d < 10 {
                             return Err(self.err(format!("illegal octal digit '{}'", c as char), p));
                         }
                         if radix == 2 && d < 10 {
-                            return Err(self.err(format!("illegal binary digit '{}'", c as char), p));
+                            return Err(
+                                self.err(format!("illegal binary digit '{}'", c as char), p)
+                            );
                         }
                         break;
                     }
@@ -416,7 +426,12 @@ impl<'s> Lexer<'s> {
     /// Finds the end of a delimited body starting at `self.pos`, honouring
     /// backslash escapes and (for bracket pairs) nesting; leaves `self.pos`
     /// after the closing delimiter.
-    fn delimited(&mut self, quote_start: usize, open: char, close: char) -> Result<Span, CompileError> {
+    fn delimited(
+        &mut self,
+        quote_start: usize,
+        open: char,
+        close: char,
+    ) -> Result<Span, CompileError> {
         let body_start = self.pos;
         let mut depth = 0usize;
         let mut p = self.pos;
@@ -455,7 +470,12 @@ impl<'s> Lexer<'s> {
 
     /// A non-interpolating body: only `\\` and an escaped delimiter are
     /// escapes, every other backslash is kept.
-    fn single_quoted(&mut self, quote_start: usize, open: char, close: char) -> Result<String, CompileError> {
+    fn single_quoted(
+        &mut self,
+        quote_start: usize,
+        open: char,
+        close: char,
+    ) -> Result<String, CompileError> {
         let span = self.delimited(quote_start, open, close)?;
         let body = self.src.get(span.start..span.end).unwrap_or("");
         let mut out = String::with_capacity(body.len());
@@ -518,11 +538,17 @@ impl<'s> Lexer<'s> {
                 while self.byte_at(r).is_some_and(|b| b == b' ' || b == b'\t') {
                     r += 1;
                 }
-                if !name.is_empty() && name.starts_with(is_ident_start) && self.byte_at(r) == Some(b'}') {
+                if !name.is_empty()
+                    && name.starts_with(is_ident_start)
+                    && self.byte_at(r) == Some(b'}')
+                {
                     self.pos = r + 1;
                     Ok(Tok::Scalar(name.to_string()))
                 } else {
-                    Err(self.err(format!("dereferencing with ${{...}} {NOT_SUPPORTED}"), start))
+                    Err(self.err(
+                        format!("dereferencing with ${{...}} {NOT_SUPPORTED}"),
+                        start,
+                    ))
                 }
             }
             Some('#') => {
@@ -539,7 +565,9 @@ impl<'s> Lexer<'s> {
                 let n: usize = digits
                     .bytes()
                     .take_while(|b| b.is_ascii_digit())
-                    .try_fold(0usize, |acc, b| acc.checked_mul(10)?.checked_add((b - b'0') as usize))
+                    .try_fold(0usize, |acc, b| {
+                        acc.checked_mul(10)?.checked_add((b - b'0') as usize)
+                    })
                     .unwrap_or(usize::MAX);
                 let len = digits.bytes().take_while(|b| b.is_ascii_digit()).count();
                 if n == 0 {
@@ -551,7 +579,11 @@ impl<'s> Lexer<'s> {
             Some(c) if is_ident_start(c) => {
                 let name = self.ident_at(p);
                 let after = p + name.len();
-                if self.src.get(after..self.end).is_some_and(|s| s.starts_with("::")) {
+                if self
+                    .src
+                    .get(after..self.end)
+                    .is_some_and(|s| s.starts_with("::"))
+                {
                     return Err(self.err(
                         format!("package variables (${name}::...) {NOT_SUPPORTED}"),
                         start,
@@ -560,11 +592,13 @@ impl<'s> Lexer<'s> {
                 self.pos = after;
                 Ok(Tok::Scalar(name.to_string()))
             }
-            Some(':') => Err(self.err(format!("package variables ($::name) {NOT_SUPPORTED}"), start)),
-            Some(c) if !c.is_whitespace() => Err(self.err(
-                format!("the special variable ${c} {NOT_SUPPORTED}"),
+            Some(':') => Err(self.err(
+                format!("package variables ($::name) {NOT_SUPPORTED}"),
                 start,
             )),
+            Some(c) if !c.is_whitespace() => {
+                Err(self.err(format!("the special variable ${c} {NOT_SUPPORTED}"), start))
+            }
             _ => Err(self.err("expected a variable name after '$'", start)),
         }
     }
@@ -574,13 +608,23 @@ impl<'s> Lexer<'s> {
         match self.char_at(start + 1) {
             Some(c) if is_ident_start(c) => {
                 let name = self.ident_at(start + 1);
-                if self.src.get(start + 1 + name.len()..self.end).is_some_and(|s| s.starts_with("::")) {
-                    return Err(self.err(format!("package variables (@{name}::...) {NOT_SUPPORTED}"), start));
+                if self
+                    .src
+                    .get(start + 1 + name.len()..self.end)
+                    .is_some_and(|s| s.starts_with("::"))
+                {
+                    return Err(self.err(
+                        format!("package variables (@{name}::...) {NOT_SUPPORTED}"),
+                        start,
+                    ));
                 }
                 self.pos = start + 1 + name.len();
                 Ok(Tok::Array(name.to_string()))
             }
-            Some('{' | '$') => Err(self.err(format!("array dereferences (@{{...}}, @$ref) {NOT_SUPPORTED}"), start)),
+            Some('{' | '$') => Err(self.err(
+                format!("array dereferences (@{{...}}, @$ref) {NOT_SUPPORTED}"),
+                start,
+            )),
             _ => Err(self.err("expected an array name after '@'", start)),
         }
     }
@@ -594,13 +638,25 @@ impl<'s> Lexer<'s> {
                 return Ok(tok);
             }
         }
-        if self.src.get(after..self.end).is_some_and(|s| s.starts_with("::")) {
-            return Err(self.err(format!("package-qualified names ({word}::...) {NOT_SUPPORTED}"), start));
+        if self
+            .src
+            .get(after..self.end)
+            .is_some_and(|s| s.starts_with("::"))
+        {
+            return Err(self.err(
+                format!("package-qualified names ({word}::...) {NOT_SUPPORTED}"),
+                start,
+            ));
         }
-        if self.prev_term && word.starts_with('x') && word[1..].bytes().all(|b| b.is_ascii_digit()) {
+        if self.prev_term && word.starts_with('x') && word[1..].bytes().all(|b| b.is_ascii_digit())
+        {
             // `$s x3` is `$s x 3`; `x=` is an assignment.
             self.pos = start + 1;
-            if word.len() == 1 && self.byte_at(self.pos) == Some(b'=') && self.byte_at(self.pos + 1) != Some(b'=') && self.byte_at(self.pos + 1) != Some(b'~') {
+            if word.len() == 1
+                && self.byte_at(self.pos) == Some(b'=')
+                && self.byte_at(self.pos + 1) != Some(b'=')
+                && self.byte_at(self.pos + 1) != Some(b'~')
+            {
                 self.pos += 1;
                 return Ok(Tok::Assign("x=".into()));
             }
@@ -630,11 +686,16 @@ impl<'s> Lexer<'s> {
         }
         let start = self.pos;
         let mut p = after;
-        while self.byte_at(p).is_some_and(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r')) {
+        while self
+            .byte_at(p)
+            .is_some_and(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
+        {
             p += 1;
         }
         let spaced = p > after;
-        let Some(open) = self.char_at(p) else { return Ok(None) };
+        let Some(open) = self.char_at(p) else {
+            return Ok(None);
+        };
         if open.is_whitespace()
             || (spaced && (open == '#' || is_ident_char(open)))
             || (open == '=' && self.byte_at(p + 1) == Some(b'>'))
@@ -645,7 +706,14 @@ impl<'s> Lexer<'s> {
         match word {
             "s" | "tr" | "y" => {
                 return Err(self.err(
-                    format!("{word}/// ({}) {NOT_SUPPORTED}", if word == "s" { "substitution" } else { "transliteration" }),
+                    format!(
+                        "{word}/// ({}) {NOT_SUPPORTED}",
+                        if word == "s" {
+                            "substitution"
+                        } else {
+                            "transliteration"
+                        }
+                    ),
                     start,
                 ))
             }
@@ -682,16 +750,22 @@ impl<'s> Lexer<'s> {
         let expecting_term = !self.prev_term;
         if expecting_term {
             let next = rest[1..].chars().next();
-            let names_something = next.is_some_and(|n| is_ident_start(n) || n == '{' || n == '$' || n == '^');
+            let names_something =
+                next.is_some_and(|n| is_ident_start(n) || n == '{' || n == '$' || n == '^');
             if c == '%' && names_something {
                 return Err(self.err(format!("hashes (%name) {NOT_SUPPORTED}"), start));
             }
             if c == '&' && names_something && !rest.starts_with("&&") {
                 return Err(self.err(format!("calling subs with & {NOT_SUPPORTED}"), start));
             }
-            if c == '<' && rest.starts_with("<<") && next.is_some_and(|_| {
-                rest[2..].starts_with(|n: char| n == '"' || n == '\'' || n == '~' || is_ident_start(n))
-            }) {
+            if c == '<'
+                && rest.starts_with("<<")
+                && next.is_some_and(|_| {
+                    rest[2..].starts_with(|n: char| {
+                        n == '"' || n == '\'' || n == '~' || is_ident_start(n)
+                    })
+                })
+            {
                 return Err(self.err(format!("here-documents {NOT_SUPPORTED}"), start));
             }
         }
@@ -837,8 +911,18 @@ mod tests {
         assert_eq!(toks("q!x!")[0], Tok::Str("x".into()));
         assert_eq!(toks("q/x/")[0], Tok::Str("x".into()));
         assert_eq!(toks("q {x}")[0], Tok::Str("x".into()));
-        assert_eq!(toks("qw(a b  c)")[0], Tok::Qw(vec!["a".into(), "b".into(), "c".into()]));
-        assert!(matches!(toks("qq{$a:$b}")[0], Tok::Interp { open: '{', close: '}', .. }));
+        assert_eq!(
+            toks("qw(a b  c)")[0],
+            Tok::Qw(vec!["a".into(), "b".into(), "c".into()])
+        );
+        assert!(matches!(
+            toks("qq{$a:$b}")[0],
+            Tok::Interp {
+                open: '{',
+                close: '}',
+                ..
+            }
+        ));
         assert!(matches!(toks("m{x}i")[0], Tok::Pattern { ref flags, .. } if flags == "i"));
         assert!(matches!(toks("qr/x/")[0], Tok::Pattern { qr: true, .. }));
         assert!(Lexer::new("'abc", 0, 4).next_token().is_err());
@@ -853,7 +937,9 @@ mod tests {
         assert_eq!(toks("@bind")[0], Tok::Array("bind".into()));
         assert_eq!(toks("$#bind")[0], Tok::ArrayLast("bind".into()));
         assert_eq!(toks("$1")[0], Tok::Capture(1));
-        for bad in ["$", "$0", "$&", "${ $x }", "$a::b", "@{x}", "%h", "&f", "$::x", "`ls`"] {
+        for bad in [
+            "$", "$0", "$&", "${ $x }", "$a::b", "@{x}", "%h", "&f", "$::x", "`ls`",
+        ] {
             assert!(Lexer::new(bad, 0, bad.len()).next_token().is_err(), "{bad}");
         }
     }

@@ -98,10 +98,10 @@ struct Inner {
 /// Collects the variables a tree reads and whether it reads `$1`….
 fn scan(node: &Node, vars: &mut Vec<VarId>, caps: &mut bool) {
     match node {
-        Node::Scalar(id) | Node::Array(id) | Node::ArrayLast(id) | Node::Elem(id, _) => {
-            if !vars.contains(id) {
-                vars.push(*id);
-            }
+        Node::Scalar(id) | Node::Array(id) | Node::ArrayLast(id) | Node::Elem(id, _)
+            if !vars.contains(id) =>
+        {
+            vars.push(*id);
         }
         Node::Capture(_) => *caps = true,
         _ => {}

@@ -101,11 +101,7 @@ fn general_from_exp<W: Write>(
     let (mant, exp) = e_repr.split_once('e').unwrap_or((e_repr, "0"));
     let exp: i32 = exp.parse().unwrap_or(0);
     if exp < -4 || exp >= p as i32 {
-        let mant = if alt {
-            mant
-        } else {
-            trim_fraction_zeros(mant)
-        };
+        let mant = if alt { mant } else { trim_fraction_zeros(mant) };
         w.write_str(mant)?;
         if alt && !mant.contains('.') {
             w.write_char('.')?;
@@ -146,7 +142,11 @@ fn general_from_exp<W: Write>(
             }
         }
     }
-    let frac_str = if big { frac_big.as_str() } else { frac.as_str() };
+    let frac_str = if big {
+        frac_big.as_str()
+    } else {
+        frac.as_str()
+    };
     let frac_str = if alt {
         frac_str
     } else {

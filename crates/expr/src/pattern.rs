@@ -114,7 +114,8 @@ pub(crate) fn split_fields(re: &Regex, text: &str, awk: bool, limit: i64) -> Vec
     }
     out.push(Some(text[last..].to_string()));
     if limit == 0 {
-        while matches!(out.last(), Some(None)) || matches!(out.last(), Some(Some(s)) if s.is_empty())
+        while matches!(out.last(), Some(None))
+            || matches!(out.last(), Some(Some(s)) if s.is_empty())
         {
             out.pop();
         }
@@ -158,9 +159,14 @@ mod tests {
         assert!(with_dynamic_regex("(", f, |_| ()).is_err());
         assert!(with_dynamic_regex("(", f, |_| ()).is_err());
         for i in 0..(CACHE_LIMIT + 5) {
-            assert!(with_dynamic_regex(&format!("x{i}"), f, |r| r.is_match(&format!("x{i}"))).unwrap());
+            assert!(
+                with_dynamic_regex(&format!("x{i}"), f, |r| r.is_match(&format!("x{i}"))).unwrap()
+            );
         }
-        let i = Flags { i: true, ..Flags::default() };
+        let i = Flags {
+            i: true,
+            ..Flags::default()
+        };
         assert!(with_dynamic_regex("A", i, |r| r.is_match("a")).unwrap());
         assert!(!with_dynamic_regex("A", f, |r| r.is_match("a")).unwrap());
     }

@@ -58,7 +58,13 @@ impl Flags {
     /// The modifiers in Perl's canonical order, as `qr//` prints them.
     pub(crate) fn perl_letters(&self) -> String {
         let mut s = String::new();
-        for (on, c) in [(self.m, 'm'), (self.s, 's'), (self.i, 'i'), (self.x, 'x'), (self.n, 'n')] {
+        for (on, c) in [
+            (self.m, 'm'),
+            (self.s, 's'),
+            (self.i, 'i'),
+            (self.x, 'x'),
+            (self.n, 'n'),
+        ] {
             if on {
                 s.push(c);
             }
@@ -75,8 +81,15 @@ pub(crate) fn compile(pat: &str, flags: Flags) -> Result<Regex, String> {
         .build()
         .map_err(|e| match e {
             regex::Error::Syntax(msg) => {
-                let last = msg.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("");
-                format!("invalid regex /{pat}/: {}", last.trim_start_matches("error: "))
+                let last = msg
+                    .lines()
+                    .rev()
+                    .find(|l| !l.trim().is_empty())
+                    .unwrap_or("");
+                format!(
+                    "invalid regex /{pat}/: {}",
+                    last.trim_start_matches("error: ")
+                )
             }
             regex::Error::CompiledTooBig(_) => format!("regex /{pat}/ is too big"),
             _ => format!("invalid regex /{pat}/"),
@@ -91,8 +104,23 @@ const VSPACE: &str = r"\n\x0B\x0C\r\x{85}\x{2028}\x{2029}";
 fn is_crate_meta(c: char) -> bool {
     matches!(
         c,
-        '\\' | '.' | '+' | '*' | '?' | '(' | ')' | '|' | '[' | ']' | '{' | '}' | '^' | '$' | '#'
-            | '&' | '-' | '~'
+        '\\' | '.'
+            | '+'
+            | '*'
+            | '?'
+            | '('
+            | ')'
+            | '|'
+            | '['
+            | ']'
+            | '{'
+            | '}'
+            | '^'
+            | '$'
+            | '#'
+            | '&'
+            | '-'
+            | '~'
     )
 }
 
@@ -423,9 +451,9 @@ impl Translator<'_> {
                 if c == '_' || c == ' ' {
                     continue;
                 }
-                let d = c
-                    .to_digit(16)
-                    .ok_or_else(|| format!("bad hex digit '{c}' in \\x{{...}} in /{}/", self.pat))?;
+                let d = c.to_digit(16).ok_or_else(|| {
+                    format!("bad hex digit '{c}' in \\x{{...}} in /{}/", self.pat)
+                })?;
                 v = v.saturating_mul(16).saturating_add(d);
             }
         }
@@ -542,7 +570,10 @@ impl Translator<'_> {
             }
             'c' => {
                 let Some(ctl) = self.peek(0) else {
-                    return Err(format!("missing control character after \\c in /{}/", self.pat));
+                    return Err(format!(
+                        "missing control character after \\c in /{}/",
+                        self.pat
+                    ));
                 };
                 self.i += 1;
                 self.push_code((ctl.to_ascii_uppercase() as u32) ^ 64);

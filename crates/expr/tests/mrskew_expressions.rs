@@ -20,7 +20,9 @@ fn manifest_commands() {
     let w = compile("$af >= 1 and $dur < 65");
     assert!(w.eval_bool(&snmfc).unwrap());
     assert!(!w.eval_bool(&fetch).unwrap());
-    assert!(!w.eval_bool(&Record::default().num("af", 65.5).num("dur", 65.5)).unwrap());
+    assert!(!w
+        .eval_bool(&Record::default().num("af", 65.5).num("dur", 65.5))
+        .unwrap());
     let g = compile("qq{$basename:$line}");
     assert_eq!(
         g.eval(&snmfc).unwrap().to_string(),
@@ -30,8 +32,17 @@ fn manifest_commands() {
     // -where='$line >= 55660 and $line <= 55660+230' --group='qq{$line:$text}'
     let w = compile("$line >= 55660 and $line <= 55660+230");
     assert!(!w.eval_bool(&snmfc).unwrap());
-    for (line, inside) in [(55659.0, false), (55660.0, true), (55890.0, true), (55891.0, false)] {
-        assert_eq!(w.eval_bool(&Record::default().num("line", line)).unwrap(), inside, "line {line}");
+    for (line, inside) in [
+        (55659.0, false),
+        (55660.0, true),
+        (55890.0, true),
+        (55891.0, false),
+    ] {
+        assert_eq!(
+            w.eval_bool(&Record::default().num("line", line)).unwrap(),
+            inside,
+            "line {line}"
+        );
     }
     let rec = snmfc.clone().num("line", 55660.0);
     assert_eq!(
@@ -43,17 +54,38 @@ fn manifest_commands() {
     let f = compile("((1) and ($dep==$depmin)) and ($nam=~/.+/i)");
     assert!(f.eval_bool(&snmfc).unwrap());
     assert!(!f.eval_bool(&fetch).unwrap());
-    assert!(!f.eval_bool(&Record::default().num("dep", 0.0).num("depmin", 0.0).str("nam", "")).unwrap());
-    assert!(!f.eval_bool(&Record::default().num("dep", 0.0).num("depmin", 0.0).str("nam", "\n")).unwrap());
+    assert!(!f
+        .eval_bool(
+            &Record::default()
+                .num("dep", 0.0)
+                .num("depmin", 0.0)
+                .str("nam", "")
+        )
+        .unwrap());
+    assert!(!f
+        .eval_bool(
+            &Record::default()
+                .num("dep", 0.0)
+                .num("depmin", 0.0)
+                .str("nam", "\n")
+        )
+        .unwrap());
     let f = compile("(($af >=1 and $af <= 59) and ($dep==$depmin)) and ($nam=~/.+/i)");
     assert!(!f.eval_bool(&snmfc).unwrap());
-    assert_eq!(compile("$nam").eval(&snmfc).unwrap().to_string(), "SQL*Net message from client");
+    assert_eq!(
+        compile("$nam").eval(&snmfc).unwrap().to_string(),
+        "SQL*Net message from client"
+    );
 
     // --group-label='FILE:LINE' and -gl='LINE:TEXT' are not expressions
     // (barewords); the host shows them as written. They must fail cleanly.
     for label in ["FILE:LINE", "LINE:TEXT"] {
         let e = compile_err(label);
-        assert!(e.message.contains("unknown function"), "{label}: {}", e.message);
+        assert!(
+            e.message.contains("unknown function"),
+            "{label}: {}",
+            e.message
+        );
     }
 }
 
@@ -74,14 +106,20 @@ fn reference_one_liners() {
             "$sqlid . q{:} . substr($sql,0,60)",
             "9babjv8yq8ru3:BEGIN DBMS_OUTPUT.GET_LINES(:LINES, :NUMLINES); END;",
         ),
-        ("join(\",\",@bind)", "1686,\"5/11/2023 0:0:0\",AAAR3sAAEAAAACXAAA"),
+        (
+            "join(\",\",@bind)",
+            "1686,\"5/11/2023 0:0:0\",AAAR3sAAEAAAACXAAA",
+        ),
         // §A.5 idioms
         ("sprintf(q{%3.5f},$af)", "60.00259"),
         ("($ela ? $ela : $e)", "60.002586"),
         ("$tim", "14522473.254855"),
         ("sprintf('%17.6f', $tim)", "  14522473.254855"),
         // §A.8
-        ("$base . \":\" . $island_id", "orcl_ora_30561_RC-20230830160541-20230703160541.trc:3"),
+        (
+            "$base . \":\" . $island_id",
+            "orcl_ora_30561_RC-20230830160541-20230703160541.trc:3",
+        ),
         ("\"RANGE {min ≤ e < max}\"", "RANGE {min ≤ e < max}"),
         ("\"RANGE {min <= e < max}\"", "RANGE {min <= e < max}"),
         ("'DISTINCT-TEXTS'", "DISTINCT-TEXTS"),
@@ -102,9 +140,19 @@ fn reference_one_liners() {
 fn reference_filters() {
     let snmfc = snmfc();
     let fetch = fetch();
-    let exec = Record::default().str("call", "EXEC").str("nam", "EXEC").str("name", "EXEC");
-    let yes = |src: &str, rec: &Record| assert!(compile(src).eval_bool(rec).unwrap(), "{src} should hold");
-    let no = |src: &str, rec: &Record| assert!(!compile(src).eval_bool(rec).unwrap(), "{src} should not hold");
+    let exec = Record::default()
+        .str("call", "EXEC")
+        .str("nam", "EXEC")
+        .str("name", "EXEC");
+    let yes = |src: &str, rec: &Record| {
+        assert!(compile(src).eval_bool(rec).unwrap(), "{src} should hold")
+    };
+    let no = |src: &str, rec: &Record| {
+        assert!(
+            !compile(src).eval_bool(rec).unwrap(),
+            "{src} should not hold"
+        )
+    };
 
     // §A.4 / shareable-texts.rc / calls-totaled-2.rc
     yes("$sqlid !~ /^#/", &snmfc);
@@ -116,7 +164,8 @@ fn reference_filters() {
     yes("$call =~ /EXEC|FETCH/", &fetch);
     no("$call =~ /EXEC|FETCH/", &snmfc);
     // §A.7 cull-snmfc.rc
-    let cull = "($name =~ q{message from client} and $af < 1) or ! ( $name =~ q{message from client})";
+    let cull =
+        "($name =~ q{message from client} and $af < 1) or ! ( $name =~ q{message from client})";
     no(cull, &snmfc);
     yes(cull, &snmfc.clone().num("af", 0.5));
     yes(cull, &fetch);
@@ -129,7 +178,10 @@ fn reference_filters() {
     yes("$dep==$depmin", &snmfc);
     yes("1", &snmfc);
     // --name='read' becomes $nam =~ /read/i
-    yes("$nam =~ /read/i", &Record::default().str("nam", "db file sequential READ"));
+    yes(
+        "$nam =~ /read/i",
+        &Record::default().str("nam", "db file sequential READ"),
+    );
     no("$nam =~ /read/i", &snmfc);
     // cell-blocks.rc splits the line text on whitespace
     assert_eq!(eval_on("(split /\\s+/, $text)[7]", &snmfc), "60001584");
@@ -152,16 +204,26 @@ fn p10_histogram_group() {
         "10.   100.000000 1,000.000000",
         "11. 1,000.000000           +∞",
     ];
-    let bounds = ["1e-6", "1e-5", "1e-4", "1e-3", "1e-2", "1e-1", "1e+0", "1e+1", "1e+2", "1e+3"];
+    let bounds = [
+        "1e-6", "1e-5", "1e-4", "1e-3", "1e-2", "1e-1", "1e+0", "1e+1", "1e+2", "1e+3",
+    ];
     let mut src = String::new();
     for (b, l) in bounds.iter().zip(labels.iter()) {
         src.push_str(&format!("$af < {b} ? \"{l}\" : "));
     }
     src.push_str(&format!("\"{}\"", labels[10]));
     let p = compile(&src);
-    let bucket = |af: f64| p.eval(&Record::default().num("af", af)).unwrap().to_string();
+    let bucket = |af: f64| {
+        p.eval(&Record::default().num("af", af))
+            .unwrap()
+            .to_string()
+    };
     assert_eq!(bucket(0.0), labels[0]);
-    assert_eq!(bucket(100.0 * 1e-6), labels[2], "100 µs × 1e-6 falls in bucket 3 (§F.3)");
+    assert_eq!(
+        bucket(100.0 * 1e-6),
+        labels[2],
+        "100 µs × 1e-6 falls in bucket 3 (§F.3)"
+    );
     assert_eq!(bucket(0.000101), labels[3]);
     assert_eq!(bucket(60.002586), labels[8]);
     assert_eq!(bucket(1000.0), labels[10]);

@@ -87,7 +87,16 @@ fn perl_truth() {
     for src in ["''", "'0'", "0", "0.0", "undef", "()", "1 - 1", "'' . ''"] {
         assert!(!evb(src), "{src} should be false");
     }
-    for src in ["'0.0'", "'00'", "' '", "'a'", "1", "-1", "'0E0'", "9**9**9 - 9**9**9"] {
+    for src in [
+        "'0.0'",
+        "'00'",
+        "' '",
+        "'a'",
+        "1",
+        "-1",
+        "'0E0'",
+        "9**9**9 - 9**9**9",
+    ] {
         assert!(evb(src), "{src} should be true");
     }
 }
@@ -168,9 +177,17 @@ fn arithmetic_edge_cases() {
         ("log(exp(2))", "2"),
         ("atan2(0, 1)", "0"),
         ("sin(0) + cos(0)", "1"),
-        // perl prints ~5 as the integer 18446744073709551610; values here are
-        // f64, so it prints as a float (a documented difference).
-        ("~5", "1.84467440737096e+19"),
+        ("~5", "18446744073709551610"),
+        ("~0", "18446744073709551615"),
+        ("-1 >> 0", "18446744073709551615"),
+        ("~0 == 18446744073709551615", "1"),
+        ("'abc' | '  '", "abc"),
+        ("'AB' ^ '  '", "ab"),
+        ("'abc' & 'ab'", "ab"),
+        ("'a' | 1", "1"),
+        ("length(~'abc')", "3"),
+        ("~undef", ""),
+        ("('nan' % 2) + 0", "NaN"),
         ("-1 & 0xFF", "255"),
         ("256 >> 2", "64"),
     ]);
@@ -179,12 +196,25 @@ fn arithmetic_edge_cases() {
     assert_eq!(err.message, "Illegal division by zero");
     assert_eq!(err.to_string(), "Illegal division by zero");
     let p = compile("$line % $dep");
-    let err = p.eval_num(&Record::default().num("line", 5.0).num("dep", 0.0)).unwrap_err();
+    let err = p
+        .eval_num(&Record::default().num("line", 5.0).num("dep", 0.0))
+        .unwrap_err();
     assert_eq!(err.message, "Illegal modulus zero");
-    assert!(compile("sqrt($af)").eval(&Record::default().num("af", -1.0)).unwrap_err().message.contains("sqrt of -1"));
-    assert!(compile("log($af)").eval(&Record::default().num("af", 0.0)).unwrap_err().message.contains("log of 0"));
+    assert!(compile("sqrt($af)")
+        .eval(&Record::default().num("af", -1.0))
+        .unwrap_err()
+        .message
+        .contains("sqrt of -1"));
+    assert!(compile("log($af)")
+        .eval(&Record::default().num("af", 0.0))
+        .unwrap_err()
+        .message
+        .contains("log of 0"));
     // A constant division by zero is reported when evaluated, like perl's run time.
-    assert!(Program::compile("1/0", &MockScope).unwrap().eval_bool(&Record::default()).is_err());
+    assert!(Program::compile("1/0", &MockScope)
+        .unwrap()
+        .eval_bool(&Record::default())
+        .is_err());
 }
 
 #[test]
@@ -246,16 +276,28 @@ fn functions() {
         ("dirname('/a/b.trc')", "/a"),
         ("dirname('b.trc')", "."),
         ("dirname('/a/b/')", "/a"),
-        ("join(',', fileparse('/x/a.trc.gz', '\\.[^.]*'))", "a.trc,/x/,.gz"),
+        (
+            "join(',', fileparse('/x/a.trc.gz', '\\.[^.]*'))",
+            "a.trc,/x/,.gz",
+        ),
         ("scalar fileparse('/x/a.trc')", "a.trc"),
         ("sprintf('%s-%s', 'a', 'b')", "a-b"),
         ("sprintf q{%3.5f}, 0.0001", "0.00010"),
         ("sprintf('%.3s', 'abcdef')", "abc"),
-        ("sprintf('%5.1f|%-4d|%04d', 3.14159, 7, 42)", "  3.1|7   |0042"),
+        (
+            "sprintf('%5.1f|%-4d|%04d', 3.14159, 7, 42)",
+            "  3.1|7   |0042",
+        ),
     ]);
     let rec = snmfc();
-    assert_eq!(eval_on("basename($file)", &rec), "orcl_ora_30561_RC-20230830160541-20230703160541.trc.gz");
-    assert_eq!(eval_on("basename($file, '.gz')", &rec), "orcl_ora_30561_RC-20230830160541-20230703160541.trc");
+    assert_eq!(
+        eval_on("basename($file)", &rec),
+        "orcl_ora_30561_RC-20230830160541-20230703160541.trc.gz"
+    );
+    assert_eq!(
+        eval_on("basename($file, '.gz')", &rec),
+        "orcl_ora_30561_RC-20230830160541-20230703160541.trc"
+    );
     assert_eq!(eval_on("dirname $file", &rec), "/traces/crc-local-force");
     assert_eq!(eval_on("length $sqlid", &rec), "13");
     assert_eq!(eval_on("uc substr $sqlid, 0, 4", &rec), "9BAB");
@@ -272,10 +314,19 @@ fn sprintf_cases() {
         ("sprintf('%e', 1234.5)", "1.234500e+03"),
         ("sprintf('%d', -3.9)", "-3"),
         ("sprintf('%s|%d', undef, undef)", "|0"),
-        ("sprintf('%*d|%-*d|%.*f', 4, 7, 4, 7, 2, 3.14159)", "   7|7   |3.14"),
+        (
+            "sprintf('%*d|%-*d|%.*f', 4, 7, 4, 7, 2, 3.14159)",
+            "   7|7   |3.14",
+        ),
         ("sprintf('%2$s %1$s', 'a', 'b')", "b a"),
-        ("sprintf('%%|%c|%o|%X|%#x|%b', 65, 8, 255, 255, 5)", "%|A|10|FF|0xff|101"),
-        ("sprintf('%g|%g|%G', 0.0001, 1e-5, 1e-5)", "0.0001|1e-05|1E-05"),
+        (
+            "sprintf('%%|%c|%o|%X|%#x|%b', 65, 8, 255, 255, 5)",
+            "%|A|10|FF|0xff|101",
+        ),
+        (
+            "sprintf('%g|%g|%G', 0.0001, 1e-5, 1e-5)",
+            "0.0001|1e-05|1E-05",
+        ),
         ("sprintf('%.2f', 0.125)", "0.12"),
         ("sprintf('%.0f|%.0f', 0.5, 1.5)", "0|2"),
         ("sprintf('%s', 1e15)", "1e+15"),
@@ -284,7 +335,9 @@ fn sprintf_cases() {
         ("sprintf('%u', -1)", "18446744073709551615"),
         ("sprintf('%vd', '1.22.333')", "49.46.50.50.46.51.51.51"),
     ]);
-    let rec = Record::default().num("af", 0.0001).array("bind", &["a", "b"]);
+    let rec = Record::default()
+        .num("af", 0.0001)
+        .array("bind", &["a", "b"]);
     assert_eq!(eval_on("sprintf(q{%3.5f},$af)", &rec), "0.00010");
     assert_eq!(eval_on("sprintf('%s/%s', @bind)", &rec), "a/b");
     assert_eq!(eval_on("sprintf('%.1f%%', 99.66)", &rec), "99.7%");
@@ -300,16 +353,31 @@ fn interpolation() {
     assert_eq!(eval_on("\"$p1:$p2\"", &rec), "1952673792:1");
     assert_eq!(eval_on("\"$p3\"", &rec), "0");
     assert_eq!(eval_on("\"${line}x\"", &rec), "58081x");
-    assert_eq!(eval_on("\"@bind\"", &rec), "1686 \"5/11/2023 0:0:0\" AAAR3sAAEAAAACXAAA");
-    assert_eq!(eval_on("\"$bind[0]|$bind[-1]|$bind[$p2]\"", &rec), "1686|AAAR3sAAEAAAACXAAA|\"5/11/2023 0:0:0\"");
+    assert_eq!(
+        eval_on("\"@bind\"", &rec),
+        "1686 \"5/11/2023 0:0:0\" AAAR3sAAEAAAACXAAA"
+    );
+    assert_eq!(
+        eval_on("\"$bind[0]|$bind[-1]|$bind[$p2]\"", &rec),
+        "1686|AAAR3sAAEAAAACXAAA|\"5/11/2023 0:0:0\""
+    );
     assert_eq!(eval_on("\"[$e]\"", &rec), "[]");
     assert_eq!(eval_on("\"a\\tb\\n\"", &rec), "a\tb\n");
-    assert_eq!(eval_on("\"\\$line \\@bind \\\\ \\\"\"", &rec), "$line @bind \\ \"");
+    assert_eq!(
+        eval_on("\"\\$line \\@bind \\\\ \\\"\"", &rec),
+        "$line @bind \\ \""
+    );
     assert_eq!(eval_on("\"\\x41\\x{263A}\\101\\0\"", &rec), "A☺A\0");
     assert_eq!(eval_on("\"cost: $\"", &rec), "cost: $");
     assert_eq!(eval_on("\"100% of @ \"", &rec), "100% of @ ");
-    assert_eq!(eval_on("\"$basename::x\"", &rec), "orcl_ora_30561_RC-20230830160541-20230703160541.trc::x");
-    assert_eq!(eval_on("\"\\U$sqlid\\E-\\u$call\"", &rec), "9BABJV8YQ8RU3-WAIT");
+    assert_eq!(
+        eval_on("\"$basename::x\"", &rec),
+        "orcl_ora_30561_RC-20230830160541-20230703160541.trc::x"
+    );
+    assert_eq!(
+        eval_on("\"\\U$sqlid\\E-\\u$call\"", &rec),
+        "9BABJV8YQ8RU3-WAIT"
+    );
     assert_eq!(eval_on("\"\\Uabc\\E\\LDEF\\E\"", &rec), "ABCdef");
     assert_eq!(eval_on("\"\\Q$call.\\E.\"", &rec), "WAIT\\..");
     assert_eq!(eval_on("qq($line)", &rec), "58081");
@@ -327,7 +395,10 @@ fn interpolation() {
 #[test]
 fn arrays() {
     let rec = snmfc();
-    assert_eq!(eval_on("join(\",\",@bind)", &rec), "1686,\"5/11/2023 0:0:0\",AAAR3sAAEAAAACXAAA");
+    assert_eq!(
+        eval_on("join(\",\",@bind)", &rec),
+        "1686,\"5/11/2023 0:0:0\",AAAR3sAAEAAAACXAAA"
+    );
     assert_eq!(eval_on("scalar(@bind)", &rec), "3");
     assert_eq!(eval_on("@bind", &rec), "3");
     assert_eq!(eval_on("@bind + 0", &rec), "3");
@@ -335,8 +406,14 @@ fn arrays() {
     assert_eq!(eval_on("$bind[1]", &rec), "\"5/11/2023 0:0:0\"");
     assert_eq!(eval_on("$bind[-1]", &rec), "AAAR3sAAEAAAACXAAA");
     assert_eq!(eval_on("defined($bind[7]) ? 1 : 0", &rec), "0");
-    assert_eq!(eval_on("join('|', @bind[0, 2])", &rec), "1686|AAAR3sAAEAAAACXAAA");
-    assert_eq!(eval_on("join('|', (@bind, 'x'))", &rec), "1686|\"5/11/2023 0:0:0\"|AAAR3sAAEAAAACXAAA|x");
+    assert_eq!(
+        eval_on("join('|', @bind[0, 2])", &rec),
+        "1686|AAAR3sAAEAAAACXAAA"
+    );
+    assert_eq!(
+        eval_on("join('|', (@bind, 'x'))", &rec),
+        "1686|\"5/11/2023 0:0:0\"|AAAR3sAAEAAAACXAAA|x"
+    );
     assert_eq!(eval_on("@bind ? 'binds' : 'none'", &rec), "binds");
     assert_eq!(eval_on("@bind ? 'binds' : 'none'", &fetch()), "none");
     assert_eq!(eval_on("scalar(@bind)", &fetch()), "0");
@@ -345,14 +422,59 @@ fn arrays() {
 }
 
 #[test]
+fn list_context_matches_and_file_basename_argument_lists() {
+    let rec = snmfc();
+    assert_eq!(
+        eval_on(r"join('|', $text =~ /(\w+) #(\d+)/)", &rec),
+        "WAIT|140661336887528"
+    );
+    assert_eq!(eval_on("join('|', $text =~ /WAIT/)", &rec), "1");
+    assert_eq!(
+        eval_on("join('|', 'x', $text =~ /nomatch(x)/, 'y')", &rec),
+        "x|y"
+    );
+    assert_eq!(eval_on("join('|', (split /,/, '')[1], 'z')", &rec), "z");
+    assert_eq!(eval_on("basename((@bind ? @bind : 1))", &rec), "1686");
+    assert_eq!(eval_on("dirname('/a/b', 'ignored')", &rec), "/a");
+    assert_eq!(
+        eval_on("\"$#bind:@bind[0]|@bind[0, -1]\"", &rec),
+        "2:1686|1686 AAAR3sAAEAAAACXAAA"
+    );
+    let err = compile("basename($e)").eval(&rec).unwrap_err();
+    assert_eq!(err.message, "fileparse(): need a valid pathname");
+    assert!(compile("chr(9**9**9 + $af)")
+        .eval(&rec)
+        .unwrap_err()
+        .message
+        .contains("Cannot chr Inf"));
+    assert!(compile(r#""\x{263A}" | $nam"#)
+        .eval(&rec)
+        .unwrap_err()
+        .message
+        .contains("over 0xFF"));
+    assert!(compile_err("defined @bind")
+        .message
+        .contains("defined(@array)"));
+}
+
+#[test]
 fn split_and_list_slices() {
     let rec = snmfc();
     assert_eq!(eval_on("(split /\\s+/, $text)[3]", &rec), "message");
-    assert_eq!(eval_on("(split ' ', $text)[-1]", &rec), "tim=14522473254855");
-    assert_eq!(eval_on("(split(/=/, (split / /, $text)[9]))[1]", &rec), "1952673792");
+    assert_eq!(
+        eval_on("(split ' ', $text)[-1]", &rec),
+        "tim=14522473254855"
+    );
+    assert_eq!(
+        eval_on("(split(/=/, (split / /, $text)[9]))[1]", &rec),
+        "1952673792"
+    );
     assert_eq!(eval_on("scalar(split /,/, 'a,b,,c,,')", &rec), "4");
     assert_eq!(eval_on("join('|', split(/,/, 'a,b,,c,,'))", &rec), "a|b||c");
-    assert_eq!(eval_on("join('|', split(/,/, 'a,b,c,,,', -1))", &rec), "a|b|c|||");
+    assert_eq!(
+        eval_on("join('|', split(/,/, 'a,b,c,,,', -1))", &rec),
+        "a|b|c|||"
+    );
     assert_eq!(eval_on("join('|', split(//, 'abc', 2))", &rec), "a|bc");
     assert_eq!(eval_on("join('|', split(/(,)/, 'a,b'))", &rec), "a|,|b");
     assert_eq!(eval_on("join('|', split(' ', '  a b  c '))", &rec), "a|b|c");
@@ -371,7 +493,12 @@ fn split_and_list_slices() {
 fn regex_matching() {
     let rec = snmfc();
     let yes = |src: &str| assert!(compile(src).eval_bool(&rec).unwrap(), "{src} should match");
-    let no = |src: &str| assert!(!compile(src).eval_bool(&rec).unwrap(), "{src} should not match");
+    let no = |src: &str| {
+        assert!(
+            !compile(src).eval_bool(&rec).unwrap(),
+            "{src} should not match"
+        )
+    };
     yes("$nam =~ /message from/");
     yes("$nam =~ /MESSAGE/i");
     no("$nam =~ /MESSAGE/");
@@ -398,9 +525,18 @@ fn regex_matching() {
     yes("'ab' =~ /a/ ? 1 : 0");
     no("'ab' !~ /a/");
     let fetch = fetch();
-    assert!(compile("$sqlid !~ /^#/").eval_bool(&fetch).map(|b| !b).unwrap());
-    assert_eq!(eval_on("$text =~ /tim=(\\d+)/ ? $1 : 'none'", &rec), "14522473254855");
-    assert_eq!(eval_on("$text =~ /(\\w+) #(\\d+)/ ? \"$2-$1\" : ''", &rec), "140661336887528-WAIT");
+    assert!(compile("$sqlid !~ /^#/")
+        .eval_bool(&fetch)
+        .map(|b| !b)
+        .unwrap());
+    assert_eq!(
+        eval_on("$text =~ /tim=(\\d+)/ ? $1 : 'none'", &rec),
+        "14522473254855"
+    );
+    assert_eq!(
+        eval_on("$text =~ /(\\w+) #(\\d+)/ ? \"$2-$1\" : ''", &rec),
+        "140661336887528-WAIT"
+    );
     assert_eq!(eval_on("$text =~ /nomatch(x)/ ? $1 : 'none'", &rec), "none");
     assert_eq!(eval_on("defined($1) ? 1 : 0", &rec), "0");
     assert_eq!(eval_on("'abc' =~ /(b)/ and $1", &rec), "b");
@@ -413,10 +549,15 @@ fn regex_matching() {
 
 #[test]
 fn dynamic_patterns() {
-    let rec = Record::default().str("nam", "db file sequential read").str("text", "SEQ.*read").str("sql", "(");
+    let rec = Record::default()
+        .str("nam", "db file sequential read")
+        .str("text", "SEQ.*read")
+        .str("sql", "(");
     assert!(compile("$nam =~ $text").eval_bool(&rec).is_ok_and(|b| !b));
     assert!(compile("lc($nam) =~ lc($text)").eval_bool(&rec).unwrap());
-    assert!(compile("$nam =~ /\\Q$text\\E/").eval_bool(&rec).is_ok_and(|b| !b));
+    assert!(compile("$nam =~ /\\Q$text\\E/")
+        .eval_bool(&rec)
+        .is_ok_and(|b| !b));
     let err = compile("$nam =~ $sql").eval_bool(&rec).unwrap_err();
     assert!(err.message.contains("invalid regex"), "{err}");
     // Repeated evaluation reuses the cached pattern.
@@ -457,11 +598,26 @@ fn constants_and_variables() {
     assert_eq!(compile("1").constant(), Some(Value::Num(1.0)));
     assert_eq!(compile("\"FILE\"").constant(), Some(Value::from("FILE")));
     assert_eq!(compile("'x' . 'y'").constant(), Some(Value::from("xy")));
-    assert_eq!(compile("\"FILE#:BLOCK#\"").constant(), Some(Value::from("FILE#:BLOCK#")));
-    assert_eq!(compile("'RANGE {min ≤ e < max}'").constant(), Some(Value::from("RANGE {min ≤ e < max}")));
-    assert_eq!(compile("sprintf('%05.1f', 3.14159)").constant(), Some(Value::from("003.1")));
-    assert_eq!(compile("join(',', 1, 2)").constant(), Some(Value::from("1,2")));
-    assert_eq!(compile("'ab' =~ /(b)/ ? $1 : 0").constant(), Some(Value::from("b")));
+    assert_eq!(
+        compile("\"FILE#:BLOCK#\"").constant(),
+        Some(Value::from("FILE#:BLOCK#"))
+    );
+    assert_eq!(
+        compile("'RANGE {min ≤ e < max}'").constant(),
+        Some(Value::from("RANGE {min ≤ e < max}"))
+    );
+    assert_eq!(
+        compile("sprintf('%05.1f', 3.14159)").constant(),
+        Some(Value::from("003.1"))
+    );
+    assert_eq!(
+        compile("join(',', 1, 2)").constant(),
+        Some(Value::from("1,2"))
+    );
+    assert_eq!(
+        compile("'ab' =~ /(b)/ ? $1 : 0").constant(),
+        Some(Value::from("b"))
+    );
     assert_eq!(compile("$af").constant(), None);
     assert_eq!(compile("1/0").constant(), None);
     let p = compile("$af >= 1 and $dur < 65");
@@ -473,7 +629,12 @@ fn constants_and_variables() {
     assert_eq!(p.variables().len(), 2);
     // Folded-away branches read nothing.
     assert!(compile("0 and $af").variables().is_empty());
-    assert_eq!(compile("((1) and ($dep==$depmin)) and ($nam=~/.+/i)").variables().len(), 3);
+    assert_eq!(
+        compile("((1) and ($dep==$depmin)) and ($nam=~/.+/i)")
+            .variables()
+            .len(),
+        3
+    );
     assert_eq!(compile(" $af ").source(), " $af ");
 }
 

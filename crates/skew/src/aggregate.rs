@@ -17,7 +17,8 @@ pub struct Agg {
     pub calls: u64,
     pub min: f64,
     pub max: f64,
-    /// (file index, line) of the group's first record, for `--sort=no`.
+    /// (file index, byte offset) of the group's first record, for
+    /// `--sort=no`.
     pub first: (u32, u64),
 }
 

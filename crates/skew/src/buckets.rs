@@ -20,7 +20,9 @@ impl Buckets {
             // p10.rc's `$af < 1e-6 ? … : $af < 1e-5 ? …` chain exactly.
             "p10" => vec![1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1e0, 1e1, 1e2, 1e3],
             "disk" => vec![0.005, 0.010, 0.015, 0.020, 0.025, 0.050, 0.100, 1.000],
-            "ssd" => vec![0.000015, 0.000025, 0.000050, 0.000100, 0.000500, 0.001, 0.010],
+            "ssd" => vec![
+                0.000015, 0.000025, 0.000050, 0.000100, 0.000500, 0.001, 0.010,
+            ],
             list => {
                 let mut v = Vec::new();
                 for part in list.split(',') {
@@ -50,7 +52,11 @@ impl Buckets {
     /// The label of the bucket `secs` falls in.
     #[inline]
     pub fn label_of(&self, secs: f64) -> &str {
-        let i = self.edges.iter().position(|&e| secs < e).unwrap_or(self.edges.len());
+        let i = self
+            .edges
+            .iter()
+            .position(|&e| secs < e)
+            .unwrap_or(self.edges.len());
         &self.labels[i]
     }
 

@@ -8,7 +8,9 @@ pub fn commify(s: &str) -> String {
         Some(r) => ("-", r),
         None => ("", s),
     };
-    let int_end = rest.find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len());
+    let int_end = rest
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(rest.len());
     let (int, frac) = rest.split_at(int_end);
     let mut out = String::with_capacity(s.len() + int.len() / 3);
     out.push_str(sign);
@@ -60,4 +62,3 @@ mod tests {
         assert_eq!(count(60041, false), "60041");
     }
 }
-

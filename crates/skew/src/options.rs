@@ -144,15 +144,27 @@ mod tests {
         assert_eq!(Sort::parse("no").unwrap(), Sort::None);
         assert_eq!(
             Sort::parse("1na").unwrap(),
-            Sort::By { column: 1, numeric: true, descending: false }
+            Sort::By {
+                column: 1,
+                numeric: true,
+                descending: false
+            }
         );
         assert_eq!(
             Sort::parse("1a").unwrap(),
-            Sort::By { column: 1, numeric: false, descending: false }
+            Sort::By {
+                column: 1,
+                numeric: false,
+                descending: false
+            }
         );
         assert_eq!(
             Sort::parse("4nd").unwrap(),
-            Sort::By { column: 4, numeric: true, descending: true }
+            Sort::By {
+                column: 4,
+                numeric: true,
+                descending: true
+            }
         );
         assert!(Sort::parse("9nd").is_err());
         assert!(Sort::parse("2x").is_err());

@@ -71,6 +71,10 @@ pub struct Query {
     /// Reads `$parse_id`, `$exec_id` or `$island_id`, which chain through
     /// a whole file.
     pub chained: bool,
+    /// Reads `$line` (the reader then numbers lines while reading).
+    pub uses_line: bool,
+    /// Reads statement context (`$sqlid`, `$sql`, ...).
+    pub uses_statements: bool,
 }
 
 fn compile(what: &str, src: &str) -> Result<Program, SkewError> {
@@ -110,21 +114,21 @@ impl Query {
     pub fn new(o: &SkewOptions) -> Result<Query, SkewError> {
         let where0 = cond("--where", &o.where0)?;
         let where1 = cond("--where1", &o.where1)?;
-        let name = match o.name.trim() {
-            ".+" => NameFilter::Any,
-            ":all" => NameFilter::All,
-            ":dbcall" => NameFilter::DbCalls,
-            ":oscall" | ":syscall" => NameFilter::OsCalls,
-            pat if pat.starts_with(':') => {
-                return Err(SkewError::Usage(format!(
+        let name =
+            match o.name.trim() {
+                ".+" => NameFilter::Any,
+                ":all" => NameFilter::All,
+                ":dbcall" => NameFilter::DbCalls,
+                ":oscall" | ":syscall" => NameFilter::OsCalls,
+                pat if pat.starts_with(':') => {
+                    return Err(SkewError::Usage(format!(
                     "--name={pat}: unknown call class; expected :all, :dbcall, :oscall or :syscall"
                 )))
-            }
-            pat => NameFilter::Regex(
-                Regex::new(&format!("(?i){pat}"))
-                    .map_err(|e| SkewError::Usage(format!("--name={pat}: not a valid regex: {e}")))?,
-            ),
-        };
+                }
+                pat => NameFilter::Regex(Regex::new(&format!("(?i){pat}")).map_err(|e| {
+                    SkewError::Usage(format!("--name={pat}: not a valid regex: {e}"))
+                })?),
+            };
         let (group, group_text, default_label) = match (&o.buckets, &o.group) {
             (Some(spec), _) => (
                 Group::Buckets(Buckets::parse(spec).map_err(SkewError::Usage)?),
@@ -175,6 +179,20 @@ impl Query {
         let chained = programs
             .iter()
             .any(|p| uses(p, Var::ParseId) || uses(p, Var::ExecId) || uses(p, Var::IslandId));
+        let uses_line = programs.iter().any(|p| uses(p, Var::Line));
+        let uses_statements = programs.iter().any(|p| {
+            [
+                Var::Sqlid,
+                Var::Sql,
+                Var::Hv,
+                Var::Oct,
+                Var::Uid,
+                Var::Lid,
+                Var::Ad,
+            ]
+            .iter()
+            .any(|v| uses(p, *v))
+        });
         let name_text = match &name {
             NameFilter::Any => "$nam=~/.+/i".to_string(),
             NameFilter::Regex(_) => format!("$nam=~/{}/i", o.name),
@@ -195,6 +213,8 @@ impl Query {
             needs_binds,
             uses_depmin,
             chained,
+            uses_line,
+            uses_statements,
         })
     }
 
@@ -206,7 +226,9 @@ impl Query {
         if !self.name_ok(call) {
             return Ok(None);
         }
-        if !self.cond_ok(&self.where0, vars, "--where")? || !self.cond_ok(&self.where1, vars, "--where1")? {
+        if !self.cond_ok(&self.where0, vars, "--where")?
+            || !self.cond_ok(&self.where1, vars, "--where1")?
+        {
             return Ok(None);
         }
         let (value, us) = match &self.select {

@@ -157,11 +157,19 @@ fn resolve(key: &str) -> Result<(&'static str, Kind, bool), SkewError> {
     hits.dedup();
     match hits.len() {
         1 => Ok(hits[0]),
-        0 => Err(usage(format!("unknown option --{key} (see tracelab skew --help)"))),
+        0 => Err(usage(format!(
+            "unknown option --{key} (see tracelab skew --help)"
+        ))),
         _ => {
             let names: Vec<String> = hits
                 .iter()
-                .map(|(n, _, on)| if *on { format!("--{n}") } else { format!("--no{n}") })
+                .map(|(n, _, on)| {
+                    if *on {
+                        format!("--{n}")
+                    } else {
+                        format!("--no{n}")
+                    }
+                })
                 .collect();
             Err(usage(format!(
                 "option --{key} is ambiguous: it could be {}",
@@ -175,7 +183,9 @@ fn parse_bool(opt: &str, v: &str) -> Result<bool, SkewError> {
     match v.to_ascii_lowercase().as_str() {
         "1" | "true" | "yes" | "on" => Ok(true),
         "0" | "false" | "no" | "off" => Ok(false),
-        _ => Err(usage(format!("--{opt}={v}: expected 1 or 0 (or true/false)"))),
+        _ => Err(usage(format!(
+            "--{opt}={v}: expected 1 or 0 (or true/false)"
+        ))),
     }
 }
 
@@ -243,7 +253,9 @@ fn expand_into(
             }
             Kind::Value => {
                 if !on {
-                    return Err(usage(format!("--{key}: --{name} takes a value and has no --no form")));
+                    return Err(usage(format!(
+                        "--{key}: --{name} takes a value and has no --no form"
+                    )));
                 }
                 let value = match inline {
                     Some(v) => v,
@@ -277,7 +289,11 @@ fn expand_into(
 
 fn refuse_init(code: &str, from: Option<&str>) -> SkewError {
     let whence = from.map_or(String::new(), |f| format!(" (in {f})"));
-    let first = code.lines().find(|l| !l.trim().is_empty()).unwrap_or("").trim();
+    let first = code
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("")
+        .trim();
     SkewError::InitRefused(format!(
         "--init{whence} runs arbitrary Perl code (here: `{first}` …), which tracelab does not embed.\n\
          What --init is usually for has a built-in:\n  \
@@ -366,13 +382,10 @@ pub fn words(file: &str, text: &str) -> Result<Vec<String>, SkewError> {
                         line += 1;
                     }
                     if c == '"' && q == '\\' {
-                        match chars.peek() {
-                            Some(&n @ ('"' | '\\')) => {
-                                cur.push(n);
-                                chars.next();
-                                continue;
-                            }
-                            _ => {}
+                        if let Some(&n @ ('"' | '\\')) = chars.peek() {
+                            cur.push(n);
+                            chars.next();
+                            continue;
                         }
                     }
                     cur.push(q);
@@ -416,8 +429,21 @@ mod tests {
     #[test]
     fn getopt_long_habits() {
         assert_eq!(
-            ex(&["-where=$af>1", "--alldep", "-gl=LINE:TEXT", "--nohead", "x.trc"]).unwrap(),
-            vec!["--where=$af>1", "--alldepths=true", "--group-label=LINE:TEXT", "--head=false", "x.trc"]
+            ex(&[
+                "-where=$af>1",
+                "--alldep",
+                "-gl=LINE:TEXT",
+                "--nohead",
+                "x.trc"
+            ])
+            .unwrap(),
+            vec![
+                "--where=$af>1",
+                "--alldepths=true",
+                "--group-label=LINE:TEXT",
+                "--head=false",
+                "x.trc"
+            ]
         );
         assert_eq!(ex(&["--top", "5", "-"]).unwrap(), vec!["--top=5", "-"]);
         assert_eq!(ex(&["--no-dashes"]).unwrap(), vec!["--dashes=false"]);
@@ -426,7 +452,10 @@ mod tests {
         assert!(e.contains("ambiguous"), "{e}");
         let e = ex(&["--frobnicate"]).unwrap_err().to_string();
         assert!(e.contains("unknown option --frobnicate"), "{e}");
-        assert!(ex(&["--where"]).unwrap_err().to_string().contains("needs a value"));
+        assert!(ex(&["--where"])
+            .unwrap_err()
+            .to_string()
+            .contains("needs a value"));
     }
 
     #[test]
@@ -447,7 +476,11 @@ mod tests {
 
     #[test]
     fn rc_words_quotes_comments_and_errors() {
-        let w = words("t.rc", "# c\n--group='$a . q{:}'  --x=\"a\\\"b\"\n--init='\nmulti\n'\n").unwrap();
+        let w = words(
+            "t.rc",
+            "# c\n--group='$a . q{:}'  --x=\"a\\\"b\"\n--init='\nmulti\n'\n",
+        )
+        .unwrap();
         assert_eq!(w, vec!["--group=$a . q{:}", "--x=a\"b", "--init=\nmulti\n"]);
         let e = words("t.rc", "\n--where='oops\n").unwrap_err().to_string();
         assert_eq!(e, "t.rc:2: the ' opened here is never closed");
@@ -468,9 +501,18 @@ mod tests {
         std::fs::write(dir.join("inner.rc"), "--sort=1a # trailing comment\n").unwrap();
         std::fs::write(dir.join("loop.rc"), "--rc=loop.rc\n").unwrap();
         std::env::set_var("TRACELAB_RCPATH", &dir);
-        assert_eq!(ex(&["--rc=outer.rc"]).unwrap(), vec!["--sort=1a", "--top=7"]);
-        assert!(ex(&["--rc=loop.rc"]).unwrap_err().to_string().contains("nest"));
-        assert!(ex(&["--rc=nosuch.rc"]).unwrap_err().to_string().contains("built-ins"));
+        assert_eq!(
+            ex(&["--rc=outer.rc"]).unwrap(),
+            vec!["--sort=1a", "--top=7"]
+        );
+        assert!(ex(&["--rc=loop.rc"])
+            .unwrap_err()
+            .to_string()
+            .contains("nest"));
+        assert!(ex(&["--rc=nosuch.rc"])
+            .unwrap_err()
+            .to_string()
+            .contains("built-ins"));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -73,7 +73,7 @@ impl Report {
             }
         };
         match o.sort {
-            Sort::None => all.sort_by(|x, y| x.1.first.cmp(&y.1.first)),
+            Sort::None => all.sort_by_key(|x| x.1.first),
             Sort::By {
                 column,
                 numeric,
@@ -218,7 +218,10 @@ impl Report {
         let body: Vec<[String; 7]> = self.body().map(|r| self.cells(r, o, o.commas)).collect();
         let total = self.cells(&self.total, o, o.commas);
         let mut width = [0usize; 7];
-        for cells in std::iter::once(&header).chain(body.iter()).chain(std::iter::once(&total)) {
+        for cells in std::iter::once(&header)
+            .chain(body.iter())
+            .chain(std::iter::once(&total))
+        {
             for (w, c) in width.iter_mut().zip(cells.iter()) {
                 *w = (*w).max(c.chars().count());
             }
@@ -340,8 +343,14 @@ TOTAL (3)                    0.003030  100.0%      3  0.001010  0.000030  0.0020
         assert_eq!(r.others.as_ref().unwrap().stats.unwrap().calls, 1);
         o.format = Format::Csv;
         let csv = r.render(&o);
-        assert_eq!(csv.lines().next().unwrap(), "CALL-NAME,DURATION,%,CALLS,MEAN,MIN,MAX");
-        assert_eq!(csv.lines().last().unwrap(), "TOTAL (3),0.003030,100.0,3,0.001010,0.000030,0.002000");
+        assert_eq!(
+            csv.lines().next().unwrap(),
+            "CALL-NAME,DURATION,%,CALLS,MEAN,MIN,MAX"
+        );
+        assert_eq!(
+            csv.lines().last().unwrap(),
+            "TOTAL (3),0.003030,100.0,3,0.001010,0.000030,0.002000"
+        );
     }
 
     #[test]

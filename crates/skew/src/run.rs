@@ -73,14 +73,21 @@ pub fn profile(
         depmin: opts.depmin,
         all_lines: query.all_lines,
         chained: query.chained,
+        line_numbers: query.uses_line,
+        statements: query.uses_statements,
     };
     let jobs = match opts.jobs {
         0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
         n => n,
     }
     .max(1);
-    // Fewer files than cores: cut each file into pieces instead.
-    let parts = (jobs / inputs.len()).max(1);
+    // Fewer files than cores: cut each file into pieces instead, two per
+    // core so that an uneven piece does not leave a core idle.
+    let parts = if inputs.len() < jobs {
+        2 * jobs / inputs.len()
+    } else {
+        1
+    };
     let jobs = jobs.min(inputs.len());
     let next = AtomicUsize::new(0);
     let outcomes: Mutex<Vec<FileOutcome>> = Mutex::new(vec![FileOutcome::default(); inputs.len()]);
@@ -139,6 +146,9 @@ pub fn profile(
 struct Piece {
     groups: Groups,
     errors: Diagnostics,
+    /// Expression errors (offset, line, message), turned into diagnostics
+    /// once absolute line numbers are known.
+    error_at: Vec<(u64, u64, String)>,
     matched: u64,
     names: BTreeSet<String>,
 }
@@ -178,15 +188,20 @@ fn profile_file(
                 Ok(Some(hit)) => match hit.value {
                     Some(v) => {
                         p.matched += 1;
-                        p.groups.add(&hit.group, v, hit.us, (index, call.line));
+                        p.groups.add(&hit.group, v, hit.us, (index, call.offset));
                         if opts.verbose && !p.names.contains(call.name) {
                             p.names.insert(call.name.to_string());
                         }
                     }
-                    None => p.groups.touch(&hit.group, (index, call.line)),
+                    None => p.groups.touch(&hit.group, (index, call.offset)),
                 },
                 Ok(None) => {}
-                Err(msg) => p.errors.push(&name, call.line, msg),
+                Err(msg) => {
+                    p.errors.total += 1;
+                    if p.errors.kept.len() < Diagnostics::KEEP {
+                        p.error_at.push((call.offset, call.line, msg));
+                    }
+                }
             }
         };
         match reader.read_split(file, parts, Piece::default, on_call) {
@@ -209,11 +224,11 @@ fn profile_file(
                     out.reread = true;
                     continue;
                 }
-                let mut warnings = summary.diagnostics;
+                let mut warnings = summary.diagnostics.clone();
                 for p in pieces {
-                    let unkept = p.errors.total.saturating_sub(p.errors.kept.len() as u64);
-                    for d in p.errors.kept {
-                        warnings.push(&d.file, d.line, d.message);
+                    let unkept = p.errors.total.saturating_sub(p.error_at.len() as u64);
+                    for (offset, line, msg) in p.error_at {
+                        warnings.push(&name, summary.absolute_line(offset, line), msg);
                     }
                     warnings.total += unkept;
                     out.matched += p.matched;

@@ -209,8 +209,16 @@ impl CallVars<'_, '_> {
             Var::Af => Value::Num(secs(c.af_us())),
             Var::Dur if is_line => Value::Undef,
             Var::Dur => Value::Num(secs(c.dur_us())),
-            Var::E => c.db.e.filter(|_| db).map_or(Value::Undef, |e| Value::Num(secs(e))),
-            Var::C => c.db.c.filter(|_| db).map_or(Value::Undef, |e| Value::Num(secs(e))),
+            Var::E => {
+                c.db.e
+                    .filter(|_| db)
+                    .map_or(Value::Undef, |e| Value::Num(secs(e)))
+            }
+            Var::C => {
+                c.db.c
+                    .filter(|_| db)
+                    .map_or(Value::Undef, |e| Value::Num(secs(e)))
+            }
             Var::Ela if is_wait => Value::Num(secs(c.wait.ela)),
             Var::Ela => Value::Undef,
             Var::Nam => str_val(c.name),

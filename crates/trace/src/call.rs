@@ -34,7 +34,10 @@ pub enum CallKind {
 impl CallKind {
     /// Database calls ("dbcalls"): everything but WAITs and pseudo-calls.
     pub fn is_dbcall(self) -> bool {
-        !matches!(self, CallKind::Wait | CallKind::Unaccounted | CallKind::Line)
+        !matches!(
+            self,
+            CallKind::Wait | CallKind::Unaccounted | CallKind::Line
+        )
     }
 }
 
@@ -101,8 +104,12 @@ pub struct Call<'a> {
     pub kind: CallKind,
     /// `$nam`: `EXEC`, `LOBREAD`, the wait event name, ...
     pub name: &'a str,
-    /// 1-based line number in the uncompressed text.
+    /// 1-based line number in the uncompressed text (see
+    /// [`crate::ReadOptions::line_numbers`]).
     pub line: u64,
+    /// Byte offset of the line in the uncompressed text: orders calls
+    /// across the pieces of a file read in parallel.
+    pub offset: u64,
     /// The line as written (without its terminator).
     pub text: &'a [u8],
     /// The cursor number as written (`140661336887528`, `0x7ff2…`), or "".

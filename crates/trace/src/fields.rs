@@ -50,7 +50,11 @@ pub(crate) fn cursor(s: &[u8]) -> Option<(&[u8], u64, &[u8])> {
         }
         v
     };
-    let rest = if end < s.len() { &s[end + 1..] } else { &[][..] };
+    let rest = if end < s.len() {
+        &s[end + 1..]
+    } else {
+        &[][..]
+    };
     Some((id, key, rest))
 }
 
@@ -130,7 +134,10 @@ pub(crate) fn db_fields(s: &[u8], f: &mut DbFields) -> Result<(), String> {
 }
 
 fn trim(s: &[u8]) -> &[u8] {
-    let start = s.iter().position(|b| !b.is_ascii_whitespace()).unwrap_or(s.len());
+    let start = s
+        .iter()
+        .position(|b| !b.is_ascii_whitespace())
+        .unwrap_or(s.len());
     let end = s
         .iter()
         .rposition(|b| !b.is_ascii_whitespace())
@@ -141,7 +148,11 @@ fn trim(s: &[u8]) -> &[u8] {
 /// If `s` ends with `<key><integer>`, the integer and the text before the
 /// key. Reads backwards from the end: cheaper than searching forwards.
 fn trailing_int<'a>(s: &'a [u8], key: &[u8]) -> Option<(Option<i64>, &'a [u8])> {
-    let digits = s.iter().rev().take_while(|b| b.is_ascii_digit() || **b == b'-').count();
+    let digits = s
+        .iter()
+        .rev()
+        .take_while(|b| b.is_ascii_digit() || **b == b'-')
+        .count();
     let at = s.len() - digits;
     if at < key.len() || &s[at - key.len()..at] != key {
         return None;
@@ -285,7 +296,10 @@ mod tests {
     #[test]
     fn cursors_decimal_and_hex() {
         let (id, key, rest) = cursor(b"#140661336887528:c=1").unwrap();
-        assert_eq!((id, key, rest), (&b"140661336887528"[..], 140661336887528, &b"c=1"[..]));
+        assert_eq!(
+            (id, key, rest),
+            (&b"140661336887528"[..], 140661336887528, &b"c=1"[..])
+        );
         let (id, key, _) = cursor(b"#0x7ff225353470: nam").unwrap();
         assert_eq!(id, b"0x7ff225353470");
         assert_eq!(key, 0x7ff225353470);
@@ -301,10 +315,16 @@ mod tests {
             &mut f,
         )
         .unwrap();
-        assert_eq!((f.c, f.e, f.dep, f.tim), (Some(58), Some(57), Some(1), Some(14521990545600)));
+        assert_eq!(
+            (f.c, f.e, f.dep, f.tim),
+            (Some(58), Some(57), Some(1), Some(14521990545600))
+        );
         let mut x = DbFields::default();
         db_fields(b"rlbk=0, rd_only=1, tim=5793511831940", &mut x).unwrap();
-        assert_eq!((x.rlbk, x.rd_only, x.tim), (Some(0), Some(1), Some(5793511831940)));
+        assert_eq!(
+            (x.rlbk, x.rd_only, x.tim),
+            (Some(0), Some(1), Some(5793511831940))
+        );
         let err = db_fields(b"c=1,e=x", &mut DbFields::default()).unwrap_err();
         assert!(err.contains("'e='"), "{err}");
     }
@@ -320,7 +340,10 @@ mod tests {
         assert_eq!(w.fields.obj, Some(-1));
         assert_eq!(w.fields.tim, Some(7782186390163));
         let old = wait(b" nam='db file sequential read' ela= 2769 p1=37 p2=12931 p3=1").unwrap();
-        assert_eq!((old.fields.p1, old.fields.p3, old.fields.tim), (Some("37"), Some("1"), None));
+        assert_eq!(
+            (old.fields.p1, old.fields.p3, old.fields.tim),
+            (Some("37"), Some("1"), None)
+        );
         assert!(wait(b" nam='x' ela= abc tim=1").is_err());
         assert!(wait(b" garbage").is_err());
     }

@@ -74,12 +74,12 @@ pub struct TraceFile {
     pub(crate) body: Body,
 }
 
-/// The uncompressed text: a memory map for plain regular files (no copy
-/// through a read buffer, which cost a quarter of the run time on 1 GB
-/// traces), a stream otherwise.
+/// The uncompressed text: a plain regular file (which can be read in
+/// pieces by several threads), or a stream.
 pub(crate) enum Body {
-    Mapped {
-        map: memmap2::Mmap,
+    File {
+        file: Arc<File>,
+        len: u64,
         counter: Option<Arc<AtomicU64>>,
     },
     Stream(Box<dyn Read + Send>),
@@ -147,13 +147,17 @@ pub fn open_counted(
                 name: name.clone(),
                 source: e,
             })?;
-            if let Some(map) = map_plain(&f) {
+            if let Some(len) = plain_len(&f) {
                 let basename = oracle_basename(&name, Compression::None);
                 return Ok(TraceFile {
                     name,
                     basename,
                     compression: Compression::None,
-                    body: Body::Mapped { map, counter },
+                    body: Body::File {
+                        file: Arc::new(f),
+                        len,
+                        counter,
+                    },
                 });
             }
             (name, Box::new(f))
@@ -193,28 +197,17 @@ pub fn open_counted(
     })
 }
 
-/// Maps a regular, non-empty, uncompressed file; `None` means "read it as
-/// a stream" (pipes, compressed files, or a map that failed).
-fn map_plain(f: &File) -> Option<memmap2::Mmap> {
+/// The length of a regular, uncompressed file; `None` means "read it as a
+/// stream" (pipes, devices, compressed files).
+fn plain_len(f: &File) -> Option<u64> {
+    use std::os::unix::fs::FileExt;
     let meta = f.metadata().ok()?;
-    if !meta.is_file() || meta.len() < 4096 {
+    if !meta.is_file() {
         return None;
     }
     let mut head = [0u8; 8];
-    let n = {
-        use std::os::unix::fs::FileExt;
-        f.read_at(&mut head, 0).ok()?
-    };
-    if Compression::sniff(&head[..n]) != Compression::None {
-        return None;
-    }
-    // SAFETY: the map is read-only and lives as long as the reader. If
-    // another process truncates the file while it is read, the process
-    // may be signalled; ripgrep accepts the same trade for the same
-    // speed, and traces are not rewritten in place.
-    let map = unsafe { memmap2::MmapOptions::new().map(f) }.ok()?;
-    let _ = map.advise(memmap2::Advice::Sequential);
-    Some(map)
+    let n = f.read_at(&mut head, 0).ok()?;
+    (Compression::sniff(&head[..n]) == Compression::None).then_some(meta.len())
 }
 
 fn oracle_basename(name: &str, compression: Compression) -> String {

@@ -1,164 +1,42 @@
 //! Fast line splitting over any `Read`, in the manner of ripgrep's searcher:
-//! one large buffer, `memchr` for newlines, lines handed out as slices with
-//! no copy unless a line straddles two reads.
+//! one buffer, `memchr` for newlines, lines handed out as slices with no
+//! copy unless a line straddles two reads.
 //!
-//! Why not `BufRead::read_until`: it copies every line into a caller buffer,
-//! which costs about a third of the throughput on 1 GB traces.
+//! Why not `BufRead::read_until`: it copies every line into a caller
+//! buffer. Why not a memory map: on this kind of machine its page faults
+//! cost more than the read copies, and mapped pages count as resident
+//! memory, which must stay flat however big the trace.
 
+use std::fs::File;
 use std::io::{self, Read};
+use std::os::unix::fs::FileExt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use crate::input::Body;
+/// Read size: fits in L2 with room to spare.
+const CHUNK: usize = 256 << 10;
 
-const CHUNK: usize = 1 << 20;
-/// How far behind the read position mapped pages are given back.
-pub(crate) const DROP_BEHIND: usize = 8 << 20;
-const PAGE: usize = 4096;
-
-/// Lines of a mapped file or of a stream.
-pub(crate) enum AnyLines {
-    Mapped {
-        map: memmap2::Mmap,
-        pos: usize,
-        counter: Option<Arc<AtomicU64>>,
-        /// Bytes already added to `counter`.
-        counted: usize,
-        /// Bytes already given back to the kernel.
-        dropped: usize,
-    },
-    Stream(Lines<Box<dyn Read + Send>>),
+/// A byte range of a file, read with positional reads so that several
+/// threads can read pieces of one file at once.
+pub(crate) struct RangeReader {
+    pub file: Arc<File>,
+    pub pos: u64,
+    pub end: u64,
+    pub counter: Option<Arc<AtomicU64>>,
 }
 
-/// Lines of one piece of a mapped file; gives read pages back behind it
-/// like [`AnyLines`] does.
-pub(crate) struct SliceLines<'a> {
-    data: &'a [u8],
-    pos: usize,
-    /// The whole map and where `data` starts in it, to drop pages.
-    map: Option<(&'a memmap2::Mmap, usize)>,
-    dropped: usize,
-}
-
-impl<'a> SliceLines<'a> {
-    pub fn new(data: &'a [u8], map: &'a memmap2::Mmap, offset: usize) -> Self {
-        SliceLines {
-            data,
-            pos: 0,
-            map: Some((map, offset)),
-            dropped: 0,
+impl Read for RangeReader {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let want = (self.end.saturating_sub(self.pos)).min(buf.len() as u64) as usize;
+        if want == 0 {
+            return Ok(0);
         }
-    }
-
-    pub fn plain(data: &'a [u8]) -> Self {
-        SliceLines {
-            data,
-            pos: 0,
-            map: None,
-            dropped: 0,
+        let n = self.file.read_at(&mut buf[..want], self.pos)?;
+        self.pos += n as u64;
+        if let Some(c) = &self.counter {
+            c.fetch_add(n as u64, Ordering::Relaxed);
         }
-    }
-
-    #[inline]
-    pub fn next_line(&mut self) -> Option<Line<'a>> {
-        if self.pos >= self.data.len() {
-            return None;
-        }
-        if let Some((map, offset)) = self.map {
-            if self.pos - self.dropped >= DROP_BEHIND {
-                drop_pages(map, offset + self.dropped, offset + self.pos);
-                self.dropped = self.pos;
-            }
-        }
-        let start = self.pos;
-        let (mut stop, terminated) = match memchr::memchr(b'\n', &self.data[start..]) {
-            Some(i) => (start + i, true),
-            None => (self.data.len(), false),
-        };
-        self.pos = stop + 1;
-        if stop > start && self.data[stop - 1] == b'\r' {
-            stop -= 1;
-        }
-        Some(Line {
-            bytes: &self.data[start..stop],
-            terminated,
-        })
-    }
-}
-
-/// Gives the whole pages of `[from, to)` of a read-only file map back to
-/// the kernel, so that resident memory stays flat however big the file.
-pub(crate) fn drop_pages(map: &memmap2::Mmap, from: usize, to: usize) {
-    let start = from.next_multiple_of(PAGE);
-    let end = to & !(PAGE - 1);
-    if end > start {
-        // SAFETY: a read-only, file-backed map: dropped pages read back
-        // from the file if touched again, and no line before `to` is
-        // referenced any more.
-        let _ = unsafe {
-            map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, start, end - start)
-        };
-    }
-}
-
-impl AnyLines {
-    pub fn new(body: Body) -> AnyLines {
-        match body {
-            Body::Mapped { map, counter } => AnyLines::Mapped {
-                map,
-                pos: 0,
-                counter,
-                counted: 0,
-                dropped: 0,
-            },
-            Body::Stream(r) => AnyLines::Stream(Lines::new(r)),
-        }
-    }
-
-    #[inline]
-    pub fn next_line(&mut self) -> io::Result<Option<Line<'_>>> {
-        match self {
-            AnyLines::Stream(l) => l.next_line(),
-            AnyLines::Mapped {
-                map,
-                pos,
-                counter,
-                counted,
-                dropped,
-            } => {
-                if *pos - *dropped >= DROP_BEHIND {
-                    drop_pages(map, *dropped, *pos);
-                    *dropped = *pos & !(PAGE - 1);
-                }
-                let data: &[u8] = map;
-                if *pos >= data.len() {
-                    if let Some(c) = counter {
-                        c.fetch_add((data.len() - *counted) as u64, Ordering::Relaxed);
-                        *counted = data.len();
-                    }
-                    return Ok(None);
-                }
-                if let Some(c) = counter {
-                    if *pos - *counted >= CHUNK {
-                        c.fetch_add((*pos - *counted) as u64, Ordering::Relaxed);
-                        *counted = *pos;
-                    }
-                }
-                let start = *pos;
-                let (mut stop, terminated) = match memchr::memchr(b'\n', &data[start..]) {
-                    Some(i) => (start + i, true),
-                    None => (data.len(), false),
-                };
-                *pos = stop + 1;
-                if stop > start && data[stop - 1] == b'\r' {
-                    stop -= 1;
-                }
-                Ok(Some(Line {
-                    bytes: &data[start..stop],
-                    terminated,
-                }))
-            }
-        }
+        Ok(n)
     }
 }
 
@@ -169,6 +47,8 @@ pub(crate) struct Lines<R> {
     pos: usize,
     /// End of the valid data in `buf`.
     end: usize,
+    /// Offset in the text of `buf[0]`.
+    base: u64,
     eof: bool,
 }
 
@@ -177,20 +57,33 @@ pub(crate) struct Lines<R> {
 pub(crate) struct Line<'a> {
     pub bytes: &'a [u8],
     pub terminated: bool,
+    /// Byte offset of the line's start in the text.
+    pub offset: u64,
 }
 
 impl<R: Read> Lines<R> {
     pub fn new(inner: R) -> Self {
+        Self::at(inner, 0)
+    }
+
+    /// Lines of a reader whose first byte is at `base` in the text.
+    pub fn at(inner: R, base: u64) -> Self {
         Lines {
             inner,
             buf: vec![0; CHUNK],
             pos: 0,
             end: 0,
+            base,
             eof: false,
         }
     }
 
+    pub fn inner(&self) -> &R {
+        &self.inner
+    }
+
     /// The next line, or `None` at the end of input.
+    #[inline]
     pub fn next_line(&mut self) -> io::Result<Option<Line<'_>>> {
         loop {
             if let Some(i) = memchr::memchr(b'\n', &self.buf[self.pos..self.end]) {
@@ -203,6 +96,7 @@ impl<R: Read> Lines<R> {
                 return Ok(Some(Line {
                     bytes: &self.buf[start..stop],
                     terminated: true,
+                    offset: self.base + start as u64,
                 }));
             }
             if self.eof {
@@ -218,7 +112,29 @@ impl<R: Read> Lines<R> {
                 return Ok(Some(Line {
                     bytes: &self.buf[start..stop],
                     terminated: false,
+                    offset: self.base + start as u64,
                 }));
+            }
+            self.refill()?;
+        }
+    }
+
+    /// The next block of whole lines (or the unterminated rest at the end),
+    /// with its offset: for passes that search blocks rather than lines.
+    pub fn next_block(&mut self) -> io::Result<Option<(u64, &[u8])>> {
+        loop {
+            if let Some(i) = memchr::memrchr(b'\n', &self.buf[self.pos..self.end]) {
+                let start = self.pos;
+                self.pos = start + i + 1;
+                return Ok(Some((self.base + start as u64, &self.buf[start..self.pos])));
+            }
+            if self.eof {
+                if self.pos == self.end {
+                    return Ok(None);
+                }
+                let start = self.pos;
+                self.pos = self.end;
+                return Ok(Some((self.base + start as u64, &self.buf[start..self.end])));
             }
             self.refill()?;
         }
@@ -227,6 +143,7 @@ impl<R: Read> Lines<R> {
     fn refill(&mut self) -> io::Result<()> {
         // Move the partial line to the front, grow if one line fills the buffer.
         if self.pos > 0 {
+            self.base += self.pos as u64;
             self.buf.copy_within(self.pos..self.end, 0);
             self.end -= self.pos;
             self.pos = 0;
@@ -256,11 +173,15 @@ impl<R: Read> Lines<R> {
 mod tests {
     use super::*;
 
-    fn all(input: &[u8]) -> Vec<(String, bool)> {
+    fn all(input: &[u8]) -> Vec<(String, bool, u64)> {
         let mut l = Lines::new(input);
         let mut out = vec![];
         while let Some(line) = l.next_line().unwrap() {
-            out.push((String::from_utf8_lossy(line.bytes).into_owned(), line.terminated));
+            out.push((
+                String::from_utf8_lossy(line.bytes).into_owned(),
+                line.terminated,
+                line.offset,
+            ));
         }
         out
     }
@@ -270,10 +191,10 @@ mod tests {
         assert_eq!(
             all(b"a\r\nb\n\nc"),
             vec![
-                ("a".into(), true),
-                ("b".into(), true),
-                ("".into(), true),
-                ("c".into(), false)
+                ("a".into(), true, 0),
+                ("b".into(), true, 3),
+                ("".into(), true, 5),
+                ("c".into(), false, 6)
             ]
         );
         assert!(all(b"").is_empty());
@@ -286,6 +207,19 @@ mod tests {
         let got = all(input.as_bytes());
         assert_eq!(got.len(), 2);
         assert_eq!(got[0].0.len(), long.len());
-        assert_eq!(got[1].0, "short");
+        assert_eq!(
+            (got[1].0.as_str(), got[1].2),
+            ("short", long.len() as u64 + 1)
+        );
+    }
+
+    #[test]
+    fn blocks_end_on_line_ends() {
+        let mut l = Lines::new(&b"ab\ncd\nef"[..]);
+        let (o, b) = l.next_block().unwrap().unwrap();
+        assert_eq!((o, b), (0, &b"ab\ncd\n"[..]));
+        let (o, b) = l.next_block().unwrap().unwrap();
+        assert_eq!((o, b), (6, &b"ef"[..]));
+        assert!(l.next_block().unwrap().is_none());
     }
 }

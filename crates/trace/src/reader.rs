@@ -12,8 +12,13 @@ use crate::call::{Call, CallKind, DbFields, Statement, WaitFields, PSEUDO_BETWEE
 use crate::diag::Diagnostics;
 use crate::fields;
 use crate::input::TraceFile;
+use std::fs::File;
+use std::io::Read;
+use std::os::unix::fs::FileExt;
+use std::sync::atomic::AtomicU64;
+
 use crate::input::Body;
-use crate::lines::{drop_pages, AnyLines, SliceLines, DROP_BEHIND};
+use crate::lines::{Line, Lines, RangeReader};
 
 /// What the consumer needs; what it does not need is not computed.
 #[derive(Debug, Clone)]
@@ -35,6 +40,16 @@ pub struct ReadOptions {
     /// The consumer reads state that chains through the whole file
     /// (`$parse_id`, `$exec_id`, `$island_id`): never split the file.
     pub chained: bool,
+    /// The consumer reads [`Call::line`] while reading. When false, a file
+    /// read in pieces skips a counting pass and `Call::line` counts from
+    /// the start of the piece; [`ReadSummary::absolute_line`] translates
+    /// afterwards.
+    pub line_numbers: bool,
+    /// The consumer reads statement context (`$sqlid`, `$sql`, `$hv`, ...)
+    /// while reading. When false, a file read in pieces skips finding the
+    /// statements each piece inherits; calls on cursors parsed in an
+    /// earlier piece then carry placeholders.
+    pub statements: bool,
 }
 
 impl Default for ReadOptions {
@@ -46,6 +61,8 @@ impl Default for ReadOptions {
             depmin: None,
             all_lines: false,
             chained: false,
+            line_numbers: true,
+            statements: true,
         }
     }
 }
@@ -62,6 +79,23 @@ pub struct ReadSummary {
     /// again with `ReadOptions::depmin` set to [`ReadSummary::depmin`].
     pub depmin_changed: bool,
     pub diagnostics: Diagnostics,
+    /// (start offset, lines before it) of each piece whose line numbers
+    /// were counted from the piece's start.
+    pub(crate) relative_pieces: Vec<(u64, u64)>,
+}
+
+impl ReadSummary {
+    /// The line number in the file of a call's `line` and `offset`, also
+    /// when the file was read in pieces without line numbers.
+    pub fn absolute_line(&self, offset: u64, line: u64) -> u64 {
+        let i = self
+            .relative_pieces
+            .partition_point(|(start, _)| *start <= offset);
+        match i {
+            0 => line,
+            i => line + self.relative_pieces[i - 1].1,
+        }
+    }
 }
 
 /// Why a file could not be read at all.
@@ -130,6 +164,8 @@ struct Run<'f> {
     recognised: u64,
     /// Whether the current line was handed out as a call.
     emitted: bool,
+    /// Byte offset of the current line in the file.
+    offset: u64,
     summary: ReadSummary,
 }
 
@@ -145,7 +181,16 @@ impl Reader {
         mut on_call: impl FnMut(&Call<'_>),
     ) -> Result<ReadSummary, ReadError> {
         let name = file.name.clone();
-        let mut lines = AnyLines::new(file.body);
+        let reader: Box<dyn Read + Send> = match file.body {
+            Body::File { file, len, counter } => Box::new(RangeReader {
+                file,
+                pos: 0,
+                end: len,
+                counter,
+            }),
+            Body::Stream(r) => r,
+        };
+        let mut lines = Lines::new(reader);
         let mut run = Run::new(&self.opts, &name, FxHashMap::default());
         let mut line_no = 0u64;
         loop {
@@ -164,7 +209,7 @@ impl Reader {
             if line_no == 1 && memchr::memchr(0, line.bytes).is_some() {
                 return Err(not_binary(&name));
             }
-            run.feed(line_no, line.bytes, line.terminated, &mut on_call);
+            run.feed(line_no, &line, &mut on_call);
             if line_no == SNIFF_LINES && run.recognised == 0 {
                 return Err(ReadError::NotATrace {
                     file: name,
@@ -185,10 +230,10 @@ impl Reader {
 
     /// Whether [`Reader::read_split`] would cut `file` into pieces: a plain
     /// file big enough to be worth it, and options that need no state a
-    /// piece cannot know at its start (the gaps between calls of
-    /// `unaccounted`, which chain call to call).
+    /// piece cannot know at its start (bind values, the gaps between calls
+    /// of `unaccounted`, the `chained` ids).
     pub fn can_split(&self, file: &TraceFile) -> bool {
-        matches!(&file.body, Body::Mapped { map, .. } if map.len() >= MIN_SPLIT)
+        matches!(&file.body, Body::File { len, .. } if *len >= MIN_SPLIT)
             && !self.opts.unaccounted
             && !self.opts.binds
             && !self.opts.chained
@@ -200,11 +245,12 @@ impl Reader {
     /// state.
     ///
     /// Pieces start after a `=====================` separator, where the
-    /// reader is between statements. A first, cheap pass over each piece
-    /// (SIMD searches, no per-line work) counts its lines and collects its
-    /// PARSING IN CURSOR statements, so that every piece starts with the
-    /// right line number and cursor table. Options that need more than
-    /// that (`binds`, `unaccounted`, `chained`) make it read the file whole.
+    /// reader is between statements. When the consumer needs statement
+    /// context or line numbers ([`ReadOptions::statements`],
+    /// [`ReadOptions::line_numbers`]), a first pass over each piece finds
+    /// its PARSING IN CURSOR statements and counts its lines by block
+    /// searches, so that every piece starts with the right cursor table and
+    /// line number; otherwise the pieces are read once.
     pub fn read_split<S, N, F>(
         &mut self,
         file: TraceFile,
@@ -223,40 +269,60 @@ impl Reader {
             return Ok((vec![state], summary));
         }
         let name = file.name.clone();
-        let Body::Mapped { map, counter } = file.body else {
-            unreachable!("can_split checked the body is mapped")
+        let Body::File { file, len, counter } = file.body else {
+            unreachable!("can_split checked the body is a file")
         };
-        let data: &[u8] = &map;
-        if memchr::memchr(0, &data[..data.len().min(4096)]).is_some() {
+        let io_err = |source: std::io::Error| ReadError::Io {
+            file: name.clone(),
+            line: 0,
+            source,
+        };
+        let mut head = vec![0u8; 4096.min(len as usize)];
+        file.read_exact_at(&mut head, 0).map_err(io_err)?;
+        if memchr::memchr(0, &head).is_some() {
             return Err(not_binary(&name));
         }
-        let bounds = split_points(data, parts);
-        let pieces: Vec<&[u8]> = bounds.windows(2).map(|w| &data[w[0]..w[1]]).collect();
-        // Pass 1: lines and statements of every piece but the last.
+        let bounds = split_points(&file, len, parts).map_err(io_err)?;
+        let n = bounds.len() - 1;
         let opts = &self.opts;
-        let scans: Vec<(u64, FxHashMap<u64, Cursor>)> = std::thread::scope(|s| {
-            let handles: Vec<_> = pieces[..pieces.len() - 1]
-                .iter()
-                .zip(&bounds)
-                .map(|(piece, &offset)| {
-                    let (name, map) = (&name, &map);
-                    s.spawn(move || scan_piece(opts, name, piece, map, offset))
-                })
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| h.join().unwrap_or_default())
-                .collect()
-        });
-        let mut starts = vec![(0u64, FxHashMap::default())];
-        for (lines, cursors) in &scans {
-            let (prev_lines, prev) = starts.last().cloned().unwrap_or_default();
-            let mut merged = prev;
-            merged.extend(cursors.iter().map(|(k, v)| (*k, v.clone())));
-            starts.push((prev_lines + lines, merged));
+        let range = |i: usize, counter: Option<Arc<AtomicU64>>| {
+            Lines::at(
+                RangeReader {
+                    file: file.clone(),
+                    pos: bounds[i],
+                    end: bounds[i + 1],
+                    counter,
+                },
+                bounds[i],
+            )
+        };
+        // Pass 1, only if needed: lines and statements of every piece but
+        // the last.
+        let mut starts: Vec<(u64, FxHashMap<u64, Cursor>)> = vec![(0, FxHashMap::default()); n];
+        if opts.statements || opts.line_numbers {
+            let scans: Vec<std::io::Result<(u64, FxHashMap<u64, Cursor>)>> =
+                std::thread::scope(|s| {
+                    let handles: Vec<_> = (0..n - 1)
+                        .map(|i| {
+                            let range = &range;
+                            let name = &name;
+                            s.spawn(move || scan_piece(opts, name, range(i, None)))
+                        })
+                        .collect();
+                    handles
+                        .into_iter()
+                        .map(|h| h.join().unwrap_or_else(|_| Ok(Default::default())))
+                        .collect()
+                });
+            for (i, scan) in scans.into_iter().enumerate() {
+                let (lines, cursors) = scan.map_err(io_err)?;
+                let (prev_lines, mut merged) = starts[i].clone();
+                merged.extend(cursors);
+                starts[i + 1] = (prev_lines + lines, merged);
+            }
         }
         // Pass 2: every piece with its own state, in parallel.
-        let run_piece = |i: usize, depmin: Option<i64>| {
+        let run_piece = |i: usize, depmin: Option<i64>| -> Result<_, ReadError> {
             let mut piece_opts = opts.clone();
             if depmin.is_some() {
                 piece_opts.depmin = depmin;
@@ -264,22 +330,37 @@ impl Reader {
             let mut state = new_state();
             let (first_line, cursors) = starts[i].clone();
             let mut run = Run::new(&piece_opts, &name, cursors);
-            let mut lines = SliceLines::new(pieces[i], &map, bounds[i]);
+            let mut lines = range(
+                i,
+                if depmin.is_none() {
+                    counter.clone()
+                } else {
+                    None
+                },
+            );
             let mut no = first_line;
-            while let Some(line) = lines.next_line() {
+            loop {
+                let line = match lines.next_line() {
+                    Ok(Some(l)) => l,
+                    Ok(None) => break,
+                    Err(source) => {
+                        return Err(ReadError::Io {
+                            file: name.clone(),
+                            line: no + 1,
+                            source,
+                        })
+                    }
+                };
                 no += 1;
-                run.feed(no, line.bytes, line.terminated, &mut |c: &Call<'_>| on_call(&mut state, c));
-            }
-            if let Some(c) = &counter {
-                c.fetch_add(pieces[i].len() as u64, std::sync::atomic::Ordering::Relaxed);
+                run.feed(no, &line, &mut |c: &Call<'_>| on_call(&mut state, c));
             }
             let seen = run.depmin_seen;
             let used = run.depmin_used;
             let summary = std::mem::take(&mut run.summary);
-            (state, summary, no - first_line, seen, used, run.recognised)
+            Ok((state, summary, no - first_line, seen, used, run.recognised))
         };
         let results: Vec<_> = std::thread::scope(|s| {
-            let handles: Vec<_> = (0..pieces.len())
+            let handles: Vec<_> = (0..n)
                 .map(|i| {
                     let run_piece = &run_piece;
                     s.spawn(move || run_piece(i, None))
@@ -289,7 +370,7 @@ impl Reader {
         });
         let mut results: Vec<_> = results
             .into_iter()
-            .map(|r| r.map_err(|_| not_a_trace(&name, 0)))
+            .map(|r| r.unwrap_or_else(|_| Err(not_a_trace(&name, 0))))
             .collect::<Result<_, _>>()?;
         let recognised: u64 = results.iter().map(|r| r.5).sum();
         let lines: u64 = results.iter().map(|r| r.2).sum();
@@ -301,22 +382,30 @@ impl Reader {
             .or(results.iter().filter_map(|r| r.3).min())
             .unwrap_or(0);
         // A piece that judged calls with another $depmin is read again.
-        for i in 0..results.len() {
-            if opts.depmin.is_none() && results[i].4.is_some_and(|(lo, hi)| lo != depmin || hi != depmin) {
-                results[i] = run_piece(i, Some(depmin));
+        for (i, result) in results.iter_mut().enumerate() {
+            let used = result.4;
+            if opts.depmin.is_none() && used.is_some_and(|(lo, hi)| lo != depmin || hi != depmin) {
+                *result = run_piece(i, Some(depmin))?;
             }
         }
+        let counted = opts.statements || opts.line_numbers;
         let mut summary = ReadSummary {
             lines,
             depmin,
             ..ReadSummary::default()
         };
         let mut states = Vec::with_capacity(results.len());
-        for (state, piece, ..) in results {
+        let mut before = 0u64;
+        for (i, (state, piece, piece_lines, ..)) in results.into_iter().enumerate() {
+            let shift = if counted { 0 } else { before };
+            if !counted {
+                summary.relative_pieces.push((bounds[i], before));
+            }
+            before += piece_lines;
             summary.calls += piece.calls;
             let unkept = piece.diagnostics.total - piece.diagnostics.kept.len() as u64;
             for d in piece.diagnostics.kept {
-                summary.diagnostics.push(&d.file, d.line, d.message);
+                summary.diagnostics.push(&d.file, d.line + shift, d.message);
             }
             summary.diagnostics.total += unkept;
             states.push(state);
@@ -327,77 +416,109 @@ impl Reader {
 
 /// Files smaller than this are read by one thread: splitting costs more
 /// than it saves.
-const MIN_SPLIT: usize = 16 << 20;
+const MIN_SPLIT: u64 = 16 << 20;
+
+/// The cursor-section separator pieces start after.
+const SEPARATOR: &[u8] = b"\n=====================\n";
 
 /// Piece boundaries: `parts` roughly equal pieces, each (but the first)
-/// starting on the line after a `=====================` separator.
-fn split_points(data: &[u8], parts: usize) -> Vec<usize> {
-    let sep = memchr::memmem::Finder::new(b"\n=====================\n");
-    let mut bounds = vec![0];
-    for k in 1..parts {
-        let target = data.len() / parts * k;
-        let from = target.max(*bounds.last().unwrap_or(&0));
-        if let Some(i) = sep.find(&data[from..]) {
-            let b = from + i + 23;
-            if b < data.len() {
-                bounds.push(b);
+/// starting on the line after a `=====================` separator found
+/// near its target offset.
+fn split_points(file: &File, len: u64, parts: usize) -> std::io::Result<Vec<u64>> {
+    const WINDOW: usize = 1 << 20;
+    let finder = memchr::memmem::Finder::new(SEPARATOR);
+    let mut bounds = vec![0u64];
+    let mut buf = vec![0u8; WINDOW];
+    for k in 1..parts as u64 {
+        let mut from = (len / parts as u64 * k).max(*bounds.last().unwrap_or(&0));
+        // Look ahead a few windows at most; a trace without separators
+        // there is read in fewer pieces.
+        for _ in 0..16 {
+            if from >= len {
+                break;
             }
+            let want = WINDOW.min((len - from) as usize);
+            let got = file.read_at(&mut buf[..want], from)?;
+            if got == 0 {
+                break;
+            }
+            if let Some(i) = finder.find(&buf[..got]) {
+                let b = from + (i + SEPARATOR.len()) as u64;
+                if b < len {
+                    bounds.push(b);
+                }
+                break;
+            }
+            from += (got - SEPARATOR.len().min(got)) as u64 + 1;
         }
     }
-    bounds.push(data.len());
+    bounds.push(len);
     bounds.dedup();
-    bounds
+    Ok(bounds)
 }
 
 /// Pass 1 over a piece: its line count and the statements its PARSING IN
-/// CURSOR and PARSE ERROR lines bind, found by SIMD search rather than
-/// line by line. Works window by window, giving each window's pages back
-/// when done, so that resident memory stays flat.
+/// CURSOR and PARSE ERROR lines bind, found by block searches rather than
+/// line by line.
 fn scan_piece(
     opts: &ReadOptions,
     file: &str,
-    piece: &[u8],
-    map: &memmap2::Mmap,
-    offset: usize,
-) -> (u64, FxHashMap<u64, Cursor>) {
+    mut lines: Lines<RangeReader>,
+) -> std::io::Result<(u64, FxHashMap<u64, Cursor>)> {
     const NEEDLES: [&[u8]; 2] = [b"PARSING IN CURSOR #", b"PARSE ERROR #"];
+    let finders = NEEDLES.map(memchr::memmem::Finder::new);
     let mut run = Run::new(opts, file, FxHashMap::default());
-    let mut lines = 0u64;
-    let mut from = 0;
-    while from < piece.len() {
-        let to = (from + DROP_BEHIND).min(piece.len());
-        lines += memchr::memchr_iter(b'\n', &piece[from..to]).count() as u64;
-        let search = &piece[from..(to + 32).min(piece.len())];
-        let mut starts: Vec<usize> = NEEDLES
+    let mut count = 0u64;
+    while let Some((offset, block)) = lines.next_block()? {
+        if opts.line_numbers {
+            count += memchr::memchr_iter(b'\n', block).count() as u64;
+        }
+        if !opts.statements {
+            continue;
+        }
+        let mut starts: Vec<usize> = finders
             .iter()
-            .flat_map(|needle| memchr::memmem::find_iter(search, needle))
-            .map(|at| from + at)
-            .filter(|&at| at < to && (at == 0 || piece[at - 1] == b'\n'))
+            .flat_map(|f| f.find_iter(block))
+            .filter(|&at| at == 0 || block[at - 1] == b'\n')
             .collect();
         // File order, so that a later statement of the same cursor wins.
         starts.sort_unstable();
         for at in starts {
-            let mut text = SliceLines::plain(&piece[at..]);
+            // The statement may run past the block: read it on its own.
+            let mut text = Lines::at(
+                RangeReader {
+                    file: lines_file(&lines),
+                    pos: offset + at as u64,
+                    end: lines_end(&lines),
+                    counter: None,
+                },
+                offset + at as u64,
+            );
             let mut first = true;
-            while let Some(line) = text.next_line() {
+            while let Some(line) = text.next_line()? {
                 let in_text = matches!(run.state, State::Sql(_) | State::ParseErrorSql(_));
-                if !first
-                    && (!in_text
-                        || (matches!(run.state, State::ParseErrorSql(_)) && is_recognised(line.bytes)))
-                {
+                let ends_error_text =
+                    matches!(run.state, State::ParseErrorSql(_)) && is_recognised(line.bytes);
+                if !first && (!in_text || ends_error_text) {
                     break;
                 }
-                run.feed(0, line.bytes, true, &mut |_: &Call<'_>| {});
+                run.feed(0, &line, &mut |_: &Call<'_>| {});
                 first = false;
             }
         }
-        drop_pages(map, offset + from, offset + to);
-        from = to;
     }
     // Only statements the piece bound; placeholders would hide the
     // statements earlier pieces bound.
     run.cursors.retain(|_, c| !c.stmt.placeholder);
-    (lines, run.cursors)
+    Ok((count, run.cursors))
+}
+
+fn lines_file(l: &Lines<RangeReader>) -> Arc<File> {
+    l.inner().file.clone()
+}
+
+fn lines_end(l: &Lines<RangeReader>) -> u64 {
+    l.inner().end
 }
 
 fn not_binary(name: &str) -> ReadError {
@@ -452,13 +573,16 @@ impl<'f> Run<'f> {
             top_end: None,
             recognised: 0,
             emitted: false,
+            offset: 0,
             summary: ReadSummary::default(),
         }
     }
 
     /// One line in; with `all_lines`, a non-call line comes out too.
     #[inline]
-    fn feed(&mut self, no: u64, b: &[u8], terminated: bool, on_call: &mut impl FnMut(&Call<'_>)) {
+    fn feed(&mut self, no: u64, line: &Line<'_>, on_call: &mut impl FnMut(&Call<'_>)) {
+        let (b, terminated) = (line.bytes, line.terminated);
+        self.offset = line.offset;
         self.emitted = false;
         self.line(no, b, terminated, on_call);
         if self.opts.all_lines && !self.emitted {
@@ -475,10 +599,7 @@ impl<'f> Run<'f> {
     }
 
     fn depmin(&self) -> i64 {
-        self.opts
-            .depmin
-            .or(self.depmin_seen)
-            .unwrap_or(0)
+        self.opts.depmin.or(self.depmin_seen).unwrap_or(0)
     }
 
     fn see_dep(&mut self, dep: i64) {
@@ -491,13 +612,7 @@ impl<'f> Run<'f> {
         self.summary.diagnostics.push(self.file, line, msg);
     }
 
-    fn line(
-        &mut self,
-        no: u64,
-        b: &[u8],
-        terminated: bool,
-        on_call: &mut impl FnMut(&Call<'_>),
-    ) {
+    fn line(&mut self, no: u64, b: &[u8], terminated: bool, on_call: &mut impl FnMut(&Call<'_>)) {
         match self.state {
             State::Sql(key) => {
                 if b == b"END OF STMT" {
@@ -535,15 +650,25 @@ impl<'f> Run<'f> {
             b'W' if b.starts_with(b"WAIT #") => self.wait(no, b, on_call),
             b'P' if b.starts_with(b"PARSING IN CURSOR ") => self.pic(no, b),
             b'P' if b.starts_with(b"PARSE ERROR ") => self.parse_error(no, b),
-            b'P' if b.starts_with(b"PARSE #") => self.dbcall(no, b, 6, CallKind::Parse, "PARSE", on_call),
-            b'E' if b.starts_with(b"EXEC #") => self.dbcall(no, b, 5, CallKind::Exec, "EXEC", on_call),
+            b'P' if b.starts_with(b"PARSE #") => {
+                self.dbcall(no, b, 6, CallKind::Parse, "PARSE", on_call)
+            }
+            b'E' if b.starts_with(b"EXEC #") => {
+                self.dbcall(no, b, 5, CallKind::Exec, "EXEC", on_call)
+            }
             b'E' if b.starts_with(b"ERROR #") => {
                 self.recognised += 1;
                 Ok(())
             }
-            b'F' if b.starts_with(b"FETCH #") => self.dbcall(no, b, 6, CallKind::Fetch, "FETCH", on_call),
-            b'C' if b.starts_with(b"CLOSE #") => self.dbcall(no, b, 6, CallKind::Close, "CLOSE", on_call),
-            b'U' if b.starts_with(b"UNMAP #") => self.dbcall(no, b, 6, CallKind::Unmap, "UNMAP", on_call),
+            b'F' if b.starts_with(b"FETCH #") => {
+                self.dbcall(no, b, 6, CallKind::Fetch, "FETCH", on_call)
+            }
+            b'C' if b.starts_with(b"CLOSE #") => {
+                self.dbcall(no, b, 6, CallKind::Close, "CLOSE", on_call)
+            }
+            b'U' if b.starts_with(b"UNMAP #") => {
+                self.dbcall(no, b, 6, CallKind::Unmap, "UNMAP", on_call)
+            }
             b'S' if b.starts_with(b"SORT UNMAP #") => {
                 self.dbcall(no, b, 11, CallKind::SortUnmap, "SORT UNMAP", on_call)
             }
@@ -661,7 +786,9 @@ impl<'f> Run<'f> {
             return;
         }
         let t = b.trim_ascii_start();
-        let Some(c) = self.cursors.get_mut(&key) else { return };
+        let Some(c) = self.cursors.get_mut(&key) else {
+            return;
+        };
         if t.starts_with(b"Bind#") {
             c.binds.push(None);
             // A damaged dump may put `value=` on the Bind# line itself.
@@ -719,12 +846,14 @@ impl<'f> Run<'f> {
         b: &[u8],
         on_call: &mut impl FnMut(&Call<'_>),
     ) -> Result<(), String> {
+        let offset = self.offset;
         self.recognised += 1;
         let (id, key, rest) = fields::cursor(&b[b"WAIT ".len()..])
             .ok_or_else(|| "expected 'WAIT #<cursor>: nam=…'".to_string())?;
         let w = fields::wait(rest)?;
         let depmin = self.depmin_for_call();
-        let is_think = w.name == b"SQL*Net message from client" && w.fields.ela >= self.opts.thinktime_us;
+        let is_think =
+            w.name == b"SQL*Net message from client" && w.fields.ela >= self.opts.thinktime_us;
         let island = if is_think { 0 } else { self.island };
         if is_think {
             self.island += 1;
@@ -734,6 +863,7 @@ impl<'f> Run<'f> {
             kind: CallKind::Wait,
             name: lossy(w.name),
             line: no,
+            offset,
             text: b,
             cursor: lossy(id),
             dep: None,
@@ -771,6 +901,7 @@ impl<'f> Run<'f> {
         name: &'static str,
         on_call: &mut impl FnMut(&Call<'_>),
     ) -> Result<(), String> {
+        let offset = self.offset;
         self.recognised += 1;
         let (id, key, rest) = fields::cursor(&b[prefix..])
             .ok_or_else(|| format!("expected '{name} #<cursor>:c=…'"))?;
@@ -795,6 +926,7 @@ impl<'f> Run<'f> {
             kind,
             name,
             line: no,
+            offset,
             text: b,
             cursor: lossy(id),
             dep,
@@ -829,6 +961,7 @@ impl<'f> Run<'f> {
         db: DbFields,
         on_call: &mut impl FnMut(&Call<'_>),
     ) {
+        let offset = self.offset;
         let depmin = self.depmin_for_call();
         let dep = db.dep;
         let c = &self.nocursor;
@@ -836,6 +969,7 @@ impl<'f> Run<'f> {
             kind,
             name,
             line: no,
+            offset,
             text: b,
             cursor: "",
             dep,
@@ -953,8 +1087,24 @@ impl<'f> Run<'f> {
             self.top_end = Some(end.map_or(tim, |p| p.max(tim)));
             self.pending.clear();
         }
-        self.emit_pseudo(no, cursor, Some(dep), depmin, PSEUDO_WITHIN, within, on_call);
-        self.emit_pseudo(no, cursor, Some(depmin), depmin, PSEUDO_BETWEEN, between, on_call);
+        self.emit_pseudo(
+            no,
+            cursor,
+            Some(dep),
+            depmin,
+            PSEUDO_WITHIN,
+            within,
+            on_call,
+        );
+        self.emit_pseudo(
+            no,
+            cursor,
+            Some(depmin),
+            depmin,
+            PSEUDO_BETWEEN,
+            between,
+            on_call,
+        );
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -968,6 +1118,7 @@ impl<'f> Run<'f> {
         us: i64,
         on_call: &mut impl FnMut(&Call<'_>),
     ) {
+        let offset = self.offset;
         let dep: Option<i64> = dep;
         if us == 0 {
             return;
@@ -980,6 +1131,7 @@ impl<'f> Run<'f> {
             kind: CallKind::Unaccounted,
             name,
             line: no,
+            offset,
             text: b"",
             cursor: cursor.map_or("", |(id, _)| lossy(id)),
             dep,
@@ -998,12 +1150,14 @@ impl<'f> Run<'f> {
 
     /// A line that is not a call, for `--name=:all`: no name, no duration.
     fn other_line(&mut self, no: u64, b: &[u8], on_call: &mut impl FnMut(&Call<'_>)) {
+        let offset = self.offset;
         let depmin = self.depmin();
         let c = &self.nocursor;
         let call = Call {
             kind: CallKind::Line,
             name: "",
             line: no,
+            offset,
             text: b,
             cursor: "",
             dep: None,
@@ -1035,7 +1189,15 @@ impl<'f> Run<'f> {
             end = Some(end.map_or(w.end, |p: i64| p.max(w.end)));
         }
         self.pending.clear();
-        self.emit_pseudo(last_line, None, Some(depmin), depmin, PSEUDO_BETWEEN, between, on_call);
+        self.emit_pseudo(
+            last_line,
+            None,
+            Some(depmin),
+            depmin,
+            PSEUDO_BETWEEN,
+            between,
+            on_call,
+        );
     }
 }
 
@@ -1048,8 +1210,21 @@ fn set_last_bind(c: &mut Cursor, v: &[u8]) {
 /// Lines that end a PARSE ERROR text: anything the reader knows.
 fn is_recognised(b: &[u8]) -> bool {
     const PREFIXES: &[&[u8]] = &[
-        b"WAIT #", b"PARSING IN CURSOR", b"PARSE", b"EXEC #", b"FETCH #", b"CLOSE #", b"UNMAP #",
-        b"SORT UNMAP #", b"STAT #", b"BINDS #", b"XCTEND", b"ERROR #", b"LOB", b"RPC ", b"***",
+        b"WAIT #",
+        b"PARSING IN CURSOR",
+        b"PARSE",
+        b"EXEC #",
+        b"FETCH #",
+        b"CLOSE #",
+        b"UNMAP #",
+        b"SORT UNMAP #",
+        b"STAT #",
+        b"BINDS #",
+        b"XCTEND",
+        b"ERROR #",
+        b"LOB",
+        b"RPC ",
+        b"***",
         b"=====",
     ];
     b.is_empty() || PREFIXES.iter().any(|p| b.starts_with(p))

@@ -47,7 +47,13 @@ fn run(bytes: Vec<u8>, opts: ReadOptions) -> u64 {
     let _ = Reader::new(opts).read(file, |c| {
         // Touch what consumers touch.
         calls += 1;
-        let _ = (c.af_us(), c.dur_us(), c.tim_us(), c.stmt.sqlid.len(), c.binds.len());
+        let _ = (
+            c.af_us(),
+            c.dur_us(),
+            c.tim_us(),
+            c.stmt.sqlid.len(),
+            c.binds.len(),
+        );
     });
     calls
 }

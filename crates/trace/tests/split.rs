@@ -9,7 +9,8 @@ use tracelab_trace::{open, ReadOptions, Reader, Source};
 type Seen = (u64, String, String, Option<i64>, i64, i64);
 
 fn big_trace(dir: &Path) -> std::path::PathBuf {
-    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/crc-local-force");
+    let fixtures =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/crc-local-force");
     let mut text = Vec::new();
     let mut names: Vec<_> = std::fs::read_dir(&fixtures)
         .unwrap()
@@ -23,12 +24,22 @@ fn big_trace(dir: &Path) -> std::path::PathBuf {
     }
     assert!(text.len() > 17 << 20, "bigger than the split threshold");
     let path = dir.join("big.trc");
-    std::fs::File::create(&path).unwrap().write_all(&text).unwrap();
+    std::fs::File::create(&path)
+        .unwrap()
+        .write_all(&text)
+        .unwrap();
     path
 }
 
 fn seen(c: &tracelab_trace::Call<'_>) -> Seen {
-    (c.line, c.name.to_string(), c.stmt.sqlid.clone(), c.dep, c.af_us(), c.depmin)
+    (
+        c.line,
+        c.name.to_string(),
+        c.stmt.sqlid.clone(),
+        c.dep,
+        c.af_us(),
+        c.depmin,
+    )
 }
 
 #[test]
@@ -39,7 +50,9 @@ fn pieces_read_like_the_whole() {
 
     let mut whole: Vec<Seen> = Vec::new();
     let whole_summary = Reader::new(ReadOptions::default())
-        .read(open(&Source::Path(path.clone())).unwrap(), |c| whole.push(seen(c)))
+        .read(open(&Source::Path(path.clone())).unwrap(), |c| {
+            whole.push(seen(c))
+        })
         .unwrap();
 
     for parts in [2, 3, 5] {
@@ -47,7 +60,9 @@ fn pieces_read_like_the_whole() {
         let mut reader = Reader::new(ReadOptions::default());
         assert!(reader.can_split(&file));
         let (states, summary) = reader
-            .read_split(file, parts, Vec::new, |v: &mut Vec<Seen>, c| v.push(seen(c)))
+            .read_split(file, parts, Vec::new, |v: &mut Vec<Seen>, c| {
+                v.push(seen(c))
+            })
             .unwrap();
         assert!(states.len() > 1, "{parts} parts were made");
         let pieced: Vec<Seen> = states.into_iter().flatten().collect();
@@ -57,5 +72,32 @@ fn pieces_read_like_the_whole() {
         assert_eq!(summary.calls, whole_summary.calls);
         assert_eq!(summary.depmin, whole_summary.depmin);
     }
+    // Without statements and line numbers the pieces are read once; lines
+    // are translated afterwards and only statement context may differ.
+    let lean = ReadOptions {
+        statements: false,
+        line_numbers: false,
+        ..ReadOptions::default()
+    };
+    let file = open(&Source::Path(path.clone())).unwrap();
+    let (states, summary) = Reader::new(lean)
+        .read_split(
+            file,
+            4,
+            Vec::new,
+            |v: &mut Vec<(u64, u64, String, i64)>, c| {
+                v.push((c.offset, c.line, c.name.to_string(), c.af_us()))
+            },
+        )
+        .unwrap();
+    assert!(states.len() > 1);
+    let lean: Vec<(u64, String, i64)> = states
+        .into_iter()
+        .flatten()
+        .map(|(offset, line, name, af)| (summary.absolute_line(offset, line), name, af))
+        .collect();
+    let want: Vec<(u64, String, i64)> = whole.iter().map(|w| (w.0, w.1.clone(), w.4)).collect();
+    assert_eq!(lean, want);
+    assert_eq!(summary.lines, whole_summary.lines);
     std::fs::remove_dir_all(&dir).unwrap();
 }

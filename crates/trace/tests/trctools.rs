@@ -6,7 +6,9 @@ use std::path::{Path, PathBuf};
 use tracelab_trace::{open, CallKind, ReadOptions, ReadSummary, Reader, Source};
 
 fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/trctools").join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/trctools")
+        .join(name)
 }
 
 /// What a test wants to know of every call.
@@ -34,10 +36,18 @@ fn read_with(name: &str, opts: ReadOptions) -> (Vec<Seen>, ReadSummary) {
                 line: c.line,
                 c: c.db.c.unwrap_or(0),
                 e: c.db.e.unwrap_or(0),
-                ela: if c.kind == CallKind::Wait { c.wait.ela } else { 0 },
+                ela: if c.kind == CallKind::Wait {
+                    c.wait.ela
+                } else {
+                    0
+                },
                 sqlid: c.stmt.sqlid.clone(),
                 sql: c.stmt.sql.clone(),
-                binds: c.binds.iter().map(|b| b.as_deref().map(String::from)).collect(),
+                binds: c
+                    .binds
+                    .iter()
+                    .map(|b| b.as_deref().map(String::from))
+                    .collect(),
             })
         })
         .unwrap();
@@ -55,7 +65,12 @@ fn read(name: &str) -> (Vec<Seen>, ReadSummary) {
 }
 
 fn sums(calls: &[Seen]) -> (i64, i64, i64) {
-    let db = |s: &&Seen| matches!(s.kind, CallKind::Parse | CallKind::Exec | CallKind::Fetch | CallKind::Close);
+    let db = |s: &&Seen| {
+        matches!(
+            s.kind,
+            CallKind::Parse | CallKind::Exec | CallKind::Fetch | CallKind::Close
+        )
+    };
     (
         calls.iter().filter(db).map(|s| s.c).sum(),
         calls.iter().filter(db).map(|s| s.e).sum(),
@@ -76,7 +91,10 @@ fn simple_trace() {
     assert_eq!(count(&calls, CallKind::Fetch), 2);
     assert!(calls.iter().any(|c| c.sqlid == "atxg62s17nkj4"));
     // One BINDS block: its values reach the EXEC and the FETCHes after it.
-    let exec = calls.iter().find(|c| c.kind == CallKind::Exec && c.sqlid == "atxg62s17nkj4").unwrap();
+    let exec = calls
+        .iter()
+        .find(|c| c.kind == CallKind::Exec && c.sqlid == "atxg62s17nkj4")
+        .unwrap();
     assert_eq!(exec.binds.len(), 1, "{exec:?}");
     assert_eq!(summary.diagnostics.total, 0);
 }
@@ -95,8 +113,13 @@ fn missing_parse_has_a_placeholder_then_text() {
     let (calls, _) = read("simple_trace_missing_parse.trc");
     assert_eq!(count(&calls, CallKind::Xctend), 2);
     let first_db = calls.iter().find(|c| c.kind.is_dbcall()).unwrap();
-    assert!(first_db.sqlid.starts_with('#'), "no SQL text before the first PARSING IN CURSOR: {first_db:?}");
-    assert!(first_db.sql.starts_with('#') && first_db.sql.contains("simple_trace_missing_parse.trc"));
+    assert!(
+        first_db.sqlid.starts_with('#'),
+        "no SQL text before the first PARSING IN CURSOR: {first_db:?}"
+    );
+    assert!(
+        first_db.sql.starts_with('#') && first_db.sql.contains("simple_trace_missing_parse.trc")
+    );
     let cpu: i64 = calls
         .iter()
         .filter(|c| c.kind.is_dbcall() && c.sqlid == "atxg62s17nkj4")
@@ -132,8 +155,14 @@ fn stray_close_gets_a_placeholder() {
 fn lob_calls_without_cursors() {
     let (calls, _) = read("lobs.trc");
     let n = |name: &str| calls.iter().filter(|c| c.name == name).count();
-    assert_eq!((n("LOBTMPCREATE"), n("LOBWRITE"), n("LOBPGSIZE")), (5, 5, 4));
-    assert!(calls.iter().filter(|c| c.kind == CallKind::Lob).all(|c| c.sqlid == format!("#():{}", fixture("lobs.trc").display())));
+    assert_eq!(
+        (n("LOBTMPCREATE"), n("LOBWRITE"), n("LOBPGSIZE")),
+        (5, 5, 4)
+    );
+    assert!(calls
+        .iter()
+        .filter(|c| c.kind == CallKind::Lob)
+        .all(|c| c.sqlid == format!("#():{}", fixture("lobs.trc").display())));
 }
 
 #[test]
@@ -144,7 +173,9 @@ fn xz_input_reads_like_the_plain_file() {
     assert_eq!(ps.lines, xs.lines);
     // Equal but for the file name inside placeholders.
     let strip = |v: Vec<Seen>| -> Vec<(CallKind, String, u64, i64, i64, i64)> {
-        v.into_iter().map(|s| (s.kind, s.name, s.line, s.c, s.e, s.ela)).collect()
+        v.into_iter()
+            .map(|s| (s.kind, s.name, s.line, s.c, s.e, s.ela))
+            .collect()
     };
     assert_eq!(strip(plain), strip(xz));
 }
@@ -169,7 +200,10 @@ fn damaged_files_warn_with_line_numbers_and_keep_going() {
 
     let (calls, summary) = read("error.trc");
     assert!(!calls.is_empty());
-    assert_eq!(summary.diagnostics.total, 0, "ERROR lines are part of the format");
+    assert_eq!(
+        summary.diagnostics.total, 0,
+        "ERROR lines are part of the format"
+    );
 
     let (_, summary) = read("parse_error.trc");
     assert_eq!(summary.diagnostics.total, 0);
@@ -182,7 +216,10 @@ fn parse_error_text_becomes_the_cursor_statement() {
         .iter()
         .find(|c| c.kind == CallKind::Close && c.sql.contains("SQL Analyze"))
         .expect("the CLOSE after PARSE ERROR carries its text");
-    assert_eq!(close.sql, "/* SQL Analyze(436,0) */ select username from dba_users order by 1");
+    assert_eq!(
+        close.sql,
+        "/* SQL Analyze(436,0) */ select username from dba_users order by 1"
+    );
 }
 
 #[test]

@@ -136,7 +136,9 @@ fn options(a: &Args) -> Result<SkewOptions, SkewError> {
     };
     let format = match (a.csv, a.json) {
         (Some(true), Some(true)) => {
-            return Err(SkewError::Usage("--csv and --json exclude each other".into()))
+            return Err(SkewError::Usage(
+                "--csv and --json exclude each other".into(),
+            ))
         }
         (Some(true), _) => Format::Csv,
         (_, Some(true)) => Format::Json,
@@ -192,7 +194,10 @@ fn listing(o: &Outcome) {
     for f in &o.files {
         e.push_str(&format!("\t{}\n", f.name));
     }
-    e.push_str(&format!("\nwhere expression:\n\t{}\n", o.query.effective_where));
+    e.push_str(&format!(
+        "\nwhere expression:\n\t{}\n",
+        o.query.effective_where
+    ));
     e.push_str(&format!("\ngroup expression:\n\t{}\n", o.query.group_text));
     e.push_str("\nmatched input files:\n");
     for f in o.files.iter().filter(|f| f.matched > 0) {
@@ -211,9 +216,15 @@ fn warnings(o: &Outcome) {
         for d in &f.warnings.kept {
             eprintln!("tracelab: warning: {d}");
         }
-        let more = f.warnings.total.saturating_sub(f.warnings.kept.len() as u64);
+        let more = f
+            .warnings
+            .total
+            .saturating_sub(f.warnings.kept.len() as u64);
         if more > 0 {
-            eprintln!("tracelab: warning: {}: {more} more warnings not shown", f.name);
+            eprintln!(
+                "tracelab: warning: {}: {more} more warnings not shown",
+                f.name
+            );
         }
     }
 }
@@ -239,7 +250,10 @@ pub fn run(a: Args) -> Result<i32, Failure> {
     }
     warnings(&outcome);
     let text = if outcome.report.calls() == 0 && opts.format == Format::Text {
-        format!("no calls match where '{}' is true\n", outcome.query.effective_where)
+        format!(
+            "no calls match where '{}' is true\n",
+            outcome.query.effective_where
+        )
     } else {
         outcome.report.render(&opts)
     };

@@ -103,14 +103,28 @@ fn crc_one_file_all_rows_sorted_by_label() {
     // header, dashes, 19 rows, dashes, total
     assert_eq!(lines.len(), 2 + 19 + 2, "{out}");
     let first = cells(lines[2]);
-    assert_eq!(first[0], "orcl_ora_30561_RC-20230830160541-20230703160541.trc:53959");
+    assert_eq!(
+        first[0],
+        "orcl_ora_30561_RC-20230830160541-20230703160541.trc:53959"
+    );
     assert_eq!(&first[1..4], ["60.001474", "5.3%", "1"]);
     let last = cells(lines[20]);
-    assert_eq!(last[0], "orcl_ora_30561_RC-20230830160541-20230703160541.trc:58323");
+    assert_eq!(
+        last[0],
+        "orcl_ora_30561_RC-20230830160541-20230703160541.trc:58323"
+    );
     assert_eq!(last[1], "60.001456");
     assert_eq!(
         cells(lines[22]),
-        ["TOTAL (19)", "1,140.029350", "100.0%", "19", "60.001545", "60.001385", "60.002586"]
+        [
+            "TOTAL (19)",
+            "1,140.029350",
+            "100.0%",
+            "19",
+            "60.001545",
+            "60.001385",
+            "60.002586"
+        ]
     );
 }
 
@@ -130,28 +144,53 @@ fn crc_every_line_of_a_range_with_name_all() {
     );
     assert_eq!(code, 0, "{err}");
     let lines: Vec<&str> = out.lines().collect();
-    assert_eq!(lines.len(), 2 + 231 + 2, "one row per trace line in the range");
+    assert_eq!(
+        lines.len(),
+        2 + 231 + 2,
+        "one row per trace line in the range"
+    );
     assert!(lines[0].starts_with("LINE:TEXT"));
     let first = cells(lines[2]);
     assert_eq!(
         first[0],
         "55660:WAIT #140661336887528: nam='SQL*Net message from client' ela= 60001584 driver id=1952673792 #bytes=1 p3=0 obj#=-1 tim=14522473254855"
     );
-    assert_eq!(&first[1..], ["60.001584", "99.9%", "1", "60.001584", "60.001584", "60.001584"]);
+    assert_eq!(
+        &first[1..],
+        [
+            "60.001584",
+            "99.9%",
+            "1",
+            "60.001584",
+            "60.001584",
+            "60.001584"
+        ]
+    );
     // A line that is not a call: its label and blank cells, padded to the
     // full width of the table.
     assert_eq!(cells(lines[3]), ["55661:BINDS #140661335857648:"]);
     assert_eq!(lines[3].chars().count(), lines[0].chars().count());
     assert_eq!(
         cells(lines[lines.len() - 1]),
-        ["TOTAL (231)", "60.042722", "100.0%", "3", "20.014241", "0.000964", "60.001584"]
+        [
+            "TOTAL (231)",
+            "60.042722",
+            "100.0%",
+            "3",
+            "20.014241",
+            "0.000964",
+            "60.001584"
+        ]
     );
 }
 
 #[test]
 fn no_match_message_names_the_effective_filter() {
     let f = fixtures().join("trctools/simple_trace.trc");
-    let (out, _, code) = skew(&["--where=$af >=1 and $af <= 59"], &[f.to_string_lossy().into_owned()]);
+    let (out, _, code) = skew(
+        &["--where=$af >=1 and $af <= 59"],
+        &[f.to_string_lossy().into_owned()],
+    );
     assert_eq!(code, 0);
     assert_eq!(
         out,

@@ -19,12 +19,10 @@ use crate::error::EvalError;
 use crate::functions::{to_iv, to_uv};
 use crate::number_format::{write_perl_number, NumBuf};
 use crate::pattern::{awk_regex, split_fields, with_dynamic_regex, Pattern, SplitPattern};
+use crate::value::{too_long, MAX_STRING_BYTES};
 use crate::{Value, VarId, Vars};
 
 type R<T> = Result<T, EvalError>;
-
-/// Longest string `x` may build.
-const MAX_REPEAT_BYTES: usize = 1 << 26;
 
 /// Per-evaluation state.
 pub(crate) struct Ctx<'a> {
@@ -62,63 +60,42 @@ fn owned(s: String) -> Value<'static> {
 
 impl Node {
     /// Scalar-context value.
+    ///
+    /// This and the other `eval*` methods only dispatch: each case has its
+    /// own function, so that the frames on the recursive path stay small
+    /// even in an unoptimised build (see `parser::MAX_DEPTH`).
     pub(crate) fn eval<'a>(&'a self, cx: &mut Ctx<'a>) -> R<Value<'a>> {
-        let vars = cx.vars;
         match self {
             Node::Const(v) => Ok(v.reborrow()),
-            Node::Scalar(id) => Ok(vars.scalar(*id)),
-            Node::Array(id) => Ok(Value::Num(vars.array(*id).len() as f64)),
-            Node::ArrayLast(id) => Ok(Value::Num(vars.array(*id).len() as f64 - 1.0)),
+            Node::Scalar(id) => Ok(cx.vars.scalar(*id)),
+            Node::Array(id) => Ok(Value::Num(cx.vars.array(*id).len() as f64)),
+            Node::ArrayLast(id) => Ok(Value::Num(cx.vars.array(*id).len() as f64 - 1.0)),
             Node::Elem(id, index) => eval_elem(*id, index, cx),
             Node::Capture(n) => Ok(capture(cx, *n)),
-            Node::Neg(a) => Ok(negate(a.eval(cx)?)),
-            Node::Not(a) => Ok(Value::from_bool(!a.eval_bool(cx)?)),
-            Node::BitNot(a) => Ok(Value::Num(!to_uv(a.eval_num(cx)?) as f64)),
-            Node::Num(op, a, b) => Ok(Value::Num(arith(*op, a.eval_num(cx)?, b.eval_num(cx)?)?)),
+            Node::Neg(a) => eval_neg(a, cx),
+            Node::Num(op @ (NumOp::BitAnd | NumOp::BitOr | NumOp::BitXor), a, b) => {
+                eval_bitwise(*op, a, b, cx)
+            }
+            Node::Num(op @ (NumOp::Shl | NumOp::Shr), a, b) => eval_shift(*op, a, b, cx),
+            Node::BitNot(a) => eval_bit_not(a, cx),
+            Node::Num(..) => value_of_num(self, cx),
             Node::Concat(parts) => eval_concat(parts, cx),
             Node::Repeat { item, count, .. } => eval_repeat(item, count, cx),
-            Node::Cmp(CmpOp::NumCmp, a, b) => {
-                let (x, y) = (a.eval_num(cx)?, b.eval_num(cx)?);
-                Ok(match x.partial_cmp(&y) {
-                    Some(o) => Value::Num(o as i8 as f64),
-                    None => Value::Undef,
-                })
-            }
-            Node::Cmp(CmpOp::StrCmp, a, b) => {
-                let (x, y) = (a.eval(cx)?, b.eval(cx)?);
-                Ok(Value::Num(str_order(&x, &y) as i8 as f64))
-            }
-            Node::Cmp(..) | Node::Chain(..) | Node::Match { .. } | Node::Xor(..) => {
-                Ok(Value::from_bool(self.eval_bool(cx)?))
+            Node::Cmp(CmpOp::NumCmp, a, b) => eval_spaceship(a, b, cx),
+            Node::Cmp(CmpOp::StrCmp, a, b) => eval_str_cmp(a, b, cx),
+            Node::Not(_) | Node::Cmp(..) | Node::Chain(..) | Node::Match { .. } | Node::Xor(..) => {
+                value_of_bool(self, cx)
             }
             Node::Logic(kind, items) => eval_logic(*kind, items, cx),
-            Node::Cond(c, a, b) => {
-                if c.eval_bool(cx)? {
-                    a.eval(cx)
-                } else {
-                    b.eval(cx)
-                }
-            }
+            Node::Cond(c, a, b) => eval_cond(c, a, b, cx),
             Node::Call(f, args) => crate::ast::call::call(*f, args, cx),
             Node::Split {
                 pattern,
                 text,
                 limit,
-            } => Ok(Value::Num(eval_split(pattern, text, limit.as_deref(), cx)?.len() as f64)),
-            Node::List(items) => {
-                let Some((last, init)) = items.split_last() else {
-                    return Ok(Value::Undef);
-                };
-                for item in init {
-                    item.eval(cx)?;
-                }
-                last.eval(cx)
-            }
-            Node::Slice { list, indices } => {
-                let mut out = Vec::new();
-                eval_slice(list, indices, cx, &mut out)?;
-                Ok(out.pop().unwrap_or(Value::Undef))
-            }
+            } => eval_split_count(pattern, text, limit.as_deref(), cx),
+            Node::List(items) => eval_comma(items, cx),
+            Node::Slice { list, indices } => eval_slice_last(list, indices, cx),
             Node::ScalarCtx(a) => a.eval(cx),
         }
     }
@@ -128,26 +105,20 @@ impl Node {
         match self {
             Node::Const(v) => Ok(v.to_num()),
             Node::Scalar(id) => Ok(cx.vars.scalar(*id).to_num()),
-            Node::Num(op, a, b) => arith(*op, a.eval_num(cx)?, b.eval_num(cx)?),
-            Node::Neg(a) => {
-                // Perl's string negation ("-foo") numifies to the same value.
-                let n = a.eval_num(cx)?;
-                Ok(if n == 0.0 { 0.0 } else { -n })
+            Node::Num(NumOp::BitAnd | NumOp::BitOr | NumOp::BitXor, ..) | Node::BitNot(_) => {
+                // Bit operators work on strings too; decide from the values.
+                num_of_value(self, cx)
             }
+            Node::Num(op, a, b) => num_binary(*op, a, b, cx),
+            Node::Neg(a) => num_neg(a, cx),
             Node::Cmp(op, ..) if !matches!(op, CmpOp::NumCmp | CmpOp::StrCmp) => {
-                Ok(if self.eval_bool(cx)? { 1.0 } else { 0.0 })
+                num_of_bool(self, cx)
             }
             Node::Chain(..) | Node::Match { .. } | Node::Not(_) | Node::Xor(..) => {
-                Ok(if self.eval_bool(cx)? { 1.0 } else { 0.0 })
+                num_of_bool(self, cx)
             }
-            Node::Cond(c, a, b) => {
-                if c.eval_bool(cx)? {
-                    a.eval_num(cx)
-                } else {
-                    b.eval_num(cx)
-                }
-            }
-            _ => Ok(self.eval(cx)?.to_num()),
+            Node::Cond(c, a, b) => num_cond(c, a, b, cx),
+            _ => num_of_value(self, cx),
         }
     }
 
@@ -157,101 +128,449 @@ impl Node {
             Node::Const(v) => Ok(v.truthy()),
             Node::Scalar(id) => Ok(cx.vars.scalar(*id).truthy()),
             Node::Cmp(op, a, b) if !matches!(op, CmpOp::NumCmp | CmpOp::StrCmp) => {
-                if op.is_numeric() {
-                    Ok(num_test(*op, a.eval_num(cx)?, b.eval_num(cx)?))
-                } else {
-                    let (x, y) = (a.eval(cx)?, b.eval(cx)?);
-                    Ok(str_test(*op, str_order(&x, &y)))
-                }
+                bool_cmp(*op, a, b, cx)
             }
             Node::Chain(first, rest) => eval_chain(first, rest, cx),
             Node::Match {
                 target,
                 pattern,
                 negate,
-            } => Ok(eval_match(target, pattern, cx)? != *negate),
-            Node::Not(a) => Ok(!a.eval_bool(cx)?),
-            Node::Logic(Logic::And, items) => {
-                for item in items {
-                    if !item.eval_bool(cx)? {
-                        return Ok(false);
-                    }
-                }
-                Ok(true)
-            }
-            Node::Logic(Logic::Or, items) => {
-                for item in items {
-                    if item.eval_bool(cx)? {
-                        return Ok(true);
-                    }
-                }
-                Ok(false)
-            }
-            Node::Xor(a, b) => Ok(a.eval_bool(cx)? != b.eval_bool(cx)?),
-            Node::Cond(c, a, b) => {
-                if c.eval_bool(cx)? {
-                    a.eval_bool(cx)
-                } else {
-                    b.eval_bool(cx)
-                }
-            }
-            Node::Num(..) => Ok(self.eval_num(cx)? != 0.0),
-            _ => Ok(self.eval(cx)?.truthy()),
+            } => bool_match(target, pattern, *negate, cx),
+            Node::Not(a) => bool_not(a, cx),
+            Node::Logic(Logic::And, items) => bool_all(items, cx),
+            Node::Logic(Logic::Or, items) => bool_any(items, cx),
+            Node::Xor(a, b) => bool_xor(a, b, cx),
+            Node::Cond(c, a, b) => bool_cond(c, a, b, cx),
+            Node::Num(NumOp::BitAnd | NumOp::BitOr | NumOp::BitXor, ..) => bool_of_value(self, cx),
+            Node::Num(..) => bool_of_num(self, cx),
+            _ => bool_of_value(self, cx),
         }
     }
 
     /// List-context evaluation, appending to `out`.
     pub(crate) fn eval_list<'a>(&'a self, cx: &mut Ctx<'a>, out: &mut Vec<Value<'a>>) -> R<()> {
         match self {
-            Node::List(items) => {
-                for item in items {
-                    item.eval_list(cx, out)?;
-                }
+            Node::List(items) => list_items(items, cx, out),
+            Node::Array(id) => {
+                out.extend(cx.vars.array(*id));
+                Ok(())
             }
-            Node::Array(id) => out.extend(cx.vars.array(*id)),
-            Node::Slice { list, indices } => eval_slice(list, indices, cx, out)?,
+            Node::Slice { list, indices } => eval_slice(list, indices, cx, out),
             Node::Split {
                 pattern,
                 text,
                 limit,
-            } => {
-                let fields = eval_split(pattern, text, limit.as_deref(), cx)?;
-                out.extend(fields.into_iter().map(|f| f.map_or(Value::Undef, owned)));
-            }
+            } => list_split(pattern, text, limit.as_deref(), cx, out),
             Node::Call(f, args) if crate::functions::returns_list(*f) => {
-                crate::ast::call::call_list(*f, args, cx, out)?
+                crate::ast::call::call_list(*f, args, cx, out)
             }
-            Node::Cond(c, a, b) => {
-                if c.eval_bool(cx)? {
-                    a.eval_list(cx, out)?
-                } else {
-                    b.eval_list(cx, out)?
-                }
-            }
+            Node::Cond(c, a, b) => list_cond(c, a, b, cx, out),
+            Node::Logic(kind, items) => list_logic(*kind, items, cx, out),
+            Node::Match {
+                target,
+                pattern,
+                negate: false,
+            } => list_match(target, pattern, cx, out),
             Node::Repeat {
                 item,
                 count,
                 list: true,
-            } => {
-                let mut items = Vec::new();
-                item.eval_list(cx, &mut items)?;
-                let n = repeat_count(count.eval_num(cx)?);
-                let total = items.len().saturating_mul(n);
-                if total > MAX_REPEAT_BYTES {
-                    return Err(too_large());
-                }
-                for _ in 0..n {
-                    out.extend(items.iter().cloned());
-                }
-            }
-            _ => out.push(self.eval(cx)?),
+            } => list_repeat(item, count, cx, out),
+            _ => list_scalar(self, cx, out),
         }
-        Ok(())
     }
 }
 
+fn value_of_num<'a>(node: &'a Node, cx: &mut Ctx<'a>) -> R<Value<'a>> {
+    Ok(Value::Num(node.eval_num(cx)?))
+}
+
+fn value_of_bool<'a>(node: &'a Node, cx: &mut Ctx<'a>) -> R<Value<'a>> {
+    Ok(Value::from_bool(node.eval_bool(cx)?))
+}
+
+fn eval_neg<'a>(a: &'a Node, cx: &mut Ctx<'a>) -> R<Value<'a>> {
+    Ok(negate(a.eval(cx)?))
+}
+
+fn eval_spaceship<'a>(a: &'a Node, b: &'a Node, cx: &mut Ctx<'a>) -> R<Value<'a>> {
+    let x = a.eval_num(cx)?;
+    let y = b.eval_num(cx)?;
+    Ok(match x.partial_cmp(&y) {
+        Some(o) => Value::Num(o as i8 as f64),
+        None => Value::Undef,
+    })
+}
+
+fn eval_str_cmp<'a>(a: &'a Node, b: &'a Node, cx: &mut Ctx<'a>) -> R<Value<'a>> {
+    let x = a.eval(cx)?;
+    let y = b.eval(cx)?;
+    Ok(Value::Num(str_order(&x, &y) as i8 as f64))
+}
+
+fn eval_cond<'a>(c: &'a Node, a: &'a Node, b: &'a Node, cx: &mut Ctx<'a>) -> R<Value<'a>> {
+    if c.eval_bool(cx)? {
+        a.eval(cx)
+    } else {
+        b.eval(cx)
+    }
+}
+
+fn eval_split_count<'a>(
+    pattern: &'a SplitPattern,
+    text: &'a Node,
+    limit: Option<&'a Node>,
+    cx: &mut Ctx<'a>,
+) -> R<Value<'a>> {
+    Ok(Value::Num(
+        eval_split(pattern, text, limit, cx)?.len() as f64
+    ))
+}
+
+/// The comma operator in scalar context: every element is evaluated, the
+/// last one is the value.
+fn eval_comma<'a>(items: &'a [Node], cx: &mut Ctx<'a>) -> R<Value<'a>> {
+    let Some((last, init)) = items.split_last() else {
+        return Ok(Value::Undef);
+    };
+    for item in init {
+        item.eval(cx)?;
+    }
+    last.eval(cx)
+}
+
+fn eval_slice_last<'a>(list: &'a Node, indices: &'a Node, cx: &mut Ctx<'a>) -> R<Value<'a>> {
+    let mut out = Vec::new();
+    eval_slice(list, indices, cx, &mut out)?;
+    Ok(out.pop().unwrap_or(Value::Undef))
+}
+
+fn num_binary<'a>(op: NumOp, a: &'a Node, b: &'a Node, cx: &mut Ctx<'a>) -> R<f64> {
+    let x = a.eval_num(cx)?;
+    let y = b.eval_num(cx)?;
+    arith(op, x, y)
+}
+
+/// Perl's string negation ("-foo") numifies to the same value as this.
+fn num_neg<'a>(a: &'a Node, cx: &mut Ctx<'a>) -> R<f64> {
+    let n = a.eval_num(cx)?;
+    Ok(if n == 0.0 { 0.0 } else { -n })
+}
+
+/// A 64-bit unsigned result (bit operators): perl prints it as an
+/// integer, so one past what `%.15g` keeps exactly is returned as digits.
+fn uv_value(u: u64) -> Value<'static> {
+    if u < 1_000_000_000_000_000 {
+        Value::Num(u as f64)
+    } else {
+        owned(u.to_string())
+    }
+}
+
+/// The unsigned 64-bit value of an operand of a bit operator. An integer
+/// string is read exactly, as perl does (so the digits [`uv_value`] returns
+/// past 1e15 do not lose precision through `f64`).
+fn uv_of(v: &Value<'_>) -> u64 {
+    if let Value::Str(s) = v {
+        let t = s.trim();
+        if let Ok(u) = t.parse::<u64>() {
+            return u;
+        }
+        if let Ok(i) = t.parse::<i64>() {
+            return i as u64;
+        }
+    }
+    to_uv(v.to_num())
+}
+
+/// `&`, `|`, `^`: on numbers when either operand is a number, else on the
+/// characters of two strings (perl's string bitwise operators).
+fn eval_bitwise<'a>(op: NumOp, a: &'a Node, b: &'a Node, cx: &mut Ctx<'a>) -> R<Value<'a>> {
+    let x = a.eval(cx)?;
+    let y = b.eval(cx)?;
+    let numeric = |v: &Value<'_>| matches!(v, Value::Num(_)) || v.is_perl_false();
+    if numeric(&x) || numeric(&y) {
+        let (p, q) = (uv_of(&x), uv_of(&y));
+        return Ok(uv_value(match op {
+            NumOp::BitAnd => p & q,
+            NumOp::BitOr => p | q,
+            _ => p ^ q,
+        }));
+    }
+    let (mut bx, mut by) = (NumBuf::new(), NumBuf::new());
+    let (sx, sy) = (x.as_str_in(&mut bx), y.as_str_in(&mut by));
+    let name = match op {
+        NumOp::BitAnd => "bitwise and (&)",
+        NumOp::BitOr => "bitwise or (|)",
+        _ => "bitwise xor (^)",
+    };
+    let bytes = |s: &str| -> R<Vec<u8>> {
+        s.chars()
+            .map(|c| u8::try_from(u32::from(c)))
+            .collect::<Result<Vec<u8>, _>>()
+            .map_err(|_| {
+                EvalError::new(format!(
+                    "Use of strings with code points over 0xFF as arguments to {name} operator is not allowed"
+                ))
+            })
+    };
+    let (p, q) = (bytes(sx)?, bytes(sy)?);
+    let len = if op == NumOp::BitAnd {
+        p.len().min(q.len())
+    } else {
+        p.len().max(q.len())
+    };
+    let out: String = (0..len)
+        .map(|i| {
+            let (u, v) = (
+                p.get(i).copied().unwrap_or(0),
+                q.get(i).copied().unwrap_or(0),
+            );
+            char::from(match op {
+                NumOp::BitAnd => u & v,
+                NumOp::BitOr => u | v,
+                _ => u ^ v,
+            })
+        })
+        .collect();
+    Ok(owned(out))
+}
+
+/// `~`: the 64-bit complement of a number, or the complement of each
+/// character of a string (undef counts as the empty string, as in perl).
+fn eval_bit_not<'a>(a: &'a Node, cx: &mut Ctx<'a>) -> R<Value<'a>> {
+    match a.eval(cx)? {
+        Value::Num(n) => Ok(uv_value(!to_uv(n))),
+        v if v.is_perl_false() => Ok(uv_value(!0)),
+        v => {
+            let mut buf = NumBuf::new();
+            let s = v.as_str_in(&mut buf);
+            let mut out = String::with_capacity(s.len());
+            for c in s.chars() {
+                let b = u8::try_from(u32::from(c)).map_err(|_| {
+                    EvalError::new("Use of strings with code points over 0xFF as arguments to 1's complement (~) operator is not allowed")
+                })?;
+                out.push(char::from(!b));
+            }
+            Ok(owned(out))
+        }
+    }
+}
+
+/// `<<`, `>>`: always numeric, with an unsigned result.
+fn eval_shift<'a>(op: NumOp, a: &'a Node, b: &'a Node, cx: &mut Ctx<'a>) -> R<Value<'a>> {
+    let x = a.eval(cx)?;
+    let y = b.eval_num(cx)?;
+    Ok(uv_value(shift(uv_of(&x), y, op == NumOp::Shl)))
+}
+
+fn num_of_bool<'a>(node: &'a Node, cx: &mut Ctx<'a>) -> R<f64> {
+    Ok(if node.eval_bool(cx)? { 1.0 } else { 0.0 })
+}
+
+fn num_cond<'a>(c: &'a Node, a: &'a Node, b: &'a Node, cx: &mut Ctx<'a>) -> R<f64> {
+    if c.eval_bool(cx)? {
+        a.eval_num(cx)
+    } else {
+        b.eval_num(cx)
+    }
+}
+
+fn num_of_value<'a>(node: &'a Node, cx: &mut Ctx<'a>) -> R<f64> {
+    Ok(node.eval(cx)?.to_num())
+}
+
+fn bool_cmp<'a>(op: CmpOp, a: &'a Node, b: &'a Node, cx: &mut Ctx<'a>) -> R<bool> {
+    if op.is_numeric() {
+        let x = a.eval_num(cx)?;
+        let y = b.eval_num(cx)?;
+        Ok(num_test(op, x, y))
+    } else {
+        let x = a.eval(cx)?;
+        let y = b.eval(cx)?;
+        Ok(str_test(op, str_order(&x, &y)))
+    }
+}
+
+fn bool_match<'a>(
+    target: &'a Node,
+    pattern: &'a Pattern,
+    negate: bool,
+    cx: &mut Ctx<'a>,
+) -> R<bool> {
+    Ok(eval_match(target, pattern, cx)? != negate)
+}
+
+fn bool_not<'a>(a: &'a Node, cx: &mut Ctx<'a>) -> R<bool> {
+    Ok(!a.eval_bool(cx)?)
+}
+
+fn bool_all<'a>(items: &'a [Node], cx: &mut Ctx<'a>) -> R<bool> {
+    for item in items {
+        if !item.eval_bool(cx)? {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+fn bool_any<'a>(items: &'a [Node], cx: &mut Ctx<'a>) -> R<bool> {
+    for item in items {
+        if item.eval_bool(cx)? {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
+fn bool_xor<'a>(a: &'a Node, b: &'a Node, cx: &mut Ctx<'a>) -> R<bool> {
+    let x = a.eval_bool(cx)?;
+    let y = b.eval_bool(cx)?;
+    Ok(x != y)
+}
+
+fn bool_cond<'a>(c: &'a Node, a: &'a Node, b: &'a Node, cx: &mut Ctx<'a>) -> R<bool> {
+    if c.eval_bool(cx)? {
+        a.eval_bool(cx)
+    } else {
+        b.eval_bool(cx)
+    }
+}
+
+fn bool_of_num<'a>(node: &'a Node, cx: &mut Ctx<'a>) -> R<bool> {
+    Ok(node.eval_num(cx)? != 0.0)
+}
+
+fn bool_of_value<'a>(node: &'a Node, cx: &mut Ctx<'a>) -> R<bool> {
+    Ok(node.eval(cx)?.truthy())
+}
+
+fn list_items<'a>(items: &'a [Node], cx: &mut Ctx<'a>, out: &mut Vec<Value<'a>>) -> R<()> {
+    for item in items {
+        item.eval_list(cx, out)?;
+    }
+    Ok(())
+}
+
+fn list_split<'a>(
+    pattern: &'a SplitPattern,
+    text: &'a Node,
+    limit: Option<&'a Node>,
+    cx: &mut Ctx<'a>,
+    out: &mut Vec<Value<'a>>,
+) -> R<()> {
+    let fields = eval_split(pattern, text, limit, cx)?;
+    out.extend(fields.into_iter().map(|f| f.map_or(Value::Undef, owned)));
+    Ok(())
+}
+
+fn list_cond<'a>(
+    c: &'a Node,
+    a: &'a Node,
+    b: &'a Node,
+    cx: &mut Ctx<'a>,
+    out: &mut Vec<Value<'a>>,
+) -> R<()> {
+    if c.eval_bool(cx)? {
+        a.eval_list(cx, out)
+    } else {
+        b.eval_list(cx, out)
+    }
+}
+
+/// `(LIST) x N` in list context.
+fn list_repeat<'a>(
+    item: &'a Node,
+    count: &'a Node,
+    cx: &mut Ctx<'a>,
+    out: &mut Vec<Value<'a>>,
+) -> R<()> {
+    let mut items = Vec::new();
+    item.eval_list(cx, &mut items)?;
+    let n = repeat_count(count.eval_num(cx)?);
+    if items.len().saturating_mul(n) > MAX_STRING_BYTES {
+        return Err(too_large());
+    }
+    for _ in 0..n {
+        out.extend(items.iter().cloned());
+    }
+    Ok(())
+}
+
+/// `&&`, `||`, `//` in list context: a deciding operand is a scalar, the
+/// last operand is evaluated in list context (`$x && @bind`).
+fn list_logic<'a>(
+    kind: Logic,
+    items: &'a [Node],
+    cx: &mut Ctx<'a>,
+    out: &mut Vec<Value<'a>>,
+) -> R<()> {
+    let Some((last, init)) = items.split_last() else {
+        return Ok(());
+    };
+    for item in init {
+        let v = item.eval(cx)?;
+        let decided = match kind {
+            Logic::And => !v.truthy(),
+            Logic::Or => v.truthy(),
+            Logic::Dor => v.is_defined(),
+        };
+        if decided {
+            out.push(v);
+            return Ok(());
+        }
+    }
+    last.eval_list(cx, out)
+}
+
+/// `EXPR =~ /(..)(..)/` in list context: the groups on success (or `1`
+/// when there are none), an empty list on failure.
+fn list_match<'a>(
+    target: &'a Node,
+    pattern: &'a Pattern,
+    cx: &mut Ctx<'a>,
+    out: &mut Vec<Value<'a>>,
+) -> R<()> {
+    let v = target.eval(cx)?;
+    let mut buf = NumBuf::new();
+    let s = v.as_str_in(&mut buf);
+    let groups = match pattern {
+        Pattern::Static(re) => capture_groups(re, s),
+        Pattern::Dynamic { source, flags } => {
+            let p = source.eval(cx)?;
+            let mut pbuf = NumBuf::new();
+            let ps = p.as_str_in(&mut pbuf);
+            with_dynamic_regex(ps, *flags, |re| capture_groups(re, s))?
+        }
+    };
+    if let Some(groups) = groups {
+        if groups.is_empty() {
+            out.push(Value::Num(1.0));
+        } else {
+            out.extend(groups.iter().map(|g| g.clone().map_or(Value::Undef, owned)));
+        }
+        if cx.want_caps {
+            cx.caps = groups;
+        }
+    }
+    Ok(())
+}
+
+fn capture_groups(re: &Regex, s: &str) -> Option<Vec<Option<String>>> {
+    re.captures(s).map(|c| {
+        (1..c.len())
+            .map(|g| c.get(g).map(|m| m.as_str().to_string()))
+            .collect()
+    })
+}
+
+fn list_scalar<'a>(node: &'a Node, cx: &mut Ctx<'a>, out: &mut Vec<Value<'a>>) -> R<()> {
+    out.push(node.eval(cx)?);
+    Ok(())
+}
+
 fn too_large() -> EvalError {
-    EvalError::new("Out of memory in repetition (x): the result would be too large")
+    too_long("repetition (x)")
 }
 
 /// Perl's array index: truncated, negative from the end, undef outside.
@@ -329,7 +648,8 @@ pub(crate) fn negate(v: Value<'_>) -> Value<'static> {
     };
     let first = s.chars().next();
     match first {
-        Some(c) if c.is_alphabetic() || c == '_' => owned(format!("-{s}")),
+        // perl (reading bytes, as mrskew does) tests for an ASCII identifier start.
+        Some(c) if c.is_ascii_alphabetic() || c == '_' => owned(format!("-{s}")),
         Some('+') => owned(format!("-{}", &s[1..])),
         Some('-') if !looks_like_number(&s) => owned(format!("+{}", &s[1..])),
         _ => {
@@ -363,7 +683,7 @@ fn perl_mod(l: f64, r: f64) -> R<f64> {
         dleft = (dleft + 0.5).floor();
         dright = (dright + 0.5).floor();
     }
-    if dright == 0.0 || dright.is_nan() {
+    if dright == 0.0 {
         return Err(EvalError::new("Illegal modulus zero"));
     }
     let mut ans = dleft % dright;
@@ -373,14 +693,19 @@ fn perl_mod(l: f64, r: f64) -> R<f64> {
     Ok(if right_neg { -ans } else { ans })
 }
 
-fn shift(v: u64, by: i64, left: bool) -> u64 {
-    let (by, left) = if by < 0 { (by.unsigned_abs(), !left) } else { (by as u64, left) };
-    if by >= 64 {
+/// Perl's `<<`/`>>` on 64-bit unsigned values: a negative count shifts the
+/// other way, and a count of 64 or more (however large) gives 0.
+fn shift(v: u64, by: f64, left: bool) -> u64 {
+    let by = if by.is_nan() { 0.0 } else { by.trunc() };
+    let (by, left) = if by < 0.0 { (-by, !left) } else { (by, left) };
+    if by >= 64.0 {
         0
+    } else if by == 0.0 {
+        v
     } else if left {
-        v << by
+        v << (by as u32)
     } else {
-        v >> by
+        v >> (by as u32)
     }
 }
 
@@ -400,8 +725,8 @@ pub(crate) fn arith(op: NumOp, a: f64, b: f64) -> R<f64> {
         NumOp::BitAnd => (to_uv(a) & to_uv(b)) as f64,
         NumOp::BitOr => (to_uv(a) | to_uv(b)) as f64,
         NumOp::BitXor => (to_uv(a) ^ to_uv(b)) as f64,
-        NumOp::Shl => shift(to_uv(a), to_iv(b), true) as f64,
-        NumOp::Shr => shift(to_uv(a), to_iv(b), false) as f64,
+        NumOp::Shl => shift(to_uv(a), b, true) as f64,
+        NumOp::Shr => shift(to_uv(a), b, false) as f64,
     })
 }
 
@@ -410,6 +735,9 @@ fn eval_concat<'a>(parts: &'a [Node], cx: &mut Ctx<'a>) -> R<Value<'a>> {
     for part in parts {
         let v = part.eval(cx)?;
         push_value(&mut s, &v);
+        if s.len() > MAX_STRING_BYTES {
+            return Err(too_long("concatenation (.)"));
+        }
     }
     Ok(owned(s))
 }
@@ -427,7 +755,7 @@ fn eval_repeat<'a>(item: &'a Node, count: &'a Node, cx: &mut Ctx<'a>) -> R<Value
     let n = repeat_count(count.eval_num(cx)?);
     let mut buf = NumBuf::new();
     let s = v.as_str_in(&mut buf);
-    if s.len().saturating_mul(n) > MAX_REPEAT_BYTES {
+    if s.len().saturating_mul(n) > MAX_STRING_BYTES {
         return Err(too_large());
     }
     Ok(owned(s.repeat(n)))
@@ -578,6 +906,10 @@ fn eval_slice<'a>(
 ) -> R<()> {
     let mut items = Vec::new();
     list.eval_list(cx, &mut items)?;
+    if items.is_empty() {
+        // "A slice of an empty list is still an empty list."
+        return Ok(());
+    }
     let mut idx = Vec::new();
     indices.eval_list(cx, &mut idx)?;
     let len = items.len() as i64;

@@ -6,13 +6,12 @@
 //! filter `((1) and ($dep==$depmin)) and ...` costs nothing for its `1`).
 //! A sub-expression whose evaluation fails (`1/0`) is left alone, so that the
 //! error is reported when the expression is evaluated, as Perl would at run
-//! time. Matches whose pattern has capture groups are never folded because
-//! they set `$1`...
+//! time. Matches are never folded: in list context they are lists, and they
+//! set `$1`...
 
 use crate::ast::eval::Ctx;
 use crate::ast::{Logic, Node};
 use crate::functions::returns_list;
-use crate::pattern::Pattern;
 use crate::{Value, VarId, Vars};
 
 /// The [`Vars`] of a compile-time evaluation, which reads no variables.
@@ -53,10 +52,10 @@ fn foldable(node: &Node) -> bool {
         | Node::Split { .. } => false,
         Node::Repeat { list: true, .. } => false,
         Node::Call(f, _) if returns_list(*f) => false,
-        Node::Match { pattern, .. } => match pattern {
-            Pattern::Static(re) => re.captures_len() <= 1 && all_children_const(node),
-            Pattern::Dynamic { .. } => false,
-        },
+        // A match is a list in list context (its groups, or an empty list
+        // when it fails), so its scalar value cannot stand for it; it may
+        // also set `$1`.
+        Node::Match { .. } => false,
         _ => all_children_const(node),
     }
 }
@@ -130,18 +129,42 @@ mod tests {
     #[test]
     fn short_circuits_with_constant_left_side() {
         let x = || Node::Scalar(VarId(0));
-        assert!(matches!(fold(Node::Logic(Logic::And, vec![c(1.0), x()])), Node::Scalar(_)));
-        assert!(matches!(fold(Node::Logic(Logic::And, vec![c(0.0), x()])), Node::Const(_)));
-        assert!(matches!(fold(Node::Logic(Logic::Or, vec![c(0.0), x()])), Node::Scalar(_)));
-        assert!(matches!(fold(Node::Logic(Logic::Or, vec![c(2.0), x()])), Node::Const(_)));
         assert!(matches!(
-            fold(Node::Logic(Logic::Dor, vec![Node::Const(Value::Undef), x()])),
+            fold(Node::Logic(Logic::And, vec![c(1.0), x()])),
             Node::Scalar(_)
         ));
-        assert!(matches!(fold(Node::Logic(Logic::And, vec![c(1.0), c(0.0)])), Node::Const(Value::Num(v)) if v == 0.0));
-        assert!(matches!(fold(Node::Logic(Logic::And, vec![x(), c(1.0)])), Node::Logic(..)));
         assert!(matches!(
-            fold(Node::Cond(Box::new(c(0.0)), Box::new(x()), Box::new(c(5.0)))),
+            fold(Node::Logic(Logic::And, vec![c(0.0), x()])),
+            Node::Const(_)
+        ));
+        assert!(matches!(
+            fold(Node::Logic(Logic::Or, vec![c(0.0), x()])),
+            Node::Scalar(_)
+        ));
+        assert!(matches!(
+            fold(Node::Logic(Logic::Or, vec![c(2.0), x()])),
+            Node::Const(_)
+        ));
+        assert!(matches!(
+            fold(Node::Logic(
+                Logic::Dor,
+                vec![Node::Const(Value::Undef), x()]
+            )),
+            Node::Scalar(_)
+        ));
+        assert!(
+            matches!(fold(Node::Logic(Logic::And, vec![c(1.0), c(0.0)])), Node::Const(Value::Num(v)) if v == 0.0)
+        );
+        assert!(matches!(
+            fold(Node::Logic(Logic::And, vec![x(), c(1.0)])),
+            Node::Logic(..)
+        ));
+        assert!(matches!(
+            fold(Node::Cond(
+                Box::new(c(0.0)),
+                Box::new(x()),
+                Box::new(c(5.0))
+            )),
             Node::Const(_)
         ));
     }

@@ -188,7 +188,7 @@ impl Node {
                 f(count);
             }
             Node::Concat(v) | Node::Logic(_, v) | Node::Call(_, v) | Node::List(v) => {
-                v.iter().for_each(|n| f(n))
+                v.iter().for_each(&mut *f)
             }
             Node::Chain(first, rest) => {
                 f(first);

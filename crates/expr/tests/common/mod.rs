@@ -10,10 +10,49 @@ use tracelab_expr::{Program, Scope, Value, VarId, Vars};
 
 /// Scalar names offered by the mock host.
 pub const SCALARS: &[&str] = &[
-    "af", "dur", "e", "c", "ela", "nam", "name", "call", "r", "row", "dep", "depmin", "tim", "line",
-    "file", "basename", "base", "text", "sqlid", "sql", "hv", "oct", "uid", "cursor_id", "parse_id",
-    "exec_id", "p1", "p2", "p3", "obj", "cr", "cu", "mis", "og", "plh", "island_id",
-    "experience_id", "ssqlid", "ssql", "time0", "time1", "p", "lid",
+    "af",
+    "dur",
+    "e",
+    "c",
+    "ela",
+    "nam",
+    "name",
+    "call",
+    "r",
+    "row",
+    "dep",
+    "depmin",
+    "tim",
+    "line",
+    "file",
+    "basename",
+    "base",
+    "text",
+    "sqlid",
+    "sql",
+    "hv",
+    "oct",
+    "uid",
+    "cursor_id",
+    "parse_id",
+    "exec_id",
+    "p1",
+    "p2",
+    "p3",
+    "obj",
+    "cr",
+    "cu",
+    "mis",
+    "og",
+    "plh",
+    "island_id",
+    "experience_id",
+    "ssqlid",
+    "ssql",
+    "time0",
+    "time1",
+    "p",
+    "lid",
 ];
 
 /// Array names offered by the mock host.
@@ -23,7 +62,10 @@ pub struct MockScope;
 
 impl Scope for MockScope {
     fn scalar(&self, name: &str) -> Option<VarId> {
-        SCALARS.iter().position(|n| *n == name).map(|i| VarId(i as u16))
+        SCALARS
+            .iter()
+            .position(|n| *n == name)
+            .map(|i| VarId(i as u16))
     }
     fn array(&self, name: &str) -> Option<VarId> {
         ARRAYS
@@ -141,7 +183,10 @@ pub fn fetch() -> Record {
         .str("sqlid", "#140661335857648:orcl.trc")
         .str("sql", "#140661335857648:orcl.trc")
         .str("ssqlid", "abc")
-        .str("ssql", "select * from t where x = :1 and a very long tail that goes on and on")
+        .str(
+            "ssql",
+            "select * from t where x = :1 and a very long tail that goes on and on",
+        )
         .str("basename", "orcl.trc")
         .str("base", "orcl.trc")
         .num("island_id", 0.0)
@@ -170,11 +215,15 @@ pub fn ev(src: &str) -> String {
 }
 
 pub fn evn(src: &str) -> f64 {
-    compile(src).eval_num(&Record::default()).expect("evaluates")
+    compile(src)
+        .eval_num(&Record::default())
+        .expect("evaluates")
 }
 
 pub fn evb(src: &str) -> bool {
-    compile(src).eval_bool(&Record::default()).expect("evaluates")
+    compile(src)
+        .eval_bool(&Record::default())
+        .expect("evaluates")
 }
 
 /// The compile error of `src`.
