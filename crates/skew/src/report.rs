@@ -217,11 +217,11 @@ impl Report {
         ];
         let body: Vec<[String; 7]> = self.body().map(|r| self.cells(r, o, o.commas)).collect();
         let total = self.cells(&self.total, o, o.commas);
+        // Each column is as wide as its widest printed cell.
         let mut width = [0usize; 7];
-        for cells in std::iter::once(&header)
-            .chain(body.iter())
-            .chain(std::iter::once(&total))
-        {
+        let head = o.head.then_some(&header);
+        let foot = o.foot.then_some(&total);
+        for cells in head.into_iter().chain(body.iter()).chain(foot) {
             for (w, c) in width.iter_mut().zip(cells.iter()) {
                 *w = (*w).max(c.chars().count());
             }
