@@ -10,24 +10,36 @@
 //! [`Vars`] that reads them. Compilation resolves every variable to a
 //! [`VarId`], so evaluation does no name look-ups.
 //!
-//! Modules: [`lexer`](crate::lexer) and [`parser`](crate::parser) (with
-//! [`interpolate`](crate::interpolate) for strings) build the tree of
-//! [`ast`](crate::ast), which [`ast::eval`](crate::ast::eval) evaluates and
-//! [`ast::fold`](crate::ast::fold) simplifies; [`value`](crate::value) holds
-//! Perl's scalar conversions, [`number_format`](crate::number_format) its
-//! number printing, [`sprintf`](crate::sprintf) its `sprintf`,
-//! [`functions`](crate::functions) the other built-ins,
-//! [`perl_regex`](crate::perl_regex) the translation of Perl patterns for the
-//! `regex` crate and [`pattern`](crate::pattern) their compiled forms.
+//! Modules: `lexer` and `parser` (with `interpolate` for strings and
+//! patterns) build the tree of `ast`, which `ast::eval` (and `ast::call` for
+//! the built-ins) evaluates and `ast::fold` simplifies at compile time;
+//! `value` holds Perl's scalar conversions, `number_format` its number
+//! printing, `sprintf` its `sprintf`, `functions` the other built-ins,
+//! `perl_regex` the translation of Perl patterns for the `regex` crate and
+//! `pattern` their compiled forms and `split`; `error` the two error types.
 //!
-//! Supported: numbers (`1_000`, `0x1f`, `1e-6`), strings (`'…'`, `"…"`,
-//! `q{}`, `qq{}`, `qw()`), interpolation, `$name`, `@name`, `$name[i]`,
-//! `$#name`, `$1`…, every operator of perlop except assignment, `..`, `->`
-//! and `++`/`--`, `=~`/`!~` with `/…/imsx`, `m{}`, `qr//` or a string,
-//! `split` and list slices, and the functions listed in
-//! [`functions`](crate::functions). Assignment, declarations, subs,
-//! blocks, statements, hashes, references and `s///`/`tr///` are compile
+//! Supported: numbers (`1_000`, `0x1f`, `017`, `0b101`, `1e-6`), strings
+//! (`'…'`, `"…"`, `q{}`, `qq{}`, `qw()`), interpolation (`$x`, `${x}`,
+//! `$x[i]`, `$#x`, `@x`, `@x[i, j]`, `$1`, escapes, `\U \L \u \l \Q \E`),
+//! `$name`, `@name`, `$name[i]`, `$#name`, `$1`…, `undef`, every operator of
+//! perlop except assignment, `..`, `->` and `++`/`--` (including chained
+//! comparisons and the string forms of `~ & | ^`), `=~`/`!~` with
+//! `/…/imsxn`, `m{}`, `qr//` or a string as the pattern, list context
+//! (`split`, list slices, matches returning their groups), and the functions
+//! `lc uc lcfirst ucfirst length substr index rindex sprintf join split int
+//! abs sqrt log exp sin cos atan2 hex oct ord chr defined scalar quotemeta
+//! reverse basename dirname fileparse`. Assignment, declarations, subs,
+//! blocks, statements, hashes, references, `s///`/`tr///` and the regex
+//! features the `regex` crate lacks (backreferences, lookaround) are compile
 //! errors that say so.
+//!
+//! Known differences from perl: values are `f64`, so integers past 2^53 lose
+//! precision (results of the bit operators past 1e15 are returned as their
+//! exact digits); strings are Unicode, so `length`, `substr` and `sprintf`
+//! widths count characters and `lc`/`\w` follow Unicode; special
+//! punctuation variables (`$/`, `$,`, `$&`…) are not available and `$`
+//! followed by punctuation in a string is literal; `$1` is read when it is
+//! evaluated, not when the enclosing call runs.
 
 use std::sync::Arc;
 

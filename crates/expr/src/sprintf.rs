@@ -169,7 +169,9 @@ pub(crate) fn sprintf(fmt: &str, args: &[Value<'_>]) -> Result<String, EvalError
         }
         i += 1;
         if conv == b'%' && !spec.vector {
-            pad(&mut out, "", "%", &spec, spec.zero);
+            // A `%` with flags is formatted like a one-character %s.
+            let body = if spec.precision == Some(0) { "" } else { "%" };
+            pad(&mut out, "", body, &spec, spec.zero);
             continue;
         }
         let valid = if spec.vector {
@@ -201,14 +203,18 @@ pub(crate) fn sprintf(fmt: &str, args: &[Value<'_>]) -> Result<String, EvalError
         let arg = args.get(explicit);
         if spec.vector {
             let s = arg.to_str();
+            let mut element = spec;
             for (k, c) in s.chars().enumerate() {
                 if out.len() > MAX_STRING_BYTES {
                     return Err(too_long("sprintf"));
                 }
                 if k > 0 {
                     out.push('.');
+                    // Only the first number gets the sign flags.
+                    element.plus = false;
+                    element.space = false;
                 }
-                integer(&mut out, conv, c as u32 as f64, &spec);
+                integer(&mut out, conv, c as u32 as f64, &element);
             }
             continue;
         }
@@ -221,8 +227,23 @@ pub(crate) fn sprintf(fmt: &str, args: &[Value<'_>]) -> Result<String, EvalError
                         if n.is_nan() { "NaN" } else { "Inf" }
                     )));
                 }
-                let c = chr(to_iv(n) as f64);
-                pad(&mut out, "", c.encode_utf8(&mut [0; 4]), &spec, spec.zero);
+                // The code point is the value as an unsigned integer (so a
+                // negative one is huge and refused, as in perl); the
+                // character is then formatted like a one-character %s.
+                let code = to_uv(n);
+                if code > i64::MAX as u64 {
+                    return Err(EvalError::new(format!(
+                        "Use of code point 0x{code:X} is not allowed; the permissible max is 0x7FFFFFFFFFFFFFFF"
+                    )));
+                }
+                let c = chr(code as f64);
+                let mut buf = [0; 4];
+                let body: &str = if spec.precision == Some(0) {
+                    ""
+                } else {
+                    c.encode_utf8(&mut buf)
+                };
+                pad(&mut out, "", body, &spec, spec.zero);
             }
             b's' => {
                 let s = arg.to_str();
@@ -273,13 +294,20 @@ fn sign_of(negative: bool, spec: &Spec) -> &'static str {
     }
 }
 
-/// Perl prints infinities and NaN as words in every numeric conversion.
+/// Perl prints infinities and NaN as words in every numeric conversion:
+/// `+Inf` under either the `+` or the space flag, and zero padding goes to
+/// the left of the sign (`%06d` of -Inf is `00-Inf`).
 fn inf_nan(out: &mut String, v: f64, spec: &Spec) {
-    if v.is_nan() {
-        pad(out, "", "NaN", spec, spec.zero);
+    let body = if v.is_nan() {
+        "NaN"
+    } else if v < 0.0 {
+        "-Inf"
+    } else if spec.plus || spec.space {
+        "+Inf"
     } else {
-        pad(out, sign_of(v < 0.0, spec), "Inf", spec, spec.zero);
-    }
+        "Inf"
+    };
+    pad(out, "", body, spec, spec.zero);
 }
 
 fn integer(out: &mut String, conv: u8, v: f64, spec: &Spec) {
@@ -310,7 +338,10 @@ fn integer(out: &mut String, conv: u8, v: f64, spec: &Spec) {
     }
     if let Some(p) = spec.precision {
         if p == 0 && value_is_zero {
-            digits.clear();
+            // `%#.0o` still prints the 0: `#` forces a leading zero digit.
+            if !(spec.alt && conv == b'o') {
+                digits.clear();
+            }
         } else if digits.len() < p {
             digits.insert_str(0, &"0".repeat(p - digits.len()));
         }
@@ -486,6 +517,24 @@ mod tests {
         );
         assert_eq!(f("%d|%+d", &[nan.clone(), nan.clone()]), "NaN|NaN");
         assert_eq!(f("%d", &[n(f64::NEG_INFINITY)]), "-Inf");
+        assert_eq!(
+            f(
+                "[% 5.3u][%- 6g][%#012.3f]",
+                &[inf.clone(), inf.clone(), n(f64::NEG_INFINITY)]
+            ),
+            "[ +Inf][+Inf  ][00000000-Inf]"
+        );
+        assert!(sprintf("%c", &[n(-1.0)])
+            .unwrap_err()
+            .message
+            .contains("0xFFFFFFFFFFFFFFFF"));
+        assert_eq!(
+            f(
+                "[%#012.c][% .c][%#.0o][%#012.o]",
+                &[n(3.0), n(0.0), n(0.0), n(0.5)]
+            ),
+            "[000000000000][][0][           0]"
+        );
         assert!(sprintf("%c", &[inf])
             .unwrap_err()
             .message
@@ -504,6 +553,7 @@ mod tests {
     fn odd_formats_are_copied() {
         assert_eq!(f("100%", &[]), "100%");
         assert_eq!(f("%%|%5%|%-3%|%", &[]), "%|    %|%  |%");
+        assert_eq!(f("[%05.%][%+vd]", &[s("1.5")]), "[00000][+49.46.53]");
         assert_eq!(f("%é", &[]), "%é");
         assert_eq!(f("%c%c", &[n(65.0), n(0x263A as f64)]), "A☺");
         assert_eq!(f("%-3c|", &[n(66.0)]), "B  |");

@@ -90,12 +90,34 @@ pub struct DbFields {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct WaitFields<'a> {
     pub ela: i64,
-    /// Values of the three parameters after `ela=`, whatever their names.
-    pub p1: Option<&'a str>,
-    pub p2: Option<&'a str>,
-    pub p3: Option<&'a str>,
+    /// The text between `ela=`'s value and `obj#=`/`tim=`: the three named
+    /// parameters, read on demand by [`WaitFields::p`].
+    pub params: &'a [u8],
     pub obj: Option<i64>,
     pub tim: Option<i64>,
+}
+
+impl<'a> WaitFields<'a> {
+    /// The value of parameter `n` (1 to 3) after `ela=`, whatever its name
+    /// (`driver id=`, `#bytes=`, `file#=`, ...): the word after the n-th
+    /// `=`. Parsed on demand: most profiles never read them.
+    pub fn p(&self, n: usize) -> Option<&'a str> {
+        let rest = self.params;
+        let mut pos = 0;
+        for k in 1..=n {
+            let eq = pos + memchr::memchr(b'=', &rest[pos..])?;
+            let start = eq + 1;
+            let end = rest[start..]
+                .iter()
+                .position(|&b| b == b' ')
+                .map_or(rest.len(), |i| start + i);
+            if k == n {
+                return std::str::from_utf8(&rest[start..end]).ok();
+            }
+            pos = end;
+        }
+        None
+    }
 }
 
 /// One database call, WAIT, or (on request) unaccounted-for pseudo-call.
@@ -112,8 +134,9 @@ pub struct Call<'a> {
     pub offset: u64,
     /// The line as written (without its terminator).
     pub text: &'a [u8],
-    /// The cursor number as written (`140661336887528`, `0x7ff2…`), or "".
-    pub cursor: &'a str,
+    /// The cursor number as written (`140661336887528`, `0x7ff2…`), or
+    /// empty; ASCII digits (hex digits after `0x`).
+    pub cursor: &'a [u8],
     /// The line's `dep=` field. WAIT, XCTEND and LOB lines have none, and
     /// mrskew then treats `$dep` as undefined (numerically 0): a wait inside
     /// recursive SQL still passes the default `$dep==$depmin` filter (checked

@@ -29,33 +29,38 @@ pub(crate) fn int(s: &[u8]) -> Option<i64> {
 /// numeric key (decimal or `0x` hex) and the rest after the separator.
 pub(crate) fn cursor(s: &[u8]) -> Option<(&[u8], u64, &[u8])> {
     let s = s.strip_prefix(b"#")?;
-    let end = s
-        .iter()
-        .position(|&b| b == b':' || b == b' ')
-        .unwrap_or(s.len());
-    let id = &s[..end];
-    let key = if let Some(hex) = id.strip_prefix(b"0x").or_else(|| id.strip_prefix(b"0X")) {
-        u64::from_str_radix(std::str::from_utf8(hex).ok()?, 16).ok()?
-    } else {
-        let mut v: u64 = 0;
-        if id.is_empty() {
-            return None;
+    if let Some(hex) = s.strip_prefix(b"0x").or_else(|| s.strip_prefix(b"0X")) {
+        let len = hex.iter().take_while(|b| b.is_ascii_hexdigit()).count();
+        let end = 2 + len;
+        let key = u64::from_str_radix(std::str::from_utf8(&hex[..len]).ok()?, 16).ok()?;
+        return finish_cursor(s, end, key);
+    }
+    // Decimal: one pass that finds the end and computes the key.
+    let mut key: u64 = 0;
+    let mut end = 0;
+    for &b in s.iter().take(20) {
+        let d = b.wrapping_sub(b'0');
+        if d > 9 {
+            break;
         }
-        for &b in id {
-            let d = b.wrapping_sub(b'0');
-            if d > 9 {
-                return None;
-            }
-            v = v.checked_mul(10)?.checked_add(d as u64)?;
-        }
-        v
-    };
-    let rest = if end < s.len() {
-        &s[end + 1..]
-    } else {
-        &[][..]
-    };
-    Some((id, key, rest))
+        key = key.wrapping_mul(10).wrapping_add(d as u64);
+        end += 1;
+    }
+    // 19 digits always fit in a u64; longer ids are not cursor numbers.
+    if end == 0 || end > 19 {
+        return None;
+    }
+    finish_cursor(s, end, key)
+}
+
+/// The cursor id must end at `:`, a space or the end of the line.
+#[inline]
+fn finish_cursor(s: &[u8], end: usize, key: u64) -> Option<(&[u8], u64, &[u8])> {
+    match s.get(end) {
+        None => Some((&s[..end], key, &[][..])),
+        Some(b':') | Some(b' ') => Some((&s[..end], key, &s[end + 1..])),
+        Some(_) => None,
+    }
 }
 
 /// Parses a comma-separated `key=value` list of a database call (also the
@@ -64,6 +69,10 @@ pub(crate) fn cursor(s: &[u8]) -> Option<(&[u8], u64, &[u8])> {
 ///
 /// One pass over the bytes: this runs for every database call of a trace.
 pub(crate) fn db_fields(s: &[u8], f: &mut DbFields) -> Result<(), String> {
+    if canonical(s, f) {
+        return Ok(());
+    }
+    *f = DbFields::default();
     let mut i = 0;
     let n = s.len();
     while i < n {
@@ -91,22 +100,25 @@ pub(crate) fn db_fields(s: &[u8], f: &mut DbFields) -> Result<(), String> {
             i += 1;
         }
         let ok = i > digits_start && (i == n || s[i] == b',' || s[i] == b' ');
-        let slot = match key {
-            b"c" => &mut f.c,
-            b"e" => &mut f.e,
-            b"p" => &mut f.p,
-            b"cr" => &mut f.cr,
-            b"cu" => &mut f.cu,
-            b"mis" => &mut f.mis,
-            b"r" => &mut f.r,
-            b"dep" => &mut f.dep,
-            b"og" => &mut f.og,
-            b"plh" => &mut f.plh,
-            b"tim" => &mut f.tim,
-            b"type" => &mut f.typ,
-            b"bytes" => &mut f.bytes,
-            b"rlbk" => &mut f.rlbk,
-            b"rd_only" => &mut f.rd_only,
+        // Dispatch on length and first byte: a slice `match` compiles to a
+        // chain of memcmp calls, and this runs for every field of every
+        // database call.
+        let slot = match (key.len(), key.first().copied().unwrap_or(0)) {
+            (1, b'c') => &mut f.c,
+            (1, b'e') => &mut f.e,
+            (1, b'p') => &mut f.p,
+            (1, b'r') => &mut f.r,
+            (2, b'c') if key[1] == b'r' => &mut f.cr,
+            (2, b'c') if key[1] == b'u' => &mut f.cu,
+            (2, b'o') if key[1] == b'g' => &mut f.og,
+            (3, b'm') if key == b"mis" => &mut f.mis,
+            (3, b'd') if key == b"dep" => &mut f.dep,
+            (3, b'p') if key == b"plh" => &mut f.plh,
+            (3, b't') if key == b"tim" => &mut f.tim,
+            (4, b't') if key == b"type" => &mut f.typ,
+            (4, b'r') if key == b"rlbk" => &mut f.rlbk,
+            (5, b'b') if key == b"bytes" => &mut f.bytes,
+            (7, b'r') if key == b"rd_only" => &mut f.rd_only,
             _ => {
                 while i < n && s[i] != b',' {
                     i += 1;
@@ -133,6 +145,69 @@ pub(crate) fn db_fields(s: &[u8], f: &mut DbFields) -> Result<(), String> {
     Ok(())
 }
 
+/// The fields of PARSE, EXEC and FETCH lines from 11.1.0.7 on, in the
+/// order Oracle writes them: read without looking up keys. `false` when
+/// the line is laid out otherwise (the general parser then reads it).
+#[inline]
+fn canonical(s: &[u8], f: &mut DbFields) -> bool {
+    let mut i = 0;
+    let mut read = || -> Option<()> {
+        f.c = Some(field(s, &mut i, b"c=", b',')?);
+        f.e = Some(field(s, &mut i, b"e=", b',')?);
+        if s.get(i) == Some(&b'd') {
+            // CLOSE: c, e, dep, type, tim.
+            f.dep = Some(field(s, &mut i, b"dep=", b',')?);
+            f.typ = Some(field(s, &mut i, b"type=", b',')?);
+            f.tim = Some(field(s, &mut i, b"tim=", b'\n')?);
+            return Some(());
+        }
+        f.p = Some(field(s, &mut i, b"p=", b',')?);
+        f.cr = Some(field(s, &mut i, b"cr=", b',')?);
+        f.cu = Some(field(s, &mut i, b"cu=", b',')?);
+        f.mis = Some(field(s, &mut i, b"mis=", b',')?);
+        f.r = Some(field(s, &mut i, b"r=", b',')?);
+        f.dep = Some(field(s, &mut i, b"dep=", b',')?);
+        f.og = Some(field(s, &mut i, b"og=", b',')?);
+        f.plh = Some(field(s, &mut i, b"plh=", b',')?);
+        f.tim = Some(field(s, &mut i, b"tim=", b'\n')?);
+        Some(())
+    };
+    read().is_some()
+}
+
+/// `key` then an integer then `sep` (`\n` meaning the end of the line)
+/// at `*i`; advances past the separator.
+#[inline(always)]
+fn field(s: &[u8], i: &mut usize, key: &'static [u8], sep: u8) -> Option<i64> {
+    let rest = s.get(*i..)?;
+    let rest = rest.strip_prefix(key)?;
+    let (neg, digits) = match rest.split_first() {
+        Some((b'-', tail)) => (true, tail),
+        _ => (false, rest),
+    };
+    let mut v: i64 = 0;
+    let mut n = 0;
+    for &b in digits {
+        let d = b.wrapping_sub(b'0');
+        if d > 9 {
+            break;
+        }
+        v = v.wrapping_mul(10).wrapping_add(d as i64);
+        n += 1;
+    }
+    if n == 0 || n > 18 {
+        return None;
+    }
+    let after = &digits[n..];
+    let used = match (sep, after.first()) {
+        (b'\n', None) => 0,
+        (b',', Some(b',')) => 1,
+        _ => return None,
+    };
+    *i = s.len() - after.len() + used;
+    Some(if neg { -v } else { v })
+}
+
 fn trim(s: &[u8]) -> &[u8] {
     let start = s
         .iter()
@@ -148,12 +223,10 @@ fn trim(s: &[u8]) -> &[u8] {
 /// If `s` ends with `<key><integer>`, the integer and the text before the
 /// key. Reads backwards from the end: cheaper than searching forwards.
 fn trailing_int<'a>(s: &'a [u8], key: &[u8]) -> Option<(Option<i64>, &'a [u8])> {
-    let digits = s
-        .iter()
-        .rev()
-        .take_while(|b| b.is_ascii_digit() || **b == b'-')
-        .count();
-    let at = s.len() - digits;
+    let mut at = s.len();
+    while at > 0 && (s[at - 1].is_ascii_digit() || s[at - 1] == b'-') {
+        at -= 1;
+    }
     if at < key.len() || &s[at - key.len()..at] != key {
         return None;
     }
@@ -217,23 +290,7 @@ pub(crate) fn wait(s: &[u8]) -> Result<Wait<'_>, String> {
         fields.obj = obj;
         rest = before;
     }
-    let mut values = [None, None, None];
-    let mut n = 0;
-    let mut pos = 0;
-    while n < 3 {
-        let Some(eq) = memchr::memchr(b'=', &rest[pos..]) else {
-            break;
-        };
-        let start = pos + eq + 1;
-        let end = rest[start..]
-            .iter()
-            .position(|&b| b == b' ')
-            .map_or(rest.len(), |i| start + i);
-        values[n] = std::str::from_utf8(&rest[start..end]).ok();
-        n += 1;
-        pos = end;
-    }
-    [fields.p1, fields.p2, fields.p3] = values;
+    fields.params = rest;
     Ok(Wait { name, fields })
 }
 
@@ -334,14 +391,15 @@ mod tests {
         let w = wait(b" nam='SQL*Net message from client' ela= 495 driver id=1952673792 #bytes=1 p3=0 obj#=-1 tim=7782186390163").unwrap();
         assert_eq!(w.name, b"SQL*Net message from client");
         assert_eq!(w.fields.ela, 495);
-        assert_eq!(w.fields.p1, Some("1952673792"));
-        assert_eq!(w.fields.p2, Some("1"));
-        assert_eq!(w.fields.p3, Some("0"));
+        assert_eq!(w.fields.p(1), Some("1952673792"));
+        assert_eq!(w.fields.p(2), Some("1"));
+        assert_eq!(w.fields.p(3), Some("0"));
+        assert_eq!(w.fields.p(4), None);
         assert_eq!(w.fields.obj, Some(-1));
         assert_eq!(w.fields.tim, Some(7782186390163));
         let old = wait(b" nam='db file sequential read' ela= 2769 p1=37 p2=12931 p3=1").unwrap();
         assert_eq!(
-            (old.fields.p1, old.fields.p3, old.fields.tim),
+            (old.fields.p(1), old.fields.p(3), old.fields.tim),
             (Some("37"), Some("1"), None)
         );
         assert!(wait(b" nam='x' ela= abc tim=1").is_err());

@@ -166,6 +166,8 @@ struct Run<'f> {
     emitted: bool,
     /// Byte offset of the current line in the file.
     offset: u64,
+    /// Wait names seen, as text.
+    names: FxHashMap<Box<[u8]>, Box<str>>,
     summary: ReadSummary,
 }
 
@@ -539,6 +541,13 @@ fn not_a_trace(name: &str, lines: u64) -> ReadError {
     }
 }
 
+fn new_placeholder(id: &[u8], file: &str) -> Cursor {
+    Cursor {
+        stmt: Arc::new(placeholder(lossy(id), file)),
+        ..Cursor::default()
+    }
+}
+
 fn placeholder(cursor: &str, file: &str) -> Statement {
     let text = format!("#{cursor}:{file}");
     Statement {
@@ -574,6 +583,7 @@ impl<'f> Run<'f> {
             recognised: 0,
             emitted: false,
             offset: 0,
+            names: FxHashMap::default(),
             summary: ReadSummary::default(),
         }
     }
@@ -703,10 +713,19 @@ impl<'f> Run<'f> {
 
     fn cursor_entry(&mut self, id: &[u8], key: u64) -> &mut Cursor {
         let file = self.file;
-        self.cursors.entry(key).or_insert_with(|| Cursor {
-            stmt: Arc::new(placeholder(lossy(id), file)),
-            ..Cursor::default()
-        })
+        self.cursors
+            .entry(key)
+            .or_insert_with(|| new_placeholder(id, file))
+    }
+
+    /// Keeps one `str` per distinct wait name: validating UTF-8 on every
+    /// WAIT line cost more than all its other fields.
+    #[inline]
+    fn intern(&mut self, name: &[u8]) {
+        if !self.names.contains_key(name) {
+            let s: Box<str> = String::from_utf8_lossy(name).into();
+            self.names.insert(name.into(), s);
+        }
     }
 
     fn append_sql(&mut self, key: u64, b: &[u8]) {
@@ -858,14 +877,19 @@ impl<'f> Run<'f> {
         if is_think {
             self.island += 1;
         }
-        let c = self.cursor_entry(id, key);
+        self.intern(w.name);
+        let name = self.names.get(w.name).map_or("", |n| &**n);
+        let c = self
+            .cursors
+            .entry(key)
+            .or_insert_with(|| new_placeholder(id, self.file));
         let call = Call {
             kind: CallKind::Wait,
-            name: lossy(w.name),
+            name,
             line: no,
             offset,
             text: b,
-            cursor: lossy(id),
+            cursor: id,
             dep: None,
             depmin,
             stmt: &c.stmt,
@@ -928,7 +952,7 @@ impl<'f> Run<'f> {
             line: no,
             offset,
             text: b,
-            cursor: lossy(id),
+            cursor: id,
             dep,
             depmin,
             stmt: &c.stmt,
@@ -971,7 +995,7 @@ impl<'f> Run<'f> {
             line: no,
             offset,
             text: b,
-            cursor: "",
+            cursor: b"",
             dep,
             depmin,
             stmt: &c.stmt,
@@ -1133,7 +1157,7 @@ impl<'f> Run<'f> {
             line: no,
             offset,
             text: b"",
-            cursor: cursor.map_or("", |(id, _)| lossy(id)),
+            cursor: cursor.map_or(&b""[..], |(id, _)| id),
             dep,
             depmin,
             stmt: &c.stmt,
@@ -1159,7 +1183,7 @@ impl<'f> Run<'f> {
             line: no,
             offset,
             text: b,
-            cursor: "",
+            cursor: b"",
             dep: None,
             depmin,
             stmt: &c.stmt,
