@@ -41,6 +41,12 @@ enum Select {
     Expr(Program),
 }
 
+/// `--name` verdicts per distinct call name, kept by whoever calls
+/// [`Query::hit`] for as long as the reader that handed out the names
+/// lives (one file, or one piece of a file).
+#[derive(Default)]
+pub struct NameCache(rustc_hash::FxHashMap<(usize, usize), bool>);
+
 /// One call's verdict: its group and the value it adds (`None` for a
 /// record with no value, such as a non-call line under `--name=:all`:
 /// its group is shown with blank cells).
@@ -221,9 +227,13 @@ impl Query {
     /// Decides one call. Expression errors are returned for the caller to
     /// report with the call's file and line.
     #[inline]
-    pub fn hit<'v>(&'v self, vars: &'v CallVars<'_, '_>) -> Result<Option<Hit<'v>>, String> {
+    pub fn hit<'v>(
+        &'v self,
+        vars: &'v CallVars<'_, '_>,
+        names: &mut NameCache,
+    ) -> Result<Option<Hit<'v>>, String> {
         let call = vars.call;
-        if !self.name_ok(call) {
+        if !self.name_ok(call, names) {
             return Ok(None);
         }
         if !self.cond_ok(&self.where0, vars, "--where")?
@@ -253,14 +263,21 @@ impl Query {
     }
 
     #[inline]
-    fn name_ok(&self, call: &Call<'_>) -> bool {
+    fn name_ok(&self, call: &Call<'_>, names: &mut NameCache) -> bool {
         match &self.name {
             // Names come from single lines: never a newline in them.
             NameFilter::Any => !call.name.is_empty(),
             NameFilter::All => true,
             NameFilter::DbCalls => call.kind.is_dbcall(),
             NameFilter::OsCalls => call.kind == CallKind::Wait,
-            NameFilter::Regex(r) => r.is_match(call.name),
+            NameFilter::Regex(r) => {
+                // The reader hands out each distinct name from one place
+                // (wait names are interned, the others are constants), so
+                // the verdict is kept by address: one regex match per name
+                // instead of one per call.
+                let key = (call.name.as_ptr() as usize, call.name.len());
+                *names.0.entry(key).or_insert_with(|| r.is_match(call.name))
+            }
         }
     }
 

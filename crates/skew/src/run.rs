@@ -10,7 +10,7 @@ use tracelab_trace::{open_counted, Diagnostics, ReadOptions, Reader, Source};
 use crate::aggregate::Groups;
 use crate::error::SkewError;
 use crate::options::SkewOptions;
-use crate::query::Query;
+use crate::query::{NameCache, Query};
 use crate::report::Report;
 use crate::vars::CallVars;
 
@@ -144,6 +144,8 @@ pub fn profile(
 /// What one piece of one file found.
 #[derive(Default)]
 struct Piece {
+    /// `--name` verdicts by name, valid while this piece's reader lives.
+    names_seen: NameCache,
     groups: Groups,
     errors: Diagnostics,
     /// Expression errors (offset, line, message), turned into diagnostics
@@ -184,7 +186,7 @@ fn profile_file(
                 basename: &basename,
                 file: &name,
             };
-            match query.hit(&vars) {
+            match query.hit(&vars, &mut p.names_seen) {
                 Ok(Some(hit)) => match hit.value {
                     Some(v) => {
                         p.matched += 1;

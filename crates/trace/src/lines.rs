@@ -68,9 +68,19 @@ impl<R: Read> Lines<R> {
 
     /// Lines of a reader whose first byte is at `base` in the text.
     pub fn at(inner: R, base: u64) -> Self {
+        Self::with_capacity(inner, base, CHUNK)
+    }
+
+    /// Like [`Lines::at`] with a small first buffer, for reading a few
+    /// lines (it grows for longer ones).
+    pub fn small(inner: R, base: u64) -> Self {
+        Self::with_capacity(inner, base, 4096)
+    }
+
+    fn with_capacity(inner: R, base: u64, capacity: usize) -> Self {
         Lines {
             inner,
-            buf: vec![0; CHUNK],
+            buf: vec![0; capacity],
             pos: 0,
             end: 0,
             base,

@@ -467,10 +467,12 @@ fn scan_piece(
     file: &str,
     mut lines: Lines<RangeReader>,
 ) -> std::io::Result<(u64, FxHashMap<u64, Cursor>)> {
-    const NEEDLES: [&[u8]; 2] = [b"PARSING IN CURSOR #", b"PARSE ERROR #"];
-    let finders = NEEDLES.map(memchr::memmem::Finder::new);
+    // One search for both PARSING IN CURSOR and PARSE ERROR; the PARSE
+    // lines it also finds are few and rejected by their next bytes.
+    let finder = memchr::memmem::Finder::new(b"PARS");
     let mut run = Run::new(opts, file, FxHashMap::default());
     let mut count = 0u64;
+    let (file_handle, piece_end) = (lines.inner().file.clone(), lines.inner().end);
     while let Some((offset, block)) = lines.next_block()? {
         if opts.line_numbers {
             count += memchr::memchr_iter(b'\n', block).count() as u64;
@@ -478,34 +480,51 @@ fn scan_piece(
         if !opts.statements {
             continue;
         }
-        let mut starts: Vec<usize> = finders
-            .iter()
-            .flat_map(|f| f.find_iter(block))
-            .filter(|&at| at == 0 || block[at - 1] == b'\n')
-            .collect();
-        // File order, so that a later statement of the same cursor wins.
-        starts.sort_unstable();
-        for at in starts {
-            // The statement may run past the block: read it on its own.
-            let mut text = Lines::at(
-                RangeReader {
-                    file: lines_file(&lines),
-                    pos: offset + at as u64,
-                    end: lines_end(&lines),
-                    counter: None,
-                },
-                offset + at as u64,
-            );
+        let starts = finder.find_iter(block).filter(|&at| {
+            (at == 0 || block[at - 1] == b'\n')
+                && (block[at..].starts_with(b"PARSING IN CURSOR #")
+                    || block[at..].starts_with(b"PARSE ERROR #"))
+        });
+        for at in starts.collect::<Vec<_>>() {
+            // The statement is almost always inside the block; one that runs
+            // past its end is read on from the file.
+            let mut pos = at;
             let mut first = true;
-            while let Some(line) = text.next_line()? {
-                let in_text = matches!(run.state, State::Sql(_) | State::ParseErrorSql(_));
-                let ends_error_text =
-                    matches!(run.state, State::ParseErrorSql(_)) && is_recognised(line.bytes);
-                if !first && (!in_text || ends_error_text) {
+            let mut done = false;
+            while pos < block.len() {
+                let end = memchr::memchr(b'\n', &block[pos..]).map_or(block.len(), |i| pos + i);
+                let line = Line {
+                    bytes: block[pos..end]
+                        .strip_suffix(b"\r")
+                        .unwrap_or(&block[pos..end]),
+                    terminated: end < block.len(),
+                    offset: offset + pos as u64,
+                };
+                if !first && !statement_goes_on(&run.state, line.bytes) {
+                    done = true;
                     break;
                 }
                 run.feed(0, &line, &mut |_: &Call<'_>| {});
                 first = false;
+                pos = end + 1;
+            }
+            if done || first {
+                continue;
+            }
+            let mut text = Lines::small(
+                RangeReader {
+                    file: file_handle.clone(),
+                    pos: offset + pos as u64,
+                    end: piece_end,
+                    counter: None,
+                },
+                offset + pos as u64,
+            );
+            while let Some(line) = text.next_line()? {
+                if !statement_goes_on(&run.state, line.bytes) {
+                    break;
+                }
+                run.feed(0, &line, &mut |_: &Call<'_>| {});
             }
         }
     }
@@ -515,12 +534,13 @@ fn scan_piece(
     Ok((count, run.cursors))
 }
 
-fn lines_file(l: &Lines<RangeReader>) -> Arc<File> {
-    l.inner().file.clone()
-}
-
-fn lines_end(l: &Lines<RangeReader>) -> u64 {
-    l.inner().end
+/// Whether `line` still belongs to the statement text being read.
+fn statement_goes_on(state: &State, line: &[u8]) -> bool {
+    match state {
+        State::Sql(_) => true,
+        State::ParseErrorSql(_) => !is_recognised(line),
+        _ => false,
+    }
 }
 
 fn not_binary(name: &str) -> ReadError {
