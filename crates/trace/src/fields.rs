@@ -222,15 +222,17 @@ fn trim(s: &[u8]) -> &[u8] {
 
 /// If `s` ends with `<key><integer>`, the integer and the text before the
 /// key. Reads backwards from the end: cheaper than searching forwards.
-fn trailing_int<'a>(s: &'a [u8], key: &[u8]) -> Option<(Option<i64>, &'a [u8])> {
+fn trailing_int<'a, const K: usize>(s: &'a [u8], key: &[u8; K]) -> Option<(Option<i64>, &'a [u8])> {
     let mut at = s.len();
     while at > 0 && (s[at - 1].is_ascii_digit() || s[at - 1] == b'-') {
         at -= 1;
     }
-    if at < key.len() || &s[at - key.len()..at] != key {
+    // A fixed-size compare: registers, not a memcmp call.
+    let before = &s[..at];
+    if before.last_chunk::<K>()? != key {
         return None;
     }
-    Some((int(&s[at..]), &s[..at - key.len()]))
+    Some((int(&s[at..]), &before[..at - K]))
 }
 
 /// A parsed WAIT line body (after `WAIT #cursor:`).
@@ -244,15 +246,16 @@ pub(crate) struct Wait<'a> {
 /// contain spaces and `#`, so the values are read positionally: each value
 /// is the word after an `=`.
 pub(crate) fn wait(s: &[u8]) -> Result<Wait<'_>, String> {
-    let s = trim(s);
-    let body = s
-        .strip_prefix(b"nam='")
-        .ok_or_else(|| "expected nam='<event>' after the cursor".to_string())?;
+    let s = s.strip_prefix(b" ").unwrap_or(s);
+    let body = match s.split_first_chunk::<5>() {
+        Some((b"nam='", body)) => body,
+        _ => return Err("expected nam='<event>' after the cursor".to_string()),
+    };
     let mut close = None;
     let mut from = 0;
     while let Some(q) = memchr::memchr(b'\'', &body[from..]) {
         let at = from + q;
-        if body[at..].starts_with(b"' ela=") {
+        if matches!(body[at..].first_chunk::<6>(), Some(b"' ela=")) {
             close = Some(at);
             break;
         }
