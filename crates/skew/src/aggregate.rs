@@ -53,7 +53,7 @@ impl Agg {
         }
     }
 
-    fn merge(&mut self, o: &Agg) {
+    pub fn merge(&mut self, o: &Agg) {
         self.sum_us += o.sum_us;
         self.sum_other += o.sum_other;
         self.calls += o.calls;

@@ -111,38 +111,17 @@ impl Report {
                 stats: stats(a, total_sum),
             })
             .collect();
-        let others = (shown < all.len()).then(|| {
-            let mut acc: Option<Agg> = None;
-            for (_, a) in &all[shown..] {
-                match &mut acc {
-                    None => acc = Some(*a),
-                    Some(x) => {
-                        x.sum_us += a.sum_us;
-                        x.sum_other += a.sum_other;
-                        x.calls += a.calls;
-                        x.min = x.min.min(a.min);
-                        x.max = x.max.max(a.max);
-                    }
-                }
-            }
-            Row {
-                label: format!("{} others", all.len() - shown),
-                stats: acc.and_then(|a| stats(&a, total_sum)),
-            }
+        let sum_of = |groups: &[(Box<str>, Agg)]| {
+            groups.iter().map(|(_, a)| *a).reduce(|mut x, a| {
+                x.merge(&a);
+                x
+            })
+        };
+        let others = (shown < all.len()).then(|| Row {
+            label: format!("{} others", all.len() - shown),
+            stats: sum_of(&all[shown..]).and_then(|a| stats(&a, total_sum)),
         });
-        let mut tot: Option<Agg> = None;
-        for (_, a) in &all {
-            match &mut tot {
-                None => tot = Some(*a),
-                Some(x) => {
-                    x.sum_us += a.sum_us;
-                    x.sum_other += a.sum_other;
-                    x.calls += a.calls;
-                    x.min = x.min.min(a.min);
-                    x.max = x.max.max(a.max);
-                }
-            }
-        }
+        let tot = sum_of(&all);
         let total = Row {
             label: format!("TOTAL ({n})"),
             stats: tot.and_then(|a| stats(&a, total_sum)).map(|mut s| {

@@ -208,18 +208,6 @@ fn field(s: &[u8], i: &mut usize, key: &'static [u8], sep: u8) -> Option<i64> {
     Some(if neg { -v } else { v })
 }
 
-fn trim(s: &[u8]) -> &[u8] {
-    let start = s
-        .iter()
-        .position(|b| !b.is_ascii_whitespace())
-        .unwrap_or(s.len());
-    let end = s
-        .iter()
-        .rposition(|b| !b.is_ascii_whitespace())
-        .map_or(start, |i| i + 1);
-    &s[start..end]
-}
-
 /// If `s` ends with `<key><integer>`, the integer and the text before the
 /// key. Reads backwards from the end: cheaper than searching forwards.
 fn trailing_int<'a, const K: usize>(s: &'a [u8], key: &[u8; K]) -> Option<(Option<i64>, &'a [u8])> {

@@ -194,31 +194,7 @@ impl Reader {
         };
         let mut lines = Lines::new(reader);
         let mut run = Run::new(&self.opts, &name, FxHashMap::default());
-        let mut line_no = 0u64;
-        loop {
-            let line = match lines.next_line() {
-                Ok(Some(l)) => l,
-                Ok(None) => break,
-                Err(source) => {
-                    return Err(ReadError::Io {
-                        file: name.clone(),
-                        line: line_no + 1,
-                        source,
-                    })
-                }
-            };
-            line_no += 1;
-            if line_no == 1 && memchr::memchr(0, line.bytes).is_some() {
-                return Err(not_binary(&name));
-            }
-            run.feed(line_no, &line, &mut on_call);
-            if line_no == SNIFF_LINES && run.recognised == 0 {
-                return Err(ReadError::NotATrace {
-                    file: name,
-                    why: format!("no trace line in its first {SNIFF_LINES} lines"),
-                });
-            }
-        }
+        let line_no = drive(&mut run, &mut lines, 0, true, &mut on_call)?;
         if run.recognised == 0 {
             return Err(not_a_trace(&name, line_no));
         }
@@ -340,22 +316,13 @@ impl Reader {
                     None
                 },
             );
-            let mut no = first_line;
-            loop {
-                let line = match lines.next_line() {
-                    Ok(Some(l)) => l,
-                    Ok(None) => break,
-                    Err(source) => {
-                        return Err(ReadError::Io {
-                            file: name.clone(),
-                            line: no + 1,
-                            source,
-                        })
-                    }
-                };
-                no += 1;
-                run.feed(no, &line, &mut |c: &Call<'_>| on_call(&mut state, c));
-            }
+            let no = drive(
+                &mut run,
+                &mut lines,
+                first_line,
+                false,
+                &mut |c: &Call<'_>| on_call(&mut state, c),
+            )?;
             let seen = run.depmin_seen;
             let used = run.depmin_used;
             let summary = std::mem::take(&mut run.summary);
@@ -413,6 +380,43 @@ impl Reader {
             states.push(state);
         }
         Ok((states, summary))
+    }
+}
+
+/// Feeds every line of `lines` to `run`, numbering from `first_line + 1`;
+/// returns the last line number. `sniff` checks the start of a whole file
+/// for signs that it is not a trace.
+fn drive<R: Read>(
+    run: &mut Run<'_>,
+    lines: &mut Lines<R>,
+    first_line: u64,
+    sniff: bool,
+    on_call: &mut impl FnMut(&Call<'_>),
+) -> Result<u64, ReadError> {
+    let mut no = first_line;
+    loop {
+        let line = match lines.next_line() {
+            Ok(Some(l)) => l,
+            Ok(None) => return Ok(no),
+            Err(source) => {
+                return Err(ReadError::Io {
+                    file: run.file.to_string(),
+                    line: no + 1,
+                    source,
+                })
+            }
+        };
+        no += 1;
+        if sniff && no == 1 && memchr::memchr(0, line.bytes).is_some() {
+            return Err(not_binary(run.file));
+        }
+        run.feed(no, &line, on_call);
+        if sniff && no == SNIFF_LINES && run.recognised == 0 {
+            return Err(ReadError::NotATrace {
+                file: run.file.to_string(),
+                why: format!("no trace line in its first {SNIFF_LINES} lines"),
+            });
+        }
     }
 }
 
