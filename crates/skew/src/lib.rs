@@ -18,4 +18,3 @@ pub use options::{Format, SkewOptions, Sort};
 pub use query::Query;
 pub use report::{Report, Row, Stats};
 pub use run::{profile, FileOutcome, Outcome};
-pub use vars::names as variable_names;

@@ -244,6 +244,8 @@ fn expand_into(
         })?;
         match kind {
             Kind::Ignored => {}
+            // clap's own flags take no value.
+            Kind::Flag if name == "help" || name == "version" => out.push(format!("--{name}")),
             Kind::Flag => {
                 let v = match inline {
                     Some(v) => parse_bool(name, &v)? == on,

@@ -148,11 +148,6 @@ const SCALARS: &[(&str, Var)] = &[
 /// The only array: `@bind`.
 pub const BIND: VarId = VarId(u16::MAX);
 
-/// The variable names, for messages and `--help`.
-pub fn names() -> impl Iterator<Item = &'static str> {
-    SCALARS.iter().map(|(n, _)| *n)
-}
-
 /// Compile-time scope of mrskew variables.
 pub struct MrskewScope;
 

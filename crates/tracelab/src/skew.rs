@@ -117,8 +117,9 @@ pub struct Args {
     /// Worker threads [default: one per core].
     #[arg(long, value_name = "N")]
     jobs: Option<usize>,
-    /// Read options from this rc file (resolved before parsing).
-    #[arg(long, value_name = "FILE", hide = true)]
+    /// Read options from this rc file, in place (as named, in
+    /// ~/.tracelab/rc/, in $TRACELAB_RCPATH, or built in: p10.rc ...).
+    #[arg(long, value_name = "FILE")]
     rc: Option<String>,
     /// List the built-in rc files and exit.
     #[arg(long, num_args = 0..=1, default_missing_value = "true", action = ArgAction::Set)]

@@ -261,6 +261,12 @@ fn bad_expressions_rc_and_init_are_usage_errors() {
     let (_, err, code) = tracelab(&["skew", "--rc=nosuch.rc", &db_ping()]);
     assert_eq!(code, 2);
     assert!(err.contains("built-ins"), "{err}");
+    let (out, _, code) = tracelab(&["skew", "-help"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("Usage: tracelab skew"), "{out}");
+    let (_, err, code) = tracelab(&["skew"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("no trace files named"), "{err}");
     let (_, err, code) = tracelab(&["skew", "--sort=9x", &db_ping()]);
     assert_eq!(code, 2);
     assert!(err.contains("--sort=9x"), "{err}");
