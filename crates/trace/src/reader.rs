@@ -4,6 +4,10 @@
 //! CURSOR (until `END OF STMT`); a BINDS block (lines that start with a
 //! space); the text after PARSE ERROR (until the next recognised line).
 
+use std::fs::File;
+use std::io::Read;
+use std::os::unix::fs::FileExt;
+use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
@@ -11,13 +15,7 @@ use rustc_hash::FxHashMap;
 use crate::call::{Call, CallKind, DbFields, Statement, WaitFields, PSEUDO_BETWEEN, PSEUDO_WITHIN};
 use crate::diag::Diagnostics;
 use crate::fields;
-use crate::input::TraceFile;
-use std::fs::File;
-use std::io::Read;
-use std::os::unix::fs::FileExt;
-use std::sync::atomic::AtomicU64;
-
-use crate::input::Body;
+use crate::input::{Body, TraceFile};
 use crate::lines::{Line, Lines, RangeReader};
 
 /// What the consumer needs; what it does not need is not computed.
