@@ -1,22 +1,31 @@
 //! The one place where errors become messages and exit statuses.
 //!
 //! Exit statuses: 0 the work was done; 1 a report was written but some
-//! input was damaged or skipped (see the warnings); 2 the command line,
-//! an rc file or an expression was wrong and nothing was done; 3 output
-//! could not be written.
+//! input was damaged or skipped (see the warnings), or `db status` found
+//! the server stopped; 2 the command line, an rc file or an expression was
+//! wrong and nothing was done; 3 output could not be written; 4 a database
+//! server could not be started, stopped or found.
 
+use tracelab_db::DbError;
 use tracelab_skew::SkewError;
 
 pub const OK: i32 = 0;
 pub const TROUBLE: i32 = 1;
 pub const USAGE: i32 = 2;
 pub const OUTPUT: i32 = 3;
+pub const DB: i32 = 4;
+/// `db status`: the server is not running.
+pub const STOPPED: i32 = 1;
 
 /// An error that ends the program.
 #[derive(Debug, thiserror::Error)]
 pub enum Failure {
     #[error(transparent)]
     Skew(#[from] SkewError),
+    #[error(transparent)]
+    Db(#[from] DbError),
+    #[error("{0}")]
+    Usage(String),
     #[error("cannot write {what}: {source}")]
     Output {
         what: String,
@@ -27,7 +36,8 @@ pub enum Failure {
 impl Failure {
     fn status(&self) -> i32 {
         match self {
-            Failure::Skew(_) => USAGE,
+            Failure::Skew(_) | Failure::Usage(_) => USAGE,
+            Failure::Db(_) => DB,
             Failure::Output { .. } => OUTPUT,
         }
     }

@@ -2,6 +2,7 @@
 //! dispatches; each subcommand lives in a file of its own, and `exit.rs`
 //! turns every error into a message and an exit status.
 
+mod db;
 mod exit;
 mod progress;
 mod skew;
@@ -25,6 +26,9 @@ enum Command {
     /// Profile Oracle extended SQL trace files (10046) the way mrskew does:
     /// filter, group and aggregate calls.
     Skew(skew::Args),
+    /// Start, stop or look at a private, throw-away PostgreSQL for runs and
+    /// studies.
+    Db(db::Args),
 }
 
 fn main() {
@@ -41,6 +45,7 @@ fn main() {
     let cli = Cli::parse_from(args);
     let status = match cli.command {
         Command::Skew(a) => skew::run(a),
+        Command::Db(a) => db::run(a),
     };
     match status {
         Ok(code) => std::process::exit(code),

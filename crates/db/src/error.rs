@@ -1,0 +1,44 @@
+//! Why a private server could not be started, stopped or found.
+
+use std::path::PathBuf;
+
+#[derive(Debug, thiserror::Error)]
+pub enum DbError {
+    /// No PostgreSQL server binaries anywhere we look.
+    #[error(
+        "no PostgreSQL server binaries found (looked at $TRACELAB_PG_BINDIR, `pg_config --bindir`, \
+         PATH and /usr/lib/postgresql/*/bin); install them with \
+         `apt-get install -y postgresql` (Debian/Ubuntu) or `dnf install -y postgresql-server`"
+    )]
+    NoPostgres,
+    #[error("{program} failed ({status}); its output:\n{output}")]
+    Command {
+        program: String,
+        status: String,
+        output: String,
+    },
+    #[error("cannot run {program}: {source}")]
+    Spawn {
+        program: String,
+        source: std::io::Error,
+    },
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{0}: no tracelab server here (no tracelab-db.json); start one with `tracelab db start --dir {0}`")]
+    NoServer(PathBuf),
+    #[error("{path}: {what}")]
+    State { path: PathBuf, what: String },
+    #[error(
+        "running as root, and no unprivileged user to run the server as \
+         (looked for `postgres` and `nobody` in /etc/passwd)"
+    )]
+    NoUnprivilegedUser,
+}
+
+pub(crate) fn io(path: impl Into<PathBuf>) -> impl FnOnce(std::io::Error) -> DbError {
+    let path = path.into();
+    move |source| DbError::Io { path, source }
+}

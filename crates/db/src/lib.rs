@@ -1,0 +1,20 @@
+//! Private, throw-away database servers: `tracelab db`, and the default
+//! target of `run` and `study` when no database is named.
+//!
+//! A server lives in a directory of its own (data, unix socket, log, and a
+//! small state file), listens on a free port of 127.0.0.1 only, trusts local
+//! connections (no password exists, so none can leak), and is torn down
+//! with its directory. initdb and postgres refuse to run as root: when
+//! tracelab runs as root (as CI does), the server runs as an unprivileged
+//! user instead.
+
+mod binaries;
+mod error;
+mod postgres;
+mod privilege;
+mod state;
+
+pub use binaries::PgBinaries;
+pub use error::DbError;
+pub use postgres::{start_postgres, PgOptions};
+pub use state::{status, stop, ServerState, Status};

@@ -1,0 +1,121 @@
+//! A server's directory and the state file that lets `stop` and `status`
+//! find it again.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde::{Deserialize, Serialize};
+
+use crate::binaries::PgBinaries;
+use crate::error::{io, DbError};
+use crate::privilege::RunAs;
+
+const STATE_FILE: &str = "tracelab-db.json";
+
+/// What `tracelab db start` leaves behind in the server's directory. No
+/// secret is in it: the server trusts local connections.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ServerState {
+    pub engine: String,
+    pub dir: PathBuf,
+    pub port: u16,
+    pub socket_dir: PathBuf,
+    /// The connection URL clients use (TCP on 127.0.0.1).
+    pub url: String,
+    pub bindir: PathBuf,
+}
+
+impl ServerState {
+    pub fn data_dir(&self) -> PathBuf {
+        self.dir.join("data")
+    }
+
+    pub fn log_file(&self) -> PathBuf {
+        self.dir.join("server.log")
+    }
+
+    pub(crate) fn save(&self) -> Result<(), DbError> {
+        let path = self.dir.join(STATE_FILE);
+        let text = serde_json::to_string_pretty(self).map_err(|e| DbError::State {
+            path: path.clone(),
+            what: e.to_string(),
+        })?;
+        std::fs::write(&path, text + "\n").map_err(io(&path))
+    }
+
+    pub fn load(dir: &Path) -> Result<ServerState, DbError> {
+        let path = dir.join(STATE_FILE);
+        let text = match std::fs::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(DbError::NoServer(dir.to_path_buf()))
+            }
+            Err(e) => return Err(io(&path)(e)),
+        };
+        serde_json::from_str(&text).map_err(|e| DbError::State {
+            path,
+            what: format!("not a tracelab server state file: {e}"),
+        })
+    }
+
+    fn pg_ctl(&self) -> Result<Command, DbError> {
+        let bins = PgBinaries {
+            bindir: self.bindir.clone(),
+        };
+        let mut cmd = Command::new(bins.tool("pg_ctl"));
+        RunAs::owner_of(&self.data_dir())?.apply(&mut cmd);
+        cmd.arg("-D").arg(self.data_dir());
+        Ok(cmd)
+    }
+}
+
+/// Whether the server of a directory runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Status {
+    Running(ServerState),
+    Stopped(ServerState),
+}
+
+/// The state of the server in `dir`, asking pg_ctl whether it runs.
+pub fn status(dir: &Path) -> Result<Status, DbError> {
+    let state = ServerState::load(dir)?;
+    let out = state
+        .pg_ctl()?
+        .arg("status")
+        .output()
+        .map_err(|source| DbError::Spawn {
+            program: "pg_ctl".into(),
+            source,
+        })?;
+    // pg_ctl status: 0 running, 3 not running, 4 no data directory.
+    Ok(if out.status.success() {
+        Status::Running(state)
+    } else {
+        Status::Stopped(state)
+    })
+}
+
+/// Stops the server in `dir` (fast shutdown: sessions are disconnected).
+/// Stopping a stopped server is not an error.
+pub fn stop(dir: &Path) -> Result<ServerState, DbError> {
+    let state = match status(dir)? {
+        Status::Stopped(s) => return Ok(s),
+        Status::Running(s) => s,
+    };
+    let out = state
+        .pg_ctl()?
+        .args(["-m", "fast", "-w", "-t", "60", "stop"])
+        .output()
+        .map_err(|source| DbError::Spawn {
+            program: "pg_ctl".into(),
+            source,
+        })?;
+    if !out.status.success() {
+        return Err(DbError::Command {
+            program: "pg_ctl stop".into(),
+            status: out.status.to_string(),
+            output: String::from_utf8_lossy(&[out.stdout, out.stderr].concat()).into_owned(),
+        });
+    }
+    Ok(state)
+}

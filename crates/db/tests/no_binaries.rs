@@ -1,0 +1,14 @@
+//! Without server binaries the error says how to install them. (Its own
+//! test binary: it sets an environment variable.)
+
+use tracelab_db::{start_postgres, PgOptions};
+
+#[test]
+fn missing_binaries_name_the_install_command() {
+    let empty = tempfile::tempdir().unwrap();
+    std::env::set_var("TRACELAB_PG_BINDIR", empty.path());
+    let err = start_postgres(&PgOptions::default())
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("apt-get install -y postgresql"), "{err}");
+}

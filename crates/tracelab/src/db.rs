@@ -1,0 +1,88 @@
+//! `tracelab db`: start, stop and look at a private, throw-away database
+//! server.
+
+use std::path::PathBuf;
+
+use tracelab_db::{start_postgres, status, stop, PgOptions, Status};
+
+use crate::exit::{self, Failure};
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(clap::Subcommand, Debug)]
+enum Command {
+    /// Initialise (if needed) and start a private server on a free port of
+    /// 127.0.0.1 with its own socket directory; print its connection URL.
+    Start {
+        /// The engine (MariaDB comes next).
+        #[arg(long, default_value = "postgres", value_parser = ["postgres"])]
+        engine: String,
+        /// Where the server lives (data, socket, log); a new temporary
+        /// directory, printed on stderr, when not given.
+        #[arg(long)]
+        dir: Option<PathBuf>,
+        /// A server setting, name=value (repeatable).
+        #[arg(short = 'c', value_name = "NAME=VALUE")]
+        settings: Vec<String>,
+    },
+    /// Stop the server of a directory (fast shutdown).
+    Stop {
+        #[arg(long)]
+        dir: PathBuf,
+    },
+    /// Say whether the server of a directory runs, and its URL.
+    Status {
+        #[arg(long)]
+        dir: PathBuf,
+    },
+}
+
+pub fn run(a: Args) -> Result<i32, Failure> {
+    match a.command {
+        Command::Start {
+            engine: _,
+            dir,
+            settings,
+        } => {
+            let mut parsed = Vec::new();
+            for s in settings {
+                let Some((k, v)) = s.split_once('=') else {
+                    return Err(Failure::Usage(format!(
+                        "-c {s}: expected NAME=VALUE, e.g. -c work_mem=64MB"
+                    )));
+                };
+                parsed.push((k.trim().to_string(), v.trim().to_string()));
+            }
+            let state = start_postgres(&PgOptions {
+                dir,
+                settings: parsed,
+            })?;
+            eprintln!(
+                "tracelab: PostgreSQL running in {} (stop it with `tracelab db stop --dir {}`)",
+                state.dir.display(),
+                state.dir.display()
+            );
+            println!("{}", state.url);
+            Ok(exit::OK)
+        }
+        Command::Stop { dir } => {
+            let state = stop(&dir)?;
+            eprintln!("tracelab: stopped the server in {}", state.dir.display());
+            Ok(exit::OK)
+        }
+        Command::Status { dir } => match status(&dir)? {
+            Status::Running(s) => {
+                println!("running {} {}", s.engine, s.url);
+                Ok(exit::OK)
+            }
+            Status::Stopped(s) => {
+                println!("stopped {} {}", s.engine, s.dir.display());
+                Ok(exit::STOPPED)
+            }
+        },
+    }
+}
