@@ -25,7 +25,7 @@ struct Cli {
 enum Command {
     /// Profile Oracle extended SQL trace files (10046) the way mrskew does:
     /// filter, group and aggregate calls.
-    Skew(skew::Args),
+    Skew(Box<skew::Args>),
     /// Start, stop or look at a private, throw-away PostgreSQL for runs and
     /// studies.
     Db(db::Args),
@@ -44,7 +44,7 @@ fn main() {
     };
     let cli = Cli::parse_from(args);
     let status = match cli.command {
-        Command::Skew(a) => skew::run(a),
+        Command::Skew(a) => skew::run(*a),
         Command::Db(a) => db::run(a),
     };
     match status {
