@@ -315,13 +315,20 @@ fn strip_trailing_sep(s: &str) -> &str {
     }
 }
 
+/// File::Basename's split of a path on Unix (`m{^(.*/)?(.*)}s`): the
+/// directory with its trailing `/` (`./` when there is none) and the last
+/// component. `fileparse`, `basename` and `dirname` all start from it.
+fn split_dir(path: &str) -> (&str, &str) {
+    match path.rfind('/') {
+        Some(i) => (&path[..=i], &path[i + 1..]),
+        None => ("./", path),
+    }
+}
+
 /// File::Basename's `fileparse` on Unix: `(name, dir, suffix)`, where each
 /// suffix pattern is tried in turn against the end of the name.
 pub(crate) fn fileparse<'s>(path: &'s str, suffixes: &[regex::Regex]) -> (String, &'s str, String) {
-    let (dir, base) = match path.rfind('/') {
-        Some(i) => (&path[..=i], &path[i + 1..]),
-        None => ("./", path),
-    };
+    let (dir, base) = split_dir(path);
     let mut base = base.to_string();
     let mut tail = String::new();
     for re in suffixes {
@@ -336,11 +343,7 @@ pub(crate) fn fileparse<'s>(path: &'s str, suffixes: &[regex::Regex]) -> (String
 
 /// File::Basename's `basename(path, @literal_suffixes)`.
 pub(crate) fn basename(path: &str, suffixes: &[String]) -> String {
-    let path = strip_trailing_sep(path);
-    let (dir, base) = match path.rfind('/') {
-        Some(i) => (&path[..=i], &path[i + 1..]),
-        None => ("./", path),
-    };
+    let (dir, base) = split_dir(strip_trailing_sep(path));
     let mut base = base.to_string();
     let mut tail = String::new();
     for suffix in suffixes {
@@ -361,19 +364,13 @@ pub(crate) fn basename(path: &str, suffixes: &[String]) -> String {
 
 /// File::Basename's `dirname` on Unix.
 pub(crate) fn dirname(path: &str) -> String {
-    let split = |p: &str| -> (String, String) {
-        match p.rfind('/') {
-            Some(i) => (p[i + 1..].to_string(), p[..=i].to_string()),
-            None => (p.to_string(), "./".to_string()),
-        }
-    };
-    let (base, dir) = split(path);
-    let mut dir = strip_trailing_sep(&dir).to_string();
+    let (dir, base) = split_dir(path);
+    let dir = strip_trailing_sep(dir);
     if base.is_empty() {
-        let (_, d2) = split(&dir);
-        dir = strip_trailing_sep(&d2).to_string();
+        strip_trailing_sep(split_dir(dir).0).to_string()
+    } else {
+        dir.to_string()
     }
-    dir
 }
 
 #[cfg(test)]

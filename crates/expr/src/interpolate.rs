@@ -129,6 +129,19 @@ fn find_matching(text: &str, start: usize, open: char, close: char) -> Option<us
     None
 }
 
+/// Where the subscript of `$name[...]` or `@name[...]` in a string closes,
+/// when `text[open]` is `[`: only when the brackets close and their content
+/// starts like an index (a digit, `-` or `$`); otherwise (`"$x[abc]"`) they
+/// stay literal text. (It only finds the `]`: the caller parses the index,
+/// so that this frame is not on the parser's recursive path.)
+fn subscript_close(text: &str, open: usize) -> Option<usize> {
+    let close = find_matching(text, open, '[', ']')?;
+    let inner = text[open + 1..close].trim_start();
+    inner
+        .starts_with(|c: char| c.is_ascii_digit() || c == '-' || c == '$')
+        .then_some(close)
+}
+
 fn code_char(code: u32) -> char {
     char::from_u32(code).unwrap_or('\u{FFFD}')
 }
@@ -390,19 +403,16 @@ impl Parser<'_> {
             let tail = text.get(end..).unwrap_or("");
             if tail.starts_with('[') {
                 if let Some(arr) = self.scope.array(name) {
-                    if let Some(close) = find_matching(text, end, '[', ']') {
-                        let inner = text[end + 1..close].trim_start();
-                        if inner.starts_with(|c: char| c.is_ascii_digit() || c == '-' || c == '$') {
-                            let idx = self.sub_parse(Span {
-                                start: base + end + 1,
-                                end: base + close,
-                            })?;
-                            return Ok(Some((
-                                Node::Elem(arr, Box::new(idx.node)),
-                                idx.depth + 1,
-                                close + 1,
-                            )));
-                        }
+                    if let Some(close) = subscript_close(text, end) {
+                        let idx = self.sub_parse(Span {
+                            start: base + end + 1,
+                            end: base + close,
+                        })?;
+                        return Ok(Some((
+                            Node::Elem(arr, Box::new(idx.node)),
+                            idx.depth + 1,
+                            close + 1,
+                        )));
                     }
                 }
             }
@@ -447,19 +457,16 @@ impl Parser<'_> {
                 let mut list = Node::Array(id);
                 // `@name[i, j]`: a slice, when the brackets hold an index list.
                 if text.get(end..).is_some_and(|t| t.starts_with('[')) {
-                    if let Some(close) = find_matching(text, end, '[', ']') {
-                        let inner = text[end + 1..close].trim_start();
-                        if inner.starts_with(|c: char| c.is_ascii_digit() || c == '-' || c == '$') {
-                            let idx = self.sub_parse(Span {
-                                start: base + end + 1,
-                                end: base + close,
-                            })?;
-                            list = Node::Slice {
-                                list: Box::new(list),
-                                indices: Box::new(idx.node),
-                            };
-                            end = close + 1;
-                        }
+                    if let Some(close) = subscript_close(text, end) {
+                        let idx = self.sub_parse(Span {
+                            start: base + end + 1,
+                            end: base + close,
+                        })?;
+                        list = Node::Slice {
+                            list: Box::new(list),
+                            indices: Box::new(idx.node),
+                        };
+                        end = close + 1;
                     }
                 }
                 let join = Node::Call(

@@ -172,6 +172,26 @@ pub(crate) enum Tok {
     Eof,
 }
 
+impl Tok {
+    /// A literal, quote or variable: a whole term by itself. The lexer
+    /// treats what follows one as coming after a term, and the parser lets
+    /// one start a term; listing them once keeps the two in step.
+    pub(crate) fn is_operand(&self) -> bool {
+        match self {
+            Tok::Num(_)
+            | Tok::Str(_)
+            | Tok::Interp { .. }
+            | Tok::Qw(_)
+            | Tok::Pattern { .. }
+            | Tok::Scalar(_)
+            | Tok::Array(_)
+            | Tok::ArrayLast(_)
+            | Tok::Capture(_) => true,
+            Tok::Ident(_) | Tok::Op(_) | Tok::Assign(_) | Tok::Eof => false,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Token {
     pub tok: Tok,
@@ -302,19 +322,9 @@ impl<'s> Lexer<'s> {
         } else {
             self.operator(c)?
         };
-        self.prev_term = matches!(
-            tok,
-            Tok::Num(_)
-                | Tok::Str(_)
-                | Tok::Interp { .. }
-                | Tok::Qw(_)
-                | Tok::Pattern { .. }
-                | Tok::Scalar(_)
-                | Tok::Array(_)
-                | Tok::ArrayLast(_)
-                | Tok::Capture(_)
-                | Tok::Op(Op::RParen | Op::RBracket | Op::RBrace)
-        ) || matches!(&tok, Tok::Ident(w) if w == "undef");
+        self.prev_term = tok.is_operand()
+            || matches!(tok, Tok::Op(Op::RParen | Op::RBracket | Op::RBrace))
+            || matches!(&tok, Tok::Ident(w) if w == "undef");
         Ok(Token {
             tok,
             start,
@@ -367,27 +377,11 @@ impl<'s> Lexer<'s> {
                 return Ok(Tok::Num(v));
             }
         }
-        let mut p = start;
         let mut text = String::new();
-        while let Some(c) = b(p) {
-            if c.is_ascii_digit() {
-                text.push(c as char);
-            } else if c != b'_' {
-                break;
-            }
-            p += 1;
-        }
+        let mut p = self.push_digits(start, &mut text);
         if b(p) == Some(b'.') && b(p + 1) != Some(b'.') {
             text.push('.');
-            p += 1;
-            while let Some(c) = b(p) {
-                if c.is_ascii_digit() {
-                    text.push(c as char);
-                } else if c != b'_' {
-                    break;
-                }
-                p += 1;
-            }
+            p = self.push_digits(p + 1, &mut text);
             if b(p) == Some(b'.') && b(p + 1).is_some_and(|c| c.is_ascii_digit()) {
                 return Err(self.err(format!("version strings (1.2.3) {NOT_SUPPORTED}"), start));
             }
@@ -400,16 +394,8 @@ impl<'s> Lexer<'s> {
                 q += 1;
             }
             if b(q).is_some_and(|c| c.is_ascii_digit()) {
-                while let Some(c) = b(q) {
-                    if c.is_ascii_digit() {
-                        exp.push(c as char);
-                    } else if c != b'_' {
-                        break;
-                    }
-                    q += 1;
-                }
+                p = self.push_digits(q, &mut exp);
                 text.push_str(&exp);
-                p = q;
             }
         }
         self.pos = p;
@@ -421,6 +407,21 @@ impl<'s> Lexer<'s> {
         text.parse::<f64>()
             .map(Tok::Num)
             .map_err(|_| self.err("malformed number", start))
+    }
+
+    /// Appends the decimal digits from `p` on to `text`, dropping the `_`
+    /// separators Perl allows in numeric literals (`1_000`); returns the
+    /// position after them. Integer part, fraction and exponent all use it.
+    fn push_digits(&self, mut p: usize, text: &mut String) -> usize {
+        while let Some(c) = self.byte_at(p) {
+            if c.is_ascii_digit() {
+                text.push(c as char);
+            } else if c != b'_' {
+                break;
+            }
+            p += 1;
+        }
+        p
     }
 
     /// Finds the end of a delimited body starting at `self.pos`, honouring

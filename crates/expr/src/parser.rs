@@ -263,17 +263,39 @@ impl<'s> Parser<'s> {
         })
     }
 
-    fn expect(
+    /// Reads the bracket `close` that ends `opener` (e.g. "the '(' of
+    /// split"), which stands at `open`. The error names the opener's column:
+    /// a missing bracket is noticed far from where it was left out.
+    fn expect_close(
         &mut self,
-        op: Op,
-        what: impl FnOnce(&Self) -> String,
+        close: Op,
+        opener: &dyn std::fmt::Display,
+        open: usize,
     ) -> Result<Token, CompileError> {
         let t = self.next()?;
-        if t.tok == Tok::Op(op) {
+        if t.tok == Tok::Op(close) {
             Ok(t)
         } else {
-            Err(self.err(what(self), t.start))
+            Err(self.unclosed(close, opener, open, t.start))
         }
+    }
+
+    #[cold]
+    fn unclosed(
+        &self,
+        close: Op,
+        opener: &dyn std::fmt::Display,
+        open: usize,
+        at: usize,
+    ) -> CompileError {
+        self.err(
+            format!(
+                "expected '{}' to close {opener} at column {}",
+                close.text(),
+                column_of(self.src, open)
+            ),
+            at,
+        )
     }
 
     /// Counts `cost` levels of recursion; refuses past the budget.
@@ -690,16 +712,7 @@ impl<'s> Parser<'s> {
 
     fn can_start_term(&mut self) -> Result<bool, CompileError> {
         Ok(match &self.peek()?.tok {
-            Tok::Num(_)
-            | Tok::Str(_)
-            | Tok::Interp { .. }
-            | Tok::Qw(_)
-            | Tok::Pattern { .. }
-            | Tok::Scalar(_)
-            | Tok::Array(_)
-            | Tok::ArrayLast(_)
-            | Tok::Capture(_)
-            | Tok::Ident(_) => true,
+            Tok::Ident(_) => true,
             Tok::Op(op) => matches!(
                 op,
                 Op::LParen
@@ -714,7 +727,7 @@ impl<'s> Parser<'s> {
                     | Op::Inc
                     | Op::Dec
             ),
-            Tok::Assign(_) | Tok::Eof => false,
+            t => t.is_operand(),
         })
     }
 
@@ -939,12 +952,7 @@ impl<'s> Parser<'s> {
         self.enter(open, 2)?;
         let index = self.parse_binary(P_OR)?;
         self.leave(2);
-        self.expect(Op::RBracket, |p| {
-            format!(
-                "expected ']' to close the '[' at column {}",
-                column_of(p.src, open)
-            )
-        })?;
+        self.expect_close(Op::RBracket, &"the '['", open)?;
         Ok(index)
     }
 
@@ -1012,12 +1020,7 @@ impl<'s> Parser<'s> {
             return Ok(Expr::leaf(Node::List(Vec::new()), pos));
         }
         let inner = self.parse_binary(P_OR)?;
-        self.expect(Op::RParen, |p| {
-            format!(
-                "expected ')' to close the '(' opened at column {}",
-                column_of(p.src, pos)
-            )
-        })?;
+        self.expect_close(Op::RParen, &"the '(' opened", pos)?;
         Ok(inner)
     }
 
@@ -1167,12 +1170,7 @@ impl<'s> Parser<'s> {
             return Ok(Vec::new());
         }
         let e = self.parse_binary(P_OR)?;
-        self.expect(Op::RParen, |p| {
-            format!(
-                "expected ')' to close the '(' of {word} at column {}",
-                column_of(p.src, open)
-            )
-        })?;
+        self.expect_close(Op::RParen, &format_args!("the '(' of {word}"), open)?;
         Ok(if keep_list { vec![e] } else { flatten(e) })
     }
 
@@ -1243,12 +1241,7 @@ impl<'s> Parser<'s> {
         }
         self.leave(4);
         if has_parens {
-            self.expect(Op::RParen, |p| {
-                format!(
-                    "expected ')' to close the '(' of split at column {}",
-                    column_of(p.src, open)
-                )
-            })?;
+            self.expect_close(Op::RParen, &"the '(' of split", open)?;
         }
         self.make(
             Node::Split {

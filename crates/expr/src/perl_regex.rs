@@ -180,6 +180,18 @@ impl Translator<'_> {
         self.chars.get(self.i + k).copied()
     }
 
+    /// Skips a comment (`/x`'s `# ...` or `(?#...)`): moves past the next
+    /// `end`; false when the pattern ends first.
+    fn skip_past(&mut self, end: char) -> bool {
+        while let Some(d) = self.peek(0) {
+            self.i += 1;
+            if d == end {
+                return true;
+            }
+        }
+        false
+    }
+
     fn unsupported(&self, what: &str) -> String {
         format!(
             "{what} in /{}/ is not supported by tracelab's expression language (the regex engine guarantees linear time and has no such feature)",
@@ -228,12 +240,7 @@ impl Translator<'_> {
                     self.after_quantifier()?;
                 }
                 '#' if self.cur.x => {
-                    while let Some(d) = self.peek(0) {
-                        self.i += 1;
-                        if d == '\n' {
-                            break;
-                        }
-                    }
+                    self.skip_past('\n');
                 }
                 c if self.cur.x && c.is_whitespace() => {}
                 '#' => self.out.push_str(r"\#"),
@@ -298,13 +305,11 @@ impl Translator<'_> {
         self.i += 1;
         match self.peek(0) {
             Some('#') => {
-                while let Some(d) = self.peek(0) {
-                    self.i += 1;
-                    if d == ')' {
-                        return Ok(());
-                    }
+                if self.skip_past(')') {
+                    Ok(())
+                } else {
+                    Err(format!("unterminated (?#...) comment in /{}/", self.pat))
                 }
-                Err(format!("unterminated (?#...) comment in /{}/", self.pat))
             }
             Some(':') => {
                 self.i += 1;
@@ -457,17 +462,24 @@ impl Translator<'_> {
                 v = v.saturating_mul(16).saturating_add(d);
             }
         }
-        let mut v = 0;
+        Ok(self.short_code(16, 0))
+    }
+
+    /// The unbraced numeric escapes (`\x1B`, `\0`, `\033`): `first` (the
+    /// value of a digit already read) followed by at most two more digits
+    /// of `radix`, as far as they go.
+    fn short_code(&mut self, radix: u32, first: u32) -> u32 {
+        let mut v = first;
         for _ in 0..2 {
-            match self.peek(0).and_then(|c| c.to_digit(16)) {
+            match self.peek(0).and_then(|d| d.to_digit(radix)) {
                 Some(d) => {
-                    v = v * 16 + d;
+                    v = v * radix + d;
                     self.i += 1;
                 }
                 None => break,
             }
         }
-        Ok(v)
+        v
     }
 
     fn push_code(&mut self, code: u32) {
@@ -540,30 +552,12 @@ impl Translator<'_> {
                 self.push_code(v);
             }
             '0' => {
-                let mut v = 0;
-                for _ in 0..2 {
-                    match self.peek(0).and_then(|d| d.to_digit(8)) {
-                        Some(d) => {
-                            v = v * 8 + d;
-                            self.i += 1;
-                        }
-                        None => break,
-                    }
-                }
-                self.push_code(v);
+                let code = self.short_code(8, 0);
+                self.push_code(code);
             }
             '1'..='7' if in_class || self.peek(0).is_some_and(|d| d.is_ascii_digit()) => {
-                let mut v = c.to_digit(8).unwrap_or(0);
-                for _ in 0..2 {
-                    match self.peek(0).and_then(|d| d.to_digit(8)) {
-                        Some(d) => {
-                            v = v * 8 + d;
-                            self.i += 1;
-                        }
-                        None => break,
-                    }
-                }
-                self.push_code(v);
+                let code = self.short_code(8, c.to_digit(8).unwrap_or(0));
+                self.push_code(code);
             }
             '1'..='9' | 'g' | 'k' => {
                 return Err(self.unsupported("a backreference (\\1, \\g{..}, \\k<..>)"))

@@ -204,37 +204,61 @@ pub fn perl_str_to_num(s: &str) -> f64 {
             return f64::NAN;
         }
     }
-    let mut digits = 0;
-    while i < b.len() && b[i].is_ascii_digit() {
-        i += 1;
-        digits += 1;
-    }
-    if i < b.len() && b[i] == b'.' {
-        i += 1;
-        while i < b.len() && b[i].is_ascii_digit() {
-            i += 1;
-            digits += 1;
-        }
-    }
-    if digits == 0 {
+    let Some(len) = decimal_len(rest) else {
         return 0.0;
-    }
-    if i < b.len() && (b[i] == b'e' || b[i] == b'E') {
-        let mut j = i + 1;
-        if j < b.len() && (b[j] == b'+' || b[j] == b'-') {
-            j += 1;
-        }
-        if j < b.len() && b[j].is_ascii_digit() {
-            while j < b.len() && b[j].is_ascii_digit() {
-                j += 1;
-            }
-            i = j;
-        }
-    }
-    // `start..i` covers ASCII bytes only, so it is a char boundary.
-    s.get(start..i)
+    };
+    let end = i + len;
+    // `start..end` covers ASCII bytes only, so it is a char boundary.
+    s.get(start..end)
         .and_then(|t| t.parse::<f64>().ok())
         .unwrap_or(0.0)
+}
+
+/// Perl's `looks_like_number`: the whole string (bar surrounding
+/// whitespace) is a decimal number or Inf/NaN.
+pub(crate) fn looks_like_number(s: &str) -> bool {
+    let t = s.trim_matches(|c: char| c.is_ascii_whitespace());
+    let t = t.strip_prefix(['+', '-']).unwrap_or(t);
+    if ["inf", "infinity", "nan"]
+        .iter()
+        .any(|w| t.eq_ignore_ascii_case(w))
+    {
+        return true;
+    }
+    decimal_len(t.as_bytes()) == Some(t.len())
+}
+
+/// Length of the unsigned decimal number at the start of `b`: digits with
+/// an optional `.` and fraction (at least one digit in all), then an
+/// exponent only when it has digits, so `"1e"` reads as 1 followed by `e`.
+/// `None` when there are no digits.
+///
+/// Numification ([`perl_str_to_num`]) reads this prefix and
+/// [`looks_like_number`] wants it to be the whole string; one scanner keeps
+/// the two agreeing on what a number is.
+fn decimal_len(b: &[u8]) -> Option<usize> {
+    let digits_at = |i: usize| b.iter().skip(i).take_while(|c| c.is_ascii_digit()).count();
+    let mut end = digits_at(0);
+    let mut digits = end;
+    if b.get(end) == Some(&b'.') {
+        let fraction = digits_at(end + 1);
+        end += 1 + fraction;
+        digits += fraction;
+    }
+    if digits == 0 {
+        return None;
+    }
+    if matches!(b.get(end), Some(b'e' | b'E')) {
+        let mut j = end + 1;
+        if matches!(b.get(j), Some(b'+' | b'-')) {
+            j += 1;
+        }
+        let exponent = digits_at(j);
+        if exponent > 0 {
+            end = j + exponent;
+        }
+    }
+    Some(end)
 }
 
 #[cfg(test)]

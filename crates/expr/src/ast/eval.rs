@@ -19,7 +19,7 @@ use crate::error::EvalError;
 use crate::functions::{to_iv, to_uv};
 use crate::number_format::{write_perl_number, NumBuf};
 use crate::pattern::{awk_regex, split_fields, with_dynamic_regex, Pattern, SplitPattern};
-use crate::value::{too_long, MAX_STRING_BYTES};
+use crate::value::{looks_like_number, perl_str_to_num, too_long, MAX_STRING_BYTES};
 use crate::{Value, VarId, Vars};
 
 type R<T> = Result<T, EvalError>;
@@ -209,11 +209,12 @@ fn eval_str_cmp<'a>(a: &'a Node, b: &'a Node, cx: &mut Ctx<'a>) -> R<Value<'a>> 
 }
 
 fn eval_cond<'a>(c: &'a Node, a: &'a Node, b: &'a Node, cx: &mut Ctx<'a>) -> R<Value<'a>> {
-    if c.eval_bool(cx)? {
-        a.eval(cx)
-    } else {
-        b.eval(cx)
-    }
+    branch(c, a, b, cx)?.eval(cx)
+}
+
+/// `c ? a : b` picks its operand the same way in every context.
+fn branch<'a>(c: &'a Node, a: &'a Node, b: &'a Node, cx: &mut Ctx<'a>) -> R<&'a Node> {
+    Ok(if c.eval_bool(cx)? { a } else { b })
 }
 
 fn eval_split_count<'a>(
@@ -369,11 +370,7 @@ fn num_of_bool<'a>(node: &'a Node, cx: &mut Ctx<'a>) -> R<f64> {
 }
 
 fn num_cond<'a>(c: &'a Node, a: &'a Node, b: &'a Node, cx: &mut Ctx<'a>) -> R<f64> {
-    if c.eval_bool(cx)? {
-        a.eval_num(cx)
-    } else {
-        b.eval_num(cx)
-    }
+    branch(c, a, b, cx)?.eval_num(cx)
 }
 
 fn num_of_value<'a>(node: &'a Node, cx: &mut Ctx<'a>) -> R<f64> {
@@ -430,11 +427,7 @@ fn bool_xor<'a>(a: &'a Node, b: &'a Node, cx: &mut Ctx<'a>) -> R<bool> {
 }
 
 fn bool_cond<'a>(c: &'a Node, a: &'a Node, b: &'a Node, cx: &mut Ctx<'a>) -> R<bool> {
-    if c.eval_bool(cx)? {
-        a.eval_bool(cx)
-    } else {
-        b.eval_bool(cx)
-    }
+    branch(c, a, b, cx)?.eval_bool(cx)
 }
 
 fn bool_of_num<'a>(node: &'a Node, cx: &mut Ctx<'a>) -> R<bool> {
@@ -471,11 +464,7 @@ fn list_cond<'a>(
     cx: &mut Ctx<'a>,
     out: &mut Vec<Value<'a>>,
 ) -> R<()> {
-    if c.eval_bool(cx)? {
-        a.eval_list(cx, out)
-    } else {
-        b.eval_list(cx, out)
-    }
+    branch(c, a, b, cx)?.eval_list(cx, out)
 }
 
 /// `(LIST) x N` in list context.
@@ -510,12 +499,7 @@ fn list_logic<'a>(
     };
     for item in init {
         let v = item.eval(cx)?;
-        let decided = match kind {
-            Logic::And => !v.truthy(),
-            Logic::Or => v.truthy(),
-            Logic::Dor => v.is_defined(),
-        };
-        if decided {
+        if kind.decides(&v) {
             out.push(v);
             return Ok(());
         }
@@ -534,15 +518,7 @@ fn list_match<'a>(
     let v = target.eval(cx)?;
     let mut buf = NumBuf::new();
     let s = v.as_str_in(&mut buf);
-    let groups = match pattern {
-        Pattern::Static(re) => capture_groups(re, s),
-        Pattern::Dynamic { source, flags } => {
-            let p = source.eval(cx)?;
-            let mut pbuf = NumBuf::new();
-            let ps = p.as_str_in(&mut pbuf);
-            with_dynamic_regex(ps, *flags, |re| capture_groups(re, s))?
-        }
-    };
+    let groups = with_pattern(pattern, cx, |re, _| capture_groups(re, s))?;
     if let Some(groups) = groups {
         if groups.is_empty() {
             out.push(Value::Num(1.0));
@@ -596,48 +572,6 @@ fn capture<'a>(cx: &Ctx<'a>, n: usize) -> Value<'a> {
     }
 }
 
-/// Perl's `looks_like_number`: the whole string (bar surrounding
-/// whitespace) is a decimal number or Inf/NaN.
-fn looks_like_number(s: &str) -> bool {
-    let t = s.trim_matches(|c: char| c.is_ascii_whitespace());
-    let t = t.strip_prefix(['+', '-']).unwrap_or(t);
-    let lower = t.to_ascii_lowercase();
-    if matches!(lower.as_str(), "inf" | "infinity" | "nan") {
-        return true;
-    }
-    let b = t.as_bytes();
-    let mut i = 0;
-    let mut digits = 0;
-    while i < b.len() && b[i].is_ascii_digit() {
-        i += 1;
-        digits += 1;
-    }
-    if i < b.len() && b[i] == b'.' {
-        i += 1;
-        while i < b.len() && b[i].is_ascii_digit() {
-            i += 1;
-            digits += 1;
-        }
-    }
-    if digits == 0 {
-        return false;
-    }
-    if i < b.len() && (b[i] == b'e' || b[i] == b'E') {
-        i += 1;
-        if i < b.len() && (b[i] == b'+' || b[i] == b'-') {
-            i += 1;
-        }
-        let start = i;
-        while i < b.len() && b[i].is_ascii_digit() {
-            i += 1;
-        }
-        if i == start {
-            return false;
-        }
-    }
-    i == b.len()
-}
-
 /// Perl's unary minus: strings that start like an identifier get a `-`,
 /// `-foo` becomes `+foo`, `+x` becomes `-x`, anything else is numeric.
 pub(crate) fn negate(v: Value<'_>) -> Value<'static> {
@@ -653,7 +587,7 @@ pub(crate) fn negate(v: Value<'_>) -> Value<'static> {
         Some('+') => owned(format!("-{}", &s[1..])),
         Some('-') if !looks_like_number(&s) => owned(format!("+{}", &s[1..])),
         _ => {
-            let n = crate::value::perl_str_to_num(&s);
+            let n = perl_str_to_num(&s);
             Value::Num(if n == 0.0 { 0.0 } else { -n })
         }
     }
@@ -817,12 +751,7 @@ fn eval_logic<'a>(kind: Logic, items: &'a [Node], cx: &mut Ctx<'a>) -> R<Value<'
     };
     for item in init {
         let v = item.eval(cx)?;
-        let decided = match kind {
-            Logic::And => !v.truthy(),
-            Logic::Or => v.truthy(),
-            Logic::Dor => v.is_defined(),
-        };
-        if decided {
+        if kind.decides(&v) {
             return Ok(v);
         }
     }
@@ -849,13 +778,25 @@ fn eval_match<'a>(target: &'a Node, pattern: &'a Pattern, cx: &mut Ctx<'a>) -> R
     let v = target.eval(cx)?;
     let mut buf = NumBuf::new();
     let s = v.as_str_in(&mut buf);
+    with_pattern(pattern, cx, |re, cx| run_match(re, s, cx))
+}
+
+/// Runs `f` with the regex of `pattern`: the one compiled with the
+/// program, or for a run-time pattern the one its text compiles to (through
+/// the per-thread cache, so no allocation once warm). `f` gets the context
+/// back, since evaluating the pattern's text needed it first.
+fn with_pattern<'a, T>(
+    pattern: &'a Pattern,
+    cx: &mut Ctx<'a>,
+    f: impl FnOnce(&Regex, &mut Ctx<'a>) -> T,
+) -> R<T> {
     match pattern {
-        Pattern::Static(re) => Ok(run_match(re, s, cx)),
+        Pattern::Static(re) => Ok(f(re, cx)),
         Pattern::Dynamic { source, flags } => {
             let p = source.eval(cx)?;
             let mut pbuf = NumBuf::new();
             let ps = p.as_str_in(&mut pbuf);
-            with_dynamic_regex(ps, *flags, |re| run_match(re, s, cx))
+            with_dynamic_regex(ps, *flags, |re| f(re, cx))
         }
     }
 }
@@ -875,13 +816,7 @@ fn eval_split<'a>(
     let ts = t.as_str_in(&mut tbuf);
     match pattern {
         SplitPattern::Awk => Ok(split_fields(awk_regex(), ts, true, limit)),
-        SplitPattern::Regex(Pattern::Static(re)) => Ok(split_fields(re, ts, false, limit)),
-        SplitPattern::Regex(Pattern::Dynamic { source, flags }) => {
-            let p = source.eval(cx)?;
-            let mut pbuf = NumBuf::new();
-            let ps = p.as_str_in(&mut pbuf);
-            with_dynamic_regex(ps, *flags, |re| split_fields(re, ts, false, limit))
-        }
+        SplitPattern::Regex(p) => with_pattern(p, cx, |re, _| split_fields(re, ts, false, limit)),
         SplitPattern::Expr(source) => {
             let p = source.eval(cx)?;
             let mut pbuf = NumBuf::new();

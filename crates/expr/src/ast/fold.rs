@@ -89,12 +89,7 @@ fn fold_logic(kind: Logic, items: Vec<Node>) -> Node {
     for (i, item) in items.into_iter().enumerate() {
         if out.is_empty() {
             if let Node::Const(v) = &item {
-                let decided = match kind {
-                    Logic::And => !v.truthy(),
-                    Logic::Or => v.truthy(),
-                    Logic::Dor => v.is_defined(),
-                };
-                if decided || i + 1 == count {
+                if kind.decides(v) || i + 1 == count {
                     return item;
                 }
                 continue;

@@ -74,6 +74,19 @@ pub(crate) enum Logic {
     Dor,
 }
 
+impl Logic {
+    /// Does operand value `v` end the chain (and become its value)?
+    /// Evaluation in scalar and list context and constant folding all ask
+    /// this, and must agree.
+    pub(crate) fn decides(self, v: &Value<'_>) -> bool {
+        match self {
+            Logic::And => !v.truthy(),
+            Logic::Or => v.truthy(),
+            Logic::Dor => v.is_defined(),
+        }
+    }
+}
+
 /// Built-in functions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Func {
