@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use tracelab_trace::{open_counted, Diagnostics, ReadOptions, Reader, Source};
+use tracelab_trace::{open_counted, Diagnostics, ReadOptions, ReadSummary, Reader, Source};
 
 use crate::aggregate::Groups;
 use crate::error::SkewError;
@@ -26,8 +26,8 @@ pub struct FileOutcome {
     pub calls: u64,
     /// Calls that passed the filter.
     pub matched: u64,
-    /// The file was read twice because its `$depmin` was only known at
-    /// its end.
+    /// The start of the file was read again because its `$depmin` was
+    /// only known at its end.
     pub reread: bool,
 }
 
@@ -153,6 +153,42 @@ struct Piece {
     error_at: Vec<(u64, u64, String)>,
     matched: u64,
     names: BTreeSet<String>,
+    /// The `$depmin` the calls so far were judged with.
+    judged_with: Option<i64>,
+    /// Where `$depmin` last changed: what came before was dropped and is
+    /// judged again by reading up to here.
+    stale_before: Option<u64>,
+}
+
+impl Piece {
+    /// Drops what was gathered (judged with a `$depmin` the file later
+    /// proved wrong); keeps the name cache, which does not depend on it.
+    fn restart(&mut self, at: u64) {
+        let names_seen = std::mem::take(&mut self.names_seen);
+        *self = Piece {
+            names_seen,
+            stale_before: Some(at),
+            ..Piece::default()
+        };
+    }
+
+    fn merge_into(
+        self,
+        out: &mut FileOutcome,
+        w: &mut Worker,
+        name: &str,
+        summary: &ReadSummary,
+        warnings: &mut Diagnostics,
+    ) {
+        let unkept = self.errors.total.saturating_sub(self.error_at.len() as u64);
+        for (offset, line, msg) in self.error_at {
+            warnings.push(name, summary.absolute_line(offset, line), msg);
+        }
+        warnings.total += unkept;
+        out.matched += self.matched;
+        w.groups.merge(self.groups);
+        w.names.extend(self.names);
+    }
 }
 
 fn profile_file(
@@ -168,90 +204,108 @@ fn profile_file(
         name: input.to_string(),
         ..FileOutcome::default()
     };
-    let mut read_opts = read_opts.clone();
-    loop {
-        let file = match open_counted(&source, progress.clone()) {
-            Ok(f) => f,
-            Err(e) => {
-                out.skipped = Some(e.to_string());
-                return out;
+    let file = match open_counted(&source, progress.clone()) {
+        Ok(f) => f,
+        Err(e) => {
+            out.skipped = Some(e.to_string());
+            return out;
+        }
+    };
+    let name = file.name.clone();
+    let basename = file.basename.clone();
+    let on_call = |p: &mut Piece, call: &tracelab_trace::Call<'_>| {
+        if query.uses_depmin && read_opts.depmin.is_none() {
+            if p.judged_with.is_some_and(|d| d != call.depmin) {
+                p.restart(call.offset);
             }
+            p.judged_with = Some(call.depmin);
+        }
+        let vars = CallVars {
+            call,
+            basename: &basename,
+            file: &name,
         };
-        let name = file.name.clone();
-        let basename = file.basename.clone();
-        let mut reader = Reader::new(read_opts.clone());
-        let on_call = |p: &mut Piece, call: &tracelab_trace::Call<'_>| {
-            let vars = CallVars {
-                call,
-                basename: &basename,
-                file: &name,
-            };
-            match query.hit(&vars, &mut p.names_seen) {
-                Ok(Some(hit)) => match hit.value {
-                    Some(v) => {
-                        p.matched += 1;
-                        p.groups.add(&hit.group, v, hit.us, (index, call.offset));
-                        if opts.verbose && !p.names.contains(call.name) {
-                            p.names.insert(call.name.to_string());
-                        }
-                    }
-                    None => p.groups.touch(&hit.group, (index, call.offset)),
-                },
-                Ok(None) => {}
-                Err(msg) => {
-                    p.errors.total += 1;
-                    if p.errors.kept.len() < Diagnostics::KEEP {
-                        p.error_at.push((call.offset, call.line, msg));
+        match query.hit(&vars, &mut p.names_seen) {
+            Ok(Some(hit)) => match hit.value {
+                Some(v) => {
+                    p.matched += 1;
+                    p.groups.add(&hit.group, v, hit.us, (index, call.offset));
+                    if opts.verbose && !p.names.contains(call.name) {
+                        p.names.insert(call.name.to_string());
                     }
                 }
-            }
-        };
-        match reader.read_split(file, parts, Piece::default, on_call) {
-            Err(e) => {
-                out.skipped = Some(e.to_string());
-                return out;
-            }
-            Ok((pieces, summary)) => {
-                let rereadable = !matches!(source, Source::Stdin);
-                if summary.depmin_changed
-                    && query.uses_depmin
-                    && rereadable
-                    && read_opts.depmin.is_none()
-                {
-                    // $depmin is the file's minimum depth, known only at its
-                    // end; calls before a shallower one were judged with a
-                    // wrong value. Rare (traces that start inside recursive
-                    // SQL); read again with the right one.
-                    read_opts.depmin = Some(summary.depmin);
-                    out.reread = true;
-                    continue;
+                None => p.groups.touch(&hit.group, (index, call.offset)),
+            },
+            Ok(None) => {}
+            Err(msg) => {
+                p.errors.total += 1;
+                if p.errors.kept.len() + p.error_at.len() < Diagnostics::KEEP {
+                    p.error_at.push((call.offset, call.line, msg));
                 }
-                let mut warnings = summary.diagnostics.clone();
-                for p in pieces {
-                    let unkept = p.errors.total.saturating_sub(p.error_at.len() as u64);
-                    for (offset, line, msg) in p.error_at {
-                        warnings.push(&name, summary.absolute_line(offset, line), msg);
-                    }
-                    warnings.total += unkept;
-                    out.matched += p.matched;
-                    w.groups.merge(p.groups);
-                    w.names.extend(p.names);
-                }
-                if summary.depmin_changed && query.uses_depmin && !rereadable {
-                    warnings.push(
-                        &name,
-                        summary.lines,
-                        format!(
-                            "$depmin of standard input is {}, known only at its end; earlier calls were filtered with a larger value (name the file instead to have it read twice)",
-                            summary.depmin
-                        ),
-                    );
-                }
-                out.warnings = warnings;
-                out.lines = summary.lines;
-                out.calls = summary.calls;
-                return out;
             }
         }
+    };
+    let (pieces, summary) =
+        match Reader::new(read_opts.clone()).read_split(file, parts, Piece::default, on_call) {
+            Ok(r) => r,
+            Err(e) => {
+                out.skipped = Some(e.to_string());
+                return out;
+            }
+        };
+    let mut warnings = summary.diagnostics.clone();
+    for mut p in pieces {
+        if let Some(end) = p.stale_before.take() {
+            // $depmin is the file's minimum depth, known only at its end:
+            // the calls before its last change are judged again with the
+            // right value (traces that start inside recursive SQL).
+            match rejudge(&source, end, summary.depmin, read_opts, &on_call) {
+                Some(Ok((before, _))) => {
+                    out.reread = true;
+                    before.merge_into(&mut out, w, &name, &summary, &mut warnings);
+                }
+                Some(Err(e)) => warnings.push(&name, 0, format!("reading the start again: {e}")),
+                None => warnings.push(
+                    &name,
+                    summary.lines,
+                    format!(
+                        "$depmin of standard input is {}, known only at its end; calls before it changed were dropped (name the file instead to have them judged again)",
+                        summary.depmin
+                    ),
+                ),
+            }
+        }
+        p.merge_into(&mut out, w, &name, &summary, &mut warnings);
     }
+    out.warnings = warnings;
+    out.lines = summary.lines;
+    out.calls = summary.calls;
+    out
+}
+
+/// Reads `source` again up to byte `end` with `$depmin` fixed; `None` for
+/// standard input, which cannot be read twice.
+fn rejudge(
+    source: &Source,
+    end: u64,
+    depmin: i64,
+    read_opts: &ReadOptions,
+    on_call: &(impl Fn(&mut Piece, &tracelab_trace::Call<'_>) + Sync),
+) -> Option<Result<(Piece, ReadSummary), String>> {
+    if matches!(source, Source::Stdin) {
+        return None;
+    }
+    let file = match open_counted(source, None) {
+        Ok(f) => f,
+        Err(e) => return Some(Err(e.to_string())),
+    };
+    let mut opts = read_opts.clone();
+    opts.depmin = Some(depmin);
+    let mut piece = Piece::default();
+    Some(
+        Reader::new(opts)
+            .read_before(file, end, |c| on_call(&mut piece, c))
+            .map(|s| (piece, s))
+            .map_err(|e| e.to_string()),
+    )
 }

@@ -142,7 +142,11 @@ pub struct Call<'a> {
     /// recursive SQL still passes the default `$dep==$depmin` filter (checked
     /// against mrskew's published db-ping profile).
     pub dep: Option<i64>,
-    /// Minimum depth of the file's calls (or `--depmin`).
+    /// Minimum depth of the file's calls (or `--depmin`). Known for sure
+    /// only at the end of a file: while reading, the minimum so far. A
+    /// consumer that filters on it and sees it change drops what it
+    /// gathered and reads the part before again with
+    /// [`crate::Reader::read_before`] and a fixed depth.
     pub depmin: i64,
     pub stmt: &'a Statement,
     /// Line of the cursor's latest PARSE / EXEC (0 if none yet).

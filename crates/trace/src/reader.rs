@@ -178,8 +178,30 @@ impl Reader {
     pub fn read(
         &mut self,
         file: TraceFile,
+        on_call: impl FnMut(&Call<'_>),
+    ) -> Result<ReadSummary, ReadError> {
+        self.read_to(file, u64::MAX, on_call)
+    }
+
+    /// Reads the lines of `file` that start before byte `end`: for judging
+    /// again, with the right `$depmin`, the calls a first read judged with a
+    /// tentative one (see [`Call::depmin`]).
+    pub fn read_before(
+        &mut self,
+        file: TraceFile,
+        end: u64,
+        on_call: impl FnMut(&Call<'_>),
+    ) -> Result<ReadSummary, ReadError> {
+        self.read_to(file, end, on_call)
+    }
+
+    fn read_to(
+        &mut self,
+        file: TraceFile,
+        limit: u64,
         mut on_call: impl FnMut(&Call<'_>),
     ) -> Result<ReadSummary, ReadError> {
+        let whole = limit == u64::MAX;
         let name = file.name.clone();
         let reader: Box<dyn Read + Send> = match file.body {
             Body::File { file, len, counter } => Box::new(RangeReader {
@@ -192,11 +214,13 @@ impl Reader {
         };
         let mut lines = Lines::new(reader);
         let mut run = Run::new(&self.opts, &name, FxHashMap::default());
-        let line_no = drive(&mut run, &mut lines, 0, true, &mut on_call)?;
-        if run.recognised == 0 {
+        let line_no = drive(&mut run, &mut lines, 0, whole, limit, &mut on_call)?;
+        if whole && run.recognised == 0 {
             return Err(not_a_trace(&name, line_no));
         }
-        run.finish(line_no, &mut on_call);
+        if whole {
+            run.finish(line_no, &mut on_call);
+        }
         let mut summary = std::mem::take(&mut run.summary);
         summary.lines = line_no;
         summary.depmin = run.depmin();
@@ -319,6 +343,7 @@ impl Reader {
                 &mut lines,
                 first_line,
                 false,
+                u64::MAX,
                 &mut |c: &Call<'_>| on_call(&mut state, c),
             )?;
             let seen = run.depmin_seen;
@@ -381,19 +406,21 @@ impl Reader {
     }
 }
 
-/// Feeds every line of `lines` to `run`, numbering from `first_line + 1`;
-/// returns the last line number. `sniff` checks the start of a whole file
-/// for signs that it is not a trace.
+/// Feeds the lines of `lines` that start before byte `limit` to `run`,
+/// numbering from `first_line + 1`; returns the last line number. `sniff`
+/// checks the start of a whole file for signs that it is not a trace.
 fn drive<R: Read>(
     run: &mut Run<'_>,
     lines: &mut Lines<R>,
     first_line: u64,
     sniff: bool,
+    limit: u64,
     on_call: &mut impl FnMut(&Call<'_>),
 ) -> Result<u64, ReadError> {
     let mut no = first_line;
     loop {
         let line = match lines.next_line() {
+            Ok(Some(l)) if l.offset >= limit => return Ok(no),
             Ok(Some(l)) => l,
             Ok(None) => return Ok(no),
             Err(source) => {

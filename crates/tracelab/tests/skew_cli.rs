@@ -308,3 +308,36 @@ fn many_files_in_parallel_equal_one_at_a_time() {
     assert_eq!(one, many);
     assert!(one.lines().count() > 10);
 }
+
+#[test]
+fn depmin_known_only_later_rejudges_the_start() {
+    // The trace starts inside recursive SQL: the first database call has
+    // dep=1, the file's minimum (0) shows only later.
+    let text = "Oracle Release 11.2\n\
+PARSING IN CURSOR #2 len=6 dep=1 uid=0 oct=3 lid=0 tim=50 hv=1 ad='1' sqlid='rec'\n\
+select\n\
+END OF STMT\n\
+EXEC #2:c=5,e=5,p=0,cr=0,cu=0,mis=0,r=0,dep=1,og=3,tim=60\n\
+WAIT #2: nam='db file sequential read' ela= 7 file#=1 block#=2 blocks=1 obj#=-1 tim=70\n\
+PARSING IN CURSOR #1 len=6 dep=0 uid=7 oct=6 lid=7 tim=90 hv=2 ad='2' sqlid='top'\n\
+insert\n\
+END OF STMT\n\
+EXEC #1:c=20,e=40,p=0,cr=0,cu=0,mis=0,r=0,dep=0,og=3,tim=100\n";
+    let dir = tempdir("depmin");
+    let f = dir.join("late.trc");
+    std::fs::write(&f, text).unwrap();
+    let f = f.to_string_lossy().into_owned();
+    let (auto, err, code) = tracelab(&["skew", "--csv", &f]);
+    assert_eq!(code, 0, "{err}");
+    let (fixed, _, _) = tracelab(&["skew", "--csv", "--depmin=0", &f]);
+    assert_eq!(auto, fixed);
+    assert!(
+        auto.contains("EXEC,0.000020,74.1,1,"),
+        "the recursive EXEC is not counted: {auto}"
+    );
+    assert!(
+        auto.ends_with("TOTAL (2),0.000027,100.0,2,0.000013,0.000007,0.000020\n"),
+        "{auto}"
+    );
+    std::fs::remove_dir_all(dir).unwrap();
+}
