@@ -284,7 +284,15 @@ impl Reader {
         }
         let bounds = split_points(&file, len, parts).map_err(io_err)?;
         let n = bounds.len() - 1;
-        let opts = &self.opts;
+        // Pieces after the first start without knowing the file's minimum
+        // depth, and a piece that guessed wrong is read again. Almost every
+        // trace has a top-level call near its start: finding one settles
+        // $depmin at 0 for every piece before they start.
+        let mut settled = self.opts.clone();
+        if settled.depmin.is_none() && has_top_level_call(&file, len).map_err(io_err)? {
+            settled.depmin = Some(0);
+        }
+        let opts = &settled;
         let range = |i: usize, counter: Option<Arc<AtomicU64>>| {
             Lines::at(
                 RangeReader {
@@ -443,6 +451,42 @@ fn drive<R: Read>(
             });
         }
     }
+}
+
+/// Whether a database call with `dep=0` appears in the first few
+/// megabytes: then the file's `$depmin` is 0 (depths are never negative).
+fn has_top_level_call(file: &File, len: u64) -> std::io::Result<bool> {
+    const LOOK: u64 = 16 << 20;
+    let mut lines = Lines::at(
+        RangeReader {
+            file: Arc::new(file.try_clone()?),
+            pos: 0,
+            end: len.min(LOOK),
+            counter: None,
+        },
+        0,
+    );
+    let finder = memchr::memmem::Finder::new(b",dep=0,");
+    while let Some((_, block)) = lines.next_block()? {
+        for at in finder.find_iter(block) {
+            let start = memchr::memrchr(b'\n', &block[..at]).map_or(0, |i| i + 1);
+            let line = &block[start..];
+            if [
+                &b"PARSE #"[..],
+                b"EXEC #",
+                b"FETCH #",
+                b"CLOSE #",
+                b"UNMAP #",
+                b"SORT UNMAP #",
+            ]
+            .iter()
+            .any(|p| line.starts_with(p))
+            {
+                return Ok(true);
+            }
+        }
+    }
+    Ok(false)
 }
 
 /// Files smaller than this are read by one thread: splitting costs more

@@ -9,6 +9,10 @@ use tracelab_trace::{open, ReadOptions, Reader, Source};
 type Seen = (u64, String, String, Option<i64>, i64, i64);
 
 fn big_trace(dir: &Path) -> std::path::PathBuf {
+    big_trace_with(dir, |t| t)
+}
+
+fn big_trace_with(dir: &Path, edit: impl Fn(Vec<u8>) -> Vec<u8>) -> std::path::PathBuf {
     let fixtures =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/crc-local-force");
     let mut text = Vec::new();
@@ -22,6 +26,7 @@ fn big_trace(dir: &Path) -> std::path::PathBuf {
         let mut d = flate2::read::MultiGzDecoder::new(std::fs::File::open(p).unwrap());
         d.read_to_end(&mut text).unwrap();
     }
+    let text = edit(text);
     assert!(text.len() > 17 << 20, "bigger than the split threshold");
     let path = dir.join("big.trc");
     std::fs::File::create(&path)
@@ -99,5 +104,49 @@ fn pieces_read_like_the_whole() {
     let want: Vec<(u64, String, i64)> = whole.iter().map(|w| (w.0, w.1.clone(), w.4)).collect();
     assert_eq!(lean, want);
     assert_eq!(summary.lines, whole_summary.lines);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Every depth one deeper: no top-level call anywhere, so each piece must
+/// find the file's minimum depth on its own, and the pieces that started
+/// inside deeper recursive SQL guessed it wrong and are read again.
+#[test]
+fn pieces_that_guess_depmin_wrong_are_read_again() {
+    let dir = std::env::temp_dir().join(format!("tracelab-split-deep-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = big_trace_with(&dir, |t| {
+        let s = String::from_utf8_lossy(&t)
+            .replace(",dep=1,", ",dep=2,")
+            .replace(",dep=0,", ",dep=1,")
+            .replace(" dep=1 ", " dep=2 ")
+            .replace(" dep=0 ", " dep=1 ");
+        s.into_bytes()
+    });
+    let mut whole: Vec<Seen> = Vec::new();
+    let whole_summary = Reader::new(ReadOptions::default())
+        .read(open(&Source::Path(path.clone())).unwrap(), |c| {
+            whole.push(seen(c))
+        })
+        .unwrap();
+    assert_eq!(whole_summary.depmin, 1);
+    // The whole read hands out a tentative depmin at first; compare the
+    // calls after it settled, and the pieces against a read with it fixed.
+    let mut fixed: Vec<Seen> = Vec::new();
+    Reader::new(ReadOptions {
+        depmin: Some(1),
+        ..ReadOptions::default()
+    })
+    .read(open(&Source::Path(path.clone())).unwrap(), |c| {
+        fixed.push(seen(c))
+    })
+    .unwrap();
+    let file = open(&Source::Path(path.clone())).unwrap();
+    let (states, summary) = Reader::new(ReadOptions::default())
+        .read_split(file, 4, Vec::new, |v: &mut Vec<Seen>, c| v.push(seen(c)))
+        .unwrap();
+    assert!(states.len() > 1);
+    let pieced: Vec<Seen> = states.into_iter().flatten().collect();
+    assert_eq!(summary.depmin, 1);
+    assert_eq!(pieced, fixed);
     std::fs::remove_dir_all(&dir).unwrap();
 }
