@@ -2,19 +2,10 @@
 //! (psql) connects to, status and stop say what they did, in exit codes
 //! too.
 
-use std::process::Command;
+mod common;
+use common::tracelab;
 
-fn tracelab(args: &[&str]) -> (String, String, i32) {
-    let out = Command::new(env!("CARGO_BIN_EXE_tracelab"))
-        .args(args)
-        .output()
-        .expect("run tracelab");
-    (
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-        out.status.code().unwrap_or(-1),
-    )
-}
+use std::process::Command;
 
 struct Teardown(String);
 

@@ -2,6 +2,9 @@
 //! damaged and foreign input, standard input, and the time mrskew leaves
 //! out.
 
+mod common;
+use common::tracelab;
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -16,18 +19,6 @@ fn fixture(rel: &str) -> String {
 
 fn db_ping() -> String {
     fixture("db-ping/cdb1_ora_15440_PINGTEST.trc")
-}
-
-fn tracelab(args: &[&str]) -> (String, String, i32) {
-    let out = Command::new(env!("CARGO_BIN_EXE_tracelab"))
-        .args(args)
-        .output()
-        .expect("run tracelab");
-    (
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-        out.status.code().unwrap_or(-1),
-    )
 }
 
 fn tempdir(tag: &str) -> PathBuf {
