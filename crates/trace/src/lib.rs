@@ -18,8 +18,10 @@ mod fields;
 mod input;
 mod lines;
 mod reader;
+mod writer;
 
 pub use call::{Call, CallKind, DbFields, Statement, WaitFields, PSEUDO_BETWEEN, PSEUDO_WITHIN};
 pub use diag::{Diagnostic, Diagnostics};
 pub use input::{open, open_counted, Compression, OpenError, Source, TraceFile};
 pub use reader::{ReadError, ReadOptions, ReadSummary, Reader};
+pub use writer::{sqlid, CallTimes, Header, TraceWriter};
