@@ -5,6 +5,7 @@
 mod db;
 mod exit;
 mod progress;
+mod run;
 mod skew;
 
 use clap::{Parser, Subcommand};
@@ -29,6 +30,9 @@ enum Command {
     /// Start, stop or look at a private, throw-away PostgreSQL for runs and
     /// studies.
     Db(db::Args),
+    /// Drive a statement from many sessions, measure every call, trace it
+    /// (PostgreSQL; a private server when no --db is given).
+    Run(Box<run::Args>),
 }
 
 fn main() {
@@ -46,6 +50,7 @@ fn main() {
     let status = match cli.command {
         Command::Skew(a) => skew::run(*a),
         Command::Db(a) => db::run(a),
+        Command::Run(a) => run::run(*a),
     };
     match status {
         Ok(code) => std::process::exit(code),

@@ -1,0 +1,70 @@
+//! `tracelab run`: drive SQL from many sessions, measure every call with
+//! pgbench's semantics (HDR histograms of latency), and optionally write a
+//! 10046-format trace of every call from the client's side.
+//!
+//! This first slice drives PostgreSQL with one prepared statement and a
+//! bind file; the sqlrun manifest, other engines, arrival rates and
+//! transaction modes come next.
+
+mod clock;
+mod error;
+mod session;
+mod summary;
+mod workload;
+
+pub use error::RunError;
+pub use summary::{Latency, SessionSummary, Summary};
+pub use workload::{postgres_placeholders, read_binds, Workload};
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+/// When a session stops.
+#[derive(Debug, Clone, Copy)]
+pub enum Stop {
+    /// After this long, counted by each session from its own start.
+    Runtime(Duration),
+    /// After this many transactions per session.
+    Transactions(u64),
+}
+
+/// A run, resolved.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    /// A `postgres://` URL (without a password in it, or it stays out of
+    /// every output anyway: only the host, port and database are shown).
+    pub url: String,
+    pub sessions: usize,
+    pub stop: Stop,
+    /// Think time between calls.
+    pub exe_delay: Duration,
+    /// Write one trace per session here.
+    pub trace_dir: Option<PathBuf>,
+}
+
+/// Runs the workload and returns the summary. Session errors (a failed
+/// statement, a lost connection) are counted in the summary, not returned:
+/// what was measured is never lost.
+pub fn run(opts: &RunOptions, workload: &Workload) -> Result<Summary, RunError> {
+    if let Some(dir) = &opts.trace_dir {
+        std::fs::create_dir_all(dir).map_err(|source| RunError::Io {
+            path: dir.clone(),
+            source,
+        })?;
+    }
+    let start = Instant::now();
+    let results: Vec<SessionSummary> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..opts.sessions)
+            .map(|i| s.spawn(move || session::run(i, opts, workload, start)))
+            .collect();
+        handles
+            .into_iter()
+            .enumerate()
+            .map(|(i, h)| {
+                h.join()
+                    .unwrap_or_else(|_| SessionSummary::failed(i, "the session thread panicked"))
+            })
+            .collect()
+    });
+    Ok(Summary::new(results, start.elapsed()))
+}

@@ -1,0 +1,155 @@
+//! What a run measured: per session and in all, as text and JSON.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use hdrhistogram::Histogram;
+use serde::Serialize;
+
+/// Latency percentiles in microseconds.
+#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq)]
+pub struct Latency {
+    pub p50: u64,
+    pub p90: u64,
+    pub p99: u64,
+    pub p99_9: u64,
+    pub max: u64,
+}
+
+impl Latency {
+    fn of(h: &Histogram<u64>) -> Latency {
+        if h.is_empty() {
+            return Latency::default();
+        }
+        Latency {
+            p50: h.value_at_quantile(0.50),
+            p90: h.value_at_quantile(0.90),
+            p99: h.value_at_quantile(0.99),
+            p99_9: h.value_at_quantile(0.999),
+            max: h.max(),
+        }
+    }
+}
+
+/// One session's counts.
+#[derive(Debug, Clone, Serialize)]
+pub struct SessionSummary {
+    pub session: usize,
+    pub transactions: u64,
+    pub errors: u64,
+    /// The server process that served the session.
+    pub backend_pid: Option<i32>,
+    /// From the session's first call to the end of its last, µs.
+    pub elapsed_us: i64,
+    /// Why the session ended early, if it did.
+    pub failure: Option<String>,
+    #[serde(skip)]
+    pub latency: Histogram<u64>,
+    #[serde(skip)]
+    pub errors_by_code: BTreeMap<String, (u64, String)>,
+}
+
+impl SessionSummary {
+    pub(crate) fn new(session: usize) -> SessionSummary {
+        SessionSummary {
+            session,
+            transactions: 0,
+            errors: 0,
+            backend_pid: None,
+            elapsed_us: 0,
+            failure: None,
+            latency: Histogram::new(3).expect("3 significant digits is valid"),
+            errors_by_code: BTreeMap::new(),
+        }
+    }
+
+    pub(crate) fn failed(session: usize, why: &str) -> SessionSummary {
+        let mut s = SessionSummary::new(session);
+        s.fail(why.to_string());
+        s
+    }
+
+    pub(crate) fn fail(&mut self, why: String) {
+        self.failure = Some(why);
+    }
+
+    /// Counts an error of SQLSTATE `code`, keeping its first message.
+    pub(crate) fn error(&mut self, code: &str, message: String) {
+        self.errors += 1;
+        self.errors_by_code
+            .entry(code.to_string())
+            .or_insert((0, message))
+            .0 += 1;
+    }
+}
+
+/// The whole run.
+#[derive(Debug, Clone, Serialize)]
+pub struct Summary {
+    pub sessions: usize,
+    pub runtime_s: f64,
+    pub transactions: u64,
+    pub tps: f64,
+    pub latency_us: Latency,
+    pub errors: u64,
+    /// Errors by SQLSTATE: count and the first message.
+    pub errors_by_code: BTreeMap<String, (u64, String)>,
+    pub per_session: Vec<SessionSummary>,
+}
+
+impl Summary {
+    pub(crate) fn new(per_session: Vec<SessionSummary>, runtime: Duration) -> Summary {
+        let mut all = Histogram::<u64>::new(3).expect("3 significant digits is valid");
+        let mut by_code: BTreeMap<String, (u64, String)> = BTreeMap::new();
+        for s in &per_session {
+            let _ = all.add(&s.latency);
+            for (k, (n, m)) in &s.errors_by_code {
+                by_code.entry(k.clone()).or_insert((0, m.clone())).0 += n;
+            }
+        }
+        let transactions = per_session.iter().map(|s| s.transactions).sum();
+        let runtime_s = runtime.as_secs_f64();
+        Summary {
+            sessions: per_session.len(),
+            runtime_s,
+            transactions,
+            tps: if runtime_s > 0.0 {
+                transactions as f64 / runtime_s
+            } else {
+                0.0
+            },
+            latency_us: Latency::of(&all),
+            errors: per_session.iter().map(|s| s.errors).sum(),
+            errors_by_code: by_code,
+            per_session,
+        }
+    }
+
+    /// Whether any session ended early (lost connection, no connection).
+    pub fn failed(&self) -> bool {
+        self.per_session.iter().any(|s| s.failure.is_some())
+    }
+
+    pub fn json(&self) -> String {
+        serde_json::to_string_pretty(self).unwrap_or_default() + "\n"
+    }
+
+    pub fn text(&self) -> String {
+        let l = &self.latency_us;
+        let mut t = format!(
+            "sessions: {}\nruntime: {:.3} s\ntransactions: {}\ntps: {:.1}\nlatency (µs): p50 {}  p90 {}  p99 {}  p99.9 {}  max {}\nerrors: {}\n",
+            self.sessions, self.runtime_s, self.transactions, self.tps, l.p50, l.p90, l.p99, l.p99_9, l.max, self.errors
+        );
+        for (code, (n, msg)) in &self.errors_by_code {
+            t.push_str(&format!("  {n} × {code}: {msg}\n"));
+        }
+        for s in self.per_session.iter().filter(|s| s.failure.is_some()) {
+            t.push_str(&format!(
+                "session {} ended early: {}\n",
+                s.session,
+                s.failure.as_deref().unwrap_or("")
+            ));
+        }
+        t
+    }
+}

@@ -1,0 +1,177 @@
+//! `run` against a real private PostgreSQL: counts, latency, traces that
+//! profile, errors by SQLSTATE, and a server that dies mid-run.
+
+use std::path::Path;
+use std::time::Duration;
+
+use tracelab_db::{start_postgres, stop, PgOptions, ServerState};
+use tracelab_run::{run, RunOptions, Stop, Workload};
+use tracelab_trace::{open, CallKind, ReadOptions, Reader, Source};
+
+struct Server {
+    state: ServerState,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = stop(&self.state.dir);
+    }
+}
+
+fn server() -> Server {
+    let dir = tempfile::Builder::new()
+        .prefix("tracelab-run-test-")
+        .tempdir_in("/tmp")
+        .unwrap();
+    let state = start_postgres(&PgOptions {
+        dir: Some(dir.path().join("pg")),
+        settings: vec![],
+    })
+    .unwrap();
+    let mut c = postgres::Client::connect(&state.url, postgres::NoTls).unwrap();
+    c.batch_execute(
+        "create table chair (chair int primary key, name text);
+         insert into chair select g, 'chair ' || g from generate_series(1, 100) g;",
+    )
+    .unwrap();
+    Server { state, _dir: dir }
+}
+
+fn opts(url: &str, sessions: usize, stop: Stop, trace: Option<&Path>) -> RunOptions {
+    RunOptions {
+        url: url.to_string(),
+        sessions,
+        stop,
+        exe_delay: Duration::ZERO,
+        trace_dir: trace.map(Path::to_path_buf),
+    }
+}
+
+fn lookup(rows: usize) -> Workload {
+    let binds = (1..=rows).map(|i| vec![Some(i.to_string())]).collect();
+    Workload::postgres("select name from chair where chair = :1", binds)
+}
+
+#[test]
+fn counts_latency_and_traces_that_add_up() {
+    let srv = server();
+    let traces = tempfile::tempdir().unwrap();
+    let sum = run(
+        &opts(
+            &srv.state.url,
+            3,
+            Stop::Transactions(50),
+            Some(traces.path()),
+        ),
+        &lookup(100),
+    )
+    .unwrap();
+    assert_eq!(sum.transactions, 150);
+    assert_eq!(sum.errors, 0);
+    assert!(sum
+        .per_session
+        .iter()
+        .all(|s| s.transactions == 50 && s.failure.is_none()));
+    let mut pids: Vec<i32> = sum
+        .per_session
+        .iter()
+        .filter_map(|s| s.backend_pid)
+        .collect();
+    pids.sort();
+    pids.dedup();
+    assert_eq!(pids.len(), 3, "one server process per session");
+    let l = sum.latency_us;
+    assert!(
+        l.p50 > 0 && l.p50 <= l.p90 && l.p90 <= l.p99 && l.p99 <= l.max,
+        "{l:?}"
+    );
+    assert!(sum.json().contains("\"tps\""));
+
+    for s in &sum.per_session {
+        let path = traces
+            .path()
+            .join(format!("tracelab_run_{}.trc", s.session));
+        let mut execs = 0;
+        let mut rows = 0;
+        let mut time = 0i64;
+        Reader::new(ReadOptions::default())
+            .read(open(&Source::Path(path)).unwrap(), |c| {
+                match c.kind {
+                    CallKind::Exec => execs += 1,
+                    CallKind::Fetch => rows += c.db.r.unwrap_or(0),
+                    _ => {}
+                }
+                time += c.dur_us();
+            })
+            .unwrap();
+        assert_eq!(execs, 50);
+        assert_eq!(rows, 50, "one row per lookup");
+        // Calls and the waits between them account for the session's
+        // elapsed time (within 1 %).
+        let diff = (time - s.elapsed_us).abs() as f64;
+        assert!(
+            diff <= 0.01 * s.elapsed_us as f64,
+            "trace {time} µs vs measured {} µs",
+            s.elapsed_us
+        );
+    }
+}
+
+#[test]
+fn runtime_bounds_the_run_and_errors_are_counted_by_sqlstate() {
+    let srv = server();
+    let sum = run(
+        &opts(
+            &srv.state.url,
+            2,
+            Stop::Runtime(Duration::from_millis(500)),
+            None,
+        ),
+        &lookup(10),
+    )
+    .unwrap();
+    assert!(sum.transactions > 10, "{}", sum.transactions);
+    assert!(
+        sum.runtime_s >= 0.5 && sum.runtime_s < 5.0,
+        "{}",
+        sum.runtime_s
+    );
+
+    // 'abc' is no integer: every execution fails with 22P02, counted, named.
+    let bad = Workload::postgres(
+        "select name from chair where chair = :1",
+        vec![vec![Some("abc".into())]],
+    );
+    let sum = run(&opts(&srv.state.url, 1, Stop::Transactions(5), None), &bad).unwrap();
+    assert_eq!((sum.transactions, sum.errors), (0, 5));
+    let (n, msg) = &sum.errors_by_code["22P02"];
+    assert_eq!(*n, 5);
+    assert!(
+        msg.contains("invalid input syntax for type integer") && msg.contains("bind row 1"),
+        "{msg}"
+    );
+    assert!(!sum.failed());
+}
+
+#[test]
+fn a_server_that_dies_mid_run_is_reported_and_nothing_measured_is_lost() {
+    let srv = server();
+    let url = srv.state.url.clone();
+    let dir = srv.state.dir.clone();
+    let runner = std::thread::spawn(move || {
+        run(
+            &opts(&url, 2, Stop::Runtime(Duration::from_secs(20)), None),
+            &lookup(10),
+        )
+    });
+    std::thread::sleep(Duration::from_millis(700));
+    stop(&dir).unwrap();
+    let sum = runner.join().unwrap().unwrap();
+    assert!(sum.failed(), "{}", sum.text());
+    assert!(sum.transactions > 0, "what ran before is still counted");
+    assert!(
+        sum.runtime_s < 15.0,
+        "sessions stop when the server is gone"
+    );
+}

@@ -1,0 +1,98 @@
+//! `tracelab run`: drive one statement from many sessions against a
+//! database, or against a private PostgreSQL started for the run.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use tracelab_db::{start_postgres, stop, PgOptions};
+use tracelab_run::{read_binds, run as drive, RunOptions, Stop, Workload};
+
+use crate::exit::{self, Failure};
+
+/// Options of `tracelab run` (this release: PostgreSQL, one statement).
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// A postgres:// URL; without it a private PostgreSQL is started for
+    /// the run and removed afterwards.
+    #[arg(long, value_name = "URL")]
+    db: Option<String>,
+    /// The statement; `:1`/`:name` and `$1` placeholders both work.
+    #[arg(long, value_name = "SQL")]
+    sql: String,
+    /// Bind values, one execution per line, comma-separated, NULL for
+    /// NULL; cycled.
+    #[arg(long, value_name = "FILE")]
+    binds: Option<PathBuf>,
+    /// Concurrent sessions.
+    #[arg(long, visible_alias = "max-sessions", default_value_t = 1)]
+    sessions: usize,
+    /// Seconds each session runs, from its own start.
+    #[arg(long, value_name = "SECONDS", conflicts_with = "transactions")]
+    runtime: Option<f64>,
+    /// Transactions per session.
+    #[arg(long, value_name = "N")]
+    transactions: Option<u64>,
+    /// Think time between calls, in seconds.
+    #[arg(long, value_name = "SECONDS", default_value_t = 0.0)]
+    exe_delay: f64,
+    /// Write a 10046-format trace per session into this directory
+    /// (profile them with `tracelab skew`).
+    #[arg(long, value_name = "DIR")]
+    trace: Option<PathBuf>,
+    /// Print the summary as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(a: Args) -> Result<i32, Failure> {
+    let stop_at = match (a.runtime, a.transactions) {
+        (Some(s), _) if s > 0.0 && s.is_finite() => Stop::Runtime(Duration::from_secs_f64(s)),
+        (Some(s), _) => {
+            return Err(Failure::Usage(format!(
+                "--runtime={s}: expected a positive number of seconds"
+            )))
+        }
+        (None, Some(n)) => Stop::Transactions(n),
+        (None, None) => Stop::Runtime(Duration::from_secs(10)),
+    };
+    if a.sessions == 0 {
+        return Err(Failure::Usage("--sessions: expected at least 1".into()));
+    }
+    let binds = match &a.binds {
+        Some(p) => read_binds(p).map_err(|e| Failure::Usage(e.to_string()))?,
+        None => Vec::new(),
+    };
+    let workload = Workload::postgres(&a.sql, binds);
+    // The private server lives only as long as the run.
+    let private = match &a.db {
+        Some(_) => None,
+        None => Some(start_postgres(&PgOptions::default())?),
+    };
+    let url =
+        a.db.clone()
+            .or_else(|| private.as_ref().map(|s| s.url.clone()))
+            .unwrap_or_default();
+    let opts = RunOptions {
+        url,
+        sessions: a.sessions,
+        stop: stop_at,
+        exe_delay: Duration::from_secs_f64(a.exe_delay.max(0.0)),
+        trace_dir: a.trace.clone(),
+    };
+    let result = drive(&opts, &workload);
+    if let Some(s) = &private {
+        let _ = stop(&s.dir);
+        let _ = std::fs::remove_dir_all(&s.dir);
+    }
+    let summary = result.map_err(|e| Failure::Usage(e.to_string()))?;
+    if a.json {
+        print!("{}", summary.json());
+    } else {
+        print!("{}", summary.text());
+    }
+    Ok(if summary.failed() || summary.errors > 0 {
+        exit::TROUBLE
+    } else {
+        exit::OK
+    })
+}

@@ -1,0 +1,110 @@
+//! `tracelab run` as a user runs it: on the private default server, and
+//! against a server of one's own with bind values and traces that
+//! `tracelab skew` profiles.
+
+mod common;
+use common::tracelab;
+
+#[test]
+fn the_embedded_default_needs_no_database() {
+    let (out, err, code) = tracelab(&[
+        "run",
+        "--sql",
+        "select 1",
+        "--sessions",
+        "2",
+        "--transactions",
+        "30",
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).expect("JSON summary");
+    assert_eq!(v["transactions"], 60);
+    assert_eq!(v["sessions"], 2);
+    assert_eq!(v["per_session"].as_array().unwrap().len(), 2);
+    assert!(v["latency_us"]["p99"].as_u64().unwrap() >= v["latency_us"]["p50"].as_u64().unwrap());
+}
+
+#[test]
+fn binds_and_traces_profile_with_skew() {
+    let base = tempfile::Builder::new()
+        .prefix("tracelab-runcli-")
+        .tempdir_in("/tmp")
+        .unwrap();
+    let pg = base.path().join("pg").to_string_lossy().into_owned();
+    let (url, err, code) = tracelab(&["db", "start", "--dir", &pg]);
+    assert_eq!(code, 0, "{err}");
+    let url = url.trim().to_string();
+    struct Stop(String);
+    impl Drop for Stop {
+        fn drop(&mut self) {
+            let _ = tracelab(&["db", "stop", "--dir", &self.0]);
+        }
+    }
+    let _stop = Stop(pg.clone());
+    let binds = base.path().join("binds.csv");
+    std::fs::write(&binds, "1,one\n2,two\n3,NULL\n").unwrap();
+    let traces = base.path().join("traces");
+    let (out, err, code) = tracelab(&[
+        "run",
+        "--db",
+        &url,
+        "--sql",
+        "select :1::int + 1, :2::text",
+        "--binds",
+        binds.to_str().unwrap(),
+        "--sessions",
+        "2",
+        "--transactions",
+        "25",
+        "--trace",
+        traces.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("transactions: 50"), "{out}");
+    let files: Vec<String> = std::fs::read_dir(&traces)
+        .unwrap()
+        .map(|e| e.unwrap().path().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(files.len(), 2);
+    let mut args = vec!["skew", "--name=EXEC", "--csv", "--nohead"];
+    args.extend(files.iter().map(String::as_str));
+    let (csv, err, code) = tracelab(&args);
+    assert_eq!(code, 0, "{err}");
+    assert!(csv.starts_with("EXEC,"), "{csv}");
+    assert_eq!(
+        csv.lines().next().unwrap().split(',').nth(3),
+        Some("50"),
+        "{csv}"
+    );
+    // Executions by bind values, as analysts do with Oracle traces.
+    let mut args = vec![
+        "skew",
+        "--name=EXEC",
+        "--group=join(',', @bind)",
+        "--csv",
+        "--nohead",
+        "--nofoot",
+    ];
+    args.extend(files.iter().map(String::as_str));
+    let (by_bind, _, _) = tracelab(&args);
+    assert_eq!(by_bind.lines().count(), 3, "{by_bind}");
+}
+
+#[test]
+fn a_bad_bind_file_is_named_with_its_line() {
+    let d = tempfile::tempdir().unwrap();
+    let binds = d.path().join("b.csv");
+    std::fs::write(&binds, "1,2\n3\n").unwrap();
+    let (_, err, code) = tracelab(&[
+        "run",
+        "--db",
+        "postgres://127.0.0.1:1/none",
+        "--sql",
+        "select :1, :2",
+        "--binds",
+        binds.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 2);
+    assert!(err.contains("b.csv:2: expected 2 values"), "{err}");
+}
