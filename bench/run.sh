@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Benchmark for `tracelab run` against pgbench on the same private
+# PostgreSQL: the same prepared lookup, the same sessions and duration,
+# interleaved three times; and tracelab with and without --trace.
+#
+# Usage (from the repository root):
+#     bash bench/run.sh                 # 20 sessions, 10 s per run, 3 rounds
+#     SESSIONS=8 SECONDS_PER_RUN=5 ROUNDS=2 bash bench/run.sh
+set -euo pipefail
+
+SESSIONS=${SESSIONS:-20}
+SECONDS_PER_RUN=${SECONDS_PER_RUN:-10}
+ROUNDS=${ROUNDS:-3}
+OUT=${BENCH_DIR:-bench/out}/run
+TL=target/release/tracelab
+
+[[ -f Cargo.toml && -d crates/tracelab ]] || { echo "run me from the repository root" >&2; exit 1; }
+cargo build --release -q -p tracelab
+mkdir -p "$OUT"
+rm -rf "$OUT/pg" "$OUT/traces"
+url=$("$TL" db start --dir "$OUT/pg" -c max_connections=100)
+trap '"$TL" db stop --dir "$OUT/pg" >/dev/null 2>&1 || true' EXIT
+bindir=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["bindir"])' "$OUT/pg/tracelab-db.json")
+pgbench=$bindir/pgbench
+[[ -x $pgbench ]] || pgbench=$(command -v pgbench)
+# pgbench connects as root's OS name by default: name the user.
+"$pgbench" -i -q -s 1 "$url" >/dev/null 2>&1
+# The statement pgbench -S runs, with its random aid drawn from a bind file
+# of 100,000 random accounts (scale 1).
+python3 -c 'import random; random.seed(1); print("\n".join(str(random.randint(1,100000)) for _ in range(100000)))' > "$OUT/aids.csv"
+sql='SELECT abalance FROM pgbench_accounts WHERE aid = :aid'
+
+pg_tps() { "$pgbench" -n -S -M prepared -c "$SESSIONS" -j 2 -T "$SECONDS_PER_RUN" "$url" 2>/dev/null | awk '/^tps = / { print $3; exit }'; }
+tl_tps() { "$TL" run --db "$url" --sql "$sql" --binds "$OUT/aids.csv" --sessions "$SESSIONS" --runtime "$SECONDS_PER_RUN" --json "$@" \
+           | python3 -c 'import json,sys; print("%.1f" % json.load(sys.stdin)["tps"])'; }
+
+echo "round | pgbench tps | tracelab tps | tracelab/pgbench | tracelab --trace tps | trace/no-trace"
+echo "---|---:|---:|---:|---:|---:"
+for r in $(seq 1 "$ROUNDS"); do
+  p=$(pg_tps)
+  t=$(tl_tps)
+  rm -rf "$OUT/traces"
+  tt=$(tl_tps --trace "$OUT/traces")
+  printf '%s | %s | %s | %.2f | %s | %.2f\n' "$r" "$p" "$t" "$(echo "$t / $p" | bc -l)" "$tt" "$(echo "$tt / $t" | bc -l)"
+done
+echo
+echo "sessions=$SESSIONS, ${SECONDS_PER_RUN}s per run, $(nproc) cores, $(date -u '+%Y-%m-%d %H:%M UTC')"
