@@ -17,6 +17,8 @@ pub use summary::{Latency, SessionSummary, Summary};
 pub use workload::{postgres_placeholders, read_binds, Workload};
 
 use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// When a session stops.
@@ -40,6 +42,13 @@ pub struct RunOptions {
     pub exe_delay: Duration,
     /// Write one trace per session here.
     pub trace_dir: Option<PathBuf>,
+    /// Statements per transaction; 0 is autocommit (each statement its
+    /// own transaction).
+    pub per_commit: u64,
+    /// End each batch with ROLLBACK instead of COMMIT.
+    pub rollback: bool,
+    /// Set (by Ctrl-C) to make every session stop after its current call.
+    pub interrupt: Option<Arc<AtomicBool>>,
 }
 
 /// Runs the workload and returns the summary. Session errors (a failed

@@ -3,6 +3,7 @@
 
 use std::error::Error as _;
 use std::fs::File;
+use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use hdrhistogram::Histogram;
@@ -47,25 +48,131 @@ impl ToSql for Text<'_> {
     postgres::types::to_sql_checked!();
 }
 
-/// The trace cursor number of the session's statement.
+/// Trace cursor numbers: the workload's statement, and the transaction
+/// control statements the session sends itself.
 const CURSOR: u64 = 1;
+const CURSOR_BEGIN: u64 = 2;
+const CURSOR_END: u64 = 3;
+
+/// A session between its connection and its end.
+struct Session {
+    client: Client,
+    trace: Option<TraceWriter<File>>,
+    t0: Instant,
+    /// End of the latest call, µs since `t0`.
+    last_end: i64,
+    s: SessionSummary,
+    hist: Histogram<u64>,
+    /// Control statements already written to the trace with their text.
+    parsed: [bool; 2],
+}
+
+/// One measured round trip.
+struct Timed<T> {
+    result: Result<T, postgres::Error>,
+    start: i64,
+    end: i64,
+    cpu: i64,
+}
+
+impl Session {
+    /// Runs one round trip, measured; in the trace, the time since the
+    /// previous call becomes the wait before it: the time the session
+    /// spent outside the database, which Oracle's server side names
+    /// 'SQL*Net message from client'.
+    fn round_trip<T>(
+        &mut self,
+        f: impl FnOnce(&mut Client) -> Result<T, postgres::Error>,
+    ) -> Timed<T> {
+        // The thread CPU clock is a system call, not a vDSO read: only a
+        // trace needs it.
+        let tracing = self.trace.is_some();
+        let start = micros_since(self.t0);
+        let cpu0 = if tracing { thread_cpu_micros() } else { 0 };
+        let result = f(&mut self.client);
+        let end = micros_since(self.t0);
+        let cpu = if tracing {
+            thread_cpu_micros() - cpu0
+        } else {
+            0
+        };
+        if let Some(t) = self.trace.as_mut() {
+            let _ = t.wait(
+                CURSOR,
+                "SQL*Net message from client",
+                start - self.last_end,
+                [("driver id", 0), ("#bytes", 1), ("p3", 0)],
+                start,
+            );
+        }
+        self.last_end = end;
+        Timed {
+            result,
+            start,
+            end,
+            cpu,
+        }
+    }
+
+    /// Sends BEGIN, COMMIT or ROLLBACK; traced as an EXEC of its own
+    /// cursor, a commit or rollback preceded by XCTEND as Oracle writes it.
+    fn control(&mut self, sql: &'static str) -> Result<(), postgres::Error> {
+        let r = self.round_trip(|c| c.batch_execute(sql));
+        let (cursor, slot) = if sql == "BEGIN" {
+            (CURSOR_BEGIN, 0)
+        } else {
+            (CURSOR_END, 1)
+        };
+        if let Some(t) = self.trace.as_mut() {
+            let times = CallTimes {
+                c: r.cpu,
+                e: r.end - r.start,
+                r: 0,
+                dep: 0,
+                tim: r.end,
+            };
+            if sql != "BEGIN" {
+                let _ = t.xctend(sql == "ROLLBACK", false, r.end);
+            }
+            if !self.parsed[slot] {
+                self.parsed[slot] = true;
+                let _ = t.parse(
+                    cursor,
+                    sql,
+                    if sql == "BEGIN" { 0 } else { 44 },
+                    CallTimes {
+                        c: 0,
+                        e: 0,
+                        ..times
+                    },
+                );
+            }
+            let _ = t.exec(cursor, times);
+        }
+        r.result
+    }
+
+    fn lost(&mut self) -> bool {
+        if self.client.is_closed() {
+            self.s
+                .fail("the connection to the server was lost".to_string());
+            return true;
+        }
+        false
+    }
+}
 
 /// Runs session `index` and returns what it measured.
 pub fn run(index: usize, opts: &RunOptions, w: &Workload, t0: Instant) -> SessionSummary {
-    let mut s = SessionSummary::new(index);
-    let mut hist = Histogram::<u64>::new_with_bounds(1, 3_600_000_000, 3).expect("valid bounds");
-    let mut client = match Client::connect(&opts.url, NoTls) {
+    let mut summary = SessionSummary::new(index);
+    let client = match Client::connect(&opts.url, NoTls) {
         Ok(c) => c,
         Err(e) => {
-            s.fail(format!("cannot connect: {}", describe(&e)));
-            return s;
+            summary.fail(format!("cannot connect: {}", describe(&e)));
+            return summary;
         }
     };
-    s.backend_pid = client
-        .query_one("select pg_backend_pid()", &[])
-        .ok()
-        .map(|r| r.get::<_, i32>(0));
-    let mut trace = opts.trace_dir.as_ref().and_then(|dir| {
+    let trace = opts.trace_dir.as_ref().and_then(|dir| {
         let name = format!("tracelab_run_{index}.trc");
         let f = File::create(dir.join(&name)).ok()?;
         TraceWriter::new(
@@ -80,27 +187,42 @@ pub fn run(index: usize, opts: &RunOptions, w: &Workload, t0: Instant) -> Sessio
         )
         .ok()
     });
+    let mut ss = Session {
+        client,
+        trace,
+        t0,
+        last_end: 0,
+        s: summary,
+        hist: Histogram::<u64>::new_with_bounds(1, 3_600_000_000, 3).expect("valid bounds"),
+        parsed: [false; 2],
+    };
+    ss.s.backend_pid = ss
+        .client
+        .query_one("select pg_backend_pid()", &[])
+        .ok()
+        .map(|r| r.get::<_, i32>(0));
     let session_start = micros_since(t0);
+    ss.last_end = session_start;
     let cpu0 = thread_cpu_micros();
-    let stmt = match client.prepare(&w.engine_sql) {
+    let prepared = ss.round_trip(|c| c.prepare(&w.engine_sql));
+    let stmt = match prepared.result {
         Ok(st) => st,
         Err(e) => {
-            s.fail(format!("cannot prepare the statement: {}", describe(&e)));
-            return s;
+            ss.s.fail(format!("cannot prepare the statement: {}", describe(&e)));
+            return ss.s;
         }
     };
-    let mut last_end = micros_since(t0);
-    if let Some(t) = trace.as_mut() {
+    if let Some(t) = ss.trace.as_mut() {
         let _ = t.parse(
             CURSOR,
             &w.sql,
             3,
             CallTimes {
                 c: thread_cpu_micros() - cpu0,
-                e: last_end - session_start,
+                e: prepared.end - prepared.start,
                 r: 0,
                 dep: 0,
-                tim: last_end,
+                tim: prepared.end,
             },
         );
     }
@@ -108,14 +230,30 @@ pub fn run(index: usize, opts: &RunOptions, w: &Workload, t0: Instant) -> Sessio
         Stop::Runtime(d) => Some(session_start + d.as_micros() as i64),
         Stop::Transactions(_) => None,
     };
+    let end_sql = if opts.rollback { "ROLLBACK" } else { "COMMIT" };
+    let mut in_batch = 0u64;
     let mut i = 0usize;
     loop {
-        match opts.stop {
-            Stop::Transactions(n) if s.transactions + s.errors >= n => break,
-            _ => {}
-        }
-        if deadline.is_some_and(|d| micros_since(t0) >= d) {
+        let done = match opts.stop {
+            Stop::Transactions(n) => ss.s.transactions + ss.s.errors >= n,
+            Stop::Runtime(_) => deadline.is_some_and(|d| micros_since(t0) >= d),
+        };
+        if done
+            || opts
+                .interrupt
+                .as_ref()
+                .is_some_and(|f| f.load(Ordering::Relaxed))
+        {
             break;
+        }
+        if opts.per_commit > 0 && in_batch == 0 {
+            if let Err(e) = ss.control("BEGIN") {
+                ss.s.error(&code_of(&e), describe(&e));
+                if ss.lost() {
+                    break;
+                }
+                continue;
+            }
         }
         let row: Vec<Text<'_>> = if w.binds.is_empty() {
             Vec::new()
@@ -127,97 +265,89 @@ pub fn run(index: usize, opts: &RunOptions, w: &Workload, t0: Instant) -> Sessio
         };
         let params: Vec<&(dyn ToSql + Sync)> =
             row.iter().map(|v| v as &(dyn ToSql + Sync)).collect();
-        // The thread CPU clock is a system call, not a vDSO read: only a
-        // trace needs it.
-        let tracing = trace.is_some();
-        let start = micros_since(t0);
-        let cpu = if tracing { thread_cpu_micros() } else { 0 };
-        let result = client.query(&stmt, &params);
-        let end = micros_since(t0);
-        let c = if tracing {
-            thread_cpu_micros() - cpu
-        } else {
-            0
-        };
-        if let Some(t) = trace.as_mut() {
-            // The time outside the database between two calls: what
-            // Oracle's server side sees as SQL*Net message from client.
-            let _ = t.wait(
-                CURSOR,
-                "SQL*Net message from client",
-                start - last_end,
-                [("driver id", 0), ("#bytes", 1), ("p3", 0)],
-                start,
-            );
+        let r = ss.round_trip(|c| c.query(&stmt, &params));
+        if let Some(t) = ss.trace.as_mut() {
             let vals: Vec<Option<&str>> = row.iter().map(|v| v.0).collect();
             if !vals.is_empty() {
                 let _ = t.binds(CURSOR, &vals);
             }
+            let times = CallTimes {
+                c: r.cpu,
+                e: r.end - r.start,
+                r: 0,
+                dep: 0,
+                tim: r.end,
+            };
+            let _ = t.exec(CURSOR, times);
+            if let Ok(rows) = &r.result {
+                let _ = t.fetch(
+                    CURSOR,
+                    CallTimes {
+                        c: 0,
+                        e: 0,
+                        r: rows.len() as i64,
+                        ..times
+                    },
+                );
+            }
         }
-        match result {
-            Ok(rows) => {
-                s.transactions += 1;
-                let _ = hist.record((end - start).max(1) as u64);
-                if let Some(t) = trace.as_mut() {
-                    let times = |r| CallTimes {
-                        c,
-                        e: end - start,
-                        r,
-                        dep: 0,
-                        tim: end,
-                    };
-                    let _ = t.exec(CURSOR, times(0));
-                    let _ = t.fetch(
-                        CURSOR,
-                        CallTimes {
-                            c: 0,
-                            e: 0,
-                            ..times(rows.len() as i64)
-                        },
-                    );
+        match r.result {
+            Ok(_) => {
+                ss.s.executions += 1;
+                let _ = ss.hist.record((r.end - r.start).max(1) as u64);
+                if opts.per_commit == 0 {
+                    ss.s.transactions += 1;
+                } else {
+                    in_batch += 1;
                 }
             }
             Err(e) => {
-                let code = e.code().map_or("connection", |c| c.code()).to_string();
-                s.error(
-                    &code,
-                    format!(
-                        "{} (bind row {})",
-                        describe(&e),
-                        i % w.binds.len().max(1) + 1
-                    ),
+                let bind_row = i % w.binds.len().max(1) + 1;
+                ss.s.error(
+                    &code_of(&e),
+                    format!("{} (bind row {bind_row})", describe(&e)),
                 );
-                if let Some(t) = trace.as_mut() {
-                    let _ = t.exec(
-                        CURSOR,
-                        CallTimes {
-                            c,
-                            e: end - start,
-                            r: 0,
-                            dep: 0,
-                            tim: end,
-                        },
-                    );
-                }
-                if client.is_closed() {
-                    s.fail("the connection to the server was lost".to_string());
-                    last_end = end;
+                if ss.lost() {
                     break;
+                }
+                if opts.per_commit > 0 {
+                    // PostgreSQL aborts the transaction: end it and start
+                    // the next batch afresh.
+                    let _ = ss.control("ROLLBACK");
+                    in_batch = 0;
                 }
             }
         }
-        last_end = end;
+        if opts.per_commit > 0 && in_batch >= opts.per_commit {
+            match ss.control(end_sql) {
+                Ok(()) => ss.s.transactions += 1,
+                Err(e) => ss.s.error(&code_of(&e), describe(&e)),
+            }
+            in_batch = 0;
+            if ss.lost() {
+                break;
+            }
+        }
         i += 1;
         if !opts.exe_delay.is_zero() {
             std::thread::sleep(opts.exe_delay);
         }
     }
-    s.elapsed_us = last_end - session_start;
-    s.latency = hist;
-    if let Some(t) = trace.as_mut() {
+    // A batch left open at the end is ended the way batches end.
+    if opts.per_commit > 0 && in_batch > 0 && !ss.client.is_closed() && ss.control(end_sql).is_ok()
+    {
+        ss.s.transactions += 1;
+    }
+    ss.s.elapsed_us = ss.last_end - session_start;
+    ss.s.latency = ss.hist;
+    if let Some(t) = ss.trace.as_mut() {
         let _ = t.flush();
     }
-    s
+    ss.s
+}
+
+fn code_of(e: &postgres::Error) -> String {
+    e.code().map_or("connection", |c| c.code()).to_string()
 }
 
 /// A PostgreSQL error as the user wants it: the server's message and

@@ -35,7 +35,10 @@ impl Latency {
 #[derive(Debug, Clone, Serialize)]
 pub struct SessionSummary {
     pub session: usize,
+    /// Committed (or rolled back) transactions; in autocommit, statements.
     pub transactions: u64,
+    /// Statements executed without error.
+    pub executions: u64,
     pub errors: u64,
     /// The server process that served the session.
     pub backend_pid: Option<i32>,
@@ -54,6 +57,7 @@ impl SessionSummary {
         SessionSummary {
             session,
             transactions: 0,
+            executions: 0,
             errors: 0,
             backend_pid: None,
             elapsed_us: 0,
@@ -89,6 +93,7 @@ pub struct Summary {
     pub sessions: usize,
     pub runtime_s: f64,
     pub transactions: u64,
+    pub executions: u64,
     pub tps: f64,
     pub latency_us: Latency,
     pub errors: u64,
@@ -113,6 +118,7 @@ impl Summary {
             sessions: per_session.len(),
             runtime_s,
             transactions,
+            executions: per_session.iter().map(|s| s.executions).sum(),
             tps: if runtime_s > 0.0 {
                 transactions as f64 / runtime_s
             } else {
@@ -137,8 +143,8 @@ impl Summary {
     pub fn text(&self) -> String {
         let l = &self.latency_us;
         let mut t = format!(
-            "sessions: {}\nruntime: {:.3} s\ntransactions: {}\ntps: {:.1}\nlatency (µs): p50 {}  p90 {}  p99 {}  p99.9 {}  max {}\nerrors: {}\n",
-            self.sessions, self.runtime_s, self.transactions, self.tps, l.p50, l.p90, l.p99, l.p99_9, l.max, self.errors
+            "sessions: {}\nruntime: {:.3} s\ntransactions: {}\nexecutions: {}\ntps: {:.1}\nlatency (µs): p50 {}  p90 {}  p99 {}  p99.9 {}  max {}\nerrors: {}\n",
+            self.sessions, self.runtime_s, self.transactions, self.executions, self.tps, l.p50, l.p90, l.p99, l.p99_9, l.max, self.errors
         );
         for (code, (n, msg)) in &self.errors_by_code {
             t.push_str(&format!("  {n} × {code}: {msg}\n"));

@@ -45,6 +45,9 @@ fn opts(url: &str, sessions: usize, stop: Stop, trace: Option<&Path>) -> RunOpti
         stop,
         exe_delay: Duration::ZERO,
         trace_dir: trace.map(Path::to_path_buf),
+        per_commit: 0,
+        rollback: false,
+        interrupt: None,
     }
 }
 
@@ -174,4 +177,72 @@ fn a_server_that_dies_mid_run_is_reported_and_nothing_measured_is_lost() {
         sum.runtime_s < 15.0,
         "sessions stop when the server is gone"
     );
+}
+
+#[test]
+fn batches_commit_every_n_statements_and_traces_show_xctend() {
+    let srv = server();
+    let mut c = postgres::Client::connect(&srv.state.url, postgres::NoTls).unwrap();
+    c.batch_execute("create table t (n int)").unwrap();
+    let traces = tempfile::tempdir().unwrap();
+    let insert = Workload::postgres(
+        "insert into t values (:1)",
+        (1..=7).map(|i| vec![Some(i.to_string())]).collect(),
+    );
+    let mut o = opts(
+        &srv.state.url,
+        2,
+        Stop::Transactions(3),
+        Some(traces.path()),
+    );
+    o.per_commit = 4;
+    let sum = run(&o, &insert).unwrap();
+    assert_eq!((sum.transactions, sum.executions, sum.errors), (6, 24, 0));
+    let n: i64 = c.query_one("select count(*) from t", &[]).unwrap().get(0);
+    assert_eq!(n, 24, "every batch committed");
+    let path = traces.path().join("tracelab_run_0.trc");
+    let (mut xctend, mut time) = (0, 0i64);
+    Reader::new(ReadOptions::default())
+        .read(open(&Source::Path(path)).unwrap(), |c| {
+            if c.kind == CallKind::Xctend {
+                xctend += 1;
+            }
+            time += c.dur_us();
+        })
+        .unwrap();
+    assert_eq!(xctend, 3);
+    let s0 = &sum.per_session[0];
+    assert!(
+        (time - s0.elapsed_us).abs() as f64 <= 0.01 * s0.elapsed_us as f64,
+        "{time} vs {}",
+        s0.elapsed_us
+    );
+
+    // Rolled back batches leave nothing behind.
+    o.rollback = true;
+    o.trace_dir = None;
+    let sum = run(&o, &insert).unwrap();
+    assert_eq!(sum.transactions, 6);
+    let n: i64 = c.query_one("select count(*) from t", &[]).unwrap().get(0);
+    assert_eq!(n, 24);
+}
+
+#[test]
+fn an_interrupt_stops_every_session_with_a_summary() {
+    let srv = server();
+    let flag = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut o = opts(
+        &srv.state.url,
+        2,
+        Stop::Runtime(Duration::from_secs(30)),
+        None,
+    );
+    o.interrupt = Some(flag.clone());
+    let runner = std::thread::spawn(move || run(&o, &lookup(10)));
+    std::thread::sleep(Duration::from_millis(500));
+    flag.store(true, std::sync::atomic::Ordering::Relaxed);
+    let sum = runner.join().unwrap().unwrap();
+    assert!(sum.runtime_s < 10.0);
+    assert!(sum.transactions > 0);
+    assert!(!sum.failed());
 }

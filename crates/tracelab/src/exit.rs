@@ -4,7 +4,8 @@
 //! input was damaged or skipped (see the warnings), or `db status` found
 //! the server stopped; 2 the command line, an rc file or an expression was
 //! wrong and nothing was done; 3 output could not be written; 4 a database
-//! server could not be started, stopped or found.
+//! server could not be started, stopped or found; 130 stopped by Ctrl-C
+//! (the summary is still printed).
 
 use tracelab_db::DbError;
 use tracelab_skew::SkewError;
@@ -14,6 +15,8 @@ pub const TROUBLE: i32 = 1;
 pub const USAGE: i32 = 2;
 pub const OUTPUT: i32 = 3;
 pub const DB: i32 = 4;
+/// Stopped by Ctrl-C (after printing what was measured), as shells expect.
+pub const INTERRUPTED: i32 = 130;
 /// `db status`: the server is not running.
 pub const STOPPED: i32 = 1;
 

@@ -2,6 +2,8 @@
 //! database, or against a private PostgreSQL started for the run.
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use tracelab_db::{start_postgres, stop, PgOptions};
@@ -35,6 +37,16 @@ pub struct Args {
     /// Think time between calls, in seconds.
     #[arg(long, value_name = "SECONDS", default_value_t = 0.0)]
     exe_delay: f64,
+    /// Statements per transaction (BEGIN ... COMMIT around every N);
+    /// without it each statement commits on its own (autocommit).
+    #[arg(long, value_name = "N", conflicts_with = "autocommit")]
+    tx_per_commit: Option<u64>,
+    /// How batches end.
+    #[arg(long, value_name = "HOW", default_value = "commit", value_parser = ["commit", "rollback"])]
+    tx_behavior: String,
+    /// Each statement its own transaction (the default).
+    #[arg(long)]
+    autocommit: bool,
     /// Write a 10046-format trace per session into this directory
     /// (profile them with `tracelab skew`).
     #[arg(long, value_name = "DIR")]
@@ -63,6 +75,13 @@ pub fn run(a: Args) -> Result<i32, Failure> {
         None => Vec::new(),
     };
     let workload = Workload::postgres(&a.sql, binds);
+    // Ctrl-C stops the sessions after their current call; the summary is
+    // printed and the private server torn down all the same.
+    let interrupt = Arc::new(AtomicBool::new(false));
+    {
+        let flag = interrupt.clone();
+        let _ = ctrlc::set_handler(move || flag.store(true, Ordering::Relaxed));
+    }
     // The private server lives only as long as the run.
     let private = match &a.db {
         Some(_) => None,
@@ -78,6 +97,13 @@ pub fn run(a: Args) -> Result<i32, Failure> {
         stop: stop_at,
         exe_delay: Duration::from_secs_f64(a.exe_delay.max(0.0)),
         trace_dir: a.trace.clone(),
+        per_commit: if a.autocommit {
+            0
+        } else {
+            a.tx_per_commit.unwrap_or(0)
+        },
+        rollback: a.tx_behavior == "rollback",
+        interrupt: Some(interrupt.clone()),
     };
     let result = drive(&opts, &workload);
     if let Some(s) = &private {
@@ -90,7 +116,9 @@ pub fn run(a: Args) -> Result<i32, Failure> {
     } else {
         print!("{}", summary.text());
     }
-    Ok(if summary.failed() || summary.errors > 0 {
+    Ok(if interrupt.load(Ordering::Relaxed) {
+        exit::INTERRUPTED
+    } else if summary.failed() || summary.errors > 0 {
         exit::TROUBLE
     } else {
         exit::OK

@@ -108,3 +108,45 @@ fn a_bad_bind_file_is_named_with_its_line() {
     assert_eq!(code, 2);
     assert!(err.contains("b.csv:2: expected 2 values"), "{err}");
 }
+
+#[test]
+fn ctrl_c_stops_every_session_with_a_summary() {
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_tracelab"))
+        .args([
+            "run",
+            "--sql",
+            "select 1",
+            "--sessions",
+            "2",
+            "--runtime",
+            "60",
+            "--tx-per-commit",
+            "5",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Give the private server time to start and the run to begin.
+    std::thread::sleep(std::time::Duration::from_secs(4));
+    let status = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "{stdout} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("transactions: "), "{stdout}");
+    let runtime: f64 = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("runtime: "))
+        .and_then(|v| v.trim_end_matches(" s").parse().ok())
+        .unwrap();
+    assert!(runtime < 30.0, "stopped early: {runtime}");
+}
