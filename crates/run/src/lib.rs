@@ -14,7 +14,7 @@ mod workload;
 
 pub use error::RunError;
 pub use summary::{Latency, SessionSummary, Summary};
-pub use workload::{postgres_placeholders, read_binds, Workload};
+pub use workload::{postgres_placeholders, read_binds, ExeMode, Statement, Workload};
 
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;

@@ -48,11 +48,11 @@ impl ToSql for Text<'_> {
     postgres::types::to_sql_checked!();
 }
 
-/// Trace cursor numbers: the workload's statement, and the transaction
-/// control statements the session sends itself.
-const CURSOR: u64 = 1;
-const CURSOR_BEGIN: u64 = 2;
-const CURSOR_END: u64 = 3;
+/// Trace cursor numbers: the workload's statements are 1..=n; the
+/// transaction control statements the session sends itself use these (far
+/// above any kit's statement count).
+const CURSOR_BEGIN: u64 = 1_000_001;
+const CURSOR_END: u64 = 1_000_002;
 
 /// A session between its connection and its end.
 struct Session {
@@ -82,6 +82,7 @@ impl Session {
     /// 'SQL*Net message from client'.
     fn round_trip<T>(
         &mut self,
+        cursor: u64,
         f: impl FnOnce(&mut Client) -> Result<T, postgres::Error>,
     ) -> Timed<T> {
         // The thread CPU clock is a system call, not a vDSO read: only a
@@ -98,7 +99,7 @@ impl Session {
         };
         if let Some(t) = self.trace.as_mut() {
             let _ = t.wait(
-                CURSOR,
+                cursor,
                 "SQL*Net message from client",
                 start - self.last_end,
                 [("driver id", 0), ("#bytes", 1), ("p3", 0)],
@@ -117,12 +118,12 @@ impl Session {
     /// Sends BEGIN, COMMIT or ROLLBACK; traced as an EXEC of its own
     /// cursor, a commit or rollback preceded by XCTEND as Oracle writes it.
     fn control(&mut self, sql: &'static str) -> Result<(), postgres::Error> {
-        let r = self.round_trip(|c| c.batch_execute(sql));
         let (cursor, slot) = if sql == "BEGIN" {
             (CURSOR_BEGIN, 0)
         } else {
             (CURSOR_END, 1)
         };
+        let r = self.round_trip(cursor, |c| c.batch_execute(sql));
         if let Some(t) = self.trace.as_mut() {
             let times = CallTimes {
                 c: r.cpu,
@@ -203,29 +204,36 @@ pub fn run(index: usize, opts: &RunOptions, w: &Workload, t0: Instant) -> Sessio
         .map(|r| r.get::<_, i32>(0));
     let session_start = micros_since(t0);
     ss.last_end = session_start;
-    let cpu0 = thread_cpu_micros();
-    let prepared = ss.round_trip(|c| c.prepare(&w.engine_sql));
-    let stmt = match prepared.result {
-        Ok(st) => st,
-        Err(e) => {
-            ss.s.fail(format!("cannot prepare the statement: {}", describe(&e)));
-            return ss.s;
+    // Every statement prepared once; its trace cursor is its position + 1.
+    let mut prepared_stmts = Vec::with_capacity(w.statements.len());
+    for (k, st) in w.statements.iter().enumerate() {
+        let cpu0 = thread_cpu_micros();
+        let prepared = ss.round_trip(k as u64 + 1, |c| c.prepare(&st.engine_sql));
+        match prepared.result {
+            Ok(p) => prepared_stmts.push(p),
+            Err(e) => {
+                ss.s.fail(format!("cannot prepare `{}`: {}", st.sql, describe(&e)));
+                return ss.s;
+            }
         }
-    };
-    if let Some(t) = ss.trace.as_mut() {
-        let _ = t.parse(
-            CURSOR,
-            &w.sql,
-            3,
-            CallTimes {
-                c: thread_cpu_micros() - cpu0,
-                e: prepared.end - prepared.start,
-                r: 0,
-                dep: 0,
-                tim: prepared.end,
-            },
-        );
+        if let Some(t) = ss.trace.as_mut() {
+            let _ = t.parse(
+                k as u64 + 1,
+                &st.sql,
+                3,
+                CallTimes {
+                    c: thread_cpu_micros() - cpu0,
+                    e: prepared.end - prepared.start,
+                    r: 0,
+                    dep: 0,
+                    tim: prepared.end,
+                },
+            );
+        }
     }
+    let mut rng = fastrand::Rng::with_seed(0x7ace_1ab0 + index as u64);
+    // Each statement walks its own bind rows.
+    let mut next_row = vec![0usize; w.statements.len()];
     let deadline = match opts.stop {
         Stop::Runtime(d) => Some(session_start + d.as_micros() as i64),
         Stop::Transactions(_) => None,
@@ -255,21 +263,26 @@ pub fn run(index: usize, opts: &RunOptions, w: &Workload, t0: Instant) -> Sessio
                 continue;
             }
         }
-        let row: Vec<Text<'_>> = if w.binds.is_empty() {
+        let k = w.pick(i as u64, &mut rng);
+        let (st, stmt) = (&w.statements[k], &prepared_stmts[k]);
+        let cursor = k as u64 + 1;
+        let bind_row = next_row[k];
+        next_row[k] += 1;
+        let row: Vec<Text<'_>> = if st.binds.is_empty() {
             Vec::new()
         } else {
-            w.binds[i % w.binds.len()]
+            st.binds[bind_row % st.binds.len()]
                 .iter()
                 .map(|v| Text(v.as_deref()))
                 .collect()
         };
         let params: Vec<&(dyn ToSql + Sync)> =
             row.iter().map(|v| v as &(dyn ToSql + Sync)).collect();
-        let r = ss.round_trip(|c| c.query(&stmt, &params));
+        let r = ss.round_trip(cursor, |c| c.query(stmt, &params));
         if let Some(t) = ss.trace.as_mut() {
             let vals: Vec<Option<&str>> = row.iter().map(|v| v.0).collect();
             if !vals.is_empty() {
-                let _ = t.binds(CURSOR, &vals);
+                let _ = t.binds(cursor, &vals);
             }
             let times = CallTimes {
                 c: r.cpu,
@@ -278,10 +291,10 @@ pub fn run(index: usize, opts: &RunOptions, w: &Workload, t0: Instant) -> Sessio
                 dep: 0,
                 tim: r.end,
             };
-            let _ = t.exec(CURSOR, times);
+            let _ = t.exec(cursor, times);
             if let Ok(rows) = &r.result {
                 let _ = t.fetch(
-                    CURSOR,
+                    cursor,
                     CallTimes {
                         c: 0,
                         e: 0,
@@ -302,10 +315,10 @@ pub fn run(index: usize, opts: &RunOptions, w: &Workload, t0: Instant) -> Sessio
                 }
             }
             Err(e) => {
-                let bind_row = i % w.binds.len().max(1) + 1;
+                let row_no = bind_row % st.binds.len().max(1) + 1;
                 ss.s.error(
                     &code_of(&e),
-                    format!("{} (bind row {bind_row})", describe(&e)),
+                    format!("{} (`{}`, bind row {row_no})", describe(&e), st.sql),
                 );
                 if ss.lost() {
                     break;

@@ -1,5 +1,5 @@
-//! What the sessions execute: a statement and the bind values of each
-//! execution.
+//! What the sessions execute: statements, the bind values of each
+//! execution, and how sessions pick among them.
 
 use std::path::Path;
 
@@ -7,23 +7,189 @@ use crate::error::RunError;
 
 /// One statement and its bind rows.
 #[derive(Debug, Clone)]
-pub struct Workload {
+pub struct Statement {
     /// The SQL as given (written to traces).
     pub sql: String,
     /// The SQL with the engine's placeholders.
     pub engine_sql: String,
     /// One row of values per execution, cycled; `None` is NULL.
     pub binds: Vec<Vec<Option<String>>>,
+    /// Relative frequency in `semi-random` mode.
+    pub weight: u32,
+}
+
+/// How a session picks the next statement (sqlrun's `--exe-mode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ExeMode {
+    /// Each statement in turn, in manifest order.
+    #[default]
+    Sequential,
+    /// At random, weighted by the manifest's frequencies.
+    SemiRandom,
+    /// At random, every statement equally likely.
+    TrulyRandom,
+}
+
+/// What the sessions execute.
+#[derive(Debug, Clone)]
+pub struct Workload {
+    pub statements: Vec<Statement>,
+    pub mode: ExeMode,
 }
 
 impl Workload {
+    /// One statement with its bind rows.
     pub fn postgres(sql: &str, binds: Vec<Vec<Option<String>>>) -> Workload {
         Workload {
-            sql: sql.to_string(),
-            engine_sql: postgres_placeholders(sql),
-            binds,
+            statements: vec![Statement {
+                sql: sql.to_string(),
+                engine_sql: postgres_placeholders(sql),
+                binds,
+                weight: 1,
+            }],
+            mode: ExeMode::Sequential,
         }
     }
+
+    /// An sqlrun kit: `DIR/sqlfile.conf` (or `DIR/Pg/sqlfile.conf`, where
+    /// sqlrun looks for PostgreSQL kits), whose first line is the field
+    /// delimiter and whose records are `frequency,sqlfile[,bindfile]`.
+    ///
+    /// sqlrun's quirks are fixed, not copied: the delimiter is text, not a
+    /// regex; records keep their file order (not Perl hash order); blank
+    /// and `#` lines of bind files are skipped; every bind row is used,
+    /// the last one too.
+    pub fn from_sqldir(dir: &Path, mode: ExeMode) -> Result<Workload, RunError> {
+        let dir = if dir.join("sqlfile.conf").is_file() {
+            dir.to_path_buf()
+        } else {
+            dir.join("Pg")
+        };
+        let manifest = dir.join("sqlfile.conf");
+        let text = std::fs::read_to_string(&manifest).map_err(|source| RunError::Io {
+            path: manifest.clone(),
+            source,
+        })?;
+        let mut lines = text.lines().enumerate();
+        let delim = lines
+            .next()
+            .map(|(_, l)| l.trim().to_string())
+            .filter(|d| !d.is_empty())
+            .ok_or_else(|| {
+                bad(
+                    &manifest,
+                    1,
+                    "expected the field delimiter (e.g. `,`) on the first line",
+                )
+            })?;
+        let mut statements: Vec<(String, Statement)> = Vec::new();
+        for (n, line) in lines {
+            let line_no = n as u64 + 1;
+            let t = line.trim();
+            if t.is_empty() || t.starts_with('#') {
+                continue;
+            }
+            let f: Vec<&str> = t.split(delim.as_str()).map(str::trim).collect();
+            let weight: f64 = f[0].parse().map_err(|_| {
+                bad(
+                    &manifest,
+                    line_no,
+                    &format!("expected `frequency{delim}sqlfile[{delim}bindfile]`, found '{t}'"),
+                )
+            })?;
+            let file = f.get(1).filter(|s| !s.is_empty()).ok_or_else(|| {
+                bad(
+                    &manifest,
+                    line_no,
+                    &format!("expected an SQL file after the frequency{delim}"),
+                )
+            })?;
+            let sql_path = dir.join(file);
+            let sql = std::fs::read_to_string(&sql_path).map_err(|source| RunError::Io {
+                path: sql_path.clone(),
+                source,
+            })?;
+            let sql: Vec<&str> = sql.lines().filter(|l| !l.trim().is_empty()).collect();
+            let sql = sql.join("\n");
+            let sql = sql.trim().trim_end_matches(';').trim_end().to_string();
+            let binds = match f.get(2).filter(|s| !s.is_empty()) {
+                Some(b) => read_delimited_binds(&dir.join(b), &delim)?,
+                None => Vec::new(),
+            };
+            let st = Statement {
+                engine_sql: postgres_placeholders(&sql),
+                sql,
+                binds,
+                weight: weight.max(0.0).round() as u32,
+            };
+            // The same file twice: the later line wins, in its first place.
+            match statements.iter_mut().find(|(f, _)| f == file) {
+                Some(slot) => slot.1 = st,
+                None => statements.push((file.to_string(), st)),
+            }
+        }
+        if statements.is_empty() {
+            return Err(bad(
+                &manifest,
+                2,
+                "expected at least one `frequency,sqlfile` record",
+            ));
+        }
+        Ok(Workload {
+            statements: statements.into_iter().map(|(_, s)| s).collect(),
+            mode,
+        })
+    }
+
+    /// The statement a session runs next: `turn` counts its executions.
+    pub fn pick(&self, turn: u64, rng: &mut fastrand::Rng) -> usize {
+        let n = self.statements.len();
+        match self.mode {
+            ExeMode::Sequential => (turn % n as u64) as usize,
+            ExeMode::TrulyRandom => rng.usize(..n),
+            ExeMode::SemiRandom => {
+                let total: u64 = self.statements.iter().map(|s| s.weight as u64).sum();
+                if total == 0 {
+                    return rng.usize(..n);
+                }
+                let mut x = rng.u64(..total);
+                for (i, s) in self.statements.iter().enumerate() {
+                    if x < s.weight as u64 {
+                        return i;
+                    }
+                    x -= s.weight as u64;
+                }
+                n - 1
+            }
+        }
+    }
+}
+
+fn bad(path: &Path, line: u64, what: &str) -> RunError {
+    RunError::Binds {
+        path: path.to_path_buf(),
+        line,
+        what: what.to_string(),
+    }
+}
+
+/// An sqlrun bind file: values split on the manifest's delimiter, no
+/// quoting; blank and `#` lines skipped.
+fn read_delimited_binds(path: &Path, delim: &str) -> Result<Vec<Vec<Option<String>>>, RunError> {
+    let text = std::fs::read_to_string(path).map_err(|source| RunError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let rows: Vec<Vec<Option<String>>> = text
+        .lines()
+        .map(|l| l.trim_end_matches('\r'))
+        .filter(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#'))
+        .map(|l| l.split(delim).map(|v| Some(v.to_string())).collect())
+        .collect();
+    if rows.is_empty() {
+        return Err(bad(path, 1, "expected at least one line of bind values"));
+    }
+    Ok(rows)
 }
 
 /// Rewrites Oracle-style placeholders (`:1`, `:name`) as PostgreSQL's
@@ -170,5 +336,71 @@ mod tests {
         );
         std::fs::write(&p, "").unwrap();
         assert!(read_binds(&p).is_err());
+    }
+}
+
+#[cfg(test)]
+mod kit_tests {
+    use super::*;
+
+    #[test]
+    fn sqlrun_kits_read_with_their_quirks_fixed() {
+        let d = tempfile::tempdir().unwrap();
+        let pg = d.path().join("Pg");
+        std::fs::create_dir_all(&pg).unwrap();
+        std::fs::write(
+            pg.join("sqlfile.conf"),
+            ",\n# frequency,sqlfile,bindfile\n5,sql-3.sql,sql-3-binds.txt\n1,select-one.sql,\n2,sql-3.sql,sql-3-binds.txt\n",
+        )
+        .unwrap();
+        std::fs::write(
+            pg.join("sql-3.sql"),
+            "select 'with bind' myval\n\nwhere 1 = :1;\n",
+        )
+        .unwrap();
+        std::fs::write(pg.join("sql-3-binds.txt"), "1\n\n2\n").unwrap();
+        std::fs::write(pg.join("select-one.sql"), "select 1").unwrap();
+        let w = Workload::from_sqldir(d.path(), ExeMode::SemiRandom).unwrap();
+        assert_eq!(w.statements.len(), 2, "a repeated file is one statement");
+        assert_eq!(
+            w.statements[0].sql,
+            "select 'with bind' myval\nwhere 1 = :1"
+        );
+        assert_eq!(
+            w.statements[0].engine_sql,
+            "select 'with bind' myval\nwhere 1 = $1"
+        );
+        assert_eq!(w.statements[0].weight, 2, "the later line wins");
+        assert_eq!(
+            w.statements[0].binds,
+            vec![vec![Some("1".into())], vec![Some("2".into())]]
+        );
+        assert!(w.statements[1].binds.is_empty());
+        let mut rng = fastrand::Rng::with_seed(7);
+        let picks: Vec<usize> = (0..3000).map(|t| w.pick(t, &mut rng)).collect();
+        let zeros = picks.iter().filter(|&&p| p == 0).count();
+        assert!(
+            (1800..2200).contains(&zeros),
+            "weights 2:1 → about 2000 of 3000: {zeros}"
+        );
+        let seq = Workload {
+            mode: ExeMode::Sequential,
+            ..w.clone()
+        };
+        assert_eq!(
+            (0..4).map(|t| seq.pick(t, &mut rng)).collect::<Vec<_>>(),
+            [0, 1, 0, 1]
+        );
+
+        std::fs::write(pg.join("sqlfile.conf"), ",\nfive,x.sql\n").unwrap();
+        let e = Workload::from_sqldir(d.path(), ExeMode::Sequential)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.ends_with(
+                "sqlfile.conf:2: expected `frequency,sqlfile[,bindfile]`, found 'five,x.sql'"
+            ),
+            "{e}"
+        );
     }
 }

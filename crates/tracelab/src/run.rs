@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tracelab_db::{start_postgres, stop, PgOptions};
-use tracelab_run::{read_binds, run as drive, RunOptions, Stop, Workload};
+use tracelab_run::{read_binds, run as drive, ExeMode, RunOptions, Stop, Workload};
 
 use crate::exit::{self, Failure};
 
@@ -19,8 +19,21 @@ pub struct Args {
     #[arg(long, value_name = "URL")]
     db: Option<String>,
     /// The statement; `:1`/`:name` and `$1` placeholders both work.
-    #[arg(long, value_name = "SQL")]
-    sql: String,
+    #[arg(
+        long,
+        value_name = "SQL",
+        required_unless_present = "sqldir",
+        conflicts_with = "sqldir"
+    )]
+    sql: Option<String>,
+    /// An sqlrun kit: a directory with sqlfile.conf (delimiter line, then
+    /// frequency,sqlfile,bindfile records), or with Pg/sqlfile.conf.
+    #[arg(long, value_name = "DIR")]
+    sqldir: Option<PathBuf>,
+    /// How each session picks the next statement of a kit.
+    #[arg(long, value_name = "MODE", default_value = "sequential",
+          value_parser = ["sequential", "semi-random", "truly-random"])]
+    exe_mode: String,
     /// Bind values, one execution per line, comma-separated, NULL for
     /// NULL; cycled.
     #[arg(long, value_name = "FILE")]
@@ -70,11 +83,28 @@ pub fn run(a: Args) -> Result<i32, Failure> {
     if a.sessions == 0 {
         return Err(Failure::Usage("--sessions: expected at least 1".into()));
     }
-    let binds = match &a.binds {
-        Some(p) => read_binds(p).map_err(|e| Failure::Usage(e.to_string()))?,
-        None => Vec::new(),
+    let mode = match a.exe_mode.as_str() {
+        "semi-random" => ExeMode::SemiRandom,
+        "truly-random" => ExeMode::TrulyRandom,
+        _ => ExeMode::Sequential,
     };
-    let workload = Workload::postgres(&a.sql, binds);
+    let workload = match (&a.sql, &a.sqldir) {
+        (_, Some(dir)) => {
+            Workload::from_sqldir(dir, mode).map_err(|e| Failure::Usage(e.to_string()))?
+        }
+        (Some(sql), None) => {
+            let binds = match &a.binds {
+                Some(p) => read_binds(p).map_err(|e| Failure::Usage(e.to_string()))?,
+                None => Vec::new(),
+            };
+            Workload::postgres(sql, binds)
+        }
+        (None, None) => {
+            return Err(Failure::Usage(
+                "name a statement with --sql or a kit with --sqldir".into(),
+            ))
+        }
+    };
     // Ctrl-C stops the sessions after their current call; the summary is
     // printed and the private server torn down all the same.
     let interrupt = Arc::new(AtomicBool::new(false));

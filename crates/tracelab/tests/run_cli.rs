@@ -150,3 +150,60 @@ fn ctrl_c_stops_every_session_with_a_summary() {
         .unwrap();
     assert!(runtime < 30.0, "stopped early: {runtime}");
 }
+
+#[test]
+fn an_sqlrun_kit_runs_unchanged() {
+    let kit = tempfile::tempdir().unwrap();
+    let pg = kit.path().join("Pg");
+    std::fs::create_dir_all(&pg).unwrap();
+    std::fs::write(
+        pg.join("sqlfile.conf"),
+        ",\n# frequency,sqlfile,bindfile\n1,one.sql,\n1,plus.sql,plus-binds.txt\n",
+    )
+    .unwrap();
+    std::fs::write(pg.join("one.sql"), "select 1\n").unwrap();
+    std::fs::write(pg.join("plus.sql"), "select :1::int + :2::int;\n").unwrap();
+    std::fs::write(pg.join("plus-binds.txt"), "1,2\n3,4\n").unwrap();
+    let traces = kit.path().join("traces");
+    let (out, err, code) = tracelab(&[
+        "run",
+        "--sqldir",
+        kit.path().to_str().unwrap(),
+        "--sessions",
+        "2",
+        "--transactions",
+        "10",
+        "--trace",
+        traces.to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        (v["transactions"].as_u64(), v["executions"].as_u64()),
+        (Some(20), Some(20))
+    );
+    let files: Vec<String> = std::fs::read_dir(&traces)
+        .unwrap()
+        .map(|e| e.unwrap().path().to_string_lossy().into_owned())
+        .collect();
+    let mut args = vec![
+        "skew",
+        "--name=EXEC",
+        "--group=$sqlid",
+        "--csv",
+        "--nohead",
+        "--nofoot",
+    ];
+    args.extend(files.iter().map(String::as_str));
+    let (by_sql, _, _) = tracelab(&args);
+    let calls: Vec<&str> = by_sql
+        .lines()
+        .map(|l| l.split(',').nth(3).unwrap())
+        .collect();
+    assert_eq!(
+        calls,
+        ["10", "10"],
+        "sequential mode alternates the two statements: {by_sql}"
+    );
+}
