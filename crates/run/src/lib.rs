@@ -61,19 +61,67 @@ pub fn run(opts: &RunOptions, workload: &Workload) -> Result<Summary, RunError> 
             source,
         })?;
     }
+    // Sessions are tasks on one thread per core, each thread with its own
+    // single-threaded runtime, as pgbench's -j threads multiplex their
+    // connections: twenty blocking threads on two cores spend their time
+    // switching, and a work-stealing runtime in moving tasks between
+    // threads.
+    let workers = std::thread::available_parallelism()
+        .map_or(2, |n| n.get())
+        .min(opts.sessions)
+        .max(1);
     let start = Instant::now();
-    let results: Vec<SessionSummary> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..opts.sessions)
-            .map(|i| s.spawn(move || session::run(i, opts, workload, start)))
+    let shared = std::sync::Arc::new((opts.clone(), workload.clone()));
+    let mut results: Vec<SessionSummary> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..workers)
+            .map(|wk| {
+                let shared = shared.clone();
+                s.spawn(move || -> Vec<SessionSummary> {
+                    let mine: Vec<usize> = (wk..opts.sessions).step_by(workers).collect();
+                    let rt = match tokio::runtime::Builder::new_current_thread()
+                        .enable_all()
+                        .build()
+                    {
+                        Ok(rt) => rt,
+                        Err(e) => {
+                            return mine
+                                .iter()
+                                .map(|&i| {
+                                    SessionSummary::failed(
+                                        i,
+                                        &format!("cannot start a runtime: {e}"),
+                                    )
+                                })
+                                .collect()
+                        }
+                    };
+                    let local = tokio::task::LocalSet::new();
+                    local.block_on(&rt, async {
+                        let handles: Vec<_> = mine
+                            .iter()
+                            .map(|&i| {
+                                let shared = shared.clone();
+                                tokio::task::spawn_local(async move {
+                                    session::run(i, &shared.0, &shared.1, start).await
+                                })
+                            })
+                            .collect();
+                        let mut out = Vec::with_capacity(handles.len());
+                        for (h, &i) in handles.into_iter().zip(&mine) {
+                            out.push(h.await.unwrap_or_else(|_| {
+                                SessionSummary::failed(i, "the session task panicked")
+                            }));
+                        }
+                        out
+                    })
+                })
+            })
             .collect();
         handles
             .into_iter()
-            .enumerate()
-            .map(|(i, h)| {
-                h.join()
-                    .unwrap_or_else(|_| SessionSummary::failed(i, "the session thread panicked"))
-            })
+            .flat_map(|h| h.join().unwrap_or_default())
             .collect()
     });
+    results.sort_by_key(|s| s.session);
     Ok(Summary::new(results, start.elapsed()))
 }

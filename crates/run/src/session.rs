@@ -6,9 +6,13 @@ use std::fs::File;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
 use hdrhistogram::Histogram;
-use postgres::types::{Format, IsNull, ToSql, Type};
-use postgres::{Client, NoTls};
+use tokio_postgres::types::{Format, IsNull, ToSql, Type};
+use tokio_postgres::{Client, NoTls};
 use tracelab_trace::{CallTimes, Header, TraceWriter};
 
 use crate::clock::{micros_since, thread_cpu_micros};
@@ -26,7 +30,7 @@ impl ToSql for Text<'_> {
     fn to_sql(
         &self,
         _ty: &Type,
-        out: &mut postgres::types::private::BytesMut,
+        out: &mut tokio_postgres::types::private::BytesMut,
     ) -> Result<IsNull, Box<dyn std::error::Error + Sync + Send>> {
         match self.0 {
             Some(v) => {
@@ -45,7 +49,7 @@ impl ToSql for Text<'_> {
         Format::Text
     }
 
-    postgres::types::to_sql_checked!();
+    tokio_postgres::types::to_sql_checked!();
 }
 
 /// Trace cursor numbers: the workload's statements are 1..=n; the
@@ -56,7 +60,6 @@ const CURSOR_END: u64 = 1_000_002;
 
 /// A session between its connection and its end.
 struct Session {
-    client: Client,
     trace: Option<TraceWriter<File>>,
     t0: Instant,
     /// End of the latest call, µs since `t0`.
@@ -67,9 +70,31 @@ struct Session {
     parsed: [bool; 2],
 }
 
+/// A future that adds up the CPU its own polls take on whatever worker
+/// thread runs them: the client's CPU for one call, even when many
+/// sessions share a thread.
+struct CpuTimed<F> {
+    inner: Pin<Box<F>>,
+    measure: bool,
+    cpu: i64,
+}
+
+impl<F: Future> Future for CpuTimed<F> {
+    type Output = (F::Output, i64);
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let t = if self.measure { thread_cpu_micros() } else { 0 };
+        let r = self.inner.as_mut().poll(cx);
+        if self.measure {
+            self.cpu += thread_cpu_micros() - t;
+        }
+        r.map(|out| (out, self.cpu))
+    }
+}
+
 /// One measured round trip.
 struct Timed<T> {
-    result: Result<T, postgres::Error>,
+    result: Result<T, tokio_postgres::Error>,
     start: i64,
     end: i64,
     cpu: i64,
@@ -80,23 +105,22 @@ impl Session {
     /// previous call becomes the wait before it: the time the session
     /// spent outside the database, which Oracle's server side names
     /// 'SQL*Net message from client'.
-    fn round_trip<T>(
+    async fn round_trip<T>(
         &mut self,
         cursor: u64,
-        f: impl FnOnce(&mut Client) -> Result<T, postgres::Error>,
+        call: impl Future<Output = Result<T, tokio_postgres::Error>>,
     ) -> Timed<T> {
         // The thread CPU clock is a system call, not a vDSO read: only a
         // trace needs it.
         let tracing = self.trace.is_some();
         let start = micros_since(self.t0);
-        let cpu0 = if tracing { thread_cpu_micros() } else { 0 };
-        let result = f(&mut self.client);
+        let (result, cpu) = CpuTimed {
+            inner: Box::pin(call),
+            measure: tracing,
+            cpu: 0,
+        }
+        .await;
         let end = micros_since(self.t0);
-        let cpu = if tracing {
-            thread_cpu_micros() - cpu0
-        } else {
-            0
-        };
         if let Some(t) = self.trace.as_mut() {
             let _ = t.wait(
                 cursor,
@@ -117,13 +141,17 @@ impl Session {
 
     /// Sends BEGIN, COMMIT or ROLLBACK; traced as an EXEC of its own
     /// cursor, a commit or rollback preceded by XCTEND as Oracle writes it.
-    fn control(&mut self, sql: &'static str) -> Result<(), postgres::Error> {
+    async fn control(
+        &mut self,
+        client: &Client,
+        sql: &'static str,
+    ) -> Result<(), tokio_postgres::Error> {
         let (cursor, slot) = if sql == "BEGIN" {
             (CURSOR_BEGIN, 0)
         } else {
             (CURSOR_END, 1)
         };
-        let r = self.round_trip(cursor, |c| c.batch_execute(sql));
+        let r = self.round_trip(cursor, client.batch_execute(sql)).await;
         if let Some(t) = self.trace.as_mut() {
             let times = CallTimes {
                 c: r.cpu,
@@ -153,8 +181,8 @@ impl Session {
         r.result
     }
 
-    fn lost(&mut self) -> bool {
-        if self.client.is_closed() {
+    fn lost(&mut self, client: &Client) -> bool {
+        if client.is_closed() {
             self.s
                 .fail("the connection to the server was lost".to_string());
             return true;
@@ -164,10 +192,13 @@ impl Session {
 }
 
 /// Runs session `index` and returns what it measured.
-pub fn run(index: usize, opts: &RunOptions, w: &Workload, t0: Instant) -> SessionSummary {
+pub async fn run(index: usize, opts: &RunOptions, w: &Workload, t0: Instant) -> SessionSummary {
     let mut summary = SessionSummary::new(index);
-    let client = match Client::connect(&opts.url, NoTls) {
-        Ok(c) => c,
+    let client = match tokio_postgres::connect(&opts.url, NoTls).await {
+        Ok((client, connection)) => {
+            tokio::task::spawn_local(connection);
+            client
+        }
         Err(e) => {
             summary.fail(format!("cannot connect: {}", describe(&e)));
             return summary;
@@ -189,7 +220,6 @@ pub fn run(index: usize, opts: &RunOptions, w: &Workload, t0: Instant) -> Sessio
         .ok()
     });
     let mut ss = Session {
-        client,
         trace,
         t0,
         last_end: 0,
@@ -197,9 +227,9 @@ pub fn run(index: usize, opts: &RunOptions, w: &Workload, t0: Instant) -> Sessio
         hist: Histogram::<u64>::new_with_bounds(1, 3_600_000_000, 3).expect("valid bounds"),
         parsed: [false; 2],
     };
-    ss.s.backend_pid = ss
-        .client
+    ss.s.backend_pid = client
         .query_one("select pg_backend_pid()", &[])
+        .await
         .ok()
         .map(|r| r.get::<_, i32>(0));
     let session_start = micros_since(t0);
@@ -208,7 +238,9 @@ pub fn run(index: usize, opts: &RunOptions, w: &Workload, t0: Instant) -> Sessio
     let mut prepared_stmts = Vec::with_capacity(w.statements.len());
     for (k, st) in w.statements.iter().enumerate() {
         let cpu0 = thread_cpu_micros();
-        let prepared = ss.round_trip(k as u64 + 1, |c| c.prepare(&st.engine_sql));
+        let prepared = ss
+            .round_trip(k as u64 + 1, client.prepare(&st.engine_sql))
+            .await;
         match prepared.result {
             Ok(p) => prepared_stmts.push(p),
             Err(e) => {
@@ -255,9 +287,9 @@ pub fn run(index: usize, opts: &RunOptions, w: &Workload, t0: Instant) -> Sessio
             break;
         }
         if opts.per_commit > 0 && in_batch == 0 {
-            if let Err(e) = ss.control("BEGIN") {
+            if let Err(e) = ss.control(&client, "BEGIN").await {
                 ss.s.error(&code_of(&e), describe(&e));
-                if ss.lost() {
+                if ss.lost(&client) {
                     break;
                 }
                 continue;
@@ -278,7 +310,7 @@ pub fn run(index: usize, opts: &RunOptions, w: &Workload, t0: Instant) -> Sessio
         };
         let params: Vec<&(dyn ToSql + Sync)> =
             row.iter().map(|v| v as &(dyn ToSql + Sync)).collect();
-        let r = ss.round_trip(cursor, |c| c.query(stmt, &params));
+        let r = ss.round_trip(cursor, client.query(stmt, &params)).await;
         if let Some(t) = ss.trace.as_mut() {
             let vals: Vec<Option<&str>> = row.iter().map(|v| v.0).collect();
             if !vals.is_empty() {
@@ -320,34 +352,37 @@ pub fn run(index: usize, opts: &RunOptions, w: &Workload, t0: Instant) -> Sessio
                     &code_of(&e),
                     format!("{} (`{}`, bind row {row_no})", describe(&e), st.sql),
                 );
-                if ss.lost() {
+                if ss.lost(&client) {
                     break;
                 }
                 if opts.per_commit > 0 {
                     // PostgreSQL aborts the transaction: end it and start
                     // the next batch afresh.
-                    let _ = ss.control("ROLLBACK");
+                    let _ = ss.control(&client, "ROLLBACK").await;
                     in_batch = 0;
                 }
             }
         }
         if opts.per_commit > 0 && in_batch >= opts.per_commit {
-            match ss.control(end_sql) {
+            match ss.control(&client, end_sql).await {
                 Ok(()) => ss.s.transactions += 1,
                 Err(e) => ss.s.error(&code_of(&e), describe(&e)),
             }
             in_batch = 0;
-            if ss.lost() {
+            if ss.lost(&client) {
                 break;
             }
         }
         i += 1;
         if !opts.exe_delay.is_zero() {
-            std::thread::sleep(opts.exe_delay);
+            tokio::time::sleep(opts.exe_delay).await;
         }
     }
     // A batch left open at the end is ended the way batches end.
-    if opts.per_commit > 0 && in_batch > 0 && !ss.client.is_closed() && ss.control(end_sql).is_ok()
+    if opts.per_commit > 0
+        && in_batch > 0
+        && !client.is_closed()
+        && ss.control(&client, end_sql).await.is_ok()
     {
         ss.s.transactions += 1;
     }
@@ -359,13 +394,13 @@ pub fn run(index: usize, opts: &RunOptions, w: &Workload, t0: Instant) -> Sessio
     ss.s
 }
 
-fn code_of(e: &postgres::Error) -> String {
+fn code_of(e: &tokio_postgres::Error) -> String {
     e.code().map_or("connection", |c| c.code()).to_string()
 }
 
 /// A PostgreSQL error as the user wants it: the server's message and
 /// SQLSTATE, never the connection string.
-fn describe(e: &postgres::Error) -> String {
+fn describe(e: &tokio_postgres::Error) -> String {
     match e.as_db_error() {
         Some(db) => format!("{} (SQLSTATE {})", db.message(), db.code().code()),
         None => match e.source() {
