@@ -8,6 +8,7 @@
 
 mod clock;
 mod error;
+mod live;
 mod session;
 mod summary;
 mod workload;
@@ -49,6 +50,8 @@ pub struct RunOptions {
     pub rollback: bool,
     /// Set (by Ctrl-C) to make every session stop after its current call.
     pub interrupt: Option<Arc<AtomicBool>>,
+    /// Show a live progress line on a terminal.
+    pub progress: bool,
 }
 
 /// Runs the workload and returns the summary. Session errors (a failed
@@ -71,8 +74,13 @@ pub fn run(opts: &RunOptions, workload: &Workload) -> Result<Summary, RunError> 
         .min(opts.sessions)
         .max(1);
     let start = Instant::now();
-    let shared = std::sync::Arc::new((opts.clone(), workload.clone()));
+    let shared = std::sync::Arc::new((opts.clone(), workload.clone(), live::Live::new(workers)));
+    let done = AtomicBool::new(false);
     let mut results: Vec<SessionSummary> = std::thread::scope(|s| {
+        if opts.progress {
+            let (shared, done) = (shared.clone(), &done);
+            s.spawn(move || live::show(&shared.2, start, done));
+        }
         let handles: Vec<_> = (0..workers)
             .map(|wk| {
                 let shared = shared.clone();
@@ -102,7 +110,8 @@ pub fn run(opts: &RunOptions, workload: &Workload) -> Result<Summary, RunError> 
                             .map(|&i| {
                                 let shared = shared.clone();
                                 tokio::task::spawn_local(async move {
-                                    session::run(i, &shared.0, &shared.1, start).await
+                                    session::run(i, &shared.0, &shared.1, start, (&shared.2, wk))
+                                        .await
                                 })
                             })
                             .collect();
@@ -117,10 +126,13 @@ pub fn run(opts: &RunOptions, workload: &Workload) -> Result<Summary, RunError> 
                 })
             })
             .collect();
-        handles
+        let out: Vec<SessionSummary> = handles
             .into_iter()
             .flat_map(|h| h.join().unwrap_or_default())
-            .collect()
+            .collect();
+        // The progress line stops with the sessions.
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+        out
     });
     results.sort_by_key(|s| s.session);
     Ok(Summary::new(results, start.elapsed()))

@@ -16,6 +16,7 @@ use tokio_postgres::{Client, NoTls};
 use tracelab_trace::{CallTimes, Header, TraceWriter};
 
 use crate::clock::{micros_since, thread_cpu_micros};
+use crate::live::Live;
 use crate::summary::SessionSummary;
 use crate::workload::Workload;
 use crate::{RunOptions, Stop};
@@ -192,7 +193,13 @@ impl Session {
 }
 
 /// Runs session `index` and returns what it measured.
-pub async fn run(index: usize, opts: &RunOptions, w: &Workload, t0: Instant) -> SessionSummary {
+pub async fn run(
+    index: usize,
+    opts: &RunOptions,
+    w: &Workload,
+    t0: Instant,
+    (live, worker): (&Live, usize),
+) -> SessionSummary {
     let mut summary = SessionSummary::new(index);
     let client = match tokio_postgres::connect(&opts.url, NoTls).await {
         Ok((client, connection)) => {
@@ -289,6 +296,7 @@ pub async fn run(index: usize, opts: &RunOptions, w: &Workload, t0: Instant) -> 
         if opts.per_commit > 0 && in_batch == 0 {
             if let Err(e) = ss.control(&client, "BEGIN").await {
                 ss.s.error(&code_of(&e), describe(&e));
+                live.errors.fetch_add(1, Ordering::Relaxed);
                 if ss.lost(&client) {
                     break;
                 }
@@ -340,6 +348,8 @@ pub async fn run(index: usize, opts: &RunOptions, w: &Workload, t0: Instant) -> 
             Ok(_) => {
                 ss.s.executions += 1;
                 let _ = ss.hist.record((r.end - r.start).max(1) as u64);
+                live.record(worker, (r.end - r.start) as u64);
+                live.transactions.fetch_add(1, Ordering::Relaxed);
                 if opts.per_commit == 0 {
                     ss.s.transactions += 1;
                 } else {
@@ -352,6 +362,7 @@ pub async fn run(index: usize, opts: &RunOptions, w: &Workload, t0: Instant) -> 
                     &code_of(&e),
                     format!("{} (`{}`, bind row {row_no})", describe(&e), st.sql),
                 );
+                live.errors.fetch_add(1, Ordering::Relaxed);
                 if ss.lost(&client) {
                     break;
                 }
@@ -366,7 +377,10 @@ pub async fn run(index: usize, opts: &RunOptions, w: &Workload, t0: Instant) -> 
         if opts.per_commit > 0 && in_batch >= opts.per_commit {
             match ss.control(&client, end_sql).await {
                 Ok(()) => ss.s.transactions += 1,
-                Err(e) => ss.s.error(&code_of(&e), describe(&e)),
+                Err(e) => {
+                    ss.s.error(&code_of(&e), describe(&e));
+                    live.errors.fetch_add(1, Ordering::Relaxed);
+                }
             }
             in_batch = 0;
             if ss.lost(&client) {

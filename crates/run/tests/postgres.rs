@@ -48,6 +48,7 @@ fn opts(url: &str, sessions: usize, stop: Stop, trace: Option<&Path>) -> RunOpti
         per_commit: 0,
         rollback: false,
         interrupt: None,
+        progress: false,
     }
 }
 

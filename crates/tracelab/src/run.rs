@@ -134,6 +134,7 @@ pub fn run(a: Args) -> Result<i32, Failure> {
         },
         rollback: a.tx_behavior == "rollback",
         interrupt: Some(interrupt.clone()),
+        progress: !a.json,
     };
     let result = drive(&opts, &workload);
     if let Some(s) = &private {

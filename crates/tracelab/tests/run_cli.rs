@@ -207,3 +207,40 @@ fn an_sqlrun_kit_runs_unchanged() {
         "sequential mode alternates the two statements: {by_sql}"
     );
 }
+
+#[test]
+fn a_terminal_gets_a_live_progress_line_that_stops_with_the_run() {
+    // `script` gives the run a terminal; a pipe gets no progress line.
+    if std::process::Command::new("script")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("script(1) not installed: the terminal case is not checked");
+        return;
+    }
+    let cmd = format!(
+        "{} run --sql 'select 1' --sessions 2 --runtime 2",
+        env!("CARGO_BIN_EXE_tracelab")
+    );
+    let out = std::process::Command::new("timeout")
+        .args(["60", "script", "-qc", &cmd, "/dev/null"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "the run ended by itself: {text}"
+    );
+    assert!(
+        text.contains("  tps ") && text.contains(" µs  errors 0"),
+        "{text}"
+    );
+    assert!(text.contains("transactions: "), "{text}");
+    let (piped, err, _) = tracelab(&["run", "--sql", "select 1", "--runtime", "1"]);
+    assert!(
+        !err.contains("  tps ") && !piped.contains("  tps "),
+        "no progress when piped"
+    );
+}

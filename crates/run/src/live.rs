@@ -1,0 +1,124 @@
+//! The live progress line of a run: transactions per second, latency
+//! percentiles and errors of the last second, redrawn on a terminal.
+
+use std::io::{IsTerminal, Write};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use hdrhistogram::Histogram;
+
+/// Counters every session adds to, read once a second.
+pub struct Live {
+    pub transactions: AtomicU64,
+    pub errors: AtomicU64,
+    /// Latencies of the current interval, one histogram per worker thread
+    /// so that sessions of different threads never wait for each other.
+    interval: Vec<Mutex<Histogram<u64>>>,
+}
+
+impl Live {
+    pub fn new(workers: usize) -> Live {
+        Live {
+            transactions: AtomicU64::new(0),
+            errors: AtomicU64::new(0),
+            interval: (0..workers.max(1))
+                .map(|_| Mutex::new(Histogram::new(3).expect("3 significant digits is valid")))
+                .collect(),
+        }
+    }
+
+    /// Records one call's latency from worker thread `worker`.
+    pub fn record(&self, worker: usize, micros: u64) {
+        if let Some(h) = self.interval.get(worker) {
+            if let Ok(mut h) = h.lock() {
+                let _ = h.record(micros.max(1));
+            }
+        }
+    }
+
+    /// The latencies since the last call, merged, and reset.
+    fn take_interval(&self) -> Histogram<u64> {
+        let mut all = Histogram::<u64>::new(3).expect("3 significant digits is valid");
+        for h in &self.interval {
+            if let Ok(mut h) = h.lock() {
+                let _ = all.add(&*h);
+                h.reset();
+            }
+        }
+        all
+    }
+}
+
+/// One progress line.
+pub fn line(elapsed: Duration, tps: f64, interval: &Histogram<u64>, errors: u64) -> String {
+    let (p50, p99) = if interval.is_empty() {
+        (0, 0)
+    } else {
+        (
+            interval.value_at_quantile(0.5),
+            interval.value_at_quantile(0.99),
+        )
+    };
+    format!(
+        "{:>6.1} s  tps {:>9.1}  p50 {:>6} µs  p99 {:>7} µs  errors {}",
+        elapsed.as_secs_f64(),
+        tps,
+        p50,
+        p99,
+        errors
+    )
+}
+
+/// Redraws the progress line on stderr once a second until `done`; prints
+/// nothing when stderr is not a terminal.
+pub fn show(live: &Live, start: Instant, done: &AtomicBool) {
+    if !std::io::stderr().is_terminal() {
+        return;
+    }
+    let mut last_tx = 0;
+    let mut last = Instant::now();
+    while !done.load(Ordering::Relaxed) {
+        std::thread::sleep(Duration::from_millis(200));
+        if last.elapsed() < Duration::from_secs(1) {
+            continue;
+        }
+        let tx = live.transactions.load(Ordering::Relaxed);
+        let secs = last.elapsed().as_secs_f64();
+        let l = line(
+            start.elapsed(),
+            (tx - last_tx) as f64 / secs,
+            &live.take_interval(),
+            live.errors.load(Ordering::Relaxed),
+        );
+        eprint!("\r{l}");
+        let _ = std::io::stderr().flush();
+        last_tx = tx;
+        last = Instant::now();
+    }
+    eprint!("\r{}\r", " ".repeat(72));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn interval_percentiles_reset_each_second() {
+        let live = Live::new(2);
+        for v in [100, 200, 300, 400] {
+            live.record(0, v);
+        }
+        live.record(1, 10_000);
+        let h = live.take_interval();
+        assert_eq!(h.len(), 5);
+        let l = line(Duration::from_secs(3), 1234.5, &h, 2);
+        assert!(l.contains("tps    1234.5"), "{l}");
+        assert!(
+            l.contains("p50    300 µs") || l.contains("p50    299 µs"),
+            "{l}"
+        );
+        assert!(l.ends_with("errors 2"), "{l}");
+        assert!(live.take_interval().is_empty(), "reset after reading");
+    }
+}
