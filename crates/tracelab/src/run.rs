@@ -67,6 +67,10 @@ pub struct Args {
     /// Print the summary as JSON.
     #[arg(long)]
     json: bool,
+    /// Append one line per session to this file at the end, as sqlrun's
+    /// --xact-tally does: `<session id>: <successful executions>`.
+    #[arg(long, value_name = "FILE")]
+    xact_tally_file: Option<PathBuf>,
 }
 
 pub fn run(a: Args) -> Result<i32, Failure> {
@@ -142,6 +146,22 @@ pub fn run(a: Args) -> Result<i32, Failure> {
         let _ = std::fs::remove_dir_all(&s.dir);
     }
     let summary = result.map_err(|e| Failure::Usage(e.to_string()))?;
+    if let Some(path) = &a.xact_tally_file {
+        let lines: String = summary
+            .per_session
+            .iter()
+            .map(|s| format!("tracelab_run_{}: {}\n", s.session, s.executions))
+            .collect();
+        let appended = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .and_then(|mut f| std::io::Write::write_all(&mut f, lines.as_bytes()));
+        if let Err(source) = appended {
+            // The summary still goes out below: nothing measured is lost.
+            eprintln!("tracelab: cannot write {}: {source}", path.display());
+        }
+    }
     if a.json {
         print!("{}", summary.json());
     } else {

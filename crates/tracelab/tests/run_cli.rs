@@ -244,3 +244,27 @@ fn a_terminal_gets_a_live_progress_line_that_stops_with_the_run() {
         "no progress when piped"
     );
 }
+
+#[test]
+fn the_tally_file_gets_a_line_per_session_appended() {
+    let d = tempfile::tempdir().unwrap();
+    let tally = d.path().join("rc.log");
+    std::fs::write(&tally, "earlier: 1\n").unwrap();
+    let (_, err, code) = tracelab(&[
+        "run",
+        "--sql",
+        "select 1",
+        "--sessions",
+        "3",
+        "--transactions",
+        "7",
+        "--xact-tally-file",
+        tally.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let text = std::fs::read_to_string(&tally).unwrap();
+    assert_eq!(
+        text,
+        "earlier: 1\ntracelab_run_0: 7\ntracelab_run_1: 7\ntracelab_run_2: 7\n"
+    );
+}
