@@ -3,12 +3,11 @@
 
 use std::error::Error as _;
 use std::fs::File;
-use std::sync::atomic::Ordering;
-use std::time::Instant;
-
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::Ordering;
 use std::task::{Context, Poll};
+use std::time::{Instant, SystemTime};
 
 use hdrhistogram::Histogram;
 use tokio_postgres::types::{Format, IsNull, ToSql, Type};
@@ -221,7 +220,10 @@ pub async fn run(
                 engine: "postgres",
                 side: "client",
                 timer: "vdso",
-                started: "unknown",
+                // Oracle 12.2+ writes the zone as an offset, not `Z`.
+                started: &humantime::format_rfc3339_micros(SystemTime::now())
+                    .to_string()
+                    .replace('Z', "+00:00"),
             },
         )
         .ok()
@@ -244,7 +246,6 @@ pub async fn run(
     // Every statement prepared once; its trace cursor is its position + 1.
     let mut prepared_stmts = Vec::with_capacity(w.statements.len());
     for (k, st) in w.statements.iter().enumerate() {
-        let cpu0 = thread_cpu_micros();
         let prepared = ss
             .round_trip(k as u64 + 1, client.prepare(&st.engine_sql))
             .await;
@@ -261,7 +262,7 @@ pub async fn run(
                 &st.sql,
                 3,
                 CallTimes {
-                    c: thread_cpu_micros() - cpu0,
+                    c: prepared.cpu,
                     e: prepared.end - prepared.start,
                     r: 0,
                     dep: 0,
