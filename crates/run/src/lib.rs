@@ -31,6 +31,18 @@ pub enum Stop {
     Transactions(u64),
 }
 
+/// How sessions connect (sqlrun's `--connect-mode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ConnectMode {
+    /// All at once: a logon storm.
+    #[default]
+    Flood,
+    /// One after another, this far apart.
+    Trickle(Duration),
+    /// All connect, then all start together.
+    Tsunami,
+}
+
 /// A run, resolved.
 #[derive(Debug, Clone)]
 pub struct RunOptions {
@@ -52,6 +64,7 @@ pub struct RunOptions {
     pub interrupt: Option<Arc<AtomicBool>>,
     /// Show a live progress line on a terminal.
     pub progress: bool,
+    pub connect: ConnectMode,
 }
 
 /// Runs the workload and returns the summary. Session errors (a failed

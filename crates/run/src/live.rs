@@ -2,7 +2,7 @@
 //! percentiles and errors of the last second, redrawn on a terminal.
 
 use std::io::{IsTerminal, Write};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -10,6 +10,8 @@ use hdrhistogram::Histogram;
 
 /// Counters every session adds to, read once a second.
 pub struct Live {
+    /// Sessions that reached the tsunami barrier (or ended before it).
+    pub arrived: AtomicUsize,
     pub transactions: AtomicU64,
     pub errors: AtomicU64,
     /// Latencies of the current interval, one histogram per worker thread
@@ -20,6 +22,7 @@ pub struct Live {
 impl Live {
     pub fn new(workers: usize) -> Live {
         Live {
+            arrived: AtomicUsize::new(0),
             transactions: AtomicU64::new(0),
             errors: AtomicU64::new(0),
             interval: (0..workers.max(1))

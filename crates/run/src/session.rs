@@ -18,7 +18,7 @@ use crate::clock::{micros_since, thread_cpu_micros};
 use crate::live::Live;
 use crate::summary::SessionSummary;
 use crate::workload::Workload;
-use crate::{RunOptions, Stop};
+use crate::{ConnectMode, RunOptions, Stop};
 
 /// A bind value sent in text format, whatever the parameter's type: the
 /// server parses it as it would a literal, as psql and sqlrun do, so a
@@ -68,6 +68,25 @@ struct Session {
     hist: Histogram<u64>,
     /// Control statements already written to the trace with their text.
     parsed: [bool; 2],
+}
+
+/// Marks a session as arrived at the tsunami barrier once: when it gets
+/// there, or when it ends before (so that the others do not wait for it).
+struct Arrival<'a>(&'a std::sync::atomic::AtomicUsize, bool);
+
+impl Arrival<'_> {
+    fn arrive(&mut self) {
+        if !self.1 {
+            self.1 = true;
+            self.0.fetch_add(1, Ordering::Release);
+        }
+    }
+}
+
+impl Drop for Arrival<'_> {
+    fn drop(&mut self) {
+        self.arrive();
+    }
 }
 
 /// A future that adds up the CPU its own polls take on whatever worker
@@ -200,6 +219,11 @@ pub async fn run(
     (live, worker): (&Live, usize),
 ) -> SessionSummary {
     let mut summary = SessionSummary::new(index);
+    // Counts this session in for a tsunami start, whatever happens to it.
+    let mut arrival = Arrival(&live.arrived, false);
+    if let ConnectMode::Trickle(gap) = opts.connect {
+        tokio::time::sleep(gap * index as u32).await;
+    }
     let client = match tokio_postgres::connect(&opts.url, NoTls).await {
         Ok((client, connection)) => {
             tokio::task::spawn_local(connection);
@@ -271,11 +295,24 @@ pub async fn run(
             );
         }
     }
+    if opts.connect == ConnectMode::Tsunami {
+        // Every session connected and prepared: all start at once.
+        arrival.arrive();
+        while live.arrived.load(Ordering::Acquire) < opts.sessions {
+            tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+        }
+    }
     let mut rng = fastrand::Rng::with_seed(0x7ace_1ab0 + index as u64);
     // Each statement walks its own bind rows.
     let mut next_row = vec![0usize; w.statements.len()];
+    // Runtime counts from the session's own start (after a tsunami's wait).
+    let own_start = if opts.connect == ConnectMode::Tsunami {
+        micros_since(t0)
+    } else {
+        session_start
+    };
     let deadline = match opts.stop {
-        Stop::Runtime(d) => Some(session_start + d.as_micros() as i64),
+        Stop::Runtime(d) => Some(own_start + d.as_micros() as i64),
         Stop::Transactions(_) => None,
     };
     let end_sql = if opts.rollback { "ROLLBACK" } else { "COMMIT" };

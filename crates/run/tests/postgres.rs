@@ -5,7 +5,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use tracelab_db::{start_postgres, stop, PgOptions, ServerState};
-use tracelab_run::{run, RunOptions, Stop, Workload};
+use tracelab_run::{run, ConnectMode, RunOptions, Stop, Workload};
 use tracelab_trace::{open, CallKind, ReadOptions, Reader, Source};
 
 struct Server {
@@ -49,6 +49,7 @@ fn opts(url: &str, sessions: usize, stop: Stop, trace: Option<&Path>) -> RunOpti
         rollback: false,
         interrupt: None,
         progress: false,
+        connect: ConnectMode::Flood,
     }
 }
 
@@ -246,4 +247,33 @@ fn an_interrupt_stops_every_session_with_a_summary() {
     assert!(sum.runtime_s < 10.0);
     assert!(sum.transactions > 0);
     assert!(!sum.failed());
+}
+
+#[test]
+fn trickle_spaces_the_logons_and_tsunami_starts_everyone_together() {
+    let srv = server();
+    let mut o = opts(&srv.state.url, 3, Stop::Transactions(2), None);
+    o.connect = ConnectMode::Trickle(Duration::from_millis(300));
+    let sum = run(&o, &lookup(5)).unwrap();
+    assert_eq!(sum.transactions, 6);
+    assert!(
+        sum.runtime_s >= 0.6,
+        "the third session connected 0.6 s after the first: {}",
+        sum.runtime_s
+    );
+
+    o.connect = ConnectMode::Tsunami;
+    o.stop = Stop::Runtime(Duration::from_millis(300));
+    let sum = run(&o, &lookup(5)).unwrap();
+    assert!(sum
+        .per_session
+        .iter()
+        .all(|s| s.transactions > 0 && s.failure.is_none()));
+    // Sessions that cannot even connect do not hold the run up.
+    o.url = format!(
+        "{}?connect_timeout=2",
+        srv.state.url.replace("/postgres", "/no_such_db")
+    );
+    let sum = run(&o, &lookup(5)).unwrap();
+    assert!(sum.failed() && sum.runtime_s < 10.0);
 }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tracelab_db::{start_postgres, stop, PgOptions};
-use tracelab_run::{read_binds, run as drive, ExeMode, RunOptions, Stop, Workload};
+use tracelab_run::{read_binds, run as drive, ConnectMode, ExeMode, RunOptions, Stop, Workload};
 
 use crate::exit::{self, Failure};
 
@@ -47,6 +47,14 @@ pub struct Args {
     /// Transactions per session.
     #[arg(long, value_name = "N")]
     transactions: Option<u64>,
+    /// How sessions connect: all at once (flood), one every --connect-delay
+    /// (trickle), or all first and then start together (tsunami).
+    #[arg(long, value_name = "MODE", default_value = "flood",
+          value_parser = ["flood", "trickle", "tsunami"])]
+    connect_mode: String,
+    /// Seconds between two logons in trickle mode.
+    #[arg(long, value_name = "SECONDS", default_value_t = 0.25)]
+    connect_delay: f64,
     /// Think time between calls, in seconds.
     #[arg(long, value_name = "SECONDS", default_value_t = 0.0)]
     exe_delay: f64,
@@ -139,6 +147,11 @@ pub fn run(a: Args) -> Result<i32, Failure> {
         rollback: a.tx_behavior == "rollback",
         interrupt: Some(interrupt.clone()),
         progress: !a.json,
+        connect: match a.connect_mode.as_str() {
+            "trickle" => ConnectMode::Trickle(Duration::from_secs_f64(a.connect_delay.max(0.0))),
+            "tsunami" => ConnectMode::Tsunami,
+            _ => ConnectMode::Flood,
+        },
     };
     let result = drive(&opts, &workload);
     if let Some(s) = &private {
