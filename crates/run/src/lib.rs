@@ -65,6 +65,8 @@ pub struct RunOptions {
     /// Show a live progress line on a terminal.
     pub progress: bool,
     pub connect: ConnectMode,
+    /// SQLSTATEs of statement errors that are counted apart, not as errors.
+    pub ignore_errors: Vec<String>,
 }
 
 /// Runs the workload and returns the summary. Session errors (a failed

@@ -320,7 +320,7 @@ pub async fn run(
     let mut i = 0usize;
     loop {
         let done = match opts.stop {
-            Stop::Transactions(n) => ss.s.transactions + ss.s.errors >= n,
+            Stop::Transactions(n) => ss.s.transactions + ss.s.errors + ss.s.ignored >= n,
             Stop::Runtime(_) => deadline.is_some_and(|d| micros_since(t0) >= d),
         };
         if done
@@ -396,11 +396,16 @@ pub async fn run(
             }
             Err(e) => {
                 let row_no = bind_row % st.binds.len().max(1) + 1;
-                ss.s.error(
-                    &code_of(&e),
-                    format!("{} (`{}`, bind row {row_no})", describe(&e), st.sql),
-                );
-                live.errors.fetch_add(1, Ordering::Relaxed);
+                let code = code_of(&e);
+                if opts.ignore_errors.contains(&code) {
+                    ss.s.ignored += 1;
+                } else {
+                    ss.s.error(
+                        &code,
+                        format!("{} (`{}`, bind row {row_no})", describe(&e), st.sql),
+                    );
+                    live.errors.fetch_add(1, Ordering::Relaxed);
+                }
                 if ss.lost(&client) {
                     break;
                 }

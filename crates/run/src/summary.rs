@@ -39,6 +39,8 @@ pub struct SessionSummary {
     pub transactions: u64,
     /// Statements executed without error.
     pub executions: u64,
+    /// Statement errors whose SQLSTATE was listed in `--ignore-errors`.
+    pub ignored: u64,
     pub errors: u64,
     /// The server process that served the session.
     pub backend_pid: Option<i32>,
@@ -58,6 +60,7 @@ impl SessionSummary {
             session,
             transactions: 0,
             executions: 0,
+            ignored: 0,
             errors: 0,
             backend_pid: None,
             elapsed_us: 0,
@@ -97,6 +100,8 @@ pub struct Summary {
     pub tps: f64,
     pub latency_us: Latency,
     pub errors: u64,
+    /// Errors of the SQLSTATEs the run was told to ignore.
+    pub ignored_errors: u64,
     /// Errors by SQLSTATE: count and the first message.
     pub errors_by_code: BTreeMap<String, (u64, String)>,
     pub per_session: Vec<SessionSummary>,
@@ -126,6 +131,7 @@ impl Summary {
             },
             latency_us: Latency::of(&all),
             errors: per_session.iter().map(|s| s.errors).sum(),
+            ignored_errors: per_session.iter().map(|s| s.ignored).sum(),
             errors_by_code: by_code,
             per_session,
         }
@@ -146,6 +152,9 @@ impl Summary {
             "sessions: {}\nruntime: {:.3} s\ntransactions: {}\nexecutions: {}\ntps: {:.1}\nlatency (µs): p50 {}  p90 {}  p99 {}  p99.9 {}  max {}\nerrors: {}\n",
             self.sessions, self.runtime_s, self.transactions, self.executions, self.tps, l.p50, l.p90, l.p99, l.p99_9, l.max, self.errors
         );
+        if self.ignored_errors > 0 {
+            t.push_str(&format!("ignored errors: {}\n", self.ignored_errors));
+        }
         for (code, (n, msg)) in &self.errors_by_code {
             t.push_str(&format!("  {n} × {code}: {msg}\n"));
         }

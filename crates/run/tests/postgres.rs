@@ -50,6 +50,7 @@ fn opts(url: &str, sessions: usize, stop: Stop, trace: Option<&Path>) -> RunOpti
         interrupt: None,
         progress: false,
         connect: ConnectMode::Flood,
+        ignore_errors: Vec::new(),
     }
 }
 

@@ -72,6 +72,10 @@ pub struct Args {
     /// (profile them with `tracelab skew`).
     #[arg(long, value_name = "DIR")]
     trace: Option<PathBuf>,
+    /// SQLSTATEs (comma-separated) of statement errors to count apart
+    /// rather than as errors, e.g. 23505,40001.
+    #[arg(long, value_name = "CODES", value_delimiter = ',')]
+    ignore_errors: Vec<String>,
     /// Print the summary as JSON.
     #[arg(long)]
     json: bool,
@@ -147,6 +151,11 @@ pub fn run(a: Args) -> Result<i32, Failure> {
         rollback: a.tx_behavior == "rollback",
         interrupt: Some(interrupt.clone()),
         progress: !a.json,
+        ignore_errors: a
+            .ignore_errors
+            .iter()
+            .map(|c| c.trim().to_uppercase())
+            .collect(),
         connect: match a.connect_mode.as_str() {
             "trickle" => ConnectMode::Trickle(Duration::from_secs_f64(a.connect_delay.max(0.0))),
             "tsunami" => ConnectMode::Tsunami,
