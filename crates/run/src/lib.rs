@@ -67,6 +67,9 @@ pub struct RunOptions {
     pub connect: ConnectMode,
     /// SQLSTATEs of statement errors that are counted apart, not as errors.
     pub ignore_errors: Vec<String>,
+    /// Target transactions per second of the whole run (Poisson arrivals,
+    /// latency from the intended start); `None` runs flat out.
+    pub rate: Option<f64>,
 }
 
 /// Runs the workload and returns the summary. Session errors (a failed

@@ -316,6 +316,11 @@ pub async fn run(
         Stop::Transactions(_) => None,
     };
     let end_sql = if opts.rollback { "ROLLBACK" } else { "COMMIT" };
+    let per_session_rate = opts
+        .rate
+        .map(|r| r / opts.sessions as f64)
+        .filter(|r| *r > 0.0);
+    let mut intended = own_start;
     let mut in_batch = 0u64;
     let mut i = 0usize;
     loop {
@@ -341,6 +346,22 @@ pub async fn run(
                 continue;
             }
         }
+        // With --rate, calls arrive as a Poisson process: the next one is
+        // due an exponential gap after the previous one was due, and its
+        // latency counts from when it was due (pgbench's -R), so a driver
+        // that falls behind shows it.
+        let due = match per_session_rate {
+            Some(rate) => {
+                intended += (-(1.0 - rng.f64()).ln() / rate * 1e6) as i64;
+                let now = micros_since(t0);
+                if intended > now {
+                    tokio::time::sleep(std::time::Duration::from_micros((intended - now) as u64))
+                        .await;
+                }
+                Some(intended)
+            }
+            None => None,
+        };
         let k = w.pick(i as u64, &mut rng);
         let (st, stmt) = (&w.statements[k], &prepared_stmts[k]);
         let cursor = k as u64 + 1;
@@ -385,8 +406,9 @@ pub async fn run(
         match r.result {
             Ok(_) => {
                 ss.s.executions += 1;
-                let _ = ss.hist.record((r.end - r.start).max(1) as u64);
-                live.record(worker, (r.end - r.start) as u64);
+                let latency = r.end - due.unwrap_or(r.start);
+                let _ = ss.hist.record(latency.max(1) as u64);
+                live.record(worker, latency as u64);
                 live.transactions.fetch_add(1, Ordering::Relaxed);
                 if opts.per_commit == 0 {
                     ss.s.transactions += 1;

@@ -51,6 +51,7 @@ fn opts(url: &str, sessions: usize, stop: Stop, trace: Option<&Path>) -> RunOpti
         progress: false,
         connect: ConnectMode::Flood,
         ignore_errors: Vec::new(),
+        rate: None,
     }
 }
 
@@ -277,4 +278,23 @@ fn trickle_spaces_the_logons_and_tsunami_starts_everyone_together() {
     );
     let sum = run(&o, &lookup(5)).unwrap();
     assert!(sum.failed() && sum.runtime_s < 10.0);
+}
+
+#[test]
+fn a_rate_paces_arrivals() {
+    let srv = server();
+    let mut o = opts(
+        &srv.state.url,
+        2,
+        Stop::Runtime(Duration::from_millis(1500)),
+        None,
+    );
+    o.rate = Some(200.0);
+    let sum = run(&o, &lookup(5)).unwrap();
+    // 200 tps for 1.5 s: about 300 arrivals (Poisson), far below flat out.
+    assert!(
+        (180..=420).contains(&sum.transactions),
+        "{}",
+        sum.transactions
+    );
 }

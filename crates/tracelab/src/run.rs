@@ -55,6 +55,10 @@ pub struct Args {
     /// Seconds between two logons in trickle mode.
     #[arg(long, value_name = "SECONDS", default_value_t = 0.25)]
     connect_delay: f64,
+    /// Target transactions per second of the whole run: Poisson arrivals,
+    /// latency counted from each call's intended start (pgbench's -R).
+    #[arg(long, value_name = "TPS")]
+    rate: Option<f64>,
     /// Think time between calls, in seconds.
     #[arg(long, value_name = "SECONDS", default_value_t = 0.0)]
     exe_delay: f64,
@@ -151,6 +155,7 @@ pub fn run(a: Args) -> Result<i32, Failure> {
         rollback: a.tx_behavior == "rollback",
         interrupt: Some(interrupt.clone()),
         progress: !a.json,
+        rate: a.rate.filter(|r| *r > 0.0 && r.is_finite()),
         ignore_errors: a
             .ignore_errors
             .iter()
