@@ -70,6 +70,19 @@ struct Session {
     parsed: [bool; 2],
 }
 
+impl<T> Timed<T> {
+    /// The call's times as a trace line writes them (no rows, top level).
+    fn times(&self) -> CallTimes {
+        CallTimes {
+            c: self.cpu,
+            e: self.end - self.start,
+            r: 0,
+            dep: 0,
+            tim: self.end,
+        }
+    }
+}
+
 /// Marks a session as arrived at the tsunami barrier once: when it gets
 /// there, or when it ends before (so that the others do not wait for it).
 struct Arrival<'a>(&'a std::sync::atomic::AtomicUsize, bool);
@@ -172,13 +185,7 @@ impl Session {
         };
         let r = self.round_trip(cursor, client.batch_execute(sql)).await;
         if let Some(t) = self.trace.as_mut() {
-            let times = CallTimes {
-                c: r.cpu,
-                e: r.end - r.start,
-                r: 0,
-                dep: 0,
-                tim: r.end,
-            };
+            let times = r.times();
             if sql != "BEGIN" {
                 let _ = t.xctend(sql == "ROLLBACK", false, r.end);
             }
@@ -273,6 +280,7 @@ pub async fn run(
         let prepared = ss
             .round_trip(k as u64 + 1, client.prepare(&st.engine_sql))
             .await;
+        let times = prepared.times();
         match prepared.result {
             Ok(p) => prepared_stmts.push(p),
             Err(e) => {
@@ -281,18 +289,7 @@ pub async fn run(
             }
         }
         if let Some(t) = ss.trace.as_mut() {
-            let _ = t.parse(
-                k as u64 + 1,
-                &st.sql,
-                3,
-                CallTimes {
-                    c: prepared.cpu,
-                    e: prepared.end - prepared.start,
-                    r: 0,
-                    dep: 0,
-                    tim: prepared.end,
-                },
-            );
+            let _ = t.parse(k as u64 + 1, &st.sql, 3, times);
         }
     }
     if opts.connect == ConnectMode::Tsunami {
@@ -383,13 +380,7 @@ pub async fn run(
             if !vals.is_empty() {
                 let _ = t.binds(cursor, &vals);
             }
-            let times = CallTimes {
-                c: r.cpu,
-                e: r.end - r.start,
-                r: 0,
-                dep: 0,
-                tim: r.end,
-            };
+            let times = r.times();
             let _ = t.exec(cursor, times);
             if let Ok(rows) = &r.result {
                 let _ = t.fetch(
