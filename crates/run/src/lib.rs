@@ -15,7 +15,7 @@ mod workload;
 
 pub use error::RunError;
 pub use summary::{Latency, SessionSummary, Summary};
-pub use workload::{postgres_placeholders, read_binds, ExeMode, Statement, Workload};
+pub use workload::{inline_binds, postgres_placeholders, read_binds, ExeMode, Statement, Workload};
 
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
@@ -67,6 +67,9 @@ pub struct RunOptions {
     pub connect: ConnectMode,
     /// SQLSTATEs of statement errors that are counted apart, not as errors.
     pub ignore_errors: Vec<String>,
+    /// Use the simple query protocol (values inlined as literals, no
+    /// prepared statement) instead of the extended one.
+    pub simple: bool,
     /// Target transactions per second of the whole run (Poisson arrivals,
     /// latency from the intended start); `None` runs flat out.
     pub rate: Option<f64>,

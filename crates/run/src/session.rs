@@ -11,13 +11,13 @@ use std::time::{Instant, SystemTime};
 
 use hdrhistogram::Histogram;
 use tokio_postgres::types::{Format, IsNull, ToSql, Type};
-use tokio_postgres::{Client, NoTls};
+use tokio_postgres::{Client, NoTls, SimpleQueryMessage};
 use tracelab_trace::{CallTimes, Header, TraceWriter};
 
 use crate::clock::{micros_since, thread_cpu_micros};
 use crate::live::Live;
 use crate::summary::SessionSummary;
-use crate::workload::Workload;
+use crate::workload::{inline_binds, Workload};
 use crate::{ConnectMode, RunOptions, Stop};
 
 /// A bind value sent in text format, whatever the parameter's type: the
@@ -274,20 +274,30 @@ pub async fn run(
         .map(|r| r.get::<_, i32>(0));
     let session_start = micros_since(t0);
     ss.last_end = session_start;
-    // Every statement prepared once; its trace cursor is its position + 1.
+    // Every statement prepared once (extended protocol); its trace cursor
+    // is its position + 1. The simple protocol sends text each time.
     let mut prepared_stmts = Vec::with_capacity(w.statements.len());
     for (k, st) in w.statements.iter().enumerate() {
-        let prepared = ss
-            .round_trip(k as u64 + 1, client.prepare(&st.engine_sql))
-            .await;
-        let times = prepared.times();
-        match prepared.result {
-            Ok(p) => prepared_stmts.push(p),
-            Err(e) => {
-                ss.s.fail(format!("cannot prepare `{}`: {}", st.sql, describe(&e)));
-                return ss.s;
+        let times = if opts.simple {
+            prepared_stmts.push(None);
+            CallTimes {
+                tim: ss.last_end,
+                ..CallTimes::default()
             }
-        }
+        } else {
+            let prepared = ss
+                .round_trip(k as u64 + 1, client.prepare(&st.engine_sql))
+                .await;
+            let times = prepared.times();
+            match prepared.result {
+                Ok(p) => prepared_stmts.push(Some(p)),
+                Err(e) => {
+                    ss.s.fail(format!("cannot prepare `{}`: {}", st.sql, describe(&e)));
+                    return ss.s;
+                }
+            }
+            times
+        };
         if let Some(t) = ss.trace.as_mut() {
             let _ = t.parse(k as u64 + 1, &st.sql, 3, times);
         }
@@ -360,7 +370,7 @@ pub async fn run(
             None => None,
         };
         let k = w.pick(i as u64, &mut rng);
-        let (st, stmt) = (&w.statements[k], &prepared_stmts[k]);
+        let (st, stmt) = (&w.statements[k], prepared_stmts[k].as_ref());
         let cursor = k as u64 + 1;
         let bind_row = next_row[k];
         next_row[k] += 1;
@@ -374,7 +384,21 @@ pub async fn run(
         };
         let params: Vec<&(dyn ToSql + Sync)> =
             row.iter().map(|v| v as &(dyn ToSql + Sync)).collect();
-        let r = ss.round_trip(cursor, client.query(stmt, &params)).await;
+        let call = async {
+            match stmt {
+                Some(stmt) => client.query(stmt, &params).await.map(|rows| rows.len()),
+                None => {
+                    let vals: Vec<Option<&str>> = row.iter().map(|v| v.0).collect();
+                    let text = inline_binds(&st.engine_sql, &vals);
+                    client.simple_query(&text).await.map(|msgs| {
+                        msgs.iter()
+                            .filter(|m| matches!(m, SimpleQueryMessage::Row(_)))
+                            .count()
+                    })
+                }
+            }
+        };
+        let r = ss.round_trip(cursor, call).await;
         if let Some(t) = ss.trace.as_mut() {
             let vals: Vec<Option<&str>> = row.iter().map(|v| v.0).collect();
             if !vals.is_empty() {
@@ -388,7 +412,7 @@ pub async fn run(
                     CallTimes {
                         c: 0,
                         e: 0,
-                        r: rows.len() as i64,
+                        r: *rows as i64,
                         ..times
                     },
                 );

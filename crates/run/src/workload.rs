@@ -245,6 +245,51 @@ pub fn postgres_placeholders(sql: &str) -> String {
     out
 }
 
+/// The statement with its `$n` placeholders replaced by the values as SQL
+/// literals (quoted, `'` doubled; NULL for `None`), for the simple query
+/// protocol, which sends no separate values. Quoted text and `$$` bodies
+/// are left alone.
+pub fn inline_binds(sql: &str, values: &[Option<&str>]) -> String {
+    let b = sql.as_bytes();
+    let mut out = String::with_capacity(sql.len() + 16);
+    let mut i = 0;
+    while i < b.len() {
+        let c = b[i];
+        if c == b'\'' || c == b'"' {
+            let end = b[i + 1..]
+                .iter()
+                .position(|&x| x == c)
+                .map_or(b.len(), |p| i + 1 + p + 1);
+            out.push_str(&sql[i..end]);
+            i = end;
+            continue;
+        }
+        if c == b'$' && b.get(i + 1).is_some_and(u8::is_ascii_digit) {
+            let start = i + 1;
+            let mut end = start;
+            while end < b.len() && b[end].is_ascii_digit() {
+                end += 1;
+            }
+            let n: usize = sql[start..end].parse().unwrap_or(0);
+            match values.get(n.wrapping_sub(1)) {
+                Some(Some(v)) => {
+                    out.push('\'');
+                    out.push_str(&v.replace('\'', "''"));
+                    out.push('\'');
+                }
+                Some(None) => out.push_str("NULL"),
+                None => out.push_str(&sql[i..end]),
+            }
+            i = end;
+            continue;
+        }
+        let ch_len = sql[i..].chars().next().map_or(1, char::len_utf8);
+        out.push_str(&sql[i..i + ch_len]);
+        i += ch_len;
+    }
+    out
+}
+
 /// Reads a bind file: one execution per line, values separated by commas,
 /// double quotes around values that hold commas, an unquoted `NULL` for
 /// NULL. Every line must have as many values as the first.
@@ -314,6 +359,18 @@ mod tests {
             postgres_placeholders("select $1, 'é:1'"),
             "select $1, 'é:1'"
         );
+    }
+
+    #[test]
+    fn inlined_binds_for_the_simple_protocol() {
+        assert_eq!(
+            inline_binds(
+                "select * from t where a = $1 and b = $2 and c = '$1'",
+                &[Some("it's"), None]
+            ),
+            "select * from t where a = 'it''s' and b = NULL and c = '$1'"
+        );
+        assert_eq!(inline_binds("select $3", &[Some("x")]), "select $3");
     }
 
     #[test]

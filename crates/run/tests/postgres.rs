@@ -52,6 +52,7 @@ fn opts(url: &str, sessions: usize, stop: Stop, trace: Option<&Path>) -> RunOpti
         connect: ConnectMode::Flood,
         ignore_errors: Vec::new(),
         rate: None,
+        simple: false,
     }
 }
 
@@ -296,5 +297,35 @@ fn a_rate_paces_arrivals() {
         (180..=420).contains(&sum.transactions),
         "{}",
         sum.transactions
+    );
+}
+
+#[test]
+fn the_simple_protocol_inlines_the_values() {
+    let srv = server();
+    let traces = tempfile::tempdir().unwrap();
+    let mut o = opts(
+        &srv.state.url,
+        2,
+        Stop::Transactions(20),
+        Some(traces.path()),
+    );
+    o.simple = true;
+    let sum = run(&o, &lookup(10)).unwrap();
+    assert_eq!((sum.transactions, sum.errors), (40, 0));
+    let mut rows = 0;
+    Reader::new(ReadOptions::default())
+        .read(
+            open(&Source::Path(traces.path().join("tracelab_run_1.trc"))).unwrap(),
+            |c| {
+                if c.kind == CallKind::Fetch {
+                    rows += c.db.r.unwrap_or(0);
+                }
+            },
+        )
+        .unwrap();
+    assert_eq!(
+        rows, 20,
+        "one row per lookup, counted from the simple protocol's messages"
     );
 }

@@ -55,6 +55,10 @@ pub struct Args {
     /// Seconds between two logons in trickle mode.
     #[arg(long, value_name = "SECONDS", default_value_t = 0.25)]
     connect_delay: f64,
+    /// The PostgreSQL protocol: extended (prepared statements, binds sent
+    /// apart) or simple (values inlined as literals, as pgbench -M simple).
+    #[arg(long, value_name = "PROTOCOL", default_value = "extended", value_parser = ["extended", "prepared", "simple"])]
+    protocol: String,
     /// Target transactions per second of the whole run: Poisson arrivals,
     /// latency counted from each call's intended start (pgbench's -R).
     #[arg(long, value_name = "TPS")]
@@ -156,6 +160,7 @@ pub fn run(a: Args) -> Result<i32, Failure> {
         interrupt: Some(interrupt.clone()),
         progress: !a.json,
         rate: a.rate.filter(|r| *r > 0.0 && r.is_finite()),
+        simple: a.protocol == "simple",
         ignore_errors: a
             .ignore_errors
             .iter()
