@@ -13,6 +13,7 @@ mod session;
 mod summary;
 mod workload;
 
+pub use clock::Timer;
 pub use error::RunError;
 pub use summary::{Latency, SessionSummary, Summary};
 pub use workload::{inline_binds, postgres_placeholders, read_binds, ExeMode, Statement, Workload};
@@ -67,6 +68,8 @@ pub struct RunOptions {
     pub connect: ConnectMode,
     /// SQLSTATEs of statement errors that are counted apart, not as errors.
     pub ignore_errors: Vec<String>,
+    /// The clock read for each timestamp.
+    pub timer: Timer,
     /// Use the simple query protocol (values inlined as literals, no
     /// prepared statement) instead of the extended one.
     pub simple: bool,
@@ -95,6 +98,7 @@ pub fn run(opts: &RunOptions, workload: &Workload) -> Result<Summary, RunError> 
         .min(opts.sessions)
         .max(1);
     let start = Instant::now();
+    let clock = clock::Clock::start(opts.timer);
     let shared = std::sync::Arc::new((opts.clone(), workload.clone(), live::Live::new(workers)));
     let done = AtomicBool::new(false);
     let mut results: Vec<SessionSummary> = std::thread::scope(|s| {
@@ -131,7 +135,7 @@ pub fn run(opts: &RunOptions, workload: &Workload) -> Result<Summary, RunError> 
                             .map(|&i| {
                                 let shared = shared.clone();
                                 tokio::task::spawn_local(async move {
-                                    session::run(i, &shared.0, &shared.1, start, (&shared.2, wk))
+                                    session::run(i, &shared.0, &shared.1, clock, (&shared.2, wk))
                                         .await
                                 })
                             })

@@ -7,14 +7,14 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::Ordering;
 use std::task::{Context, Poll};
-use std::time::{Instant, SystemTime};
+use std::time::SystemTime;
 
 use hdrhistogram::Histogram;
 use tokio_postgres::types::{Format, IsNull, ToSql, Type};
 use tokio_postgres::{Client, NoTls, SimpleQueryMessage};
 use tracelab_trace::{CallTimes, Header, TraceWriter};
 
-use crate::clock::{micros_since, thread_cpu_micros};
+use crate::clock::{thread_cpu_micros, Clock};
 use crate::live::Live;
 use crate::summary::SessionSummary;
 use crate::workload::{inline_binds, Workload};
@@ -61,8 +61,8 @@ const CURSOR_END: u64 = 1_000_002;
 /// A session between its connection and its end.
 struct Session {
     trace: Option<TraceWriter<File>>,
-    t0: Instant,
-    /// End of the latest call, µs since `t0`.
+    clock: Clock,
+    /// End of the latest call, µs on the run's clock.
     last_end: i64,
     s: SessionSummary,
     hist: Histogram<u64>,
@@ -145,14 +145,14 @@ impl Session {
         // The thread CPU clock is a system call, not a vDSO read: only a
         // trace needs it.
         let tracing = self.trace.is_some();
-        let start = micros_since(self.t0);
+        let start = self.clock.now();
         let (result, cpu) = CpuTimed {
             inner: Box::pin(call),
             measure: tracing,
             cpu: 0,
         }
         .await;
-        let end = micros_since(self.t0);
+        let end = self.clock.now();
         if let Some(t) = self.trace.as_mut() {
             let _ = t.wait(
                 cursor,
@@ -222,7 +222,7 @@ pub async fn run(
     index: usize,
     opts: &RunOptions,
     w: &Workload,
-    t0: Instant,
+    clock: Clock,
     (live, worker): (&Live, usize),
 ) -> SessionSummary {
     let mut summary = SessionSummary::new(index);
@@ -250,7 +250,7 @@ pub async fn run(
                 name: &name,
                 engine: "postgres",
                 side: "client",
-                timer: "vdso",
+                timer: clock.timer().name(),
                 // Oracle 12.2+ writes the zone as an offset, not `Z`.
                 started: &humantime::format_rfc3339_micros(SystemTime::now())
                     .to_string()
@@ -261,7 +261,7 @@ pub async fn run(
     });
     let mut ss = Session {
         trace,
-        t0,
+        clock,
         last_end: 0,
         s: summary,
         hist: Histogram::<u64>::new_with_bounds(1, 3_600_000_000, 3).expect("valid bounds"),
@@ -272,7 +272,7 @@ pub async fn run(
         .await
         .ok()
         .map(|r| r.get::<_, i32>(0));
-    let session_start = micros_since(t0);
+    let session_start = clock.now();
     ss.last_end = session_start;
     // Every statement prepared once (extended protocol); its trace cursor
     // is its position + 1. The simple protocol sends text each time.
@@ -314,7 +314,7 @@ pub async fn run(
     let mut next_row = vec![0usize; w.statements.len()];
     // Runtime counts from the session's own start (after a tsunami's wait).
     let own_start = if opts.connect == ConnectMode::Tsunami {
-        micros_since(t0)
+        clock.now()
     } else {
         session_start
     };
@@ -333,7 +333,7 @@ pub async fn run(
     loop {
         let done = match opts.stop {
             Stop::Transactions(n) => ss.s.transactions + ss.s.errors + ss.s.ignored >= n,
-            Stop::Runtime(_) => deadline.is_some_and(|d| micros_since(t0) >= d),
+            Stop::Runtime(_) => deadline.is_some_and(|d| clock.now() >= d),
         };
         if done
             || opts
@@ -360,7 +360,7 @@ pub async fn run(
         let due = match per_session_rate {
             Some(rate) => {
                 intended += (-(1.0 - rng.f64()).ln() / rate * 1e6) as i64;
-                let now = micros_since(t0);
+                let now = clock.now();
                 if intended > now {
                     tokio::time::sleep(std::time::Duration::from_micros((intended - now) as u64))
                         .await;

@@ -53,6 +53,7 @@ fn opts(url: &str, sessions: usize, stop: Stop, trace: Option<&Path>) -> RunOpti
         ignore_errors: Vec::new(),
         rate: None,
         simple: false,
+        timer: tracelab_run::Timer::Vdso,
     }
 }
 

@@ -7,7 +7,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tracelab_db::{start_postgres, stop, PgOptions};
-use tracelab_run::{read_binds, run as drive, ConnectMode, ExeMode, RunOptions, Stop, Workload};
+use tracelab_run::{
+    read_binds, run as drive, ConnectMode, ExeMode, RunOptions, Stop, Timer, Workload,
+};
 
 use crate::exit::{self, Failure};
 
@@ -55,6 +57,10 @@ pub struct Args {
     /// Seconds between two logons in trickle mode.
     #[arg(long, value_name = "SECONDS", default_value_t = 0.25)]
     connect_delay: f64,
+    /// The clock read for every timestamp: vdso (no system call), syscall
+    /// (a real system call each time) or coarse (cheapest, ms resolution).
+    #[arg(long, value_name = "TIMER", default_value = "vdso", value_parser = ["vdso", "syscall", "coarse"])]
+    timer: String,
     /// The PostgreSQL protocol: extended (prepared statements, binds sent
     /// apart) or simple (values inlined as literals, as pgbench -M simple).
     #[arg(long, value_name = "PROTOCOL", default_value = "extended", value_parser = ["extended", "prepared", "simple"])]
@@ -161,6 +167,11 @@ pub fn run(a: Args) -> Result<i32, Failure> {
         progress: !a.json,
         rate: a.rate.filter(|r| *r > 0.0 && r.is_finite()),
         simple: a.protocol == "simple",
+        timer: match a.timer.as_str() {
+            "syscall" => Timer::Syscall,
+            "coarse" => Timer::Coarse,
+            _ => Timer::Vdso,
+        },
         ignore_errors: a
             .ignore_errors
             .iter()

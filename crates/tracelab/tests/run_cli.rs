@@ -268,3 +268,34 @@ fn the_tally_file_gets_a_line_per_session_appended() {
         "earlier: 1\ntracelab_run_0: 7\ntracelab_run_1: 7\ntracelab_run_2: 7\n"
     );
 }
+
+#[test]
+fn the_trace_header_names_the_engine_side_and_timer() {
+    let d = tempfile::tempdir().unwrap();
+    let traces = d.path().join("t");
+    let (_, err, code) = tracelab(&[
+        "run",
+        "--sql",
+        "select 1",
+        "--transactions",
+        "3",
+        "--timer",
+        "coarse",
+        "--trace",
+        traces.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let text = std::fs::read_to_string(traces.join("tracelab_run_0.trc")).unwrap();
+    let header: Vec<&str> = text.lines().take(4).collect();
+    assert_eq!(header[0], "Trace file tracelab_run_0.trc");
+    assert!(
+        header[1].ends_with("client-side trace of postgres (timer: coarse)"),
+        "{}",
+        header[1]
+    );
+    assert!(
+        header[3].starts_with("*** 20") && header[3].ends_with("+00:00"),
+        "{}",
+        header[3]
+    );
+}
