@@ -70,6 +70,10 @@ pub struct RunOptions {
     pub ignore_errors: Vec<String>,
     /// The clock read for each timestamp.
     pub timer: Timer,
+    /// Keep every session connected after its work until released: by
+    /// creating this file (`Some(Some(path))`) or by Enter on a terminal
+    /// (`Some(None)`).
+    pub pause_at_exit: Option<Option<PathBuf>>,
     /// Use the simple query protocol (values inlined as literals, no
     /// prepared statement) instead of the extended one.
     pub simple: bool,
@@ -105,6 +109,10 @@ pub fn run(opts: &RunOptions, workload: &Workload) -> Result<Summary, RunError> 
         if opts.progress {
             let (shared, done) = (shared.clone(), &done);
             s.spawn(move || live::show(&shared.2, start, done));
+        }
+        if let Some(file) = &opts.pause_at_exit {
+            let (shared, done) = (shared.clone(), &done);
+            s.spawn(move || live::release_when(&shared.2, opts.sessions, file.as_deref(), done));
         }
         let handles: Vec<_> = (0..workers)
             .map(|wk| {

@@ -12,6 +12,10 @@ use hdrhistogram::Histogram;
 pub struct Live {
     /// Sessions that reached the tsunami barrier (or ended before it).
     pub arrived: AtomicUsize,
+    /// Sessions done and waiting, connected, to be released.
+    pub paused: AtomicUsize,
+    /// Set when paused sessions may disconnect.
+    pub released: AtomicBool,
     pub transactions: AtomicU64,
     pub errors: AtomicU64,
     /// Latencies of the current interval, one histogram per worker thread
@@ -23,6 +27,8 @@ impl Live {
     pub fn new(workers: usize) -> Live {
         Live {
             arrived: AtomicUsize::new(0),
+            paused: AtomicUsize::new(0),
+            released: AtomicBool::new(false),
             transactions: AtomicU64::new(0),
             errors: AtomicU64::new(0),
             interval: (0..workers.max(1))
@@ -51,6 +57,43 @@ impl Live {
         }
         all
     }
+}
+
+/// Releases paused sessions: once every session is paused, when `file`
+/// exists (or at once, with a note, when no file is named). Returns when
+/// released or when the run is `done` without pausing.
+pub fn release_when(
+    live: &Live,
+    sessions: usize,
+    file: Option<&std::path::Path>,
+    done: &AtomicBool,
+) {
+    loop {
+        if done.load(Ordering::Relaxed) {
+            return;
+        }
+        if live.paused.load(Ordering::Acquire) >= sessions {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    match file {
+        Some(f) => {
+            eprintln!(
+                "tracelab: all {sessions} sessions done and still connected; create {} to let them go",
+                f.display()
+            );
+            while !f.exists() && !done.load(Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        }
+        None => {
+            eprintln!("tracelab: all {sessions} sessions done and still connected; press Enter to let them go");
+            let mut line = String::new();
+            let _ = std::io::stdin().read_line(&mut line);
+        }
+    }
+    live.released.store(true, Ordering::Release);
 }
 
 /// One progress line.

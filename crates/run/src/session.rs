@@ -83,11 +83,12 @@ impl<T> Timed<T> {
     }
 }
 
-/// Marks a session as arrived at the tsunami barrier once: when it gets
-/// there, or when it ends before (so that the others do not wait for it).
-struct Arrival<'a>(&'a std::sync::atomic::AtomicUsize, bool);
+/// Counts a session in, once, at a point the others wait for (the
+/// tsunami start, the pause at exit): when it gets there, or when it ends
+/// before (so that the others do not wait for it forever).
+struct Mark<'a>(&'a std::sync::atomic::AtomicUsize, bool);
 
-impl Arrival<'_> {
+impl Mark<'_> {
     fn arrive(&mut self) {
         if !self.1 {
             self.1 = true;
@@ -96,7 +97,7 @@ impl Arrival<'_> {
     }
 }
 
-impl Drop for Arrival<'_> {
+impl Drop for Mark<'_> {
     fn drop(&mut self) {
         self.arrive();
     }
@@ -227,7 +228,8 @@ pub async fn run(
 ) -> SessionSummary {
     let mut summary = SessionSummary::new(index);
     // Counts this session in for a tsunami start, whatever happens to it.
-    let mut arrival = Arrival(&live.arrived, false);
+    let mut arrival = Mark(&live.arrived, false);
+    let mut paused = Mark(&live.paused, false);
     if let ConnectMode::Trickle(gap) = opts.connect {
         tokio::time::sleep(gap * index as u32).await;
     }
@@ -481,6 +483,14 @@ pub async fn run(
         ss.s.transactions += 1;
     }
     ss.s.elapsed_us = ss.last_end - session_start;
+    if opts.pause_at_exit.is_some() {
+        // Stay connected, so that server statistics of the sessions can be
+        // read, until the run is released.
+        paused.arrive();
+        while !live.released.load(Ordering::Acquire) && !client.is_closed() {
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    }
     ss.s.latency = ss.hist;
     if let Some(t) = ss.trace.as_mut() {
         let _ = t.flush();

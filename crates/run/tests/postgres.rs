@@ -54,6 +54,7 @@ fn opts(url: &str, sessions: usize, stop: Stop, trace: Option<&Path>) -> RunOpti
         rate: None,
         simple: false,
         timer: tracelab_run::Timer::Vdso,
+        pause_at_exit: None,
     }
 }
 
@@ -329,4 +330,37 @@ fn the_simple_protocol_inlines_the_values() {
         rows, 20,
         "one row per lookup, counted from the simple protocol's messages"
     );
+}
+
+#[test]
+fn paused_sessions_stay_connected_until_released() {
+    let srv = server();
+    let d = tempfile::tempdir().unwrap();
+    let release = d.path().join("release");
+    let mut o = opts(&srv.state.url, 3, Stop::Transactions(5), None);
+    o.pause_at_exit = Some(Some(release.clone()));
+    let runner = std::thread::spawn(move || run(&o, &lookup(5)));
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(!runner.is_finished(), "sessions wait to be released");
+    let mut c = postgres::Client::connect(&srv.state.url, postgres::NoTls).unwrap();
+    let n: i64 = c
+        .query_one("select count(*) from pg_stat_activity where backend_type = 'client backend' and pid <> pg_backend_pid()", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(n, 3, "the three sessions are still connected");
+    std::fs::write(&release, "").unwrap();
+    let sum = runner.join().unwrap().unwrap();
+    assert_eq!(sum.transactions, 15);
+
+    // Sessions that never connect count as paused: the others are not
+    // held forever.
+    let mut o = opts(
+        &srv.state.url.replace("/postgres", "/no_such_db"),
+        2,
+        Stop::Transactions(5),
+        None,
+    );
+    o.pause_at_exit = Some(Some(d.path().join("never")));
+    let sum = run(&o, &lookup(5)).unwrap();
+    assert!(sum.failed());
 }

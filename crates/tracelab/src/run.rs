@@ -93,6 +93,10 @@ pub struct Args {
     /// Print the summary as JSON.
     #[arg(long)]
     json: bool,
+    /// Keep the sessions connected after their work (to read server
+    /// statistics) until FILE is created, or Enter is pressed without FILE.
+    #[arg(long, value_name = "FILE", num_args = 0..=1)]
+    pause_at_exit: Option<Option<PathBuf>>,
     /// Append one line per session to this file at the end, as sqlrun's
     /// --xact-tally does: `<session id>: <successful executions>`.
     #[arg(long, value_name = "FILE")]
@@ -167,6 +171,7 @@ pub fn run(a: Args) -> Result<i32, Failure> {
         progress: !a.json,
         rate: a.rate.filter(|r| *r > 0.0 && r.is_finite()),
         simple: a.protocol == "simple",
+        pause_at_exit: a.pause_at_exit.clone(),
         timer: match a.timer.as_str() {
             "syscall" => Timer::Syscall,
             "coarse" => Timer::Coarse,
