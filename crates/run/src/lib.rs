@@ -70,6 +70,8 @@ pub struct RunOptions {
     pub ignore_errors: Vec<String>,
     /// The clock read for each timestamp.
     pub timer: Timer,
+    /// Each session walks the bind rows in its own random order.
+    pub shuffle_binds: bool,
     /// Keep every session connected after its work until released: by
     /// creating this file (`Some(Some(path))`) or by Enter on a terminal
     /// (`Some(None)`).

@@ -314,6 +314,19 @@ pub async fn run(
     let mut rng = fastrand::Rng::with_seed(0x7ace_1ab0 + index as u64);
     // Each statement walks its own bind rows.
     let mut next_row = vec![0usize; w.statements.len()];
+    // With shuffled binds each session walks its own random order of the
+    // rows, so that sessions do not run the same values in lockstep.
+    let orders: Vec<Vec<usize>> = w
+        .statements
+        .iter()
+        .map(|st| {
+            let mut order: Vec<usize> = (0..st.binds.len()).collect();
+            if opts.shuffle_binds {
+                rng.shuffle(&mut order);
+            }
+            order
+        })
+        .collect();
     // Runtime counts from the session's own start (after a tsunami's wait).
     let own_start = if opts.connect == ConnectMode::Tsunami {
         clock.now()
@@ -379,7 +392,7 @@ pub async fn run(
         let row: Vec<Text<'_>> = if st.binds.is_empty() {
             Vec::new()
         } else {
-            st.binds[bind_row % st.binds.len()]
+            st.binds[orders[k][bind_row % st.binds.len()]]
                 .iter()
                 .map(|v| Text(v.as_deref()))
                 .collect()
@@ -434,7 +447,9 @@ pub async fn run(
                 }
             }
             Err(e) => {
-                let row_no = bind_row % st.binds.len().max(1) + 1;
+                let row_no = orders[k]
+                    .get(bind_row % st.binds.len().max(1))
+                    .map_or(1, |r| r + 1);
                 let code = code_of(&e);
                 if opts.ignore_errors.contains(&code) {
                     ss.s.ignored += 1;

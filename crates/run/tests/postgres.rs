@@ -55,6 +55,7 @@ fn opts(url: &str, sessions: usize, stop: Stop, trace: Option<&Path>) -> RunOpti
         simple: false,
         timer: tracelab_run::Timer::Vdso,
         pause_at_exit: None,
+        shuffle_binds: false,
     }
 }
 
@@ -363,4 +364,46 @@ fn paused_sessions_stay_connected_until_released() {
     o.pause_at_exit = Some(Some(d.path().join("never")));
     let sum = run(&o, &lookup(5)).unwrap();
     assert!(sum.failed());
+}
+
+#[test]
+fn shuffled_binds_give_each_session_its_own_order() {
+    let srv = server();
+    let traces = tempfile::tempdir().unwrap();
+    let mut o = opts(
+        &srv.state.url,
+        2,
+        Stop::Transactions(20),
+        Some(traces.path()),
+    );
+    o.shuffle_binds = true;
+    run(&o, &lookup(20)).unwrap();
+    let order = |i: usize| -> Vec<String> {
+        let mut v = Vec::new();
+        Reader::new(ReadOptions {
+            binds: true,
+            ..ReadOptions::default()
+        })
+        .read(
+            open(&Source::Path(
+                traces.path().join(format!("tracelab_run_{i}.trc")),
+            ))
+            .unwrap(),
+            |c| {
+                if c.kind == CallKind::Exec {
+                    v.push(c.binds[0].as_deref().unwrap_or("").to_string());
+                }
+            },
+        )
+        .unwrap();
+        v
+    };
+    let (a, b) = (order(0), order(1));
+    let mut sorted = a.clone();
+    sorted.sort();
+    sorted.dedup();
+    assert_eq!(sorted.len(), 20, "every row once in 20 executions");
+    assert_ne!(a, b, "two sessions, two orders");
+    let in_order: Vec<String> = (1..=20).map(|i| format!("\"{i}\"")).collect();
+    assert_ne!(a, in_order);
 }

@@ -40,6 +40,9 @@ pub struct Args {
     /// NULL; cycled.
     #[arg(long, value_name = "FILE")]
     binds: Option<PathBuf>,
+    /// Bind rows in file order, or in a random order of each session's own.
+    #[arg(long, value_name = "ORDER", default_value = "in-order", value_parser = ["in-order", "shuffled"])]
+    binds_order: String,
     /// Concurrent sessions.
     #[arg(long, visible_alias = "max-sessions", default_value_t = 1)]
     sessions: usize,
@@ -172,6 +175,7 @@ pub fn run(a: Args) -> Result<i32, Failure> {
         rate: a.rate.filter(|r| *r > 0.0 && r.is_finite()),
         simple: a.protocol == "simple",
         pause_at_exit: a.pause_at_exit.clone(),
+        shuffle_binds: a.binds_order == "shuffled",
         timer: match a.timer.as_str() {
             "syscall" => Timer::Syscall,
             "coarse" => Timer::Coarse,
