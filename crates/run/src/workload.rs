@@ -192,64 +192,11 @@ fn read_delimited_binds(path: &Path, delim: &str) -> Result<Vec<Vec<Option<Strin
     Ok(rows)
 }
 
-/// Rewrites Oracle-style placeholders (`:1`, `:name`) as PostgreSQL's
-/// (`$1`...), numbered by first appearance (a repeated `:name` reuses its
-/// number, as Oracle binds by name). Leaves quoted text, `::` casts and
-/// `$n` alone.
-pub fn postgres_placeholders(sql: &str) -> String {
-    let b = sql.as_bytes();
-    let mut out = String::with_capacity(sql.len() + 8);
-    let mut names: Vec<String> = Vec::new();
-    let mut i = 0;
-    while i < b.len() {
-        let c = b[i];
-        if c == b'\'' || c == b'"' {
-            let end = b[i + 1..]
-                .iter()
-                .position(|&x| x == c)
-                .map_or(b.len(), |p| i + 1 + p + 1);
-            out.push_str(&sql[i..end]);
-            i = end;
-            continue;
-        }
-        if c == b':' && b.get(i + 1) == Some(&b':') {
-            out.push_str("::");
-            i += 2;
-            continue;
-        }
-        if c == b':'
-            && b.get(i + 1)
-                .is_some_and(|x| x.is_ascii_alphanumeric() || *x == b'_')
-        {
-            let start = i + 1;
-            let mut end = start;
-            while end < b.len() && (b[end].is_ascii_alphanumeric() || b[end] == b'_') {
-                end += 1;
-            }
-            let name = &sql[start..end];
-            let n = match names.iter().position(|x| x == name) {
-                Some(p) => p + 1,
-                None => {
-                    names.push(name.to_string());
-                    names.len()
-                }
-            };
-            out.push_str(&format!("${n}"));
-            i = end;
-            continue;
-        }
-        let ch_len = sql[i..].chars().next().map_or(1, char::len_utf8);
-        out.push_str(&sql[i..i + ch_len]);
-        i += ch_len;
-    }
-    out
-}
-
-/// The statement with its `$n` placeholders replaced by the values as SQL
-/// literals (quoted, `'` doubled; NULL for `None`), for the simple query
-/// protocol, which sends no separate values. Quoted text and `$$` bodies
-/// are left alone.
-pub fn inline_binds(sql: &str, values: &[Option<&str>]) -> String {
+/// Copies `sql`, letting `token` rewrite what starts at a byte outside
+/// quoted text: it appends its replacement and returns where the consumed
+/// text ends, or `None` to copy the character as it is. Both placeholder
+/// rewriters walk SQL this way.
+fn rewrite(sql: &str, mut token: impl FnMut(usize, &mut String) -> Option<usize>) -> String {
     let b = sql.as_bytes();
     let mut out = String::with_capacity(sql.len() + 16);
     let mut i = 0;
@@ -264,22 +211,7 @@ pub fn inline_binds(sql: &str, values: &[Option<&str>]) -> String {
             i = end;
             continue;
         }
-        if c == b'$' && b.get(i + 1).is_some_and(u8::is_ascii_digit) {
-            let start = i + 1;
-            let mut end = start;
-            while end < b.len() && b[end].is_ascii_digit() {
-                end += 1;
-            }
-            let n: usize = sql[start..end].parse().unwrap_or(0);
-            match values.get(n.wrapping_sub(1)) {
-                Some(Some(v)) => {
-                    out.push('\'');
-                    out.push_str(&v.replace('\'', "''"));
-                    out.push('\'');
-                }
-                Some(None) => out.push_str("NULL"),
-                None => out.push_str(&sql[i..end]),
-            }
+        if let Some(end) = token(i, &mut out) {
             i = end;
             continue;
         }
@@ -288,6 +220,71 @@ pub fn inline_binds(sql: &str, values: &[Option<&str>]) -> String {
         i += ch_len;
     }
     out
+}
+
+/// The end of the run of bytes from `start` that `keep` accepts.
+fn run_end(b: &[u8], start: usize, keep: impl Fn(u8) -> bool) -> usize {
+    b[start..]
+        .iter()
+        .position(|&x| !keep(x))
+        .map_or(b.len(), |p| start + p)
+}
+
+/// Rewrites Oracle-style placeholders (`:1`, `:name`) as PostgreSQL's
+/// (`$1`...), numbered by first appearance (a repeated `:name` reuses its
+/// number, as Oracle binds by name). Leaves quoted text, `::` casts and
+/// `$n` alone.
+pub fn postgres_placeholders(sql: &str) -> String {
+    let b = sql.as_bytes();
+    let mut names: Vec<&str> = Vec::new();
+    let word = |x: u8| x.is_ascii_alphanumeric() || x == b'_';
+    rewrite(sql, |i, out| {
+        if b[i] != b':' {
+            return None;
+        }
+        if b.get(i + 1) == Some(&b':') {
+            out.push_str("::");
+            return Some(i + 2);
+        }
+        if !b.get(i + 1).is_some_and(|&x| word(x)) {
+            return None;
+        }
+        let end = run_end(b, i + 1, word);
+        let name = &sql[i + 1..end];
+        let n = match names.iter().position(|x| *x == name) {
+            Some(p) => p + 1,
+            None => {
+                names.push(name);
+                names.len()
+            }
+        };
+        out.push_str(&format!("${n}"));
+        Some(end)
+    })
+}
+
+/// The statement with its `$n` placeholders replaced by the values as SQL
+/// literals (quoted, `'` doubled; NULL for `None`), for the simple query
+/// protocol, which sends no separate values. Quoted text is left alone.
+pub fn inline_binds(sql: &str, values: &[Option<&str>]) -> String {
+    let b = sql.as_bytes();
+    rewrite(sql, |i, out| {
+        if b[i] != b'$' || !b.get(i + 1).is_some_and(u8::is_ascii_digit) {
+            return None;
+        }
+        let end = run_end(b, i + 1, |x| x.is_ascii_digit());
+        let n: usize = sql[i + 1..end].parse().unwrap_or(0);
+        match values.get(n.wrapping_sub(1)) {
+            Some(Some(v)) => {
+                out.push('\'');
+                out.push_str(&v.replace('\'', "''"));
+                out.push('\'');
+            }
+            Some(None) => out.push_str("NULL"),
+            None => out.push_str(&sql[i..end]),
+        }
+        Some(end)
+    })
 }
 
 /// Reads a bind file: one execution per line, values separated by commas,
