@@ -105,7 +105,11 @@ pub fn run(opts: &RunOptions, workload: &Workload) -> Result<Summary, RunError> 
         .max(1);
     let start = Instant::now();
     let clock = clock::Clock::start(opts.timer);
-    let shared = std::sync::Arc::new((opts.clone(), workload.clone(), live::Live::new(workers)));
+    let shared = std::sync::Arc::new((
+        opts.clone(),
+        workload.clone(),
+        live::Live::new(if opts.progress { workers } else { 0 }),
+    ));
     let done = AtomicBool::new(false);
     let mut results: Vec<SessionSummary> = std::thread::scope(|s| {
         if opts.progress {

@@ -24,6 +24,8 @@ pub struct Live {
 }
 
 impl Live {
+    /// `workers` interval histograms; none (and no locking per call) when
+    /// no progress line is shown.
     pub fn new(workers: usize) -> Live {
         Live {
             arrived: AtomicUsize::new(0),
@@ -31,7 +33,7 @@ impl Live {
             released: AtomicBool::new(false),
             transactions: AtomicU64::new(0),
             errors: AtomicU64::new(0),
-            interval: (0..workers.max(1))
+            interval: (0..workers)
                 .map(|_| Mutex::new(Histogram::new(3).expect("3 significant digits is valid")))
                 .collect(),
         }

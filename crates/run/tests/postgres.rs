@@ -38,6 +38,38 @@ fn server() -> Server {
     Server { state, _dir: dir }
 }
 
+/// One call of a session's trace: kind, duration (µs), rows, first bind.
+struct Traced {
+    kind: CallKind,
+    dur: i64,
+    rows: i64,
+    bind: Option<String>,
+}
+
+/// The calls of session `i`'s trace in `dir`.
+fn traced(dir: &Path, i: usize) -> Vec<Traced> {
+    let mut v = Vec::new();
+    let path = dir.join(format!("tracelab_run_{i}.trc"));
+    Reader::new(ReadOptions {
+        binds: true,
+        ..ReadOptions::default()
+    })
+    .read(open(&Source::Path(path)).unwrap(), |c| {
+        v.push(Traced {
+            kind: c.kind,
+            dur: c.dur_us(),
+            rows: c.db.r.unwrap_or(0),
+            bind: c.binds.first().and_then(|b| b.as_deref().map(String::from)),
+        })
+    })
+    .unwrap();
+    v
+}
+
+fn count(calls: &[Traced], kind: CallKind) -> usize {
+    calls.iter().filter(|c| c.kind == kind).count()
+}
+
 fn opts(url: &str, sessions: usize, stop: Stop, trace: Option<&Path>) -> RunOptions {
     RunOptions {
         url: url.to_string(),
@@ -100,22 +132,14 @@ fn counts_latency_and_traces_that_add_up() {
     assert!(sum.json().contains("\"tps\""));
 
     for s in &sum.per_session {
-        let path = traces
-            .path()
-            .join(format!("tracelab_run_{}.trc", s.session));
-        let mut execs = 0;
-        let mut rows = 0;
-        let mut time = 0i64;
-        Reader::new(ReadOptions::default())
-            .read(open(&Source::Path(path)).unwrap(), |c| {
-                match c.kind {
-                    CallKind::Exec => execs += 1,
-                    CallKind::Fetch => rows += c.db.r.unwrap_or(0),
-                    _ => {}
-                }
-                time += c.dur_us();
-            })
-            .unwrap();
+        let calls = traced(traces.path(), s.session);
+        let execs = count(&calls, CallKind::Exec);
+        let rows: i64 = calls
+            .iter()
+            .filter(|c| c.kind == CallKind::Fetch)
+            .map(|c| c.rows)
+            .sum();
+        let time: i64 = calls.iter().map(|c| c.dur).sum();
         assert_eq!(execs, 50);
         assert_eq!(rows, 50, "one row per lookup");
         // Calls and the waits between them account for the session's
@@ -208,16 +232,9 @@ fn batches_commit_every_n_statements_and_traces_show_xctend() {
     assert_eq!((sum.transactions, sum.executions, sum.errors), (6, 24, 0));
     let n: i64 = c.query_one("select count(*) from t", &[]).unwrap().get(0);
     assert_eq!(n, 24, "every batch committed");
-    let path = traces.path().join("tracelab_run_0.trc");
-    let (mut xctend, mut time) = (0, 0i64);
-    Reader::new(ReadOptions::default())
-        .read(open(&Source::Path(path)).unwrap(), |c| {
-            if c.kind == CallKind::Xctend {
-                xctend += 1;
-            }
-            time += c.dur_us();
-        })
-        .unwrap();
+    let calls = traced(traces.path(), 0);
+    let xctend = count(&calls, CallKind::Xctend);
+    let time: i64 = calls.iter().map(|c| c.dur).sum();
     assert_eq!(xctend, 3);
     let s0 = &sum.per_session[0];
     assert!(
@@ -316,17 +333,11 @@ fn the_simple_protocol_inlines_the_values() {
     o.simple = true;
     let sum = run(&o, &lookup(10)).unwrap();
     assert_eq!((sum.transactions, sum.errors), (40, 0));
-    let mut rows = 0;
-    Reader::new(ReadOptions::default())
-        .read(
-            open(&Source::Path(traces.path().join("tracelab_run_1.trc"))).unwrap(),
-            |c| {
-                if c.kind == CallKind::Fetch {
-                    rows += c.db.r.unwrap_or(0);
-                }
-            },
-        )
-        .unwrap();
+    let rows: i64 = traced(traces.path(), 1)
+        .iter()
+        .filter(|c| c.kind == CallKind::Fetch)
+        .map(|c| c.rows)
+        .sum();
     assert_eq!(
         rows, 20,
         "one row per lookup, counted from the simple protocol's messages"
@@ -379,24 +390,11 @@ fn shuffled_binds_give_each_session_its_own_order() {
     o.shuffle_binds = true;
     run(&o, &lookup(20)).unwrap();
     let order = |i: usize| -> Vec<String> {
-        let mut v = Vec::new();
-        Reader::new(ReadOptions {
-            binds: true,
-            ..ReadOptions::default()
-        })
-        .read(
-            open(&Source::Path(
-                traces.path().join(format!("tracelab_run_{i}.trc")),
-            ))
-            .unwrap(),
-            |c| {
-                if c.kind == CallKind::Exec {
-                    v.push(c.binds[0].as_deref().unwrap_or("").to_string());
-                }
-            },
-        )
-        .unwrap();
-        v
+        traced(traces.path(), i)
+            .into_iter()
+            .filter(|c| c.kind == CallKind::Exec)
+            .map(|c| c.bind.unwrap_or_default())
+            .collect()
     };
     let (a, b) = (order(0), order(1));
     let mut sorted = a.clone();

@@ -99,17 +99,9 @@ fn cond(what: &str, src: &str) -> Result<Cond, SkewError> {
     }
     let p = compile(what, src)?;
     Ok(match p.constant() {
-        Some(v) if truthy(&v) => Cond::True,
+        Some(v) if v.truthy() => Cond::True,
         _ => Cond::Expr(p),
     })
-}
-
-fn truthy(v: &Value<'_>) -> bool {
-    match v {
-        Value::Undef => false,
-        Value::Num(n) => *n != 0.0,
-        Value::Str(s) => !(s.is_empty() || s == "0"),
-    }
 }
 
 fn uses(p: &Program, var: Var) -> bool {

@@ -26,9 +26,6 @@ pub struct FileOutcome {
     pub calls: u64,
     /// Calls that passed the filter.
     pub matched: u64,
-    /// The start of the file was read again because its `$depmin` was
-    /// only known at its end.
-    pub reread: bool,
 }
 
 /// The profile and what the run found on the way.
@@ -147,9 +144,10 @@ struct Piece {
     /// `--name` verdicts by name, valid while this piece's reader lives.
     names_seen: NameCache,
     groups: Groups,
-    errors: Diagnostics,
-    /// Expression errors (offset, line, message), turned into diagnostics
-    /// once absolute line numbers are known.
+    /// Expression errors in all.
+    error_count: u64,
+    /// The first few expression errors (offset, line, message), turned into
+    /// diagnostics once absolute line numbers are known.
     error_at: Vec<(u64, u64, String)>,
     matched: u64,
     names: BTreeSet<String>,
@@ -180,7 +178,7 @@ impl Piece {
         summary: &ReadSummary,
         warnings: &mut Diagnostics,
     ) {
-        let unkept = self.errors.total.saturating_sub(self.error_at.len() as u64);
+        let unkept = self.error_count.saturating_sub(self.error_at.len() as u64);
         for (offset, line, msg) in self.error_at {
             warnings.push(name, summary.absolute_line(offset, line), msg);
         }
@@ -238,8 +236,8 @@ fn profile_file(
             },
             Ok(None) => {}
             Err(msg) => {
-                p.errors.total += 1;
-                if p.errors.kept.len() + p.error_at.len() < Diagnostics::KEEP {
+                p.error_count += 1;
+                if p.error_at.len() < Diagnostics::KEEP {
                     p.error_at.push((call.offset, call.line, msg));
                 }
             }
@@ -261,7 +259,6 @@ fn profile_file(
             // right value (traces that start inside recursive SQL).
             match rejudge(&source, end, summary.depmin, read_opts, &on_call) {
                 Some(Ok((before, _))) => {
-                    out.reread = true;
                     before.merge_into(&mut out, w, &name, &summary, &mut warnings);
                 }
                 Some(Err(e)) => warnings.push(&name, 0, format!("reading the start again: {e}")),

@@ -72,10 +72,6 @@ pub struct ReadSummary {
     pub calls: u64,
     /// The minimum depth of the file's database calls (or the fixed one).
     pub depmin: i64,
-    /// True when calls were handed out with a tentative `$depmin` that a
-    /// later, shallower call proved wrong: the consumer should read the file
-    /// again with `ReadOptions::depmin` set to [`ReadSummary::depmin`].
-    pub depmin_changed: bool,
     pub diagnostics: Diagnostics,
     /// (start offset, lines before it) of each piece whose line numbers
     /// were counted from the piece's start.
@@ -224,7 +220,6 @@ impl Reader {
         let mut summary = std::mem::take(&mut run.summary);
         summary.lines = line_no;
         summary.depmin = run.depmin();
-        summary.depmin_changed = run.depmin_changed(summary.depmin);
         Ok(summary)
     }
 
@@ -690,14 +685,6 @@ impl<'f> Run<'f> {
         self.line(no, b, terminated, on_call);
         if self.opts.all_lines && !self.emitted {
             self.other_line(no, b, on_call);
-        }
-    }
-
-    /// Whether calls were handed out with a `$depmin` other than `final_`.
-    fn depmin_changed(&self, final_: i64) -> bool {
-        match (self.opts.depmin, self.depmin_used) {
-            (None, Some((lo, hi))) => lo != final_ || hi != final_,
-            _ => false,
         }
     }
 

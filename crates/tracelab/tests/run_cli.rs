@@ -5,6 +5,14 @@
 mod common;
 use common::tracelab;
 
+/// The trace files a run wrote into `dir`.
+fn trace_files(dir: &std::path::Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path().to_string_lossy().into_owned())
+        .collect()
+}
+
 #[test]
 fn the_embedded_default_needs_no_database() {
     let (out, err, code) = tracelab(&[
@@ -62,10 +70,7 @@ fn binds_and_traces_profile_with_skew() {
     ]);
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("transactions: 50"), "{out}");
-    let files: Vec<String> = std::fs::read_dir(&traces)
-        .unwrap()
-        .map(|e| e.unwrap().path().to_string_lossy().into_owned())
-        .collect();
+    let files = trace_files(&traces);
     assert_eq!(files.len(), 2);
     let mut args = vec!["skew", "--name=EXEC", "--csv", "--nohead"];
     args.extend(files.iter().map(String::as_str));
@@ -183,10 +188,7 @@ fn an_sqlrun_kit_runs_unchanged() {
         (v["transactions"].as_u64(), v["executions"].as_u64()),
         (Some(20), Some(20))
     );
-    let files: Vec<String> = std::fs::read_dir(&traces)
-        .unwrap()
-        .map(|e| e.unwrap().path().to_string_lossy().into_owned())
-        .collect();
+    let files = trace_files(&traces);
     let mut args = vec![
         "skew",
         "--name=EXEC",
