@@ -44,11 +44,13 @@ pub enum ConnectMode {
     Tsunami,
 }
 
-/// A run, resolved.
+/// A run, resolved. Build it with `..RunOptions::default()` so that new
+/// options do not break callers.
 #[derive(Debug, Clone)]
 pub struct RunOptions {
-    /// A `postgres://` URL (without a password in it, or it stays out of
-    /// every output anyway: only the host, port and database are shown).
+    /// Where to connect; the scheme names the engine: `postgres://` or
+    /// `postgresql://`, `mysql://` or `mariadb://`, `sqlite:PATH` or
+    /// `sqlite::memory:`. A password in it never reaches any output.
     pub url: String,
     pub sessions: usize,
     pub stop: Stop,
@@ -82,6 +84,37 @@ pub struct RunOptions {
     /// Target transactions per second of the whole run (Poisson arrivals,
     /// latency from the intended start); `None` runs flat out.
     pub rate: Option<f64>,
+    /// Rows per round trip of a query's fetches (PostgreSQL portals);
+    /// 0 fetches every row in one go.
+    pub fetch_size: u32,
+    /// Session parameters set on every connection before the work
+    /// (`SET name = value` on PostgreSQL and MariaDB, `PRAGMA` on SQLite).
+    pub settings: Vec<(String, String)>,
+}
+
+impl Default for RunOptions {
+    fn default() -> Self {
+        RunOptions {
+            url: String::new(),
+            sessions: 1,
+            stop: Stop::Transactions(1),
+            exe_delay: Duration::ZERO,
+            trace_dir: None,
+            per_commit: 0,
+            rollback: false,
+            interrupt: None,
+            progress: false,
+            connect: ConnectMode::Flood,
+            ignore_errors: Vec::new(),
+            timer: Timer::Vdso,
+            shuffle_binds: false,
+            pause_at_exit: None,
+            simple: false,
+            rate: None,
+            fetch_size: 0,
+            settings: Vec::new(),
+        }
+    }
 }
 
 /// Runs the workload and returns the summary. Session errors (a failed

@@ -75,19 +75,8 @@ fn opts(url: &str, sessions: usize, stop: Stop, trace: Option<&Path>) -> RunOpti
         url: url.to_string(),
         sessions,
         stop,
-        exe_delay: Duration::ZERO,
         trace_dir: trace.map(Path::to_path_buf),
-        per_commit: 0,
-        rollback: false,
-        interrupt: None,
-        progress: false,
-        connect: ConnectMode::Flood,
-        ignore_errors: Vec::new(),
-        rate: None,
-        simple: false,
-        timer: tracelab_run::Timer::Vdso,
-        pause_at_exit: None,
-        shuffle_binds: false,
+        ..RunOptions::default()
     }
 }
 

@@ -191,6 +191,7 @@ pub fn run(a: Args) -> Result<i32, Failure> {
             "tsunami" => ConnectMode::Tsunami,
             _ => ConnectMode::Flood,
         },
+        ..RunOptions::default()
     };
     let result = drive(&opts, &workload);
     if let Some(s) = &private {
