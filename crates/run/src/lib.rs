@@ -2,11 +2,11 @@
 //! pgbench's semantics (HDR histograms of latency), and optionally write a
 //! 10046-format trace of every call from the client's side.
 //!
-//! This first slice drives PostgreSQL with one prepared statement and a
-//! bind file; the sqlrun manifest, other engines, arrival rates and
-//! transaction modes come next.
+//! Engines: PostgreSQL (extended or simple protocol), MariaDB/MySQL
+//! (binary or text protocol) and SQLite (in process), named by the URL.
 
 mod clock;
+mod engine;
 mod error;
 mod live;
 mod session;
@@ -14,8 +14,9 @@ mod summary;
 mod workload;
 
 pub use clock::Timer;
+pub use engine::{redact, Engine};
 pub use error::RunError;
-pub use summary::{Latency, SessionSummary, Summary};
+pub use summary::{Latency, SessionSummary, StatementSummary, Summary};
 pub use workload::{inline_binds, postgres_placeholders, read_binds, ExeMode, Statement, Workload};
 
 use std::path::PathBuf;
@@ -121,6 +122,7 @@ impl Default for RunOptions {
 /// statement, a lost connection) are counted in the summary, not returned:
 /// what was measured is never lost.
 pub fn run(opts: &RunOptions, workload: &Workload) -> Result<Summary, RunError> {
+    let engine = Engine::of_url(&opts.url)?;
     if let Some(dir) = &opts.trace_dir {
         std::fs::create_dir_all(dir).map_err(|source| RunError::Io {
             path: dir.clone(),
@@ -132,10 +134,16 @@ pub fn run(opts: &RunOptions, workload: &Workload) -> Result<Summary, RunError> 
     // connections: twenty blocking threads on two cores spend their time
     // switching, and a work-stealing runtime in moving tasks between
     // threads.
-    let workers = std::thread::available_parallelism()
-        .map_or(2, |n| n.get())
-        .min(opts.sessions)
-        .max(1);
+    // An in-process engine blocks its thread for every call: each of its
+    // sessions gets a thread of its own.
+    let workers = if engine.blocks() {
+        opts.sessions.max(1)
+    } else {
+        std::thread::available_parallelism()
+            .map_or(2, |n| n.get())
+            .min(opts.sessions)
+            .max(1)
+    };
     let start = Instant::now();
     let clock = clock::Clock::start(opts.timer);
     let shared = std::sync::Arc::new((
@@ -207,5 +215,6 @@ pub fn run(opts: &RunOptions, workload: &Workload) -> Result<Summary, RunError> 
         out
     });
     results.sort_by_key(|s| s.session);
-    Ok(Summary::new(results, start.elapsed()))
+    let sql: Vec<&str> = workload.statements.iter().map(|s| s.sql.as_str()).collect();
+    Ok(Summary::new(results, start.elapsed(), &sql))
 }

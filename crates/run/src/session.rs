@@ -1,7 +1,7 @@
 //! One session: connect, prepare, execute until told to stop, measure each
-//! call, and trace it.
+//! call, and trace it. The engine does the round trips (crate::engine);
+//! everything measured and written is decided here, the same for all.
 
-use std::error::Error as _;
 use std::fs::File;
 use std::future::Future;
 use std::pin::Pin;
@@ -10,47 +10,14 @@ use std::task::{Context, Poll};
 use std::time::SystemTime;
 
 use hdrhistogram::Histogram;
-use tokio_postgres::types::{Format, IsNull, ToSql, Type};
-use tokio_postgres::{Client, NoTls, SimpleQueryMessage};
 use tracelab_trace::{CallTimes, Header, TraceWriter};
 
 use crate::clock::{thread_cpu_micros, Clock};
+use crate::engine::{self, Conn, DbError, Engine};
 use crate::live::Live;
-use crate::summary::SessionSummary;
-use crate::workload::{inline_binds, Workload};
+use crate::summary::{SessionSummary, StatementCounts};
+use crate::workload::Workload;
 use crate::{ConnectMode, RunOptions, Stop};
-
-/// A bind value sent in text format, whatever the parameter's type: the
-/// server parses it as it would a literal, as psql and sqlrun do, so a
-/// bind file needs no type annotations.
-#[derive(Debug)]
-struct Text<'a>(Option<&'a str>);
-
-impl ToSql for Text<'_> {
-    fn to_sql(
-        &self,
-        _ty: &Type,
-        out: &mut tokio_postgres::types::private::BytesMut,
-    ) -> Result<IsNull, Box<dyn std::error::Error + Sync + Send>> {
-        match self.0 {
-            Some(v) => {
-                out.extend_from_slice(v.as_bytes());
-                Ok(IsNull::No)
-            }
-            None => Ok(IsNull::Yes),
-        }
-    }
-
-    fn accepts(_ty: &Type) -> bool {
-        true
-    }
-
-    fn encode_format(&self, _ty: &Type) -> Format {
-        Format::Text
-    }
-
-    tokio_postgres::types::to_sql_checked!();
-}
 
 /// Trace cursor numbers: the workload's statements are 1..=n; the
 /// transaction control statements the session sends itself use these (far
@@ -58,16 +25,41 @@ impl ToSql for Text<'_> {
 const CURSOR_BEGIN: u64 = 1_000_001;
 const CURSOR_END: u64 = 1_000_002;
 
+/// The name of the cursor `--fetch-size` declares.
+const FETCH_CURSOR: &str = "tracelab_fetch";
+
+/// How a statement is executed.
+enum Plan {
+    /// One round trip returns every row.
+    Whole(usize),
+    /// `--fetch-size`: DECLARE a cursor, FETCH n rows per round trip,
+    /// CLOSE it: the round trips an Oracle client with that array size
+    /// makes, and what psql's FETCH_COUNT does.
+    Cursor {
+        declare: usize,
+        fetch: String,
+        close: String,
+    },
+}
+
 /// A session between its connection and its end.
-struct Session {
+struct Session<C> {
+    conn: C,
     trace: Option<TraceWriter<File>>,
     clock: Clock,
     /// End of the latest call, µs on the run's clock.
     last_end: i64,
     s: SessionSummary,
-    hist: Histogram<u64>,
     /// Control statements already written to the trace with their text.
     parsed: [bool; 2],
+}
+
+/// One measured round trip.
+struct Timed<T> {
+    result: Result<T, DbError>,
+    start: i64,
+    end: i64,
+    cpu: i64,
 }
 
 impl<T> Timed<T> {
@@ -125,36 +117,38 @@ impl<F: Future> Future for CpuTimed<F> {
     }
 }
 
-/// One measured round trip.
-struct Timed<T> {
-    result: Result<T, tokio_postgres::Error>,
-    start: i64,
-    end: i64,
-    cpu: i64,
-}
-
-impl Session {
-    /// Runs one round trip, measured; in the trace, the time since the
-    /// previous call becomes the wait before it: the time the session
-    /// spent outside the database, which Oracle's server side names
-    /// 'SQL*Net message from client'.
-    async fn round_trip<T>(
-        &mut self,
-        cursor: u64,
-        call: impl Future<Output = Result<T, tokio_postgres::Error>>,
-    ) -> Timed<T> {
-        // The thread CPU clock is a system call, not a vDSO read: only a
-        // trace needs it.
-        let tracing = self.trace.is_some();
-        let start = self.clock.now();
+/// Runs one round trip of `call` on the connection, measured; in the
+/// trace, the time since the previous call becomes the wait before it:
+/// the time the session spent outside the database, which Oracle's server
+/// side names 'SQL*Net message from client'.
+macro_rules! round_trip {
+    ($ss:expr, $cursor:expr, |$c:ident| $call:expr) => {{
+        let tracing = $ss.trace.is_some();
+        let start = $ss.clock.now();
+        let $c = &mut $ss.conn;
         let (result, cpu) = CpuTimed {
-            inner: Box::pin(call),
+            inner: Box::pin($call),
             measure: tracing,
             cpu: 0,
         }
         .await;
-        let end = self.clock.now();
+        let end = $ss.clock.now();
+        $ss.waited($cursor, start, end);
+        Timed {
+            result,
+            start,
+            end,
+            cpu,
+        }
+    }};
+}
+
+impl<C: Conn> Session<C> {
+    /// Writes the wait before a call that ran from `start` to `end`.
+    fn waited(&mut self, cursor: u64, start: i64, end: i64) {
         if let Some(t) = self.trace.as_mut() {
+            // The thread CPU clock is a system call, not a vDSO read: it
+            // is only read when tracing.
             let _ = t.wait(
                 cursor,
                 "SQL*Net message from client",
@@ -164,27 +158,17 @@ impl Session {
             );
         }
         self.last_end = end;
-        Timed {
-            result,
-            start,
-            end,
-            cpu,
-        }
     }
 
     /// Sends BEGIN, COMMIT or ROLLBACK; traced as an EXEC of its own
     /// cursor, a commit or rollback preceded by XCTEND as Oracle writes it.
-    async fn control(
-        &mut self,
-        client: &Client,
-        sql: &'static str,
-    ) -> Result<(), tokio_postgres::Error> {
+    async fn control(&mut self, sql: &'static str) -> Result<(), DbError> {
         let (cursor, slot) = if sql == "BEGIN" {
             (CURSOR_BEGIN, 0)
         } else {
             (CURSOR_END, 1)
         };
-        let r = self.round_trip(cursor, client.batch_execute(sql)).await;
+        let r = round_trip!(self, cursor, |c| c.batch(sql));
         if let Some(t) = self.trace.as_mut() {
             let times = r.times();
             if sql != "BEGIN" {
@@ -208,8 +192,75 @@ impl Session {
         r.result
     }
 
-    fn lost(&mut self, client: &Client) -> bool {
-        if client.is_closed() {
+    /// Executes statement `cursor` by its plan: BINDS and EXEC, then one
+    /// FETCH per round trip that brought rows (and a CLOSE for a cursor).
+    /// Returns when it started and ended.
+    async fn execute(
+        &mut self,
+        cursor: u64,
+        plan: &Plan,
+        binds: &[Option<&str>],
+        fetch_size: u32,
+    ) -> Result<(i64, i64), DbError> {
+        let (first, later) = match plan {
+            Plan::Whole(h) => (*h, None),
+            Plan::Cursor {
+                declare,
+                fetch,
+                close,
+            } => (*declare, Some((fetch, close))),
+        };
+        let r = round_trip!(self, cursor, |c| c.execute(first, binds));
+        let start = r.start;
+        if let Some(t) = self.trace.as_mut() {
+            if !binds.is_empty() {
+                let _ = t.binds(cursor, binds);
+            }
+            let times = r.times();
+            let _ = t.exec(cursor, times);
+            if let (Ok(rows), None) = (&r.result, later) {
+                let _ = t.fetch(
+                    cursor,
+                    CallTimes {
+                        c: 0,
+                        e: 0,
+                        r: *rows as i64,
+                        ..times
+                    },
+                );
+            }
+        }
+        r.result?;
+        let Some((fetch, close)) = later else {
+            return Ok((start, self.last_end));
+        };
+        loop {
+            let f = round_trip!(self, cursor, |c| c.query_text(fetch));
+            let rows = f.result.as_ref().map_or(0, |n| *n);
+            if let Some(t) = self.trace.as_mut() {
+                let _ = t.fetch(
+                    cursor,
+                    CallTimes {
+                        r: rows as i64,
+                        ..f.times()
+                    },
+                );
+            }
+            f.result?;
+            if rows < fetch_size as u64 {
+                break;
+            }
+        }
+        let c = round_trip!(self, cursor, |c| c.query_text(close));
+        if let Some(t) = self.trace.as_mut() {
+            let _ = t.close(cursor, c.times());
+        }
+        c.result?;
+        Ok((start, self.last_end))
+    }
+
+    fn lost(&mut self) -> bool {
+        if self.conn.is_closed() {
             self.s
                 .fail("the connection to the server was lost".to_string());
             return true;
@@ -227,22 +278,95 @@ pub async fn run(
     (live, worker): (&Live, usize),
 ) -> SessionSummary {
     let mut summary = SessionSummary::new(index);
-    // Counts this session in for a tsunami start, whatever happens to it.
-    let mut arrival = Mark(&live.arrived, false);
-    let mut paused = Mark(&live.paused, false);
+    // Counts this session in for a tsunami start and the pause at exit,
+    // whatever happens to it.
+    let marks = (Mark(&live.arrived, false), Mark(&live.paused, false));
     if let ConnectMode::Trickle(gap) = opts.connect {
         tokio::time::sleep(gap * index as u32).await;
     }
-    let client = match tokio_postgres::connect(&opts.url, NoTls).await {
-        Ok((client, connection)) => {
-            tokio::task::spawn_local(connection);
-            client
-        }
+    let engine = match Engine::of_url(&opts.url) {
+        Ok(e) => e,
         Err(e) => {
-            summary.fail(format!("cannot connect: {}", describe(&e)));
+            summary.fail(e.to_string());
             return summary;
         }
     };
+    let env = Env {
+        index,
+        opts,
+        w,
+        clock,
+        live,
+        worker,
+        engine,
+    };
+    let connected = match engine {
+        Engine::Postgres => match engine::postgres::connect(&opts.url, opts.simple).await {
+            Ok(c) => return drive(c, env, summary, marks).await,
+            Err(e) => e,
+        },
+        Engine::Mysql => match engine::mysql::connect(&opts.url, opts.simple).await {
+            Ok(c) => return drive(c, env, summary, marks).await,
+            Err(e) => e,
+        },
+        Engine::Sqlite => match engine::sqlite::connect(&opts.url) {
+            Ok(c) => return drive(c, env, summary, marks).await,
+            Err(e) => e,
+        },
+    };
+    summary.fail(format!("cannot connect: {}", connected.message));
+    summary
+}
+
+/// What a session is given besides its connection.
+struct Env<'a> {
+    index: usize,
+    opts: &'a RunOptions,
+    w: &'a Workload,
+    clock: Clock,
+    live: &'a Live,
+    worker: usize,
+    engine: Engine,
+}
+
+/// Whether a statement returns rows a cursor can fetch (its first word is
+/// SELECT, WITH, VALUES or TABLE, after comments and parentheses).
+fn is_query(sql: &str) -> bool {
+    let mut s = sql.trim_start();
+    loop {
+        if let Some(rest) = s.strip_prefix("--") {
+            s = rest.split_once('\n').map_or("", |(_, r)| r).trim_start();
+        } else if let Some(rest) = s.strip_prefix("/*") {
+            s = rest.split_once("*/").map_or("", |(_, r)| r).trim_start();
+        } else if let Some(rest) = s.strip_prefix('(') {
+            s = rest.trim_start();
+        } else {
+            break;
+        }
+    }
+    let word: String = s
+        .chars()
+        .take_while(|c| c.is_ascii_alphabetic())
+        .collect::<String>()
+        .to_ascii_lowercase();
+    matches!(word.as_str(), "select" | "with" | "values" | "table")
+}
+
+async fn drive<C: Conn>(
+    conn: C,
+    env: Env<'_>,
+    summary: SessionSummary,
+    (mut arrival, mut paused): (Mark<'_>, Mark<'_>),
+) -> SessionSummary {
+    let Env {
+        index,
+        opts,
+        w,
+        clock,
+        live,
+        worker,
+        engine,
+    } = env;
     let trace = opts.trace_dir.as_ref().and_then(|dir| {
         let name = format!("tracelab_run_{index}.trc");
         let f = File::create(dir.join(&name)).ok()?;
@@ -250,7 +374,7 @@ pub async fn run(
             f,
             &Header {
                 name: &name,
-                engine: "postgres",
+                engine: engine.name(),
                 side: "client",
                 timer: clock.timer().name(),
                 // Oracle 12.2+ writes the zone as an offset, not `Z`.
@@ -262,48 +386,64 @@ pub async fn run(
         .ok()
     });
     let mut ss = Session {
+        conn,
         trace,
         clock,
         last_end: 0,
         s: summary,
-        hist: Histogram::<u64>::new_with_bounds(1, 3_600_000_000, 3).expect("valid bounds"),
         parsed: [false; 2],
     };
-    ss.s.backend_pid = client
-        .query_one("select pg_backend_pid()", &[])
-        .await
-        .ok()
-        .map(|r| r.get::<_, i32>(0));
-    let session_start = clock.now();
-    ss.last_end = session_start;
-    // Every statement prepared once (extended protocol); its trace cursor
-    // is its position + 1. The simple protocol sends text each time.
-    let mut prepared_stmts = Vec::with_capacity(w.statements.len());
-    for (k, st) in w.statements.iter().enumerate() {
-        let times = if opts.simple {
-            prepared_stmts.push(None);
-            CallTimes {
-                tim: ss.last_end,
-                ..CallTimes::default()
-            }
-        } else {
-            let prepared = ss
-                .round_trip(k as u64 + 1, client.prepare(&st.engine_sql))
-                .await;
-            let times = prepared.times();
-            match prepared.result {
-                Ok(p) => prepared_stmts.push(Some(p)),
-                Err(e) => {
-                    ss.s.fail(format!("cannot prepare `{}`: {}", st.sql, describe(&e)));
-                    return ss.s;
-                }
-            }
-            times
-        };
-        if let Some(t) = ss.trace.as_mut() {
-            let _ = t.parse(k as u64 + 1, &st.sql, 3, times);
+    ss.s.backend_pid = ss.conn.backend_id().and_then(|id| i32::try_from(id).ok());
+    for (name, value) in &opts.settings {
+        if let Err(e) = ss.conn.set(name, value).await {
+            ss.s.fail(format!("cannot set {name} = {value}: {}", e.message));
+            ss.conn.close().await;
+            return ss.s;
         }
     }
+    let session_start = clock.now();
+    ss.last_end = session_start;
+    // Every statement prepared once; its trace cursor is its position + 1.
+    let cursors = opts.fetch_size > 0 && ss.conn.cursors();
+    let mut plans = Vec::with_capacity(w.statements.len());
+    for (k, st) in w.statements.iter().enumerate() {
+        let cursor = k as u64 + 1;
+        let prepared = if cursors && is_query(&st.sql) {
+            let declare = format!(
+                "DECLARE {FETCH_CURSOR} NO SCROLL CURSOR FOR {}",
+                st.engine_sql
+            );
+            let fetch = format!("FETCH FORWARD {} FROM {FETCH_CURSOR}", opts.fetch_size);
+            let close = format!("CLOSE {FETCH_CURSOR}");
+            let r = round_trip!(ss, cursor, |c| async {
+                Ok(Plan::Cursor {
+                    declare: c.prepare(&declare).await?,
+                    fetch,
+                    close,
+                })
+            });
+            (r.times(), r.result)
+        } else {
+            let r = round_trip!(ss, cursor, |c| c.prepare(&st.engine_sql));
+            (r.times(), r.result.map(Plan::Whole))
+        };
+        match prepared {
+            (times, Ok(plan)) => {
+                plans.push(plan);
+                if let Some(t) = ss.trace.as_mut() {
+                    let _ = t.parse(cursor, &st.sql, 3, times);
+                }
+            }
+            (_, Err(e)) => {
+                ss.s.fail(format!("cannot prepare `{}`: {}", st.sql, e.message));
+                ss.conn.close().await;
+                return ss.s;
+            }
+        }
+    }
+    // A cursor lives in a transaction: in autocommit, each cursor query
+    // gets one of its own, as psql's FETCH_COUNT does.
+    let wrap = |plan: &Plan| opts.per_commit == 0 && matches!(plan, Plan::Cursor { .. });
     if opts.connect == ConnectMode::Tsunami {
         // Every session connected and prepared: all start at once.
         arrival.arrive();
@@ -327,6 +467,12 @@ pub async fn run(
             order
         })
         .collect();
+    let mut hist = Histogram::<u64>::new_with_bounds(1, 3_600_000_000, 3).expect("valid bounds");
+    ss.s.statements = w
+        .statements
+        .iter()
+        .map(|_| StatementCounts::new())
+        .collect();
     // Runtime counts from the session's own start (after a tsunami's wait).
     let own_start = if opts.connect == ConnectMode::Tsunami {
         clock.now()
@@ -345,6 +491,7 @@ pub async fn run(
     let mut intended = own_start;
     let mut in_batch = 0u64;
     let mut i = 0usize;
+    let mut values: Vec<Option<&str>> = Vec::new();
     loop {
         let done = match opts.stop {
             Stop::Transactions(n) => ss.s.transactions + ss.s.errors + ss.s.ignored >= n,
@@ -359,10 +506,10 @@ pub async fn run(
             break;
         }
         if opts.per_commit > 0 && in_batch == 0 {
-            if let Err(e) = ss.control(&client, "BEGIN").await {
-                ss.s.error(&code_of(&e), describe(&e));
+            if let Err(e) = ss.control("BEGIN").await {
+                ss.s.error(&e.code, e.message);
                 live.errors.fetch_add(1, Ordering::Relaxed);
-                if ss.lost(&client) {
+                if ss.lost() {
                     break;
                 }
                 continue;
@@ -385,59 +532,48 @@ pub async fn run(
             None => None,
         };
         let k = w.pick(i as u64, &mut rng);
-        let (st, stmt) = (&w.statements[k], prepared_stmts[k].as_ref());
+        let st = &w.statements[k];
         let cursor = k as u64 + 1;
         let bind_row = next_row[k];
         next_row[k] += 1;
-        let row: Vec<Text<'_>> = if st.binds.is_empty() {
-            Vec::new()
-        } else {
-            st.binds[orders[k][bind_row % st.binds.len()]]
-                .iter()
-                .map(|v| Text(v.as_deref()))
-                .collect()
-        };
-        let params: Vec<&(dyn ToSql + Sync)> =
-            row.iter().map(|v| v as &(dyn ToSql + Sync)).collect();
-        let call = async {
-            match stmt {
-                Some(stmt) => client.query(stmt, &params).await.map(|rows| rows.len()),
-                None => {
-                    let vals: Vec<Option<&str>> = row.iter().map(|v| v.0).collect();
-                    let text = inline_binds(&st.engine_sql, &vals);
-                    client.simple_query(&text).await.map(|msgs| {
-                        msgs.iter()
-                            .filter(|m| matches!(m, SimpleQueryMessage::Row(_)))
-                            .count()
-                    })
-                }
-            }
-        };
-        let r = ss.round_trip(cursor, call).await;
-        if let Some(t) = ss.trace.as_mut() {
-            let vals: Vec<Option<&str>> = row.iter().map(|v| v.0).collect();
-            if !vals.is_empty() {
-                let _ = t.binds(cursor, &vals);
-            }
-            let times = r.times();
-            let _ = t.exec(cursor, times);
-            if let Ok(rows) = &r.result {
-                let _ = t.fetch(
-                    cursor,
-                    CallTimes {
-                        c: 0,
-                        e: 0,
-                        r: *rows as i64,
-                        ..times
-                    },
-                );
-            }
+        values.clear();
+        if !st.binds.is_empty() {
+            values.extend(
+                st.binds[orders[k][bind_row % st.binds.len()]]
+                    .iter()
+                    .map(|v| v.as_deref()),
+            );
         }
-        match r.result {
-            Ok(_) => {
+        let wrapped = wrap(&plans[k]);
+        let began = clock.now();
+        let mut r = if wrapped {
+            ss.control("BEGIN").await.map(|()| (0, 0))
+        } else {
+            Ok((0, 0))
+        };
+        if r.is_ok() {
+            r = ss
+                .execute(cursor, &plans[k], &values, opts.fetch_size)
+                .await;
+        }
+        if wrapped {
+            r = match r {
+                Ok(times) => ss.control(end_sql).await.map(|()| times),
+                Err(e) => {
+                    let _ = ss.control("ROLLBACK").await;
+                    Err(e)
+                }
+            };
+        }
+        match r {
+            Ok((start, _)) => {
+                let start = if wrapped { began } else { start };
                 ss.s.executions += 1;
-                let latency = r.end - due.unwrap_or(r.start);
-                let _ = ss.hist.record(latency.max(1) as u64);
+                let latency = ss.last_end - due.unwrap_or(start);
+                let _ = hist.record(latency.max(1) as u64);
+                let counts = &mut ss.s.statements[k];
+                counts.executions += 1;
+                let _ = counts.latency.record(latency.max(1) as u64);
                 live.record(worker, latency as u64);
                 live.transactions.fetch_add(1, Ordering::Relaxed);
                 if opts.per_commit == 0 {
@@ -450,37 +586,37 @@ pub async fn run(
                 let row_no = orders[k]
                     .get(bind_row % st.binds.len().max(1))
                     .map_or(1, |r| r + 1);
-                let code = code_of(&e);
-                if opts.ignore_errors.contains(&code) {
+                if opts.ignore_errors.contains(&e.code) {
                     ss.s.ignored += 1;
                 } else {
+                    ss.s.statements[k].errors += 1;
                     ss.s.error(
-                        &code,
-                        format!("{} (`{}`, bind row {row_no})", describe(&e), st.sql),
+                        &e.code,
+                        format!("{} (`{}`, bind row {row_no})", e.message, st.sql),
                     );
                     live.errors.fetch_add(1, Ordering::Relaxed);
                 }
-                if ss.lost(&client) {
+                if ss.lost() {
                     break;
                 }
                 if opts.per_commit > 0 {
                     // PostgreSQL aborts the transaction: end it and start
                     // the next batch afresh.
-                    let _ = ss.control(&client, "ROLLBACK").await;
+                    let _ = ss.control("ROLLBACK").await;
                     in_batch = 0;
                 }
             }
         }
         if opts.per_commit > 0 && in_batch >= opts.per_commit {
-            match ss.control(&client, end_sql).await {
+            match ss.control(end_sql).await {
                 Ok(()) => ss.s.transactions += 1,
                 Err(e) => {
-                    ss.s.error(&code_of(&e), describe(&e));
+                    ss.s.error(&e.code, e.message);
                     live.errors.fetch_add(1, Ordering::Relaxed);
                 }
             }
             in_batch = 0;
-            if ss.lost(&client) {
+            if ss.lost() {
                 break;
             }
         }
@@ -492,8 +628,8 @@ pub async fn run(
     // A batch left open at the end is ended the way batches end.
     if opts.per_commit > 0
         && in_batch > 0
-        && !client.is_closed()
-        && ss.control(&client, end_sql).await.is_ok()
+        && !ss.conn.is_closed()
+        && ss.control(end_sql).await.is_ok()
     {
         ss.s.transactions += 1;
     }
@@ -502,29 +638,29 @@ pub async fn run(
         // Stay connected, so that server statistics of the sessions can be
         // read, until the run is released.
         paused.arrive();
-        while !live.released.load(Ordering::Acquire) && !client.is_closed() {
+        while !live.released.load(Ordering::Acquire) && !ss.conn.is_closed() {
             tokio::time::sleep(std::time::Duration::from_millis(20)).await;
         }
     }
-    ss.s.latency = ss.hist;
+    ss.s.latency = hist;
     if let Some(t) = ss.trace.as_mut() {
         let _ = t.flush();
     }
-    ss.s
+    let Session { conn, s, .. } = ss;
+    conn.close().await;
+    s
 }
 
-fn code_of(e: &tokio_postgres::Error) -> String {
-    e.code().map_or("connection", |c| c.code()).to_string()
-}
+#[cfg(test)]
+mod tests {
+    use super::is_query;
 
-/// A PostgreSQL error as the user wants it: the server's message and
-/// SQLSTATE, never the connection string.
-fn describe(e: &tokio_postgres::Error) -> String {
-    match e.as_db_error() {
-        Some(db) => format!("{} (SQLSTATE {})", db.message(), db.code().code()),
-        None => match e.source() {
-            Some(src) => format!("{e}: {src}"),
-            None => e.to_string(),
-        },
+    #[test]
+    fn queries_are_told_from_other_statements() {
+        assert!(is_query("select 1"));
+        assert!(is_query("  /* hint */ -- c\n (SELECT 1)"));
+        assert!(is_query("WITH t AS (select 1) select * from t"));
+        assert!(!is_query("insert into t values (1)"));
+        assert!(!is_query("call p()"));
     }
 }

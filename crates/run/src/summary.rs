@@ -52,6 +52,38 @@ pub struct SessionSummary {
     pub latency: Histogram<u64>,
     #[serde(skip)]
     pub errors_by_code: BTreeMap<String, (u64, String)>,
+    /// Per workload statement: executions, errors and latencies.
+    #[serde(skip)]
+    pub statements: Vec<StatementCounts>,
+}
+
+/// One statement's counts in one session.
+#[derive(Debug, Clone)]
+pub struct StatementCounts {
+    pub executions: u64,
+    pub errors: u64,
+    pub latency: Histogram<u64>,
+}
+
+impl StatementCounts {
+    pub(crate) fn new() -> StatementCounts {
+        StatementCounts {
+            executions: 0,
+            errors: 0,
+            latency: Histogram::new(3).expect("3 significant digits is valid"),
+        }
+    }
+}
+
+/// One statement of the workload over the whole run.
+#[derive(Debug, Clone, Serialize)]
+pub struct StatementSummary {
+    /// Its trace cursor number (position in the workload, from 1).
+    pub cursor: usize,
+    pub sql: String,
+    pub executions: u64,
+    pub errors: u64,
+    pub latency_us: Latency,
 }
 
 impl SessionSummary {
@@ -67,6 +99,7 @@ impl SessionSummary {
             failure: None,
             latency: Histogram::new(3).expect("3 significant digits is valid"),
             errors_by_code: BTreeMap::new(),
+            statements: Vec::new(),
         }
     }
 
@@ -104,11 +137,38 @@ pub struct Summary {
     pub ignored_errors: u64,
     /// Errors by SQLSTATE: count and the first message.
     pub errors_by_code: BTreeMap<String, (u64, String)>,
+    /// Per statement of the workload (HDR histograms merged over sessions).
+    pub per_statement: Vec<StatementSummary>,
     pub per_session: Vec<SessionSummary>,
 }
 
 impl Summary {
-    pub(crate) fn new(per_session: Vec<SessionSummary>, runtime: Duration) -> Summary {
+    pub(crate) fn new(
+        per_session: Vec<SessionSummary>,
+        runtime: Duration,
+        sql: &[&str],
+    ) -> Summary {
+        let mut per_statement: Vec<StatementCounts> =
+            sql.iter().map(|_| StatementCounts::new()).collect();
+        for s in &per_session {
+            for (all, one) in per_statement.iter_mut().zip(&s.statements) {
+                all.executions += one.executions;
+                all.errors += one.errors;
+                let _ = all.latency.add(&one.latency);
+            }
+        }
+        let per_statement = per_statement
+            .iter()
+            .zip(sql)
+            .enumerate()
+            .map(|(k, (c, sql))| StatementSummary {
+                cursor: k + 1,
+                sql: sql.to_string(),
+                executions: c.executions,
+                errors: c.errors,
+                latency_us: Latency::of(&c.latency),
+            })
+            .collect();
         let mut all = Histogram::<u64>::new(3).expect("3 significant digits is valid");
         let mut by_code: BTreeMap<String, (u64, String)> = BTreeMap::new();
         for s in &per_session {
@@ -133,6 +193,7 @@ impl Summary {
             errors: per_session.iter().map(|s| s.errors).sum(),
             ignored_errors: per_session.iter().map(|s| s.ignored).sum(),
             errors_by_code: by_code,
+            per_statement,
             per_session,
         }
     }
@@ -157,6 +218,18 @@ impl Summary {
         }
         for (code, (n, msg)) in &self.errors_by_code {
             t.push_str(&format!("  {n} × {code}: {msg}\n"));
+        }
+        if self.per_statement.len() > 1 {
+            t.push_str("per statement (latency µs):\n");
+            for st in &self.per_statement {
+                let l = &st.latency_us;
+                let first_line = st.sql.lines().next().unwrap_or("");
+                let sql: String = first_line.chars().take(48).collect();
+                t.push_str(&format!(
+                    "  #{:<3} {:>9} exec {:>6} err  p50 {:>7}  p99 {:>7}  max {:>8}  {}\n",
+                    st.cursor, st.executions, st.errors, l.p50, l.p99, l.max, sql
+                ));
+            }
         }
         for s in self.per_session.iter().filter(|s| s.failure.is_some()) {
             t.push_str(&format!(

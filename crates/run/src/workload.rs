@@ -263,27 +263,50 @@ pub fn postgres_placeholders(sql: &str) -> String {
     })
 }
 
-/// The statement with its `$n` placeholders replaced by the values as SQL
-/// literals (quoted, `'` doubled; NULL for `None`), for the simple query
-/// protocol, which sends no separate values. Quoted text is left alone.
-pub fn inline_binds(sql: &str, values: &[Option<&str>]) -> String {
+/// Copies `sql`, letting `f` write what replaces each `$n` placeholder
+/// outside quoted text (`n` counts from 1).
+pub(crate) fn map_dollar_placeholders(sql: &str, mut f: impl FnMut(usize, &mut String)) -> String {
     let b = sql.as_bytes();
     rewrite(sql, |i, out| {
         if b[i] != b'$' || !b.get(i + 1).is_some_and(u8::is_ascii_digit) {
             return None;
         }
         let end = run_end(b, i + 1, |x| x.is_ascii_digit());
-        let n: usize = sql[i + 1..end].parse().unwrap_or(0);
-        match values.get(n.wrapping_sub(1)) {
-            Some(Some(v)) => {
-                out.push('\'');
-                out.push_str(&v.replace('\'', "''"));
-                out.push('\'');
-            }
-            Some(None) => out.push_str("NULL"),
-            None => out.push_str(&sql[i..end]),
+        match sql[i + 1..end].parse::<usize>() {
+            Ok(n) if n > 0 => f(n, out),
+            _ => out.push_str(&sql[i..end]),
         }
         Some(end)
+    })
+}
+
+/// The statement with its `$n` placeholders replaced by the values as SQL
+/// literals (quoted, `'` doubled; NULL for `None`), for the simple query
+/// protocol, which sends no separate values. Quoted text is left alone.
+pub fn inline_binds(sql: &str, values: &[Option<&str>]) -> String {
+    inline_literals(sql, values, false)
+}
+
+/// As [`inline_binds`]; with `backslashes` a `\` is doubled too, as
+/// MariaDB's string literals need.
+pub(crate) fn inline_literals(sql: &str, values: &[Option<&str>], backslashes: bool) -> String {
+    map_dollar_placeholders(sql, |n, out| match values.get(n - 1) {
+        Some(Some(v)) => {
+            out.push('\'');
+            for ch in v.chars() {
+                match ch {
+                    '\'' => out.push_str("''"),
+                    '\\' if backslashes => out.push_str("\\\\"),
+                    _ => out.push(ch),
+                }
+            }
+            out.push('\'');
+        }
+        Some(None) => out.push_str("NULL"),
+        None => {
+            out.push('$');
+            out.push_str(&n.to_string());
+        }
     })
 }
 

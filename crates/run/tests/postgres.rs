@@ -6,7 +6,10 @@ use std::time::Duration;
 
 use tracelab_db::{start_postgres, stop, PgOptions, ServerState};
 use tracelab_run::{run, ConnectMode, RunOptions, Stop, Workload};
-use tracelab_trace::{open, CallKind, ReadOptions, Reader, Source};
+use tracelab_trace::CallKind;
+
+mod common;
+use common::{count, traced};
 
 struct Server {
     state: ServerState,
@@ -36,38 +39,6 @@ fn server() -> Server {
     )
     .unwrap();
     Server { state, _dir: dir }
-}
-
-/// One call of a session's trace: kind, duration (µs), rows, first bind.
-struct Traced {
-    kind: CallKind,
-    dur: i64,
-    rows: i64,
-    bind: Option<String>,
-}
-
-/// The calls of session `i`'s trace in `dir`.
-fn traced(dir: &Path, i: usize) -> Vec<Traced> {
-    let mut v = Vec::new();
-    let path = dir.join(format!("tracelab_run_{i}.trc"));
-    Reader::new(ReadOptions {
-        binds: true,
-        ..ReadOptions::default()
-    })
-    .read(open(&Source::Path(path)).unwrap(), |c| {
-        v.push(Traced {
-            kind: c.kind,
-            dur: c.dur_us(),
-            rows: c.db.r.unwrap_or(0),
-            bind: c.binds.first().and_then(|b| b.as_deref().map(String::from)),
-        })
-    })
-    .unwrap();
-    v
-}
-
-fn count(calls: &[Traced], kind: CallKind) -> usize {
-    calls.iter().filter(|c| c.kind == kind).count()
 }
 
 fn opts(url: &str, sessions: usize, stop: Stop, trace: Option<&Path>) -> RunOptions {
@@ -393,4 +364,77 @@ fn shuffled_binds_give_each_session_its_own_order() {
     assert_ne!(a, b, "two sessions, two orders");
     let in_order: Vec<String> = (1..=20).map(|i| format!("\"{i}\"")).collect();
     assert_ne!(a, in_order);
+}
+
+#[test]
+fn fetch_size_fetches_through_a_cursor_one_round_trip_per_batch() {
+    let srv = server();
+    let traces = tempfile::tempdir().unwrap();
+    // 250 rows at 100 per fetch: FETCHes of 100, 100, 50.
+    let w = Workload::postgres(
+        "select name from chair c, generate_series(1, 3) g where chair <= :1 and g < 3 or chair <= :1 / 2 and g = 3",
+        vec![vec![Some("100".into())]],
+    );
+    for per_commit in [0, 2] {
+        let sum = run(
+            &RunOptions {
+                fetch_size: 100,
+                per_commit,
+                ..opts(
+                    &srv.state.url,
+                    1,
+                    Stop::Transactions(2),
+                    Some(traces.path()),
+                )
+            },
+            &w,
+        )
+        .unwrap();
+        assert_eq!(sum.errors, 0, "{:?}", sum.errors_by_code);
+        let calls = &common::traces_add_up(traces.path(), &sum)[0];
+        let fetches: Vec<i64> = calls
+            .iter()
+            .filter(|c| c.kind == CallKind::Fetch)
+            .map(|c| c.rows)
+            .collect();
+        let executions = if per_commit == 0 { 2 } else { 4 };
+        assert_eq!(
+            fetches,
+            [100, 100, 50].repeat(executions),
+            "per_commit {per_commit}"
+        );
+        assert_eq!(count(calls, CallKind::Close), executions);
+        // In autocommit each cursor gets a transaction of its own.
+        assert_eq!(count(calls, CallKind::Xctend), 2);
+    }
+}
+
+#[test]
+fn session_settings_apply_to_every_session() {
+    let srv = server();
+    let sleep = Workload::postgres("select pg_sleep(0.2)", vec![]);
+    let sum = run(
+        &RunOptions {
+            settings: vec![("statement_timeout".into(), "20ms".into())],
+            ..opts(&srv.state.url, 2, Stop::Transactions(1), None)
+        },
+        &sleep,
+    )
+    .unwrap();
+    assert_eq!(sum.errors, 2);
+    assert!(
+        sum.errors_by_code.contains_key("57014"),
+        "{:?}",
+        sum.errors_by_code
+    );
+    let bad = run(
+        &RunOptions {
+            settings: vec![("no_such_setting".into(), "1".into())],
+            ..opts(&srv.state.url, 1, Stop::Transactions(1), None)
+        },
+        &sleep,
+    )
+    .unwrap();
+    let why = bad.per_session[0].failure.as_deref().unwrap();
+    assert!(why.contains("no_such_setting"), "{why}");
 }

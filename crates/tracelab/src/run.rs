@@ -16,10 +16,27 @@ use crate::exit::{self, Failure};
 /// Options of `tracelab run` (this release: PostgreSQL, one statement).
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// A postgres:// URL; without it a private PostgreSQL is started for
-    /// the run and removed afterwards.
+    /// Where to run: postgres://user@host:port/db, mysql://user@host:port/db
+    /// (MariaDB or MySQL), sqlite:PATH or sqlite::memory:. Without it a
+    /// private server of --engine is started for the run and removed
+    /// afterwards.
     #[arg(long, value_name = "URL")]
     db: Option<String>,
+    /// The engine of the private server started when --db is not given
+    /// (sqlite: a database file in a temporary directory).
+    #[arg(long, value_name = "ENGINE", default_value = "postgres", conflicts_with = "db",
+          value_parser = ["postgres", "sqlite"])]
+    engine: String,
+    /// A session parameter set on every connection before the work:
+    /// SET on PostgreSQL and MariaDB, PRAGMA on SQLite (for example
+    /// -s synchronous_commit=off, -s journal_mode=wal). Repeatable.
+    #[arg(short = 's', long = "set", value_name = "NAME=VALUE")]
+    settings: Vec<String>,
+    /// Rows per round trip for queries (PostgreSQL: a cursor fetched N rows
+    /// at a time, in a transaction of its own under autocommit, as psql's
+    /// FETCH_COUNT; 0 fetches all rows in one round trip).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    fetch_size: u32,
     /// The statement; `:1`/`:name` and `$1` placeholders both work.
     #[arg(
         long,
@@ -64,8 +81,9 @@ pub struct Args {
     /// (a real system call each time) or coarse (cheapest, ms resolution).
     #[arg(long, value_name = "TIMER", default_value = "vdso", value_parser = ["vdso", "syscall", "coarse"])]
     timer: String,
-    /// The PostgreSQL protocol: extended (prepared statements, binds sent
-    /// apart) or simple (values inlined as literals, as pgbench -M simple).
+    /// The protocol: extended (prepared statements, binds sent apart; the
+    /// binary protocol on MariaDB) or simple (values inlined as literals,
+    /// as pgbench -M simple; the text protocol on MariaDB).
     #[arg(long, value_name = "PROTOCOL", default_value = "extended", value_parser = ["extended", "prepared", "simple"])]
     protocol: String,
     /// Target transactions per second of the whole run: Poisson arrivals,
@@ -149,15 +167,34 @@ pub fn run(a: Args) -> Result<i32, Failure> {
         let flag = interrupt.clone();
         let _ = ctrlc::set_handler(move || flag.store(true, Ordering::Relaxed));
     }
+    let settings = a
+        .settings
+        .iter()
+        .map(|s| match s.split_once('=') {
+            Some((n, v)) if !n.trim().is_empty() => {
+                Ok((n.trim().to_string(), v.trim().to_string()))
+            }
+            _ => Err(Failure::Usage(format!("--set {s}: expected NAME=VALUE"))),
+        })
+        .collect::<Result<Vec<_>, _>>()?;
     // The private server lives only as long as the run.
-    let private = match &a.db {
-        Some(_) => None,
-        None => Some(start_postgres(&PgOptions::default())?),
+    let private = match (&a.db, a.engine.as_str()) {
+        (Some(_), _) | (None, "sqlite") => None,
+        (None, _) => Some(start_postgres(&PgOptions::default())?),
     };
-    let url =
-        a.db.clone()
-            .or_else(|| private.as_ref().map(|s| s.url.clone()))
-            .unwrap_or_default();
+    let scratch = match (&a.db, a.engine.as_str()) {
+        (None, "sqlite") => Some(
+            tempfile::tempdir()
+                .map_err(|e| Failure::Usage(format!("cannot make a temporary directory: {e}")))?,
+        ),
+        _ => None,
+    };
+    let url = match (&a.db, &private, &scratch) {
+        (Some(url), _, _) => url.clone(),
+        (None, Some(s), _) => s.url.clone(),
+        (None, None, Some(dir)) => format!("sqlite:{}", dir.path().join("tracelab.db").display()),
+        (None, None, None) => String::new(),
+    };
     let opts = RunOptions {
         url,
         sessions: a.sessions,
@@ -191,7 +228,8 @@ pub fn run(a: Args) -> Result<i32, Failure> {
             "tsunami" => ConnectMode::Tsunami,
             _ => ConnectMode::Flood,
         },
-        ..RunOptions::default()
+        fetch_size: a.fetch_size,
+        settings,
     };
     let result = drive(&opts, &workload);
     if let Some(s) = &private {

@@ -301,3 +301,78 @@ fn the_trace_header_names_the_engine_side_and_timer() {
         header[3]
     );
 }
+
+#[test]
+fn sqlite_needs_no_server_and_takes_pragmas() {
+    let dir = tempfile::tempdir().unwrap();
+    let traces = dir.path().join("t");
+    let binds = dir.path().join("b.csv");
+    std::fs::write(&binds, "1\n2\n").unwrap();
+    let (out, err, code) = tracelab(&[
+        "run",
+        "--engine",
+        "sqlite",
+        "--sql",
+        "select :1 * 2",
+        "--binds",
+        binds.to_str().unwrap(),
+        "-s",
+        "cache_size=-4000",
+        "--sessions",
+        "2",
+        "--transactions",
+        "10",
+        "--trace",
+        traces.to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).expect("JSON summary");
+    assert_eq!(v["transactions"], 20);
+    assert_eq!(v["per_statement"][0]["executions"], 20);
+    let header = std::fs::read_to_string(traces.join("tracelab_run_0.trc")).unwrap();
+    assert!(header.contains("trace of sqlite"), "{header}");
+    let (out, err, code) =
+        tracelab(&["skew", &traces.join("tracelab_run_1.trc").to_string_lossy()]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("EXEC") && out.contains("TOTAL"), "{out}");
+    let (_, err, code) = tracelab(&[
+        "run", "--engine", "sqlite", "--sql", "select 1", "-s", "nonsense",
+    ]);
+    assert_eq!(code, 2);
+    assert!(err.contains("--set nonsense: expected NAME=VALUE"), "{err}");
+}
+
+#[test]
+fn urls_with_passwords_never_reach_the_output() {
+    let (out, err, code) = tracelab(&[
+        "run",
+        "--db",
+        "mysql://app:s3cret-pw@127.0.0.1:1/x",
+        "--sql",
+        "select 1",
+        "--transactions",
+        "1",
+    ]);
+    assert_ne!(code, 0);
+    assert!(
+        err.contains("cannot connect") || out.contains("cannot connect"),
+        "{out}{err}"
+    );
+    assert!(
+        !out.contains("s3cret-pw") && !err.contains("s3cret-pw"),
+        "{out}{err}"
+    );
+    let (out, err, code) = tracelab(&[
+        "run",
+        "--db",
+        "oracle://scott:tiger@h/o",
+        "--sql",
+        "select 1",
+    ]);
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(
+        err.contains("scott:***@h/o") && !err.contains("tiger"),
+        "{err}"
+    );
+}

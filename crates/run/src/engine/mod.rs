@@ -1,0 +1,168 @@
+//! The engines a session talks to, behind one small interface: connect,
+//! prepare, execute with text binds, and run transaction control. The
+//! session measures and traces; an engine only does the round trips.
+
+pub(crate) mod mysql;
+pub(crate) mod postgres;
+pub(crate) mod sqlite;
+
+use crate::error::RunError;
+
+/// Which engine a URL names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Engine {
+    Postgres,
+    Mysql,
+    Sqlite,
+}
+
+impl Engine {
+    /// The engine a connection URL names by its scheme.
+    pub fn of_url(url: &str) -> Result<Engine, RunError> {
+        let scheme = url.split(':').next().unwrap_or("").to_ascii_lowercase();
+        match scheme.as_str() {
+            "postgres" | "postgresql" => Ok(Engine::Postgres),
+            "mysql" | "mariadb" => Ok(Engine::Mysql),
+            "sqlite" => Ok(Engine::Sqlite),
+            _ => Err(RunError::Usage(format!(
+                "cannot tell the engine of `{}`: expected a URL starting with postgres://, \
+                 mysql:// (or mariadb://), or sqlite:PATH (or sqlite::memory:)",
+                redact(url)
+            ))),
+        }
+    }
+
+    /// The name written in trace headers and summaries.
+    pub fn name(self) -> &'static str {
+        match self {
+            Engine::Postgres => "postgres",
+            Engine::Mysql => "mariadb",
+            Engine::Sqlite => "sqlite",
+        }
+    }
+
+    /// Whether every call blocks its thread (an in-process engine): such
+    /// sessions each get a thread of their own.
+    pub(crate) fn blocks(self) -> bool {
+        self == Engine::Sqlite
+    }
+}
+
+/// A URL as it may be shown: any password replaced by `***`.
+pub fn redact(url: &str) -> String {
+    // scheme://user:password@host... : the password is between the first
+    // ':' after "//" and the last '@' before the path.
+    let Some(auth_start) = url.find("//").map(|p| p + 2) else {
+        return url.to_string();
+    };
+    let rest = &url[auth_start..];
+    let host_end = rest.find('/').unwrap_or(rest.len());
+    let Some(at) = rest[..host_end].rfind('@') else {
+        return url.to_string();
+    };
+    match rest[..at].find(':') {
+        Some(colon) => format!(
+            "{}{}:***{}",
+            &url[..auth_start],
+            &rest[..colon],
+            &rest[at..]
+        ),
+        None => url.to_string(),
+    }
+}
+
+/// An engine's error, as the session reports it.
+#[derive(Debug, Clone)]
+pub(crate) struct DbError {
+    /// The engine's code: a SQLSTATE on PostgreSQL, the error number on
+    /// MariaDB, the extended result code on SQLite; `connection` when the
+    /// connection itself failed.
+    pub code: String,
+    /// A message for people, never holding a password.
+    pub message: String,
+}
+
+/// What a session needs of a connection. Every call is one round trip
+/// (one step of an in-process engine).
+pub(crate) trait Conn {
+    /// Prepares a statement written with `$n` placeholders and returns
+    /// its handle for `execute`.
+    async fn prepare(&mut self, sql: &str) -> Result<usize, DbError>;
+    /// Executes a prepared statement with text bind values (`None` is
+    /// NULL) and returns the number of rows it returned.
+    async fn execute(&mut self, handle: usize, binds: &[Option<&str>]) -> Result<u64, DbError>;
+    /// Runs a statement without binds or rows (BEGIN, COMMIT, SET).
+    async fn batch(&mut self, sql: &str) -> Result<(), DbError>;
+    /// Runs a statement without binds, unprepared, and returns the number
+    /// of rows it returned (a cursor's FETCH, whose result shape is only
+    /// known once the cursor exists).
+    async fn query_text(&mut self, _sql: &str) -> Result<u64, DbError> {
+        Err(DbError {
+            code: "usage".into(),
+            message: "this engine has no cursors".into(),
+        })
+    }
+    /// Sets a session parameter.
+    async fn set(&mut self, name: &str, value: &str) -> Result<(), DbError>;
+    /// The connection is gone: nothing more can be sent on it.
+    fn is_closed(&self) -> bool;
+    /// The server's id for this session (PostgreSQL backend pid, MariaDB
+    /// connection id).
+    fn backend_id(&self) -> Option<i64>;
+    /// Whether `DECLARE ... CURSOR` / `FETCH n` work, for --fetch-size.
+    fn cursors(&self) -> bool {
+        false
+    }
+    /// Ends the connection politely.
+    async fn close(self);
+}
+
+/// Rewrites `$n` placeholders as `?`, and returns for each `?` the index
+/// of its value: MariaDB binds by position only, so a value used twice
+/// is sent twice.
+pub(crate) fn question_marks(sql: &str) -> (String, Vec<usize>) {
+    let mut order = Vec::new();
+    let text = crate::workload::map_dollar_placeholders(sql, |n, out| {
+        order.push(n - 1);
+        out.push('?');
+    });
+    (text, order)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn engines_by_scheme() {
+        assert_eq!(
+            Engine::of_url("postgres://x@h/db").unwrap(),
+            Engine::Postgres
+        );
+        assert_eq!(Engine::of_url("postgresql://h").unwrap(), Engine::Postgres);
+        assert_eq!(
+            Engine::of_url("mariadb://root@h:3306/t").unwrap(),
+            Engine::Mysql
+        );
+        assert_eq!(Engine::of_url("sqlite::memory:").unwrap(), Engine::Sqlite);
+        let e = Engine::of_url("oracle://scott:tiger@h/orcl")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("scott:***@h/orcl"), "{e}");
+        assert!(!e.contains("tiger"), "{e}");
+    }
+
+    #[test]
+    fn passwords_are_redacted() {
+        assert_eq!(redact("mysql://u:p@ss@h:1/d"), "mysql://u:***@h:1/d");
+        assert_eq!(redact("postgres://u@h/d"), "postgres://u@h/d");
+        assert_eq!(redact("sqlite:/tmp/x.db"), "sqlite:/tmp/x.db");
+    }
+
+    #[test]
+    fn question_marks_repeat_values_used_twice() {
+        let (sql, order) = question_marks("select $2, '$1', $1 + $2");
+        assert_eq!(sql, "select ?, '$1', ? + ?");
+        assert_eq!(order, vec![1, 0, 1]);
+    }
+}

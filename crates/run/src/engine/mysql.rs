@@ -1,0 +1,157 @@
+//! MariaDB (and MySQL) through mysql_async: server-side prepared
+//! statements (the binary protocol) by default, or the text protocol with
+//! the values inlined.
+
+use mysql_async::prelude::Queryable;
+use mysql_async::{Opts, Params, Row, Value};
+
+use super::{question_marks, redact, Conn, DbError};
+use crate::workload::inline_literals;
+
+pub(crate) struct Mysql {
+    conn: mysql_async::Conn,
+    simple: bool,
+    /// Per statement: the prepared statement (binary protocol) or the
+    /// `$n` text (text protocol), and which value each `?` takes.
+    prepared: Vec<(Option<mysql_async::Statement>, String, Vec<usize>)>,
+    id: i64,
+    closed: bool,
+}
+
+pub(crate) async fn connect(url: &str, simple: bool) -> Result<Mysql, DbError> {
+    let url_m = match url.strip_prefix("mariadb:") {
+        Some(rest) => format!("mysql:{rest}"),
+        None => url.to_string(),
+    };
+    // The parser's own message may quote the URL: say it with the password
+    // hidden instead.
+    let opts = Opts::from_url(&url_m).map_err(|_| DbError {
+        code: "connection".into(),
+        message: format!(
+            "cannot read the MariaDB URL `{}`: expected mysql://user[:password]@host[:port]/database",
+            redact(url)
+        ),
+    })?;
+    let conn = mysql_async::Conn::new(opts).await.map_err(|e| error(&e))?;
+    let id = conn.id() as i64;
+    Ok(Mysql {
+        conn,
+        simple,
+        prepared: Vec::new(),
+        id,
+        closed: false,
+    })
+}
+
+impl Mysql {
+    fn check(&mut self, e: mysql_async::Error) -> DbError {
+        if e.is_fatal() {
+            self.closed = true;
+        }
+        error(&e)
+    }
+}
+
+impl Conn for Mysql {
+    async fn prepare(&mut self, sql: &str) -> Result<usize, DbError> {
+        let (text, order) = question_marks(sql);
+        let st = if self.simple {
+            None
+        } else {
+            match self.conn.prep(text.as_str()).await {
+                Ok(st) => Some(st),
+                Err(e) => return Err(self.check(e)),
+            }
+        };
+        self.prepared.push((st, sql.to_string(), order));
+        Ok(self.prepared.len() - 1)
+    }
+
+    async fn execute(&mut self, handle: usize, binds: &[Option<&str>]) -> Result<u64, DbError> {
+        let (st, text, order) = &self.prepared[handle];
+        let result = match st {
+            Some(st) => {
+                let values: Vec<Value> = order
+                    .iter()
+                    .map(|&i| match binds.get(i).copied().flatten() {
+                        Some(v) => Value::Bytes(v.as_bytes().to_vec()),
+                        None => Value::NULL,
+                    })
+                    .collect();
+                let params = if values.is_empty() {
+                    Params::Empty
+                } else {
+                    Params::Positional(values)
+                };
+                count_rows(self.conn.exec_iter(st.clone(), params).await).await
+            }
+            None => {
+                let sql = inline_literals(text, binds, true);
+                count_rows(self.conn.query_iter(sql).await).await
+            }
+        };
+        result.map_err(|e| self.check(e))
+    }
+
+    async fn batch(&mut self, sql: &str) -> Result<(), DbError> {
+        match self.conn.query_drop(sql).await {
+            Ok(()) => Ok(()),
+            Err(e) => Err(self.check(e)),
+        }
+    }
+
+    async fn set(&mut self, name: &str, value: &str) -> Result<(), DbError> {
+        if !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+            return Err(DbError {
+                code: "usage".into(),
+                message: format!("`{name}` is not a system variable name"),
+            });
+        }
+        self.batch(&format!("SET SESSION {name} = {value}")).await
+    }
+
+    fn is_closed(&self) -> bool {
+        self.closed
+    }
+
+    fn backend_id(&self) -> Option<i64> {
+        Some(self.id)
+    }
+
+    async fn close(self) {
+        let _ = self.conn.disconnect().await;
+    }
+}
+
+/// Counts the rows of every result set (a procedure may return several).
+async fn count_rows<P: mysql_async::prelude::Protocol>(
+    result: mysql_async::Result<mysql_async::QueryResult<'_, 'static, P>>,
+) -> mysql_async::Result<u64> {
+    let mut r = result?;
+    let mut n = 0u64;
+    while !r.is_empty() {
+        n += r.reduce(0u64, |n, _: Row| n + 1).await?;
+    }
+    Ok(n)
+}
+
+/// A MariaDB error: the server's message, number and SQLSTATE.
+fn error(e: &mysql_async::Error) -> DbError {
+    match e {
+        mysql_async::Error::Server(s) => DbError {
+            code: s.code.to_string(),
+            message: format!(
+                "{} (MariaDB error {}, SQLSTATE {})",
+                s.message, s.code, s.state
+            ),
+        },
+        mysql_async::Error::Url(_) => DbError {
+            code: "connection".into(),
+            message: "cannot read the MariaDB URL".into(),
+        },
+        other => DbError {
+            code: "connection".into(),
+            message: other.to_string(),
+        },
+    }
+}
