@@ -98,13 +98,13 @@ impl Drop for Mark<'_> {
 /// A future that adds up the CPU its own polls take on whatever worker
 /// thread runs them: the client's CPU for one call, even when many
 /// sessions share a thread.
-struct CpuTimed<F> {
-    inner: Pin<Box<F>>,
+struct CpuTimed<'a, F> {
+    inner: Pin<&'a mut F>,
     measure: bool,
     cpu: i64,
 }
 
-impl<F: Future> Future for CpuTimed<F> {
+impl<F: Future> Future for CpuTimed<'_, F> {
     type Output = (F::Output, i64);
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
@@ -125,13 +125,16 @@ macro_rules! round_trip {
     ($ss:expr, $cursor:expr, |$c:ident| $call:expr) => {{
         let tracing = $ss.trace.is_some();
         let start = $ss.clock.now();
-        let $c = &mut $ss.conn;
-        let (result, cpu) = CpuTimed {
-            inner: Box::pin($call),
-            measure: tracing,
-            cpu: 0,
-        }
-        .await;
+        let (result, cpu) = {
+            let $c = &mut $ss.conn;
+            let call = std::pin::pin!($call);
+            CpuTimed {
+                inner: call,
+                measure: tracing,
+                cpu: 0,
+            }
+            .await
+        };
         let end = $ss.clock.now();
         $ss.waited($cursor, start, end);
         Timed {

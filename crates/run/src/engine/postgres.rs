@@ -4,6 +4,8 @@
 
 use std::error::Error as _;
 
+use futures_util::StreamExt;
+
 use tokio_postgres::types::{Format, IsNull, ToSql, Type};
 use tokio_postgres::{Client, NoTls, SimpleQueryMessage, Statement};
 
@@ -88,15 +90,20 @@ impl Conn for Postgres {
             let text = inline_binds(&self.texts[handle], binds);
             return self.query_text(&text).await;
         }
-        let row: Vec<Text<'_>> = binds.iter().map(|v| Text(*v)).collect();
-        let params: Vec<&(dyn ToSql + Sync)> =
-            row.iter().map(|v| v as &(dyn ToSql + Sync)).collect();
+        // Rows are counted as they stream in, not collected: the driver's
+        // own cost per call stays small beside pgbench's.
         let rows = self
             .client
-            .query(&self.prepared[handle], &params)
+            .query_raw(&self.prepared[handle], binds.iter().map(|v| Text(*v)))
             .await
             .map_err(|e| error(&e))?;
-        Ok(rows.len() as u64)
+        let mut rows = std::pin::pin!(rows);
+        let mut n = 0u64;
+        while let Some(row) = rows.next().await {
+            row.map_err(|e| error(&e))?;
+            n += 1;
+        }
+        Ok(n)
     }
 
     async fn batch(&mut self, sql: &str) -> Result<(), DbError> {
