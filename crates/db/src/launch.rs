@@ -80,17 +80,33 @@ pub(crate) fn log_tail(log: &Path, lines: usize) -> String {
 /// A setup tool run as another user fails on a directory that user cannot
 /// reach (say, under /root): say what to do.
 pub(crate) fn hint_traversal(e: DbError, dir: &Path, run_as: RunAs) -> DbError {
+    let hint = || {
+        format!(
+            "The server runs as an unprivileged user, which cannot reach {}: choose a --dir it can reach (for example under /tmp).",
+            dir.display()
+        )
+    };
     match (e, run_as) {
-        (DbError::Command { program, status, output }, RunAs::User { .. })
-            if output.contains("Permission denied") =>
-        {
+        (
             DbError::Command {
                 program,
                 status,
-                output: format!(
-                    "{output}\nThe server runs as an unprivileged user, which cannot reach {}: choose a --dir it can reach (for example under /tmp).",
-                    dir.display()
-                ),
+                output,
+            },
+            RunAs::User { .. },
+        ) if output.contains("Permission denied") => DbError::Command {
+            program,
+            status,
+            output: format!("{output}\n{}", hint()),
+        },
+        // A tool started in the directory cannot even enter it.
+        (DbError::Spawn { program, source }, RunAs::User { .. })
+            if source.kind() == std::io::ErrorKind::PermissionDenied =>
+        {
+            DbError::Command {
+                program,
+                status: source.to_string(),
+                output: hint(),
             }
         }
         (e, _) => e,

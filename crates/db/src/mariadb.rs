@@ -165,10 +165,13 @@ pub fn start_mariadb(opts: &MariaOptions) -> Result<ServerState, DbError> {
         .stdout(out)
         .stderr(err)
         .process_group(0);
-    let child = server.spawn().map_err(|source| DbError::Spawn {
-        program: bins.server.display().to_string(),
-        source,
-    })?;
+    let child = server
+        .spawn()
+        .map_err(|source| DbError::Spawn {
+            program: bins.server.display().to_string(),
+            source,
+        })
+        .map_err(|e| hint_traversal(e, &dir, run_as))?;
     wait_ready(child, port, &socket, &log)?;
     let state = ServerState {
         engine: "mariadb".into(),
