@@ -1,4 +1,4 @@
-//! Finding the PostgreSQL server binaries.
+//! Finding the server binaries of each engine.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -72,6 +72,70 @@ fn complete(dir: &Path) -> bool {
         .all(|t| dir.join(t).is_file())
 }
 
+/// The MariaDB server and the script that initialises its data directory.
+/// Debian keeps them apart (`/usr/sbin/mariadbd`, `/usr/bin/mariadb-install-db`)
+/// and a binary tarball puts the script under `scripts/`, so they are found
+/// one by one rather than as one directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MariaBinaries {
+    /// `mariadbd` (or `mysqld` on older packages).
+    pub server: PathBuf,
+    /// `mariadb-install-db` (or `mysql_install_db`).
+    pub install_db: PathBuf,
+}
+
+const MARIA_SERVERS: [&str; 2] = ["mariadbd", "mysqld"];
+const MARIA_INSTALL_DBS: [&str; 2] = ["mariadb-install-db", "mysql_install_db"];
+
+impl MariaBinaries {
+    /// Looks for the server at `$TRACELAB_MARIADB_BINDIR` alone when set,
+    /// else on PATH, then in /usr/sbin, /usr/bin and /usr/local/mysql/bin;
+    /// the install script next to the server first (same directory, its
+    /// `../scripts` or `../bin`), then in the same places.
+    pub fn find() -> Result<MariaBinaries, DbError> {
+        let candidates: Vec<PathBuf> = match std::env::var_os("TRACELAB_MARIADB_BINDIR") {
+            Some(dir) => vec![PathBuf::from(dir)],
+            None => std::env::var_os("PATH")
+                .map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+                .unwrap_or_default()
+                .into_iter()
+                .chain(
+                    ["/usr/sbin", "/usr/bin", "/usr/local/mysql/bin"]
+                        .iter()
+                        .map(PathBuf::from),
+                )
+                .collect(),
+        };
+        let server = first_file(&candidates, &MARIA_SERVERS).ok_or(DbError::NoMariadb)?;
+        let near: Vec<PathBuf> = server
+            .parent()
+            .map(|d| vec![d.to_path_buf(), d.join("../scripts"), d.join("../bin")])
+            .unwrap_or_default();
+        let install_db = first_file(&near, &MARIA_INSTALL_DBS)
+            .or_else(|| first_file(&candidates, &MARIA_INSTALL_DBS))
+            .ok_or(DbError::NoMariadb)?;
+        Ok(MariaBinaries { server, install_db })
+    }
+
+    /// The installation's base directory (`/usr` for `/usr/sbin/mariadbd`),
+    /// where the install script finds its SQL files.
+    pub fn basedir(&self) -> PathBuf {
+        self.server
+            .parent()
+            .and_then(Path::parent)
+            .map(Path::to_path_buf)
+            .unwrap_or_else(|| PathBuf::from("/usr"))
+    }
+}
+
+/// The first `dir/name` that is a file, trying every name in a directory
+/// before the next directory.
+fn first_file(dirs: &[PathBuf], names: &[&str]) -> Option<PathBuf> {
+    dirs.iter()
+        .flat_map(|d| names.iter().map(move |n| d.join(n)))
+        .find(|p| p.is_file())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -86,5 +150,29 @@ mod tests {
         assert!(!complete(d.path()));
         std::fs::write(d.path().join("postgres"), "").unwrap();
         assert!(complete(d.path()));
+    }
+
+    #[test]
+    fn mariadb_tools_are_found_by_either_name_in_order() {
+        let a = tempfile::tempdir().unwrap();
+        let b = tempfile::tempdir().unwrap();
+        let dirs = vec![a.path().to_path_buf(), b.path().to_path_buf()];
+        assert_eq!(first_file(&dirs, &MARIA_SERVERS), None);
+        std::fs::write(b.path().join("mysqld"), "").unwrap();
+        assert_eq!(
+            first_file(&dirs, &MARIA_SERVERS),
+            Some(b.path().join("mysqld"))
+        );
+        std::fs::write(a.path().join("mysqld"), "").unwrap();
+        std::fs::write(a.path().join("mariadbd"), "").unwrap();
+        assert_eq!(
+            first_file(&dirs, &MARIA_SERVERS),
+            Some(a.path().join("mariadbd"))
+        );
+        let bins = MariaBinaries {
+            server: PathBuf::from("/usr/local/mysql/bin/mariadbd"),
+            install_db: PathBuf::from("/usr/local/mysql/scripts/mariadb-install-db"),
+        };
+        assert_eq!(bins.basedir(), PathBuf::from("/usr/local/mysql"));
     }
 }

@@ -11,6 +11,17 @@ pub enum DbError {
          `apt-get install -y postgresql` (Debian/Ubuntu) or `dnf install -y postgresql-server`"
     )]
     NoPostgres,
+    /// No MariaDB server (or no install script) anywhere we look.
+    #[error(
+        "no MariaDB server binaries found (looked for mariadbd/mysqld and \
+         mariadb-install-db/mysql_install_db at $TRACELAB_MARIADB_BINDIR, or on PATH, \
+         /usr/sbin, /usr/bin and /usr/local/mysql/bin); install them with \
+         `apt-get install -y mariadb-server` (Debian/Ubuntu) or `dnf install -y mariadb-server`"
+    )]
+    NoMariadb,
+    /// A server setting the engine's command line cannot carry.
+    #[error("-c {name}: {what}")]
+    Setting { name: String, what: String },
     #[error("{program} failed ({status}); its output:\n{output}")]
     Command {
         program: String,
@@ -33,7 +44,7 @@ pub enum DbError {
     State { path: PathBuf, what: String },
     #[error(
         "running as root, and no unprivileged user to run the server as \
-         (looked for `postgres` and `nobody` in /etc/passwd)"
+         (looked for the engine's user, `postgres` or `mysql`, then `nobody` in /etc/passwd)"
     )]
     NoUnprivilegedUser,
 }

@@ -4,17 +4,22 @@
 //! A server lives in a directory of its own (data, unix socket, log, and a
 //! small state file), listens on a free port of 127.0.0.1 only, trusts local
 //! connections (no password exists, so none can leak), and is torn down
-//! with its directory. initdb and postgres refuse to run as root: when
-//! tracelab runs as root (as CI does), the server runs as an unprivileged
-//! user instead.
+//! with its directory. Two engines: PostgreSQL (`start_postgres`) and
+//! MariaDB (`start_mariadb`); `status` and `stop` serve both, reading the
+//! engine from the directory's state file. initdb, postgres and mariadbd
+//! refuse to run as root: when tracelab runs as root (as CI does), the
+//! server runs as an unprivileged user instead.
 
 mod binaries;
 mod error;
+mod launch;
+mod mariadb;
 mod postgres;
 mod privilege;
 mod state;
 
-pub use binaries::PgBinaries;
+pub use binaries::{MariaBinaries, PgBinaries};
 pub use error::DbError;
+pub use mariadb::{start_mariadb, MariaOptions, MARIADB_DATABASE};
 pub use postgres::{start_postgres, PgOptions};
 pub use state::{status, stop, ServerState, Status};

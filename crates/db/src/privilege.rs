@@ -1,5 +1,7 @@
 //! Running the server as an unprivileged user when tracelab runs as root:
-//! initdb and postgres refuse root.
+//! initdb and postgres refuse root, and mariadbd refuses it unless told
+//! `--user`; both engines drop privileges the same way (the child's uid and
+//! gid) so that they behave alike.
 
 use std::os::unix::fs::MetadataExt;
 use std::os::unix::process::CommandExt;
@@ -36,10 +38,15 @@ impl RunAs {
     /// Root runs the server as `postgres` if that user exists (Debian's
     /// packages create it), else as `nobody`.
     pub fn choose() -> Result<RunAs, DbError> {
+        Self::choose_among(&["postgres", "nobody"])
+    }
+
+    /// Root runs the server as the first of `users` that exists.
+    pub fn choose_among(users: &[&str]) -> Result<RunAs, DbError> {
         if euid() != Some(0) {
             return Ok(RunAs::Me);
         }
-        ["postgres", "nobody"]
+        users
             .iter()
             .find_map(|n| lookup(n))
             .map(|(uid, gid)| RunAs::User { uid, gid })

@@ -34,6 +34,22 @@ impl ServerState {
         self.dir.join("server.log")
     }
 
+    /// The server's unix socket, for clients that connect through it.
+    pub fn socket_path(&self) -> PathBuf {
+        match self.engine.as_str() {
+            "mariadb" => self.socket_dir.join(crate::mariadb::SOCKET),
+            _ => self.socket_dir.join(format!(".s.PGSQL.{}", self.port)),
+        }
+    }
+
+    /// The file holding the server's process id while it runs.
+    pub fn pid_file(&self) -> PathBuf {
+        match self.engine.as_str() {
+            "mariadb" => self.dir.join(crate::mariadb::PID_FILE),
+            _ => self.data_dir().join("postmaster.pid"),
+        }
+    }
+
     pub(crate) fn save(&self) -> Result<(), DbError> {
         let path = self.dir.join(STATE_FILE);
         let text = serde_json::to_string_pretty(self).map_err(|e| DbError::State {
@@ -76,9 +92,28 @@ pub enum Status {
     Stopped(ServerState),
 }
 
-/// The state of the server in `dir`, asking pg_ctl whether it runs.
+/// The state of the server in `dir`: pg_ctl says whether a PostgreSQL
+/// runs; a MariaDB runs if its pid file names a live server process.
 pub fn status(dir: &Path) -> Result<Status, DbError> {
     let state = ServerState::load(dir)?;
+    let running = match state.engine.as_str() {
+        "postgres" => pg_running(&state)?,
+        "mariadb" => crate::mariadb::running_pid(&state).is_some(),
+        other => {
+            return Err(DbError::State {
+                path: dir.join(STATE_FILE),
+                what: format!("unknown engine {other:?} (expected postgres or mariadb)"),
+            })
+        }
+    };
+    Ok(if running {
+        Status::Running(state)
+    } else {
+        Status::Stopped(state)
+    })
+}
+
+fn pg_running(state: &ServerState) -> Result<bool, DbError> {
     let out = state
         .pg_ctl()?
         .arg("status")
@@ -88,11 +123,7 @@ pub fn status(dir: &Path) -> Result<Status, DbError> {
             source,
         })?;
     // pg_ctl status: 0 running, 3 not running, 4 no data directory.
-    Ok(if out.status.success() {
-        Status::Running(state)
-    } else {
-        Status::Stopped(state)
-    })
+    Ok(out.status.success())
 }
 
 /// Stops the server in `dir` (fast shutdown: sessions are disconnected).
@@ -102,6 +133,10 @@ pub fn stop(dir: &Path) -> Result<ServerState, DbError> {
         Status::Stopped(s) => return Ok(s),
         Status::Running(s) => s,
     };
+    if state.engine == "mariadb" {
+        crate::mariadb::shut_down(&state)?;
+        return Ok(state);
+    }
     let out = state
         .pg_ctl()?
         .args(["-m", "fast", "-w", "-t", "60", "stop"])

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use tracelab_db::{start_postgres, status, stop, PgOptions, Status};
+use tracelab_db::{start_mariadb, start_postgres, status, stop, MariaOptions, PgOptions, Status};
 
 use crate::exit::{self, Failure};
 
@@ -18,18 +18,21 @@ enum Command {
     /// Initialise (if needed) and start a private server on a free port of
     /// 127.0.0.1 with its own socket directory; print its connection URL.
     Start {
-        /// The engine (MariaDB comes next).
-        #[arg(long, default_value = "postgres", value_parser = ["postgres"])]
+        /// The engine: postgres (URL postgres://postgres@127.0.0.1:PORT/postgres)
+        /// or mariadb (URL mysql://root@127.0.0.1:PORT/tracelab).
+        #[arg(long, default_value = "postgres", value_parser = ["postgres", "mariadb"])]
         engine: String,
         /// Where the server lives (data, socket, log); a new temporary
         /// directory, printed on stderr, when not given.
         #[arg(long)]
         dir: Option<PathBuf>,
-        /// A server setting, name=value (repeatable).
+        /// A server setting, name=value (repeatable): appended to
+        /// postgresql.conf for PostgreSQL, given to mariadbd as
+        /// --name=value for MariaDB.
         #[arg(short = 'c', value_name = "NAME=VALUE")]
         settings: Vec<String>,
     },
-    /// Stop the server of a directory (fast shutdown).
+    /// Stop the server of a directory (fast shutdown), whatever its engine.
     Stop {
         #[arg(long)]
         dir: PathBuf,
@@ -44,25 +47,39 @@ enum Command {
 pub fn run(a: Args) -> Result<i32, Failure> {
     match a.command {
         Command::Start {
-            engine: _,
+            engine,
             dir,
             settings,
         } => {
             let mut parsed = Vec::new();
             for s in settings {
                 let Some((k, v)) = s.split_once('=') else {
+                    let example = if engine == "mariadb" {
+                        "innodb_flush_log_at_trx_commit=2"
+                    } else {
+                        "work_mem=64MB"
+                    };
                     return Err(Failure::Usage(format!(
-                        "-c {s}: expected NAME=VALUE, e.g. -c work_mem=64MB"
+                        "-c {s}: expected NAME=VALUE, e.g. -c {example}"
                     )));
                 };
                 parsed.push((k.trim().to_string(), v.trim().to_string()));
             }
-            let state = start_postgres(&PgOptions {
-                dir,
-                settings: parsed,
-            })?;
+            let (state, name) = if engine == "mariadb" {
+                let s = start_mariadb(&MariaOptions {
+                    dir,
+                    settings: parsed,
+                })?;
+                (s, "MariaDB")
+            } else {
+                let s = start_postgres(&PgOptions {
+                    dir,
+                    settings: parsed,
+                })?;
+                (s, "PostgreSQL")
+            };
             eprintln!(
-                "tracelab: PostgreSQL running in {} (stop it with `tracelab db stop --dir {}`)",
+                "tracelab: {name} running in {} (stop it with `tracelab db stop --dir {}`)",
                 state.dir.display(),
                 state.dir.display()
             );

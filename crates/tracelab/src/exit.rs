@@ -40,6 +40,8 @@ impl Failure {
     fn status(&self) -> i32 {
         match self {
             Failure::Skew(_) | Failure::Usage(_) => USAGE,
+            // A `-c` the engine cannot take: the command line was wrong.
+            Failure::Db(DbError::Setting { .. }) => USAGE,
             Failure::Db(_) => DB,
             Failure::Output { .. } => OUTPUT,
         }

@@ -54,3 +54,82 @@ fn start_status_stop() {
     assert_eq!(code, 4);
     assert!(err.contains("no tracelab server here"), "{err}");
 }
+
+#[test]
+fn mariadb_start_status_stop() {
+    let base = tempfile::Builder::new()
+        .prefix("tracelab-dbcli-")
+        .tempdir_in("/tmp")
+        .unwrap();
+    let dir = base.path().join("m").to_string_lossy().into_owned();
+    let _t = Teardown(dir.clone());
+    let (url, err, code) = tracelab(&[
+        "db",
+        "start",
+        "--engine",
+        "mariadb",
+        "--dir",
+        &dir,
+        "-c",
+        "innodb_flush_log_at_trx_commit=2",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("MariaDB running in"), "{err}");
+    let url = url.trim();
+    let port = url
+        .strip_prefix("mysql://root@127.0.0.1:")
+        .and_then(|r| r.strip_suffix("/tracelab"))
+        .unwrap_or_else(|| panic!("a mysql URL without password: {url}"));
+    let client = if Command::new("mariadb").arg("--version").output().is_ok() {
+        "mariadb"
+    } else {
+        "mysql"
+    };
+    let q = Command::new(client)
+        .args([
+            "--no-defaults",
+            "-h127.0.0.1",
+            &format!("-P{port}"),
+            "--protocol=TCP",
+            "-uroot",
+            "-N",
+            "-B",
+            "-e",
+            "select database(), @@innodb_flush_log_at_trx_commit",
+            "tracelab",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&q.stdout).trim(),
+        "tracelab\t2",
+        "{}",
+        String::from_utf8_lossy(&q.stderr)
+    );
+
+    let (out, _, code) = tracelab(&["db", "status", "--dir", &dir]);
+    assert_eq!(
+        (code, out.trim()),
+        (0, format!("running mariadb {url}").as_str())
+    );
+    let (_, err, code) = tracelab(&["db", "stop", "--dir", &dir]);
+    assert_eq!(code, 0, "{err}");
+    let (out, _, code) = tracelab(&["db", "status", "--dir", &dir]);
+    assert_eq!(code, 1);
+    assert!(out.starts_with("stopped mariadb"), "{out}");
+
+    let (_, err, code) = tracelab(&[
+        "db",
+        "start",
+        "--engine",
+        "mariadb",
+        "--dir",
+        &dir,
+        "-c",
+        "datadir=/x",
+    ]);
+    assert_eq!(code, 2);
+    assert!(err.contains("tracelab sets this option itself"), "{err}");
+    let (_, err, code) = tracelab(&["db", "start", "--engine", "oracle", "--dir", &dir]);
+    assert_eq!(code, 2, "{err}");
+}
