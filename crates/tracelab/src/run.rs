@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use tracelab_db::{start_postgres, stop, PgOptions};
+use tracelab_db::{start_mariadb, start_postgres, stop, MariaOptions, PgOptions};
 use tracelab_run::{
     read_binds, run as drive, ConnectMode, ExeMode, RunOptions, Stop, Timer, Workload,
 };
@@ -25,7 +25,7 @@ pub struct Args {
     /// The engine of the private server started when --db is not given
     /// (sqlite: a database file in a temporary directory).
     #[arg(long, value_name = "ENGINE", default_value = "postgres", conflicts_with = "db",
-          value_parser = ["postgres", "sqlite"])]
+          value_parser = ["postgres", "mariadb", "sqlite"])]
     engine: String,
     /// A session parameter set on every connection before the work:
     /// SET on PostgreSQL and MariaDB, PRAGMA on SQLite (for example
@@ -180,6 +180,7 @@ pub fn run(a: Args) -> Result<i32, Failure> {
     // The private server lives only as long as the run.
     let private = match (&a.db, a.engine.as_str()) {
         (Some(_), _) | (None, "sqlite") => None,
+        (None, "mariadb") => Some(start_mariadb(&MariaOptions::default())?),
         (None, _) => Some(start_postgres(&PgOptions::default())?),
     };
     let scratch = match (&a.db, a.engine.as_str()) {

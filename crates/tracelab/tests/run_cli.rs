@@ -376,3 +376,23 @@ fn urls_with_passwords_never_reach_the_output() {
         "{err}"
     );
 }
+
+#[test]
+fn a_private_mariadb_is_started_and_removed_for_the_run() {
+    let (out, err, code) = tracelab(&[
+        "run",
+        "--engine",
+        "mariadb",
+        "--sql",
+        "select @@version",
+        "--sessions",
+        "2",
+        "--transactions",
+        "5",
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).expect("JSON summary");
+    assert_eq!(v["transactions"], 10);
+    assert!(v["per_session"][0]["backend_pid"].as_i64().is_some());
+}
