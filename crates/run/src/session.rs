@@ -9,7 +9,6 @@ use std::sync::atomic::Ordering;
 use std::task::{Context, Poll};
 use std::time::SystemTime;
 
-use hdrhistogram::Histogram;
 use tracelab_trace::{CallTimes, Header, TraceWriter};
 
 use crate::clock::{thread_cpu_micros, Clock};
@@ -95,9 +94,23 @@ impl Drop for Mark<'_> {
     }
 }
 
-/// A future that adds up the CPU its own polls take on whatever worker
-/// thread runs them: the client's CPU for one call, even when many
-/// sessions share a thread.
+thread_local! {
+    /// The worker thread's CPU clock at the end of the latest measured
+    /// poll on it; -1 before the first.
+    static LAST_CPU: std::cell::Cell<i64> = const { std::cell::Cell::new(-1) };
+}
+
+/// A future that adds up the worker thread's CPU over its polls: the
+/// client's CPU for one call, even when many sessions share a thread.
+///
+/// Each poll reads the thread's CPU clock once, at its end, and counts
+/// from the previous measured poll's end on the thread. So a call's `c`
+/// holds its own work and what the thread did just before its poll: the
+/// connection task's socket reads and writes for that call (which run
+/// outside this future) and the session's own bookkeeping. The calls of
+/// all sessions on a thread add up to the thread's CPU, and a traced call
+/// costs one system call per poll instead of two (the thread CPU clock has
+/// no vDSO fast path).
 struct CpuTimed<'a, F> {
     inner: Pin<&'a mut F>,
     measure: bool,
@@ -108,10 +121,13 @@ impl<F: Future> Future for CpuTimed<'_, F> {
     type Output = (F::Output, i64);
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let t = if self.measure { thread_cpu_micros() } else { 0 };
         let r = self.inner.as_mut().poll(cx);
         if self.measure {
-            self.cpu += thread_cpu_micros() - t;
+            let now = thread_cpu_micros();
+            let before = LAST_CPU.with(|last| last.replace(now));
+            if before >= 0 {
+                self.cpu += now - before;
+            }
         }
         r.map(|out| (out, self.cpu))
     }
@@ -470,7 +486,6 @@ async fn drive<C: Conn>(
             order
         })
         .collect();
-    let mut hist = Histogram::<u64>::new_with_bounds(1, 3_600_000_000, 3).expect("valid bounds");
     ss.s.statements = w
         .statements
         .iter()
@@ -573,7 +588,6 @@ async fn drive<C: Conn>(
                 let start = if wrapped { began } else { start };
                 ss.s.executions += 1;
                 let latency = ss.last_end - due.unwrap_or(start);
-                let _ = hist.record(latency.max(1) as u64);
                 let counts = &mut ss.s.statements[k];
                 counts.executions += 1;
                 let _ = counts.latency.record(latency.max(1) as u64);
@@ -645,7 +659,11 @@ async fn drive<C: Conn>(
             tokio::time::sleep(std::time::Duration::from_millis(20)).await;
         }
     }
-    ss.s.latency = hist;
+    // The session's latencies are its statements' together: one
+    // histogram recorded per call, merged once here.
+    for st in &ss.s.statements {
+        let _ = ss.s.latency.add(&st.latency);
+    }
     if let Some(t) = ss.trace.as_mut() {
         let _ = t.flush();
     }

@@ -104,12 +104,25 @@ impl<W: Write> TraceWriter<W> {
     /// A BINDS block: one `Bind#n` per value, `value=` omitted for NULL as
     /// Oracle does; character values quoted.
     pub fn binds(&mut self, cursor: u64, values: &[Option<&str>]) -> io::Result<()> {
-        writeln!(self.out, "BINDS #{cursor}:")?;
-        writeln!(self.out)?;
+        let mut n = itoa::Buffer::new();
+        let o = &mut self.out;
+        o.write_all(b"BINDS #")?;
+        o.write_all(n.format(cursor).as_bytes())?;
+        o.write_all(b":\n\n")?;
         for (i, v) in values.iter().enumerate() {
-            writeln!(self.out, " Bind#{i}")?;
+            o.write_all(b" Bind#")?;
+            o.write_all(n.format(i).as_bytes())?;
+            o.write_all(b"\n")?;
             if let Some(v) = v {
-                writeln!(self.out, "  value=\"{}\"", v.replace('\n', " "))?;
+                o.write_all(b"  value=\"")?;
+                // A newline inside a value would end the line early.
+                for (k, part) in v.split('\n').enumerate() {
+                    if k > 0 {
+                        o.write_all(b" ")?;
+                    }
+                    o.write_all(part.as_bytes())?;
+                }
+                o.write_all(b"\"\n")?;
             }
         }
         Ok(())
@@ -132,11 +145,25 @@ impl<W: Write> TraceWriter<W> {
     }
 
     fn call(&mut self, name: &str, cursor: u64, t: CallTimes) -> io::Result<()> {
-        writeln!(
-            self.out,
-            "{name} #{cursor}:c={},e={},p=0,cr=0,cu=0,mis=0,r={},dep={},og=1,plh=0,tim={}",
-            t.c, t.e, t.r, t.dep, t.tim
-        )
+        // Written piece by piece with itoa rather than with `write!`: a
+        // traced run writes three or four of these lines per call, and the
+        // formatting machinery was the largest cost of tracing.
+        let mut n = itoa::Buffer::new();
+        let o = &mut self.out;
+        o.write_all(name.as_bytes())?;
+        o.write_all(b" #")?;
+        o.write_all(n.format(cursor).as_bytes())?;
+        o.write_all(b":c=")?;
+        o.write_all(n.format(t.c).as_bytes())?;
+        o.write_all(b",e=")?;
+        o.write_all(n.format(t.e).as_bytes())?;
+        o.write_all(b",p=0,cr=0,cu=0,mis=0,r=")?;
+        o.write_all(n.format(t.r).as_bytes())?;
+        o.write_all(b",dep=")?;
+        o.write_all(n.format(t.dep).as_bytes())?;
+        o.write_all(b",og=1,plh=0,tim=")?;
+        o.write_all(n.format(t.tim).as_bytes())?;
+        o.write_all(b"\n")
     }
 
     /// A WAIT of `ela` µs ending at `tim`, with Oracle's three parameter
@@ -149,11 +176,23 @@ impl<W: Write> TraceWriter<W> {
         params: [(&str, i64); 3],
         tim: i64,
     ) -> io::Result<()> {
-        let [(n1, v1), (n2, v2), (n3, v3)] = params;
-        writeln!(
-            self.out,
-            "WAIT #{cursor}: nam='{name}' ela= {ela} {n1}={v1} {n2}={v2} {n3}={v3} obj#=-1 tim={tim}"
-        )
+        let mut n = itoa::Buffer::new();
+        let o = &mut self.out;
+        o.write_all(b"WAIT #")?;
+        o.write_all(n.format(cursor).as_bytes())?;
+        o.write_all(b": nam='")?;
+        o.write_all(name.as_bytes())?;
+        o.write_all(b"' ela= ")?;
+        o.write_all(n.format(ela).as_bytes())?;
+        for (k, v) in params {
+            o.write_all(b" ")?;
+            o.write_all(k.as_bytes())?;
+            o.write_all(b"=")?;
+            o.write_all(n.format(v).as_bytes())?;
+        }
+        o.write_all(b" obj#=-1 tim=")?;
+        o.write_all(n.format(tim).as_bytes())?;
+        o.write_all(b"\n")
     }
 
     /// End of a transaction: commit or rollback.
