@@ -5,17 +5,23 @@
 //! Engines: PostgreSQL (extended or simple protocol), MariaDB/MySQL
 //! (binary or text protocol) and SQLite (in process), named by the URL.
 
+mod cache;
 mod clock;
 mod engine;
 mod error;
+mod invalidate;
 mod live;
 mod session;
 mod summary;
 mod workload;
 
+pub use cache::{
+    parse_tables, read_tables_file, CacheMode, CacheOptions, CacheStats, ResultHook, Rows, Seen,
+};
 pub use clock::Timer;
 pub use engine::{redact, Engine};
 pub use error::RunError;
+pub use invalidate::setup_sql as result_cache_setup_sql;
 pub use summary::{Latency, SessionSummary, StatementSummary, Summary};
 pub use workload::{inline_binds, postgres_placeholders, read_binds, ExeMode, Statement, Workload};
 
@@ -91,6 +97,12 @@ pub struct RunOptions {
     /// Session parameters set on every connection before the work
     /// (`SET name = value` on PostgreSQL and MariaDB, `PRAGMA` on SQLite).
     pub settings: Vec<(String, String)>,
+    /// A client result cache shared by the sessions (Oracle's Client
+    /// Result Cache semantics).
+    pub result_cache: Option<CacheOptions>,
+    /// Called with every result a session receives (from the server or
+    /// the cache), for tests and for embedding tracelab.
+    pub on_result: Option<ResultHook>,
 }
 
 impl Default for RunOptions {
@@ -114,6 +126,8 @@ impl Default for RunOptions {
             rate: None,
             fetch_size: 0,
             settings: Vec::new(),
+            result_cache: None,
+            on_result: None,
         }
     }
 }
@@ -146,10 +160,35 @@ pub fn run(opts: &RunOptions, workload: &Workload) -> Result<Summary, RunError> 
     };
     let start = Instant::now();
     let clock = clock::Clock::start(opts.timer);
+    let cache = match &opts.result_cache {
+        Some(c) => {
+            if engine == Engine::Sqlite {
+                return Err(RunError::Usage(
+                    "--result-cache works with PostgreSQL and MariaDB: SQLite runs in process, \
+                     where there is no round trip to save"
+                        .into(),
+                ));
+            }
+            if c.setup {
+                let tables: Vec<String> = c.tables.iter().map(|(t, _)| t.clone()).collect();
+                invalidate::setup(engine, &opts.url, &tables)?;
+            }
+            Some(Arc::new(cache::ResultCache::new(c.clone())))
+        }
+        None => None,
+    };
+    // The invalidation channel runs beside the sessions, and stops after
+    // them.
+    let channel_done = Arc::new(AtomicBool::new(false));
+    let channel = cache.as_ref().map(|c| {
+        let (c, url, done) = (c.clone(), opts.url.clone(), channel_done.clone());
+        std::thread::spawn(move || invalidate::run(c, engine, url, clock, done))
+    });
     let shared = std::sync::Arc::new((
         opts.clone(),
         workload.clone(),
         live::Live::new(if opts.progress { workers } else { 0 }),
+        cache.clone(),
     ));
     let done = AtomicBool::new(false);
     let mut results: Vec<SessionSummary> = std::thread::scope(|s| {
@@ -190,8 +229,15 @@ pub fn run(opts: &RunOptions, workload: &Workload) -> Result<Summary, RunError> 
                             .map(|&i| {
                                 let shared = shared.clone();
                                 tokio::task::spawn_local(async move {
-                                    session::run(i, &shared.0, &shared.1, clock, (&shared.2, wk))
-                                        .await
+                                    session::run(
+                                        i,
+                                        &shared.0,
+                                        &shared.1,
+                                        clock,
+                                        (&shared.2, wk),
+                                        shared.3.as_deref(),
+                                    )
+                                    .await
                                 })
                             })
                             .collect();
@@ -215,6 +261,12 @@ pub fn run(opts: &RunOptions, workload: &Workload) -> Result<Summary, RunError> 
         out
     });
     results.sort_by_key(|s| s.session);
+    channel_done.store(true, std::sync::atomic::Ordering::Release);
+    if let Some(h) = channel {
+        let _ = h.join();
+    }
     let sql: Vec<&str> = workload.statements.iter().map(|s| s.sql.as_str()).collect();
-    Ok(Summary::new(results, start.elapsed(), &sql))
+    let mut summary = Summary::new(results, start.elapsed(), &sql);
+    summary.result_cache = cache.map(|c| c.stats());
+    Ok(summary)
 }

@@ -11,6 +11,7 @@ use std::time::SystemTime;
 
 use tracelab_trace::{CallTimes, Header, TraceWriter};
 
+use crate::cache::{self, Cacheable, ResultCache, Rows, Seen};
 use crate::clock::{thread_cpu_micros, Clock};
 use crate::engine::{self, Conn, DbError, Engine};
 use crate::live::Live;
@@ -278,6 +279,37 @@ impl<C: Conn> Session<C> {
         Ok((start, self.last_end))
     }
 
+    /// Executes a prepared statement in one round trip and returns its
+    /// rows' values too (for the result cache); traced as `execute` is.
+    async fn execute_rows(
+        &mut self,
+        cursor: u64,
+        handle: usize,
+        binds: &[Option<&str>],
+    ) -> Result<(i64, i64, Rows), DbError> {
+        let r = round_trip!(self, cursor, |c| c.fetch_rows(handle, binds));
+        if let Some(t) = self.trace.as_mut() {
+            if !binds.is_empty() {
+                let _ = t.binds(cursor, binds);
+            }
+            let times = r.times();
+            let _ = t.exec(cursor, times);
+            if let Ok(rows) = &r.result {
+                let _ = t.fetch(
+                    cursor,
+                    CallTimes {
+                        c: 0,
+                        e: 0,
+                        r: rows.len() as i64,
+                        ..times
+                    },
+                );
+            }
+        }
+        let rows = r.result?;
+        Ok((r.start, r.end, rows))
+    }
+
     fn lost(&mut self) -> bool {
         if self.conn.is_closed() {
             self.s
@@ -295,6 +327,7 @@ pub async fn run(
     w: &Workload,
     clock: Clock,
     (live, worker): (&Live, usize),
+    cache: Option<&ResultCache>,
 ) -> SessionSummary {
     let mut summary = SessionSummary::new(index);
     // Counts this session in for a tsunami start and the pause at exit,
@@ -318,6 +351,7 @@ pub async fn run(
         live,
         worker,
         engine,
+        cache,
     };
     let connected = match engine {
         Engine::Postgres => match engine::postgres::connect(&opts.url, opts.simple).await {
@@ -346,6 +380,40 @@ struct Env<'a> {
     live: &'a Live,
     worker: usize,
     engine: Engine,
+    cache: Option<&'a ResultCache>,
+}
+
+/// A transaction ended: what it wrote is visible to all (or gone), so the
+/// cache drops it again and the session's queries use the cache again.
+fn end_of_transaction(cache: Option<&ResultCache>, written: &mut [bool]) {
+    if let Some(c) = cache {
+        for (t, w) in written.iter_mut().enumerate() {
+            if std::mem::take(w) {
+                c.invalidate(t);
+            }
+        }
+    }
+}
+
+/// Hands a result to `RunOptions::on_result`, if set.
+fn seen(
+    opts: &RunOptions,
+    session: usize,
+    cursor: u64,
+    binds: &[Option<&str>],
+    rows: &Rows,
+    cached: bool,
+) {
+    if let Some(hook) = &opts.on_result {
+        (hook.0)(&Seen {
+            session,
+            cursor,
+            binds,
+            rows,
+            cached,
+            at: std::time::Instant::now(),
+        });
+    }
 }
 
 /// Whether a statement returns rows a cursor can fetch (its first word is
@@ -385,6 +453,7 @@ async fn drive<C: Conn>(
         live,
         worker,
         engine,
+        cache,
     } = env;
     let trace = opts.trace_dir.as_ref().and_then(|dir| {
         let name = format!("tracelab_run_{index}.trc");
@@ -420,6 +489,30 @@ async fn drive<C: Conn>(
             return ss.s;
         }
     }
+    // What the result cache may do with each statement: the tables a
+    // statement names are looked up in the catalog once per session.
+    let mut cacheable = vec![Cacheable::No; w.statements.len()];
+    if let Some(c) = cache {
+        for (k, st) in w.statements.iter().enumerate() {
+            let names = cache::identifiers(&st.sql);
+            match ss.conn.tables_among(&names).await {
+                Ok(tables) => {
+                    cacheable[k] = cache::classify(c, &st.sql, is_query(&st.sql), &tables)
+                }
+                Err(e) => {
+                    ss.s.fail(format!(
+                        "cannot look up the tables of `{}`: {}",
+                        st.sql, e.message
+                    ));
+                    ss.conn.close().await;
+                    return ss.s;
+                }
+            }
+        }
+    }
+    // Annotated tables this session's open transaction has written: its
+    // queries on them bypass the cache until it ends.
+    let mut written = vec![false; cache.map_or(0, |c| c.opts.tables.len())];
     let session_start = clock.now();
     ss.last_end = session_start;
     // Every statement prepared once; its trace cursor is its position + 1.
@@ -427,7 +520,8 @@ async fn drive<C: Conn>(
     let mut plans = Vec::with_capacity(w.statements.len());
     for (k, st) in w.statements.iter().enumerate() {
         let cursor = k as u64 + 1;
-        let prepared = if cursors && is_query(&st.sql) {
+        let cached = matches!(cacheable[k], Cacheable::Yes(_));
+        let prepared = if cursors && is_query(&st.sql) && !cached {
             let declare = format!(
                 "DECLARE {FETCH_CURSOR} NO SCROLL CURSOR FOR {}",
                 st.engine_sql
@@ -564,30 +658,83 @@ async fn drive<C: Conn>(
         }
         let wrapped = wrap(&plans[k]);
         let began = clock.now();
-        let mut r = if wrapped {
-            ss.control("BEGIN").await.map(|()| (0, 0))
-        } else {
-            Ok((0, 0))
+        let mut r: Result<(i64, i64), DbError>;
+        let cached = match (&cacheable[k], cache, &plans[k]) {
+            (Cacheable::Yes(tables), Some(c), &Plan::Whole(h)) => Some((c, tables, h)),
+            _ => None,
         };
-        if r.is_ok() {
-            r = ss
-                .execute(cursor, &plans[k], &values, opts.fetch_size)
-                .await;
-        }
-        if wrapped {
-            r = match r {
-                Ok(times) => ss.control(end_sql).await.map(|()| times),
-                Err(e) => {
-                    let _ = ss.control("ROLLBACK").await;
-                    Err(e)
+        if let Some((c, tables, handle)) = cached {
+            // A hit costs no round trip and leaves no trace: the trace
+            // shows only what reached the server.
+            let key = cache::key(&st.sql, &values, &opts.settings);
+            // The session's open transaction wrote a table of the query: it
+            // must see its own change, which no one else may see yet.
+            let bypass = tables.iter().any(|&t| written[t]);
+            let hit = if c.serving(began) && !bypass {
+                c.find(&key)
+            } else {
+                None
+            };
+            r = match hit {
+                Some(rows) => {
+                    seen(opts, index, cursor, &values, &rows, true);
+                    let end = clock.now();
+                    // A hit awaits nothing: yield, or a session serving
+                    // itself from memory would starve the others of its
+                    // thread (and their connections' I/O).
+                    tokio::task::yield_now().await;
+                    Ok((began, end))
+                }
+                None => {
+                    let before = c.generations(tables);
+                    match ss.execute_rows(cursor, handle, &values).await {
+                        Ok((start, end, rows)) => {
+                            seen(opts, index, cursor, &values, &rows, false);
+                            if !bypass {
+                                c.create(key, rows, tables.clone(), &before);
+                            }
+                            Ok((start, end))
+                        }
+                        Err(e) => Err(e),
+                    }
                 }
             };
+        } else {
+            r = if wrapped {
+                ss.control("BEGIN").await.map(|()| (0, 0))
+            } else {
+                Ok((0, 0))
+            };
+            if r.is_ok() {
+                r = ss
+                    .execute(cursor, &plans[k], &values, opts.fetch_size)
+                    .await;
+            }
+            if wrapped {
+                r = match r {
+                    Ok((start, _)) => ss.control(end_sql).await.map(|()| (start, ss.last_end)),
+                    Err(e) => {
+                        let _ = ss.control("ROLLBACK").await;
+                        Err(e)
+                    }
+                };
+            }
+            // A session's own change invalidates at once; in an open
+            // transaction its queries on the table bypass the cache.
+            if let (Ok(_), Cacheable::Writes(tables), Some(c)) = (&r, &cacheable[k], cache) {
+                for &t in tables {
+                    c.invalidate(t);
+                    if opts.per_commit > 0 {
+                        written[t] = true;
+                    }
+                }
+            }
         }
         match r {
-            Ok((start, _)) => {
+            Ok((start, end)) => {
                 let start = if wrapped { began } else { start };
                 ss.s.executions += 1;
-                let latency = ss.last_end - due.unwrap_or(start);
+                let latency = end - due.unwrap_or(start);
                 let counts = &mut ss.s.statements[k];
                 counts.executions += 1;
                 let _ = counts.latency.record(latency.max(1) as u64);
@@ -621,6 +768,7 @@ async fn drive<C: Conn>(
                     // the next batch afresh.
                     let _ = ss.control("ROLLBACK").await;
                     in_batch = 0;
+                    end_of_transaction(cache, &mut written);
                 }
             }
         }
@@ -633,6 +781,7 @@ async fn drive<C: Conn>(
                 }
             }
             in_batch = 0;
+            end_of_transaction(cache, &mut written);
             if ss.lost() {
                 break;
             }

@@ -140,6 +140,9 @@ pub struct Summary {
     /// Per statement of the workload (HDR histograms merged over sessions).
     pub per_statement: Vec<StatementSummary>,
     pub per_session: Vec<SessionSummary>,
+    /// CLIENT_RESULT_CACHE_STATS$ of the run's cache, when it had one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub result_cache: Option<crate::cache::CacheStats>,
 }
 
 impl Summary {
@@ -195,6 +198,7 @@ impl Summary {
             errors_by_code: by_code,
             per_statement,
             per_session,
+            result_cache: None,
         }
     }
 
@@ -228,6 +232,18 @@ impl Summary {
                 t.push_str(&format!(
                     "  #{:<3} {:>9} exec {:>6} err  p50 {:>7}  p99 {:>7}  max {:>8}  {}\n",
                     st.cursor, st.executions, st.errors, l.p50, l.p99, l.max, sql
+                ));
+            }
+        }
+        if let Some(c) = &self.result_cache {
+            t.push_str("result cache (CLIENT_RESULT_CACHE_STATS$):\n");
+            for (name, v) in c.rows() {
+                t.push_str(&format!("  {name:<30} {v}\n"));
+            }
+            if let Some(e) = &c.channel_error {
+                t.push_str(&format!(
+                    "  invalidation channel failed {} time(s), last: {e}\n",
+                    c.channel_failures
                 ));
             }
         }

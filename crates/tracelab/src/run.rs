@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use tracelab_db::{start_mariadb, start_postgres, stop, MariaOptions, PgOptions};
 use tracelab_run::{
-    read_binds, run as drive, ConnectMode, ExeMode, RunOptions, Stop, Timer, Workload,
+    read_binds, run as drive, CacheOptions, ConnectMode, ExeMode, RunOptions, Stop, Timer, Workload,
 };
 
 use crate::exit::{self, Failure};
@@ -118,6 +118,29 @@ pub struct Args {
     /// statistics) until FILE is created, or Enter is pressed without FILE.
     #[arg(long, value_name = "FILE", num_args = 0..=1)]
     pause_at_exit: Option<Option<PathBuf>>,
+    /// A client result cache shared by the sessions, with Oracle Client
+    /// Result Cache semantics: read-only queries on annotated tables are
+    /// answered from memory; changes invalidate within --result-cache-lag.
+    #[arg(long)]
+    result_cache: bool,
+    /// The most the cache holds, in bytes (K, M, G suffixes).
+    #[arg(long, value_name = "BYTES", default_value = "1M")]
+    result_cache_size: String,
+    /// The longest a served result may lag a committed change, in ms
+    /// (Oracle's CLIENT_RESULT_CACHE_LAG).
+    #[arg(long, value_name = "MS", default_value_t = 3000)]
+    result_cache_lag: u64,
+    /// An annotated table: force (every query on it cached) or manual
+    /// (only queries with a /*+ result_cache */ hint). Repeatable.
+    #[arg(long, value_name = "NAME:MODE")]
+    result_cache_table: Vec<String>,
+    /// A file of annotated tables: `NAME force|manual` per line.
+    #[arg(long, value_name = "FILE")]
+    result_cache_config: Option<PathBuf>,
+    /// Install the invalidation triggers on the annotated tables first
+    /// (PostgreSQL: NOTIFY; MariaDB: a change-counter table).
+    #[arg(long)]
+    result_cache_setup: bool,
     /// Append one line per session to this file at the end, as sqlrun's
     /// --xact-tally does: `<session id>: <successful executions>`.
     #[arg(long, value_name = "FILE")]
@@ -167,6 +190,33 @@ pub fn run(a: Args) -> Result<i32, Failure> {
         let flag = interrupt.clone();
         let _ = ctrlc::set_handler(move || flag.store(true, Ordering::Relaxed));
     }
+    let result_cache = if a.result_cache || a.result_cache_setup {
+        let mut tables = match &a.result_cache_config {
+            Some(p) => tracelab_run::read_tables_file(p).map_err(Failure::Usage)?,
+            None => Vec::new(),
+        };
+        for (n, m) in tracelab_run::parse_tables(&a.result_cache_table).map_err(Failure::Usage)? {
+            match tables.iter_mut().find(|(t, _)| *t == n) {
+                Some(slot) => slot.1 = m,
+                None => tables.push((n, m)),
+            }
+        }
+        if tables.is_empty() {
+            return Err(Failure::Usage(
+                "--result-cache: name the cached tables with --result-cache-table NAME:force|manual \
+                 or --result-cache-config FILE"
+                    .into(),
+            ));
+        }
+        Some(CacheOptions {
+            size: parse_bytes(&a.result_cache_size)?,
+            lag: Duration::from_millis(a.result_cache_lag),
+            tables,
+            setup: a.result_cache_setup,
+        })
+    } else {
+        None
+    };
     let settings = a
         .settings
         .iter()
@@ -231,6 +281,8 @@ pub fn run(a: Args) -> Result<i32, Failure> {
         },
         fetch_size: a.fetch_size,
         settings,
+        result_cache,
+        on_result: None,
     };
     let result = drive(&opts, &workload);
     if let Some(s) = &private {
@@ -266,4 +318,26 @@ pub fn run(a: Args) -> Result<i32, Failure> {
     } else {
         exit::OK
     })
+}
+
+/// A size in bytes with an optional K, M or G suffix (powers of 1024), as
+/// Oracle's size parameters take them.
+fn parse_bytes(s: &str) -> Result<usize, Failure> {
+    let t = s.trim();
+    let (num, mult) = match t.chars().last().map(|c| c.to_ascii_uppercase()) {
+        Some('K') => (&t[..t.len() - 1], 1usize << 10),
+        Some('M') => (&t[..t.len() - 1], 1 << 20),
+        Some('G') => (&t[..t.len() - 1], 1 << 30),
+        _ => (t, 1),
+    };
+    num.trim()
+        .parse::<usize>()
+        .ok()
+        .and_then(|n| n.checked_mul(mult))
+        .filter(|n| *n > 0)
+        .ok_or_else(|| {
+            Failure::Usage(format!(
+                "--result-cache-size {s}: expected a number of bytes, e.g. 1048576 or 1M"
+            ))
+        })
 }

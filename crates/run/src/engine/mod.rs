@@ -91,6 +91,22 @@ pub(crate) trait Conn {
     /// Executes a prepared statement with text bind values (`None` is
     /// NULL) and returns the number of rows it returned.
     async fn execute(&mut self, handle: usize, binds: &[Option<&str>]) -> Result<u64, DbError>;
+    /// As `execute`, and returns the rows' values (for the result cache).
+    async fn fetch_rows(
+        &mut self,
+        _handle: usize,
+        _binds: &[Option<&str>],
+    ) -> Result<crate::cache::Rows, DbError> {
+        Err(DbError {
+            code: "usage".into(),
+            message: "this engine has no result cache".into(),
+        })
+    }
+    /// Which of `names` (lower case) are tables or views the session
+    /// sees, for the result cache's dependencies.
+    async fn tables_among(&mut self, _names: &[String]) -> Result<Vec<String>, DbError> {
+        Ok(Vec::new())
+    }
     /// Runs a statement without binds or rows (BEGIN, COMMIT, SET).
     async fn batch(&mut self, sql: &str) -> Result<(), DbError>;
     /// Runs a statement without binds, unprepared, and returns the number

@@ -6,6 +6,7 @@ use mysql_async::prelude::Queryable;
 use mysql_async::{Opts, Params, Row, Value};
 
 use super::{question_marks, redact, Conn, DbError};
+use crate::cache::Rows;
 use crate::workload::inline_literals;
 
 pub(crate) struct Mysql {
@@ -71,18 +72,7 @@ impl Conn for Mysql {
         let (st, text, order) = &self.prepared[handle];
         let result = match st {
             Some(st) => {
-                let values: Vec<Value> = order
-                    .iter()
-                    .map(|&i| match binds.get(i).copied().flatten() {
-                        Some(v) => Value::Bytes(v.as_bytes().to_vec()),
-                        None => Value::NULL,
-                    })
-                    .collect();
-                let params = if values.is_empty() {
-                    Params::Empty
-                } else {
-                    Params::Positional(values)
-                };
+                let params = params(order, binds);
                 count_rows(self.conn.exec_iter(st.clone(), params).await).await
             }
             None => {
@@ -91,6 +81,49 @@ impl Conn for Mysql {
             }
         };
         result.map_err(|e| self.check(e))
+    }
+
+    async fn fetch_rows(&mut self, handle: usize, binds: &[Option<&str>]) -> Result<Rows, DbError> {
+        let (st, text, order) = &self.prepared[handle];
+        let result: mysql_async::Result<Vec<Row>> = match st {
+            Some(st) => {
+                let params = params(order, binds);
+                self.conn.exec(st.clone(), params).await
+            }
+            None => {
+                let sql = inline_literals(text, binds, true);
+                self.conn.query(sql).await
+            }
+        };
+        let rows = result.map_err(|e| self.check(e))?;
+        Ok(rows
+            .into_iter()
+            .map(|r| {
+                r.unwrap()
+                    .into_iter()
+                    .map(|v| match v {
+                        Value::NULL => None,
+                        Value::Bytes(b) => Some(b),
+                        other => Some(other.as_sql(true).into_bytes()),
+                    })
+                    .collect()
+            })
+            .collect())
+    }
+
+    async fn tables_among(&mut self, names: &[String]) -> Result<Vec<String>, DbError> {
+        let all: Vec<String> = match self
+            .conn
+            .query(
+                "select lower(table_name) from information_schema.tables \
+                 where table_schema = database()",
+            )
+            .await
+        {
+            Ok(v) => v,
+            Err(e) => return Err(self.check(e)),
+        };
+        Ok(all.into_iter().filter(|t| names.contains(t)).collect())
     }
 
     async fn batch(&mut self, sql: &str) -> Result<(), DbError> {
@@ -121,6 +154,22 @@ impl Conn for Mysql {
     async fn close(self) {
         let _ = self.conn.disconnect().await;
     }
+}
+
+/// The values for the `?`s of a statement, in their order.
+fn params(order: &[usize], binds: &[Option<&str>]) -> Params {
+    if order.is_empty() {
+        return Params::Empty;
+    }
+    Params::Positional(
+        order
+            .iter()
+            .map(|&i| match binds.get(i).copied().flatten() {
+                Some(v) => Value::Bytes(v.as_bytes().to_vec()),
+                None => Value::NULL,
+            })
+            .collect(),
+    )
 }
 
 /// Counts the rows of every result set (a procedure may return several).

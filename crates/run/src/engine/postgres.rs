@@ -10,6 +10,7 @@ use tokio_postgres::types::{Format, IsNull, ToSql, Type};
 use tokio_postgres::{Client, NoTls, SimpleQueryMessage, Statement};
 
 use super::{Conn, DbError};
+use crate::cache::Rows;
 use crate::workload::inline_binds;
 
 /// A bind value sent in text format, whatever the parameter's type: the
@@ -42,6 +43,23 @@ impl ToSql for Text<'_> {
     }
 
     tokio_postgres::types::to_sql_checked!();
+}
+
+/// A value of any type, as the server sent it (binary format): what the
+/// result cache keeps and hands back.
+struct Raw(Vec<u8>);
+
+impl<'a> tokio_postgres::types::FromSql<'a> for Raw {
+    fn from_sql(
+        _ty: &Type,
+        raw: &'a [u8],
+    ) -> Result<Self, Box<dyn std::error::Error + Sync + Send>> {
+        Ok(Raw(raw.to_vec()))
+    }
+
+    fn accepts(_ty: &Type) -> bool {
+        true
+    }
 }
 
 pub(crate) struct Postgres {
@@ -108,6 +126,63 @@ impl Conn for Postgres {
 
     async fn batch(&mut self, sql: &str) -> Result<(), DbError> {
         self.client.batch_execute(sql).await.map_err(|e| error(&e))
+    }
+
+    async fn fetch_rows(&mut self, handle: usize, binds: &[Option<&str>]) -> Result<Rows, DbError> {
+        let to_rows = |rows: Vec<tokio_postgres::Row>| -> Result<Rows, DbError> {
+            rows.iter()
+                .map(|r| {
+                    (0..r.len())
+                        .map(|i| {
+                            r.try_get::<_, Option<Raw>>(i)
+                                .map(|v| v.map(|v| v.0))
+                                .map_err(|e| error(&e))
+                        })
+                        .collect()
+                })
+                .collect()
+        };
+        if self.simple {
+            let text = inline_binds(&self.texts[handle], binds);
+            let msgs = self
+                .client
+                .simple_query(&text)
+                .await
+                .map_err(|e| error(&e))?;
+            return Ok(msgs
+                .iter()
+                .filter_map(|m| match m {
+                    SimpleQueryMessage::Row(r) => Some(
+                        (0..r.len())
+                            .map(|i| r.get(i).map(|v| v.as_bytes().to_vec()))
+                            .collect(),
+                    ),
+                    _ => None,
+                })
+                .collect());
+        }
+        let params: Vec<Text<'_>> = binds.iter().map(|v| Text(*v)).collect();
+        let params: Vec<&(dyn ToSql + Sync)> =
+            params.iter().map(|v| v as &(dyn ToSql + Sync)).collect();
+        let rows = self
+            .client
+            .query(&self.prepared[handle], &params)
+            .await
+            .map_err(|e| error(&e))?;
+        to_rows(rows)
+    }
+
+    async fn tables_among(&mut self, names: &[String]) -> Result<Vec<String>, DbError> {
+        let rows = self
+            .client
+            .query(
+                "select distinct lower(relname) from pg_class where lower(relname) = any($1) \
+                 and relkind in ('r', 'p', 'v', 'm', 'f') and pg_table_is_visible(oid)",
+                &[&names],
+            )
+            .await
+            .map_err(|e| error(&e))?;
+        Ok(rows.iter().map(|r| r.get::<_, String>(0)).collect())
     }
 
     async fn query_text(&mut self, sql: &str) -> Result<u64, DbError> {
