@@ -596,7 +596,7 @@ mod tests {
     #[test]
     fn size_is_bounded_least_recently_used_out() {
         let c = cache(4 * BLOCK_SIZE);
-        let big = "x".repeat(200);
+        let big = "x".repeat(300); // two blocks: the cache holds two
         for i in 0..4 {
             let g = c.generations(&[0]);
             c.create(key(&format!("q{i}"), &[], &[]), rows(&big), vec![0], &g);
