@@ -670,11 +670,10 @@ async fn drive<C: Conn>(
             // The session's open transaction wrote a table of the query: it
             // must see its own change, which no one else may see yet.
             let bypass = tables.iter().any(|&t| written[t]);
-            let hit = if c.serving(began) && !bypass {
-                c.find(&key)
-            } else {
-                None
-            };
+            // Results are kept and served only while the invalidation
+            // channel vouches for freshness.
+            let serving = c.serving(began) && !bypass;
+            let hit = if serving { c.find(&key) } else { None };
             r = match hit {
                 Some(rows) => {
                     seen(opts, index, cursor, &values, &rows, true);
@@ -690,7 +689,7 @@ async fn drive<C: Conn>(
                     match ss.execute_rows(cursor, handle, &values).await {
                         Ok((start, end, rows)) => {
                             seen(opts, index, cursor, &values, &rows, false);
-                            if !bypass {
+                            if serving {
                                 c.create(key, rows, tables.clone(), &before);
                             }
                             Ok((start, end))

@@ -396,3 +396,118 @@ fn a_private_mariadb_is_started_and_removed_for_the_run() {
     assert_eq!(v["transactions"], 10);
     assert!(v["per_session"][0]["backend_pid"].as_i64().is_some());
 }
+
+/// The client-result-cache study's tables and query (tests/fixtures/crc-workload).
+fn crc_database() -> (tempfile::TempDir, String) {
+    let dir = tempfile::Builder::new()
+        .prefix("tracelab-crc-")
+        .tempdir_in("/tmp")
+        .unwrap();
+    let (url, err, code) = tracelab(&[
+        "db",
+        "start",
+        "--dir",
+        dir.path().join("pg").to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let url = url.trim().to_string();
+    let fx = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../tests/fixtures/crc-workload"
+    );
+    let out = std::process::Command::new("psql")
+        .args([
+            "-q",
+            "-v",
+            "ON_ERROR_STOP=1",
+            &url,
+            "-f",
+            &format!("{fx}/schema-postgres.sql"),
+        ])
+        .args(["-c", &format!("\\copy holiday from {fx}/holiday.csv csv")])
+        .args(["-c", &format!("\\copy chair from {fx}/chair.csv csv")])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (dir, url)
+}
+
+#[test]
+fn the_result_cache_answers_the_holiday_lookup_from_memory() {
+    let (dir, url) = crc_database();
+    let fx = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../tests/fixtures/crc-workload"
+    );
+    let sql = std::fs::read_to_string(format!("{fx}/query.sql")).unwrap();
+    let binds = format!("{fx}/bind-vals-8j53dscbsbqmb.txt");
+    let traces = dir.path().join("traces");
+    let common = [
+        "run",
+        "--db",
+        &url,
+        "--sql",
+        &sql,
+        "--binds",
+        &binds,
+        "--sessions",
+        "4",
+        "--transactions",
+        "500",
+        "--json",
+    ];
+    let mut args = common.to_vec();
+    args.extend([
+        "--result-cache",
+        "--result-cache-table",
+        "holiday:force",
+        "--result-cache-table",
+        "chair:force",
+        "--result-cache-setup",
+        "--result-cache-lag",
+        "200",
+        "--trace",
+        traces.to_str().unwrap(),
+    ]);
+    let (out, err, code) = tracelab(&args);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).expect("JSON summary");
+    let rc = &v["result_cache"];
+    let finds = rc["find_count"].as_u64().unwrap();
+    // The tally counts every execution; the trace only the server's.
+    assert_eq!(v["executions"], 2000);
+    assert!(finds > 1000, "{rc}");
+    let mut skew = vec![
+        "skew".to_string(),
+        "--name=EXEC".into(),
+        "--group=$sqlid".into(),
+    ];
+    skew.extend(trace_files(&traces));
+    let skew: Vec<&str> = skew.iter().map(String::as_str).collect();
+    let (prof, err, code) = tracelab(&skew);
+    assert_eq!(code, 0, "{err}");
+    let server_execs: u64 = 2000 - finds;
+    assert!(
+        prof.contains(&format!("{server_execs}")),
+        "{prof}\nfinds {finds}"
+    );
+    // Without annotations there is nothing to cache: a clear refusal.
+    let mut bad = common.to_vec();
+    bad.push("--result-cache");
+    let (_, err, code) = tracelab(&bad);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("--result-cache-table NAME:force|manual"),
+        "{err}"
+    );
+    let (_, _, _) = tracelab(&[
+        "db",
+        "stop",
+        "--dir",
+        dir.path().join("pg").to_str().unwrap(),
+    ]);
+}
