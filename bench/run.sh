@@ -44,4 +44,10 @@ for r in $(seq 1 "$ROUNDS"); do
   printf '%s | %s | %s | %.2f | %s | %.2f\n' "$r" "$p" "$t" "$(echo "$t / $p" | bc -l)" "$tt" "$(echo "$tt / $t" | bc -l)"
 done
 echo
+# Memory stays flat however long the run: latencies go into HDR
+# histograms, not lists. Peak RSS of a 2 s run against a run 5 times longer.
+rss() { /usr/bin/time -f %M -o "$OUT/rss" "$TL" run --db "$url" --sql "$sql" --binds "$OUT/aids.csv" \
+          --sessions "$SESSIONS" --runtime "$1" --json >/dev/null; cat "$OUT/rss"; }
+short=$(rss 2); long=$(rss 10)
+printf 'peak RSS: %s KiB after 2 s, %s KiB after 10 s (ratio %.2f)\n' "$short" "$long" "$(echo "$long / $short" | bc -l)"
 echo "sessions=$SESSIONS, ${SECONDS_PER_RUN}s per run, $(nproc) cores, $(date -u '+%Y-%m-%d %H:%M UTC')"
