@@ -23,7 +23,10 @@ pub use engine::{redact, Engine};
 pub use error::RunError;
 pub use invalidate::setup_sql as result_cache_setup_sql;
 pub use summary::{Latency, SessionSummary, StatementSummary, Summary};
-pub use workload::{inline_binds, postgres_placeholders, read_binds, ExeMode, Statement, Workload};
+pub use workload::{
+    cast_placeholders, inline_binds, postgres_placeholders, read_binds, read_typed_binds, BindFile,
+    ExeMode, Statement, Workload,
+};
 
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;

@@ -280,6 +280,63 @@ pub(crate) fn map_dollar_placeholders(sql: &str, mut f: impl FnMut(usize, &mut S
     })
 }
 
+/// As [`map_dollar_placeholders`] for engines without `::` casts: a
+/// `$n::type` (from a bind file's `#types:` line) becomes
+/// `CAST(<placeholder> AS type)`, the placeholder written by `f`.
+pub(crate) fn map_typed_placeholders(sql: &str, mut f: impl FnMut(usize, &mut String)) -> String {
+    let b = sql.as_bytes();
+    rewrite(sql, |i, out| {
+        if b[i] != b'$' || !b.get(i + 1).is_some_and(u8::is_ascii_digit) {
+            return None;
+        }
+        let end = run_end(b, i + 1, |x| x.is_ascii_digit());
+        let Ok(n) = sql[i + 1..end].parse::<usize>() else {
+            out.push_str(&sql[i..end]);
+            return Some(end);
+        };
+        if n == 0 {
+            out.push_str(&sql[i..end]);
+            return Some(end);
+        }
+        if b[end..].starts_with(b"::") {
+            let tend = run_end(b, end + 2, |x| x.is_ascii_alphanumeric() || x == b'_');
+            if tend > end + 2 {
+                out.push_str("CAST(");
+                f(n, out);
+                out.push_str(" AS ");
+                out.push_str(&sql[end + 2..tend]);
+                out.push(')');
+                return Some(tend);
+            }
+        }
+        f(n, out);
+        Some(end)
+    })
+}
+
+/// Gives each `$n` of `sql` the type `types[n - 1]` as a `::type` cast
+/// (unless it has one already): how a bind file's `#types:` line reaches
+/// the statement.
+pub fn cast_placeholders(sql: &str, types: &[Option<String>]) -> String {
+    let b = sql.as_bytes();
+    rewrite(sql, |i, out| {
+        if b[i] != b'$' || !b.get(i + 1).is_some_and(u8::is_ascii_digit) {
+            return None;
+        }
+        let end = run_end(b, i + 1, |x| x.is_ascii_digit());
+        out.push_str(&sql[i..end]);
+        if let Ok(n) = sql[i + 1..end].parse::<usize>() {
+            if let Some(Some(t)) = types.get(n.wrapping_sub(1)) {
+                if !b[end..].starts_with(b"::") {
+                    out.push_str("::");
+                    out.push_str(t);
+                }
+            }
+        }
+        Some(end)
+    })
+}
+
 /// The statement with its `$n` placeholders replaced by the values as SQL
 /// literals (quoted, `'` doubled; NULL for `None`), for the simple query
 /// protocol, which sends no separate values. Quoted text is left alone.
@@ -312,31 +369,80 @@ pub(crate) fn inline_literals(sql: &str, values: &[Option<&str>], backslashes: b
 
 /// Reads a bind file: one execution per line, values separated by commas,
 /// double quotes around values that hold commas, an unquoted `NULL` for
-/// NULL. Every line must have as many values as the first.
+/// NULL. Every line must have as many values as the first. A first line
+/// `#types: int, timestamp, ...` is skipped (see [`read_typed_binds`]).
 pub fn read_binds(path: &Path) -> Result<Vec<Vec<Option<String>>>, RunError> {
+    read_typed_binds(path).map(|(_, rows)| rows)
+}
+
+/// As [`read_binds`], with the types of an optional first line
+/// `#types: int, , timestamp` (one per column, empty for none): each
+/// value is then cast to its type in the statement (`$1::int` on
+/// PostgreSQL, `CAST(? AS int)` elsewhere), for statements whose
+/// parameters the server cannot type by itself.
+pub fn read_typed_binds(path: &Path) -> Result<BindFile, RunError> {
+    let text = std::fs::read_to_string(path).map_err(|source| RunError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let (types, body, skipped) = match text.strip_prefix("#types:") {
+        Some(rest) => {
+            let (line, body) = rest.split_once('\n').unwrap_or((rest, ""));
+            let types: Vec<Option<String>> = line
+                .trim_end_matches('\r')
+                .split(',')
+                .map(|t| {
+                    let t = t.trim();
+                    (!t.is_empty()).then(|| t.to_string())
+                })
+                .collect();
+            if let Some(bad) = types
+                .iter()
+                .flatten()
+                .find(|t| !t.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_'))
+            {
+                return Err(RunError::Binds {
+                    path: path.to_path_buf(),
+                    line: 1,
+                    what: format!(
+                        "expected type names of letters, digits and _ after #types:, found `{bad}`"
+                    ),
+                });
+            }
+            (types, body, 1)
+        }
+        None => (Vec::new(), text.as_str(), 0),
+    };
+    let rows = read_csv_binds(path, body.as_bytes(), skipped)?;
+    Ok((types, rows))
+}
+
+/// A bind file's column types (from `#types:`) and rows.
+pub type BindFile = (Vec<Option<String>>, Vec<Vec<Option<String>>>);
+
+fn read_csv_binds(
+    path: &Path,
+    body: &[u8],
+    skipped: u64,
+) -> Result<Vec<Vec<Option<String>>>, RunError> {
     let mut rdr = csv::ReaderBuilder::new()
         .has_headers(false)
         .flexible(true)
-        .from_path(path)
-        .map_err(|e| RunError::Binds {
-            path: path.to_path_buf(),
-            line: 0,
-            what: e.to_string(),
-        })?;
+        .from_reader(body);
     let mut rows = Vec::new();
     let mut width = None;
     for (n, rec) in rdr.records().enumerate() {
-        let line = n as u64 + 1;
+        let line = n as u64 + 1 + skipped;
         let rec = rec.map_err(|e| RunError::Binds {
             path: path.to_path_buf(),
-            line: e.position().map_or(line, |p| p.line()),
+            line: e.position().map_or(line, |p| p.line() + skipped),
             what: format!("expected comma-separated values: {e}"),
         })?;
         let w = *width.get_or_insert(rec.len());
         if rec.len() != w {
             return Err(RunError::Binds {
                 path: path.to_path_buf(),
-                line: rec.position().map_or(line, |p| p.line()),
+                line: rec.position().map_or(line, |p| p.line() + skipped),
                 what: format!(
                     "expected {w} values like the first line, found {}",
                     rec.len()
@@ -352,7 +458,7 @@ pub fn read_binds(path: &Path) -> Result<Vec<Vec<Option<String>>>, RunError> {
     if rows.is_empty() {
         return Err(RunError::Binds {
             path: path.to_path_buf(),
-            line: 1,
+            line: 1 + skipped,
             what: "expected at least one line of bind values".into(),
         });
     }
@@ -391,6 +497,40 @@ mod tests {
             "select * from t where a = 'it''s' and b = NULL and c = '$1'"
         );
         assert_eq!(inline_binds("select $3", &[Some("x")]), "select $3");
+    }
+
+    #[test]
+    fn typed_bind_files_cast_their_placeholders() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("t.csv");
+        std::fs::write(
+            &p,
+            "#types: int, , timestamp\n1,a,2023-05-11\nNULL,b,2023-05-12\n",
+        )
+        .unwrap();
+        let (types, rows) = read_typed_binds(&p).unwrap();
+        assert_eq!(
+            types,
+            vec![Some("int".into()), None, Some("timestamp".into())]
+        );
+        assert_eq!(rows.len(), 2);
+        assert_eq!(rows[1][0], None);
+        assert_eq!(
+            cast_placeholders("select $1, $2, $3, $1::bigint", &types),
+            "select $1::int, $2, $3::timestamp, $1::bigint"
+        );
+        assert_eq!(
+            map_typed_placeholders("select $1::int, '$2::x'", |n, o| o
+                .push_str(&format!("?{n}"))),
+            "select CAST(?1 AS int), '$2::x'"
+        );
+        // Lines count from the top of the file, the types line included.
+        std::fs::write(&p, "#types: int\n1\n1,2\n").unwrap();
+        let e = read_typed_binds(&p).unwrap_err().to_string();
+        assert!(e.contains("t.csv:3:"), "{e}");
+        std::fs::write(&p, "#types: int; drop\n1\n").unwrap();
+        let e = read_typed_binds(&p).unwrap_err().to_string();
+        assert!(e.contains(":1:") && e.contains("type names"), "{e}");
     }
 
     #[test]

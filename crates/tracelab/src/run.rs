@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use tracelab_db::{start_mariadb, start_postgres, stop, MariaOptions, PgOptions};
 use tracelab_run::{
-    read_binds, run as drive, CacheOptions, ConnectMode, ExeMode, RunOptions, Stop, Timer, Workload,
+    cast_placeholders, read_typed_binds, run as drive, CacheOptions, ConnectMode, ExeMode,
+    RunOptions, Stop, Timer, Workload,
 };
 
 use crate::exit::{self, Failure};
@@ -171,11 +172,15 @@ pub fn run(a: Args) -> Result<i32, Failure> {
             Workload::from_sqldir(dir, mode).map_err(|e| Failure::Usage(e.to_string()))?
         }
         (Some(sql), None) => {
-            let binds = match &a.binds {
-                Some(p) => read_binds(p).map_err(|e| Failure::Usage(e.to_string()))?,
-                None => Vec::new(),
+            let (types, binds) = match &a.binds {
+                Some(p) => read_typed_binds(p).map_err(|e| Failure::Usage(e.to_string()))?,
+                None => (Vec::new(), Vec::new()),
             };
-            Workload::postgres(sql, binds)
+            let mut w = Workload::postgres(sql, binds);
+            for st in &mut w.statements {
+                st.engine_sql = cast_placeholders(&st.engine_sql, &types);
+            }
+            w
         }
         (None, None) => {
             return Err(Failure::Usage(

@@ -511,3 +511,50 @@ fn the_result_cache_answers_the_holiday_lookup_from_memory() {
         dir.path().join("pg").to_str().unwrap(),
     ]);
 }
+
+#[test]
+fn a_types_line_in_the_bind_file_casts_the_values() {
+    let dir = tempfile::tempdir().unwrap();
+    let typed = dir.path().join("typed.csv");
+    std::fs::write(&typed, "#types: text\n10\n").unwrap();
+    let plain = dir.path().join("plain.csv");
+    std::fs::write(&plain, "10\n").unwrap();
+    let run = |binds: &std::path::Path| {
+        tracelab(&[
+            "run",
+            "--engine",
+            "sqlite",
+            "--sql",
+            "select typeof(:1)",
+            "--binds",
+            binds.to_str().unwrap(),
+            "--transactions",
+            "1",
+        ])
+    };
+    // SQLite types the value by its cast: both run, and PostgreSQL-only
+    // syntax never reaches SQLite.
+    let (out, err, code) = run(&typed);
+    assert_eq!(code, 0, "{out}{err}");
+    let (_, err, code) = run(&plain);
+    assert_eq!(code, 0, "{err}");
+    // On PostgreSQL a text value compared with an integer is an error the
+    // untyped value does not have.
+    let pg = |binds: &std::path::Path| {
+        tracelab(&[
+            "run",
+            "--sql",
+            "select 1 where :1 > 5",
+            "--binds",
+            binds.to_str().unwrap(),
+            "--transactions",
+            "1",
+            "--json",
+        ])
+    };
+    let (out, err, code) = pg(&plain);
+    assert_eq!(code, 0, "{out}{err}");
+    let (out, _, code) = pg(&typed);
+    assert_eq!(code, 1);
+    assert!(out.contains("42883"), "{out}");
+}

@@ -138,7 +138,7 @@ pub(crate) trait Conn {
 /// is sent twice.
 pub(crate) fn question_marks(sql: &str) -> (String, Vec<usize>) {
     let mut order = Vec::new();
-    let text = crate::workload::map_dollar_placeholders(sql, |n, out| {
+    let text = crate::workload::map_typed_placeholders(sql, |n, out| {
         order.push(n - 1);
         out.push('?');
     });
@@ -180,5 +180,8 @@ mod tests {
         let (sql, order) = question_marks("select $2, '$1', $1 + $2");
         assert_eq!(sql, "select ?, '$1', ? + ?");
         assert_eq!(order, vec![1, 0, 1]);
+        let (sql, order) = question_marks("select $1::signed, $2");
+        assert_eq!(sql, "select CAST(? AS signed), ?");
+        assert_eq!(order, vec![0, 1]);
     }
 }

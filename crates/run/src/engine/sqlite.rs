@@ -5,7 +5,7 @@
 use rusqlite::{Connection, OpenFlags};
 
 use super::{Conn, DbError};
-use crate::workload::map_dollar_placeholders;
+use crate::workload::map_typed_placeholders;
 
 pub(crate) struct Sqlite {
     conn: Connection,
@@ -49,7 +49,7 @@ pub(crate) fn connect(url: &str) -> Result<Sqlite, DbError> {
 
 impl Conn for Sqlite {
     async fn prepare(&mut self, sql: &str) -> Result<usize, DbError> {
-        let text = map_dollar_placeholders(sql, |n, out| {
+        let text = map_typed_placeholders(sql, |n, out| {
             out.push('?');
             out.push_str(&n.to_string());
         });
