@@ -232,24 +232,12 @@ impl<C: Conn> Session<C> {
         };
         let r = round_trip!(self, cursor, |c| c.execute(first, binds));
         let start = r.start;
-        if let Some(t) = self.trace.as_mut() {
-            if !binds.is_empty() {
-                let _ = t.binds(cursor, binds);
-            }
-            let times = r.times();
-            let _ = t.exec(cursor, times);
-            if let (Ok(rows), None) = (&r.result, later) {
-                let _ = t.fetch(
-                    cursor,
-                    CallTimes {
-                        c: 0,
-                        e: 0,
-                        r: *rows as i64,
-                        ..times
-                    },
-                );
-            }
-        }
+        // With a cursor, the rows come with the FETCHes below.
+        let rows = match (&r.result, later) {
+            (Ok(n), None) => Some(*n),
+            _ => None,
+        };
+        self.trace_exec(cursor, binds, r.times(), rows);
         r.result?;
         let Some((fetch, close)) = later else {
             return Ok((start, self.last_end));
@@ -279,6 +267,36 @@ impl<C: Conn> Session<C> {
         Ok((start, self.last_end))
     }
 
+    /// Traces an execution: its BINDS, its EXEC, and a FETCH of the rows it
+    /// brought back in the same round trip (`rows`), as Oracle writes a
+    /// fetch that took no time of its own.
+    fn trace_exec(
+        &mut self,
+        cursor: u64,
+        binds: &[Option<&str>],
+        times: CallTimes,
+        rows: Option<u64>,
+    ) {
+        let Some(t) = self.trace.as_mut() else {
+            return;
+        };
+        if !binds.is_empty() {
+            let _ = t.binds(cursor, binds);
+        }
+        let _ = t.exec(cursor, times);
+        if let Some(rows) = rows {
+            let _ = t.fetch(
+                cursor,
+                CallTimes {
+                    c: 0,
+                    e: 0,
+                    r: rows as i64,
+                    ..times
+                },
+            );
+        }
+    }
+
     /// Executes a prepared statement in one round trip and returns its
     /// rows' values too (for the result cache); traced as `execute` is.
     async fn execute_rows(
@@ -288,24 +306,8 @@ impl<C: Conn> Session<C> {
         binds: &[Option<&str>],
     ) -> Result<(i64, i64, Rows), DbError> {
         let r = round_trip!(self, cursor, |c| c.fetch_rows(handle, binds));
-        if let Some(t) = self.trace.as_mut() {
-            if !binds.is_empty() {
-                let _ = t.binds(cursor, binds);
-            }
-            let times = r.times();
-            let _ = t.exec(cursor, times);
-            if let Ok(rows) = &r.result {
-                let _ = t.fetch(
-                    cursor,
-                    CallTimes {
-                        c: 0,
-                        e: 0,
-                        r: rows.len() as i64,
-                        ..times
-                    },
-                );
-            }
-        }
+        let rows = r.result.as_ref().ok().map(|rows| rows.len() as u64);
+        self.trace_exec(cursor, binds, r.times(), rows);
         let rows = r.result?;
         Ok((r.start, r.end, rows))
     }
