@@ -1,0 +1,22 @@
+//! The built-in studies, embedded in the binary: `study show NAME` prints
+//! one so that a user can copy and change it.
+
+/// (name, TOML text, SQL files it names).
+pub const STUDIES: &[(&str, &str, &[(&str, &str)])] = &[
+    (
+        "commit-batch",
+        include_str!("../studies/commit-batch.toml"),
+        &[],
+    ),
+    ("redo-undo", include_str!("../studies/redo-undo.toml"), &[]),
+];
+
+/// A built-in study's text.
+pub fn text(name: &str) -> Option<&'static str> {
+    STUDIES.iter().find(|s| s.0 == name).map(|s| s.1)
+}
+
+/// The SQL files of a built-in study (none for a study from a file).
+pub fn files(name: &str) -> &'static [(&'static str, &'static str)] {
+    STUDIES.iter().find(|s| s.0 == name).map_or(&[], |s| s.2)
+}
