@@ -8,7 +8,14 @@ pub const STUDIES: &[(&str, &str, &[(&str, &str)])] = &[
         include_str!("../studies/commit-batch.toml"),
         &[],
     ),
-    ("redo-undo", include_str!("../studies/redo-undo.toml"), &[]),
+    (
+        "redo-undo",
+        include_str!("../studies/redo-undo.toml"),
+        &[(
+            "redo-undo/debt.sql",
+            include_str!("../studies/redo-undo/debt.sql"),
+        )],
+    ),
 ];
 
 /// A built-in study's text.

@@ -356,7 +356,10 @@ fn run_vars(
     }
     for lv in levels {
         for (k, x) in &lv.vars {
-            v.insert(k.clone(), value_text(x));
+            // A level's var may name a study var: rows = "{small}".
+            let text = value_text(x);
+            let text = substitute(&text, &v).unwrap_or(text);
+            v.insert(k.clone(), text);
         }
     }
     v
@@ -649,14 +652,16 @@ fn run_one(
     }
 
     // Before: scripts, then the probes' first look.
+    // The levels' scripts first, the workload's last (it may end with
+    // the CHECKPOINT the measurement starts from).
     let mut before_sql = Vec::new();
-    if let Some(b) = &w.before {
-        before_sql.extend(sql_of(l, "workload.before", b, &e, &vars)?);
-    }
     for lv in &levels {
         if let Some(b) = &lv.before {
             before_sql.extend(sql_of(l, "factors.levels.before", b, &e, &vars)?);
         }
+    }
+    if let Some(b) = &w.before {
+        before_sql.extend(sql_of(l, "workload.before", b, &e, &vars)?);
     }
     for b in &before_sql {
         script(eng, b, "before", &mut m)?;
