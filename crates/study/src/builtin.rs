@@ -1,8 +1,11 @@
 //! The built-in studies, embedded in the binary: `study show NAME` prints
 //! one so that a user can copy and change it.
 
+/// SQL files of a study: (name as the study file writes it, text).
+pub type SqlFiles = &'static [(&'static str, &'static str)];
+
 /// (name, TOML text, SQL files it names).
-pub const STUDIES: &[(&str, &str, &[(&str, &str)])] = &[
+pub const STUDIES: &[(&str, &str, SqlFiles)] = &[
     (
         "commit-batch",
         include_str!("../studies/commit-batch.toml"),
@@ -24,6 +27,6 @@ pub fn text(name: &str) -> Option<&'static str> {
 }
 
 /// The SQL files of a built-in study (none for a study from a file).
-pub fn files(name: &str) -> &'static [(&'static str, &'static str)] {
+pub fn files(name: &str) -> SqlFiles {
     STUDIES.iter().find(|s| s.0 == name).map_or(&[], |s| s.2)
 }

@@ -147,7 +147,7 @@ pub fn run_study(given: &Loaded, o: &Options, obs: &dyn Observer) -> Result<Outc
     let mut engs: BTreeMap<String, Engine> = BTreeMap::new();
     let result = (|| -> Result<Outcome, StudyError> {
         for e in &engines {
-            let eng = open_engine(e, db_for(e), &loaded, &scratch.path().to_path_buf())?;
+            let eng = open_engine(e, db_for(e), &loaded, scratch.path())?;
             engs.insert(e.clone(), eng);
         }
         for eng in engs.values_mut() {
@@ -260,7 +260,7 @@ fn open_engine(
     e: &str,
     db: Option<&str>,
     l: &Loaded,
-    scratch: &PathBuf,
+    scratch: &std::path::Path,
 ) -> Result<Engine, StudyError> {
     let (url, private) = match (e, db) {
         (_, Some(u)) => (u.to_string(), None),

@@ -336,7 +336,7 @@ pub fn render(st: &Stored, format: Format) -> Result<String, StudyError> {
                         })
                         .collect();
                     out.push_str(&svg::line_chart(
-                        &format!("{} {}", ch.title, g.title).trim().to_string(),
+                        format!("{} {}", ch.title, g.title).trim(),
                         &spec.rows,
                         &ch.y_label,
                         ch.log2_x,

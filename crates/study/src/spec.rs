@@ -358,7 +358,7 @@ impl Loaded {
     /// The text of SQL given inline or as a `.sql` file.
     pub fn sql_text(&self, key: &str, sql: &str) -> Result<String, StudyError> {
         let s = sql.trim();
-        if !(s.ends_with(".sql") && !s.contains(char::is_whitespace)) {
+        if !s.ends_with(".sql") || s.contains(char::is_whitespace) {
             return Ok(sql.to_string());
         }
         if let Some((_, t)) = self.embedded.iter().find(|(n, _)| *n == s) {
