@@ -160,7 +160,7 @@ impl Strace {
         })
     }
 
-    /// Detaches and returns `syscalls` (total) and `syscall.NAME` counts.
+    /// Detaches and returns `syscalls` (total) and `syscall_NAME` counts.
     pub fn finish(mut self) -> BTreeMap<String, f64> {
         // SAFETY: sending SIGINT to our own child, whose pid we hold.
         unsafe {
@@ -197,7 +197,7 @@ pub fn parse_strace(text: &str) -> BTreeMap<String, f64> {
         if name == "total" {
             out.insert("syscalls".to_string(), calls);
         } else {
-            out.insert(format!("syscall.{name}"), calls);
+            out.insert(format!("syscall_{name}"), calls);
         }
     }
     out
@@ -286,8 +286,8 @@ mod tests {
                  100.00    0.001000           3       260        3 total\n";
         let m = parse_strace(t);
         assert_eq!(m["syscalls"], 260.0);
-        assert_eq!(m["syscall.fdatasync"], 60.0);
-        assert_eq!(m["syscall.recvfrom"], 200.0);
+        assert_eq!(m["syscall_fdatasync"], 60.0);
+        assert_eq!(m["syscall_recvfrom"], 200.0);
     }
 
     #[test]

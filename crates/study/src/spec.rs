@@ -217,7 +217,7 @@ pub struct Measure {
     #[serde(default = "yes")]
     pub backend_cpu: bool,
     /// Syscall counts of the server (`strace -c -f`), as `syscalls` and
-    /// `syscall.NAME`; skipped with a note where strace is missing.
+    /// `syscall_NAME`; skipped with a note where strace is missing.
     #[serde(default)]
     pub strace: bool,
 }

@@ -356,3 +356,50 @@ fn list_and_show_the_built_in_studies() {
     assert_eq!(code, 2);
     assert!(err.contains("no study `nope`"), "{err}");
 }
+
+#[test]
+fn strace_counts_the_backend_syscalls_or_says_why_not() {
+    let dir = tmp("tracelab-study-strace-");
+    let file = dir.path().join("s.toml");
+    std::fs::write(
+        &file,
+        r#"
+name = "strace-check"
+reps = 1
+[workload]
+sql = "INSERT INTO x VALUES (1)"
+statements = 20
+tx_per_commit = 1
+before = "CREATE TABLE IF NOT EXISTS x (a int)"
+[[factors]]
+name = "n"
+values = [1]
+[measure]
+strace = true
+[report]
+rows = "n"
+columns = [{ name = "f", label = "fdatasync", expr = "$syscall_fdatasync", digits = 0 }]
+"#,
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let (stdout, err, code) = tracelab(&[
+        "study",
+        "run",
+        file.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let strace = Command::new("strace")
+        .arg("-V")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if strace {
+        // One WAL flush per commit, by the backend itself.
+        let f = means(&out, "n", &[], |m| m.get("syscall_fdatasync").copied());
+        assert!(f["1"] >= 20.0, "{f:?}\n{stdout}");
+    } else {
+        assert!(stdout.contains("strace not installed"), "{stdout}");
+    }
+}
