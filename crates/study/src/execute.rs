@@ -286,14 +286,24 @@ fn open_engine(
             )))
         }
     };
-    Ok(Engine {
+    let mut eng = Engine {
         name: e.to_string(),
         url,
         private,
         applied: BTreeMap::new(),
         setup_done: false,
         probe: None,
-    })
+    };
+    // A database that cannot be reached fails the study before any run.
+    if e == "postgres" {
+        if let Err(err) = eng.client() {
+            if let Some(s) = &eng.private {
+                let _ = stop(&s.dir);
+            }
+            return Err(err);
+        }
+    }
+    Ok(eng)
 }
 
 /// Version and relevant settings of an engine, for the report.
@@ -498,9 +508,24 @@ fn apply_server(
     if want == eng.applied {
         return Ok(());
     }
+    if eng.name == "mariadb" {
+        // MariaDB: global variables, set on the running server.
+        let mut sql = String::new();
+        for k in want.keys().chain(eng.applied.keys()) {
+            let v = match want.get(k) {
+                Some(v) if v.parse::<f64>().is_ok() => v.clone(),
+                Some(v) => format!("'{}'", v.replace('\'', "''")),
+                None => "DEFAULT".into(),
+            };
+            sql.push_str(&format!("SET GLOBAL {k} = {v};\n"));
+        }
+        script(eng, &sql, "server settings", &mut BTreeMap::new())?;
+        eng.applied = want;
+        return Ok(());
+    }
     if eng.name != "postgres" {
         return Err(StudyError::Usage(format!(
-            "engine {}: server settings by level are for PostgreSQL only",
+            "engine {}: server settings by level are for PostgreSQL and MariaDB",
             eng.name
         )));
     }

@@ -1,4 +1,5 @@
-//! Line charts as inline SVG. Written by hand rather than with plotters:
+//! Charts as inline SVG: lines over a numeric (log2) axis, bars over
+//! categories. Written by hand rather than with plotters:
 //! the output must be byte-for-byte the same when a report is rebuilt
 //! (no font measuring, no floating layout), it needs only lines, points,
 //! axes and a log2 or categorical x axis, and it keeps fonts out of the
@@ -13,7 +14,7 @@ const H: f64 = 360.0;
 const L: f64 = 70.0;
 const R: f64 = 180.0;
 const T: f64 = 40.0;
-const B: f64 = 50.0;
+const B: f64 = 80.0;
 const COLOURS: &[&str] = &[
     "#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b",
 ];
@@ -55,7 +56,10 @@ pub fn line_chart(
         .flat_map(|(_, p)| p.iter().map(|(_, y)| *y))
         .fold(0.0f64, f64::max);
     let ymax = nice_ceiling(ymax);
-    let (x0, x1) = if x1 > x0 {
+    // Categories are bars, centred in slots of their own.
+    let (x0, x1) = if !numeric {
+        (-0.5, levels.len() as f64 - 0.5)
+    } else if x1 > x0 {
         (x0, x1)
     } else {
         (x0 - 1.0, x0 + 1.0)
@@ -94,19 +98,30 @@ pub fn line_chart(
         );
     }
     for (l, x) in levels.iter().zip(&xs) {
-        let _ = writeln!(
-            s,
-            "<text x=\"{:.1}\" y=\"{}\" text-anchor=\"middle\">{}</text>",
-            px(*x),
-            H - B + 16.0,
-            esc(l)
-        );
+        if numeric {
+            let _ = writeln!(
+                s,
+                "<text x=\"{:.1}\" y=\"{}\" text-anchor=\"middle\">{}</text>",
+                px(*x),
+                H - B + 16.0,
+                esc(l)
+            );
+        } else {
+            // Slanted, so that long level names do not run into each other.
+            let _ = writeln!(
+                s,
+                "<text transform=\"translate({:.1} {}) rotate(-25)\" text-anchor=\"end\">{}</text>",
+                px(*x) + 4.0,
+                H - B + 14.0,
+                esc(l)
+            );
+        }
     }
     let _ = writeln!(
         s,
         "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}{}</text>",
         (W - R + L) / 2.0,
-        H - 12.0,
+        if numeric { H - B + 36.0 } else { H - 4.0 },
         esc(x_label),
         if numeric { " (log2 scale)" } else { "" }
     );
@@ -116,8 +131,33 @@ pub fn line_chart(
         (H - B + T) / 2.0,
         esc(y_label)
     );
+    let slot = (W - L - R) / levels.len().max(1) as f64;
+    let bar_w = slot * 0.7 / series.len().max(1) as f64;
     for (i, (label, pts)) in series.iter().enumerate() {
         let c = COLOURS[i % COLOURS.len()];
+        let ly = T + 10.0 + 18.0 * i as f64;
+        let _ = writeln!(
+            s,
+            "<line x1=\"{0}\" x2=\"{1}\" y1=\"{ly}\" y2=\"{ly}\" stroke=\"{c}\" stroke-width=\"{5}\"/><text x=\"{2}\" y=\"{3}\">{4}</text>",
+            W - R + 12.0,
+            W - R + 32.0,
+            W - R + 38.0,
+            ly + 4.0,
+            esc(label),
+            if numeric { 2 } else { 8 }
+        );
+        if !numeric {
+            for (x, y) in pts {
+                let left = px(xpos(x)) - slot * 0.35 + bar_w * i as f64;
+                let _ = writeln!(
+                    s,
+                    "<rect x=\"{left:.1}\" y=\"{:.1}\" width=\"{bar_w:.1}\" height=\"{:.1}\" fill=\"{c}\"/>",
+                    py(*y),
+                    (py(0.0) - py(*y)).max(0.0)
+                );
+            }
+            continue;
+        }
         let d: Vec<String> = pts
             .iter()
             .enumerate()
@@ -143,16 +183,6 @@ pub fn line_chart(
                 py(*y)
             );
         }
-        let ly = T + 10.0 + 18.0 * i as f64;
-        let _ = writeln!(
-            s,
-            "<line x1=\"{0}\" x2=\"{1}\" y1=\"{ly}\" y2=\"{ly}\" stroke=\"{c}\" stroke-width=\"2\"/><text x=\"{2}\" y=\"{3}\">{4}</text>",
-            W - R + 12.0,
-            W - R + 32.0,
-            W - R + 38.0,
-            ly + 4.0,
-            esc(label)
-        );
     }
     s.push_str("</svg>\n");
     s
@@ -175,6 +205,17 @@ fn nice_ceiling(y: f64) -> f64 {
 fn tick(y: f64) -> String {
     if y == 0.0 {
         "0".into()
+    } else if y >= 1e4 {
+        // 7.5M, 250k: short enough to sit beside the axis.
+        let (v, unit) = if y >= 1e9 {
+            (y / 1e9, "G")
+        } else if y >= 1e6 {
+            (y / 1e6, "M")
+        } else {
+            (y / 1e3, "k")
+        };
+        let t = format!("{v:.2}");
+        format!("{}{unit}", t.trim_end_matches('0').trim_end_matches('.'))
     } else if y >= 100.0 {
         format!("{y:.0}")
     } else {
@@ -213,5 +254,7 @@ mod tests {
         );
         assert_eq!(nice_ceiling(0.07), 0.1);
         assert_eq!(nice_ceiling(130.0), 200.0);
+        assert_eq!(tick(7_500_000.0), "7.5M");
+        assert_eq!(tick(0.25), "0.25");
     }
 }
