@@ -798,9 +798,9 @@ fn run_one(
                 ns.saturating_sub(cost) as f64 / 1e6,
             );
         }
-        ("postgres", Some(None)) => {
-            notes.push("backend CPU not read (sessions not seen idle)".into())
-        }
+        ("postgres", Some(None)) => notes.push(
+            "backend CPU not measured for a run (its sessions were not seen done and idle)".into(),
+        ),
         ("sqlite", _) => {
             // SQLite runs in this process: its CPU is ours (the driver's
             // included).

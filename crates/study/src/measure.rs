@@ -36,7 +36,7 @@ pub fn self_cpu_ns() -> u64 {
 /// never idle that long. The reading is taken while the backend still
 /// exists, so nothing of its work is lost.
 pub struct CpuWatch {
-    handle: Option<std::thread::JoinHandle<Option<u64>>>,
+    handle: Option<std::thread::JoinHandle<(Option<u64>, Instant)>>,
     stop: Arc<AtomicBool>,
 }
 
@@ -96,7 +96,7 @@ impl CpuWatch {
                 }
             }
             let _ = std::fs::write(&release, b"");
-            result
+            (result, Instant::now())
         });
         Some(CpuWatch {
             handle: Some(handle),
@@ -104,10 +104,16 @@ impl CpuWatch {
         })
     }
 
-    /// The backends' CPU, ns, if it was read.
+    /// The backends' CPU, ns, if it was read at the end of their work.
+    /// Call when the run has returned: a run that went on for more than a
+    /// second after the reading (the sessions only paused, say, because
+    /// the client was starved) had work left, and its reading is dropped.
     pub fn finish(mut self) -> Option<u64> {
         self.stop.store(true, Ordering::Relaxed);
-        self.handle.take().and_then(|h| h.join().ok().flatten())
+        let (cpu, released) = self.handle.take().and_then(|h| h.join().ok())?;
+        (released.elapsed() < Duration::from_secs(1))
+            .then_some(cpu)
+            .flatten()
     }
 }
 

@@ -234,8 +234,12 @@ pub fn render(st: &Stored, format: Format) -> Result<String, StudyError> {
     } else {
         format!("{} — {}", study.name, study.title)
     };
+    let order = match study.order {
+        crate::spec::Order::Interleaved => "interleaved order".to_string(),
+        crate::spec::Order::Random => format!("random order (seed {})", st.seed),
+    };
     let subtitle = format!(
-        "{} of {} runs{}, {} repetition{} per cell; values are means of the repetitions",
+        "{} of {} runs{}, {} repetition{} per cell in {order}; values are means of the repetitions",
         st.runs.len(),
         st.planned,
         if st.quick { " (--quick)" } else { "" },
