@@ -86,13 +86,15 @@ impl Compare {
             Some(_) => {
                 let pct = (self.ratio - 1.0) * 100.0;
                 let word = if pct >= 0.0 { "higher" } else { "lower" };
+                // Small differences keep a decimal: "higher by 0.2%".
+                let d = if pct.abs() < 10.0 { 1 } else { 0 };
                 match self.ratio_ci {
                     Some((lo, hi)) => {
                         let (a, b) = ((lo - 1.0) * 100.0, (hi - 1.0) * 100.0);
                         let (a, b) = if pct >= 0.0 { (a, b) } else { (-b, -a) };
-                        format!("{word} by {:.0}% (95% CI {a:.0}..{b:.0}%)", pct.abs())
+                        format!("{word} by {:.d$}% (95% CI {a:.d$}..{b:.d$}%)", pct.abs())
                     }
-                    None => format!("{word} by {:.0}%", pct.abs()),
+                    None => format!("{word} by {:.d$}%", pct.abs()),
                 }
             }
         }
