@@ -744,6 +744,11 @@ fn run_one(
     } else {
         None
     };
+    let trace_dir = scratch.join(format!("trace-{}", p.seq));
+    if s.measure.trace {
+        let _ = std::fs::remove_dir_all(&trace_dir);
+        opts.trace_dir = Some(trace_dir.clone());
+    }
     let cpu0 = measure::self_cpu_ns();
     let summary: Summary = tracelab_run::run(&opts, &workload)
         .map_err(|e| StudyError::Database(format!("run {}: {e}", cell_key(&p.cell))))?;
@@ -774,6 +779,13 @@ fn run_one(
     }
     if let Some(st) = strace {
         m.extend(st.finish());
+    }
+    if s.measure.trace {
+        match measure::trace_profile(&trace_dir) {
+            Ok(t) => m.extend(t),
+            Err(e) => notes.push(format!("traces not profiled: {e}")),
+        }
+        let _ = std::fs::remove_dir_all(&trace_dir);
     }
 
     // The run's own figures.

@@ -297,10 +297,71 @@ mod tests {
     }
 
     #[test]
+    fn call_names_become_measurement_names() {
+        assert_eq!(
+            measurement_name("SQL*Net message from client"),
+            "sql_net_message_from_client"
+        );
+        assert_eq!(measurement_name("EXEC"), "exec");
+    }
+
+    #[test]
     fn our_own_process_has_a_parent_and_cpu() {
         let me = std::process::id() as i32;
         assert!(parent_pid(me).is_some());
         assert!(process_cpu_ns(me).unwrap() > 0);
         assert!(self_cpu_ns() > 0);
     }
+}
+
+/// The profile of a run's traces by call name, as `tracelab skew
+/// --select='$dur'` prints it (every call at the top depth), as
+/// measurements: `trace_NAME_s`,
+/// `trace_NAME_calls`, `trace_total_s`.
+pub fn trace_profile(dir: &Path) -> Result<BTreeMap<String, f64>, String> {
+    let mut files: Vec<String> = std::fs::read_dir(dir)
+        .map_err(|e| format!("{}: {e}", dir.display()))?
+        .filter_map(|e| e.ok())
+        .map(|e| e.path().to_string_lossy().into_owned())
+        .filter(|p| p.ends_with(".trc"))
+        .collect();
+    files.sort();
+    if files.is_empty() {
+        return Err(format!("{}: no trace files", dir.display()));
+    }
+    // Durations ($dur: a call's e, a wait's ela), not mrskew's default
+    // accounted-for time ($af, a call's CPU only when nothing is nested).
+    let opts = tracelab_skew::SkewOptions {
+        select: Some("$dur".into()),
+        top: 0,
+        jobs: 1,
+        ..tracelab_skew::SkewOptions::default()
+    };
+    let out = tracelab_skew::profile(&opts, &files, None).map_err(|e| e.to_string())?;
+    let mut m = BTreeMap::new();
+    for row in &out.report.rows {
+        if let Some(st) = &row.stats {
+            let name = measurement_name(&row.label);
+            m.insert(format!("trace_{name}_s"), st.duration);
+            m.insert(format!("trace_{name}_calls"), st.calls as f64);
+        }
+    }
+    if let Some(st) = &out.report.total.stats {
+        m.insert("trace_total_s".into(), st.duration);
+    }
+    Ok(m)
+}
+
+/// A call name as a measurement name usable in expressions:
+/// "SQL*Net message from client" → `sql_net_message_from_client`.
+fn measurement_name(label: &str) -> String {
+    let mut out = String::new();
+    for c in label.trim().chars() {
+        if c.is_ascii_alphanumeric() {
+            out.push(c.to_ascii_lowercase());
+        } else if !out.ends_with('_') {
+            out.push('_');
+        }
+    }
+    out.trim_matches('_').to_string()
 }

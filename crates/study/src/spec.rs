@@ -220,6 +220,11 @@ pub struct Measure {
     /// `syscall_NAME`; skipped with a note where strace is missing.
     #[serde(default)]
     pub strace: bool,
+    /// A 10046 trace of every session, profiled by the skew engine:
+    /// `trace_NAME_s` and `trace_NAME_calls` per call name (`exec`,
+    /// `commit`, `sql_net_message_from_client`, ...) and `trace_total_s`.
+    #[serde(default)]
+    pub trace: bool,
 }
 
 impl Default for Measure {
@@ -227,6 +232,7 @@ impl Default for Measure {
         Measure {
             backend_cpu: true,
             strace: false,
+            trace: false,
         }
     }
 }

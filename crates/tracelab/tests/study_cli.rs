@@ -403,3 +403,47 @@ columns = [{ name = "f", label = "fdatasync", expr = "$syscall_fdatasync", digit
         assert!(stdout.contains("strace not installed"), "{stdout}");
     }
 }
+
+#[test]
+fn trace_profiles_through_the_skew_engine_add_up_to_the_run() {
+    let dir = tmp("tracelab-study-trace-");
+    let file = dir.path().join("t.toml");
+    std::fs::write(
+        &file,
+        r#"
+name = "trace-check"
+reps = 2
+[workload]
+sql = "INSERT INTO x VALUES (1)"
+statements = 40
+tx_per_commit = 4
+before = "CREATE TABLE IF NOT EXISTS x (a int)"
+[[factors]]
+name = "n"
+values = [1]
+[measure]
+trace = true
+[report]
+rows = "n"
+columns = [{ name = "t", label = "traced s", expr = "$trace_total_s", digits = 4 }]
+"#,
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let (_, err, code) = tracelab(&[
+        "study",
+        "run",
+        file.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let xctend = means(&out, "n", &[], |m| m.get("trace_xctend_calls").copied());
+    assert_eq!(xctend["1"], 10.0, "one XCTEND per commit");
+    // Every call and the time between calls: the traced total is the
+    // session's elapsed time.
+    let ratio = means(&out, "n", &[], |m| {
+        Some(m.get("trace_total_s")? * 1000.0 / m.get("elapsed_ms")?)
+    });
+    assert!((0.95..1.05).contains(&ratio["1"]), "{ratio:?}");
+}
