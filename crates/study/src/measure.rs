@@ -278,42 +278,6 @@ fn fsync_rate(dir: &Path) -> Option<f64> {
     Some(rate)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn reads_the_strace_table() {
-        let t = "% time     seconds  usecs/call     calls    errors syscall\n\
-                 ------ ----------- ----------- --------- --------- ----------------\n\
-                  60.00    0.000600          10        60           fdatasync\n\
-                  40.00    0.000400           2       200        3 recvfrom\n\
-                 ------ ----------- ----------- --------- --------- ----------------\n\
-                 100.00    0.001000           3       260        3 total\n";
-        let m = parse_strace(t);
-        assert_eq!(m["syscalls"], 260.0);
-        assert_eq!(m["syscall_fdatasync"], 60.0);
-        assert_eq!(m["syscall_recvfrom"], 200.0);
-    }
-
-    #[test]
-    fn call_names_become_measurement_names() {
-        assert_eq!(
-            measurement_name("SQL*Net message from client"),
-            "sql_net_message_from_client"
-        );
-        assert_eq!(measurement_name("EXEC"), "exec");
-    }
-
-    #[test]
-    fn our_own_process_has_a_parent_and_cpu() {
-        let me = std::process::id() as i32;
-        assert!(parent_pid(me).is_some());
-        assert!(process_cpu_ns(me).unwrap() > 0);
-        assert!(self_cpu_ns() > 0);
-    }
-}
-
 /// The profile of a run's traces by call name, as `tracelab skew
 /// --select='$dur'` prints it (every call at the top depth), as
 /// measurements: `trace_NAME_s`,
@@ -364,4 +328,40 @@ fn measurement_name(label: &str) -> String {
         }
     }
     out.trim_matches('_').to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_the_strace_table() {
+        let t = "% time     seconds  usecs/call     calls    errors syscall\n\
+                 ------ ----------- ----------- --------- --------- ----------------\n\
+                  60.00    0.000600          10        60           fdatasync\n\
+                  40.00    0.000400           2       200        3 recvfrom\n\
+                 ------ ----------- ----------- --------- --------- ----------------\n\
+                 100.00    0.001000           3       260        3 total\n";
+        let m = parse_strace(t);
+        assert_eq!(m["syscalls"], 260.0);
+        assert_eq!(m["syscall_fdatasync"], 60.0);
+        assert_eq!(m["syscall_recvfrom"], 200.0);
+    }
+
+    #[test]
+    fn call_names_become_measurement_names() {
+        assert_eq!(
+            measurement_name("SQL*Net message from client"),
+            "sql_net_message_from_client"
+        );
+        assert_eq!(measurement_name("EXEC"), "exec");
+    }
+
+    #[test]
+    fn our_own_process_has_a_parent_and_cpu() {
+        let me = std::process::id() as i32;
+        assert!(parent_pid(me).is_some());
+        assert!(process_cpu_ns(me).unwrap() > 0);
+        assert!(self_cpu_ns() > 0);
+    }
 }
