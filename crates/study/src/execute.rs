@@ -81,9 +81,12 @@ fn now_seed() -> u64 {
 pub fn run_study(given: &Loaded, o: &Options, obs: &dyn Observer) -> Result<Outcome, StudyError> {
     // A resumed study is the stored one: same file, same plan.
     let seed = o.choice.seed.or(given.study.seed).unwrap_or_else(now_seed);
+    let mut quick = o.choice.quick;
     let (loaded, planned, mut store) = if o.resume {
         let store = Store::open(&o.out, false)?;
         let st = store.load()?;
+        // The stored study decides, --quick or not.
+        quick = st.quick;
         let loaded = Loaded::parse(&st.file, &st.text, given.dir.clone(), given.embedded)?;
         if loaded.study.name != given.study.name {
             return Err(StudyError::Usage(format!(
@@ -96,6 +99,10 @@ pub fn run_study(given: &Loaded, o: &Options, obs: &dyn Observer) -> Result<Outc
         let p = store.plan()?;
         (loaded, p, Some(store))
     } else {
+        if o.out.join(crate::store::FILE).exists() {
+            // Refused before any server starts.
+            Store::open(&o.out, true)?;
+        }
         let p = plan(given, &o.choice, seed)?;
         (given.clone(), p, None)
     };
@@ -166,7 +173,7 @@ pub fn run_study(given: &Loaded, o: &Options, obs: &dyn Observer) -> Result<Outc
                         name: &study.name,
                         file: &loaded.file,
                         text: &loaded.text,
-                        quick: o.choice.quick,
+                        quick,
                         reps,
                         seed,
                     },
@@ -193,15 +200,7 @@ pub fn run_study(given: &Loaded, o: &Options, obs: &dyn Observer) -> Result<Outc
             let eng = engs
                 .get_mut(&e)
                 .ok_or_else(|| StudyError::Usage(format!("engine {e} not started")))?;
-            let r = run_one(
-                &loaded,
-                o.choice.quick,
-                p,
-                eng,
-                &restart_keys,
-                scratch.path(),
-                obs,
-            )?;
+            let r = run_one(&loaded, quick, p, eng, &restart_keys, scratch.path(), obs)?;
             store.record(
                 p.seq,
                 t0.elapsed().as_secs_f64(),

@@ -188,7 +188,24 @@ fn run_one(r: RunArgs) -> Result<i32, Failure> {
     let bar = Bar(bar);
     let outcome = run_study(&loaded, &opts, &bar);
     bar.0.finish_and_clear();
-    let outcome = outcome?;
+    let outcome = match outcome {
+        Ok(o) => o,
+        Err(e) => {
+            // What was measured is kept: say how to go on from it.
+            let has_runs = Store::open(&out, false)
+                .and_then(|s| s.done())
+                .is_ok_and(|d| !d.is_empty());
+            if has_runs {
+                eprintln!(
+                    "tracelab: the runs done are in {}; after fixing the cause, continue with `tracelab study run {} --out {} --resume`",
+                    out.display(),
+                    r.study,
+                    out.display()
+                );
+            }
+            return Err(e.into());
+        }
+    };
     // The report is built from the store, as `study report` builds it.
     let stored = Store::open(&out, false)?.load()?;
     for (fmt, file) in [
