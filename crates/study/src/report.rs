@@ -65,7 +65,9 @@ impl Table {
     }
 
     fn markdown(&self, out: &mut String) {
-        let _ = writeln!(out, "| {} |", self.head.join(" | "));
+        let cell = |c: &String| c.replace('|', "\\|");
+        let line = |r: &Vec<String>| r.iter().map(cell).collect::<Vec<_>>().join(" | ");
+        let _ = writeln!(out, "| {} |", line(&self.head));
         let _ = writeln!(
             out,
             "|{}|",
@@ -75,7 +77,7 @@ impl Table {
                 .join("|")
         );
         for r in &self.rows {
-            let _ = writeln!(out, "| {} |", r.join(" | "));
+            let _ = writeln!(out, "| {} |", line(r));
         }
     }
 
@@ -568,6 +570,18 @@ p.note{color:#844}svg{display:block;margin:1em 0}";
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn markdown_cells_escape_the_bar() {
+        let t = Table {
+            head: vec!["expr".into()],
+            rows: vec![vec!["$a || $b".into()]],
+            left: 1,
+        };
+        let mut out = String::new();
+        t.markdown(&mut out);
+        assert_eq!(out, "| expr |\n|---|\n| $a \\|\\| $b |\n");
+    }
 
     #[test]
     fn numbers_group_thousands() {
