@@ -30,3 +30,12 @@ pub fn text(name: &str) -> Option<&'static str> {
 pub fn files(name: &str) -> SqlFiles {
     STUDIES.iter().find(|s| s.0 == name).map_or(&[], |s| s.2)
 }
+
+/// An SQL file of any built-in study, by the name its study uses.
+pub fn sql_file(name: &str) -> Option<&'static str> {
+    STUDIES
+        .iter()
+        .flat_map(|s| s.2.iter())
+        .find(|(n, _)| *n == name)
+        .map(|(_, t)| *t)
+}

@@ -370,9 +370,18 @@ impl Loaded {
         if let Some((_, t)) = self.embedded.iter().find(|(n, _)| *n == s) {
             return Ok(t.to_string());
         }
-        match &self.dir {
-            Some(d) => std::fs::read_to_string(d.join(s))
-                .map_err(|e| self.error(key, format!("cannot read SQL file {s}: {e}"))),
+        let on_disk = self
+            .dir
+            .as_ref()
+            .map(|d| std::fs::read_to_string(d.join(s)));
+        match on_disk {
+            Some(Ok(t)) => Ok(t),
+            // A copy of a built-in study may keep naming the built-in's
+            // SQL files (`tracelab study show redo-undo/debt.sql` prints one).
+            _ if crate::builtin::sql_file(s).is_some() => {
+                Ok(crate::builtin::sql_file(s).unwrap_or_default().to_string())
+            }
+            Some(Err(e)) => Err(self.error(key, format!("cannot read SQL file {s}: {e}"))),
             None => Err(self.error(key, format!("no SQL file {s} in this study"))),
         }
     }

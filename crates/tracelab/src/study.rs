@@ -24,7 +24,8 @@ pub struct Args {
 enum Command {
     /// The built-in studies.
     List,
-    /// Print a built-in study's file, to copy and change.
+    /// Print a built-in study's file (or one of its SQL files, e.g.
+    /// redo-undo/debt.sql), to copy and change.
     Show { name: String },
     /// Run a study (built-in name or file) and print its report.
     Run(RunArgs),
@@ -42,7 +43,7 @@ enum Command {
 struct RunArgs {
     /// A built-in study (`tracelab study list`) or a study file.
     study: String,
-    /// Fewer levels, rows and repetitions: minutes, not tens of minutes.
+    /// Fewer levels, rows and repetitions: well under 3 minutes.
     #[arg(long)]
     quick: bool,
     /// Repetitions of every cell (overrides the file).
@@ -104,7 +105,7 @@ pub fn run(a: Args) -> Result<i32, Failure> {
             }
             Ok(exit::OK)
         }
-        Command::Show { name } => match builtin::text(&name) {
+        Command::Show { name } => match builtin::text(&name).or_else(|| builtin::sql_file(&name)) {
             Some(t) => {
                 print!("{t}");
                 Ok(exit::OK)

@@ -352,6 +352,9 @@ fn list_and_show_the_built_in_studies() {
     let (text, _, code) = tracelab(&["study", "show", "redo-undo"]);
     assert_eq!(code, 0);
     assert!(text.contains("name = \"redo-undo\""));
+    let (sql, _, code) = tracelab(&["study", "show", "redo-undo/debt.sql"]);
+    assert_eq!(code, 0);
+    assert!(sql.contains("VACUUM (FREEZE) t"), "{sql}");
     let (_, err, code) = tracelab(&["study", "show", "nope"]);
     assert_eq!(code, 2);
     assert!(err.contains("no study `nope`"), "{err}");
