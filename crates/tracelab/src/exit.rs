@@ -9,6 +9,7 @@
 
 use tracelab_db::DbError;
 use tracelab_skew::SkewError;
+use tracelab_study::StudyError;
 
 pub const OK: i32 = 0;
 pub const TROUBLE: i32 = 1;
@@ -27,6 +28,8 @@ pub enum Failure {
     Skew(#[from] SkewError),
     #[error(transparent)]
     Db(#[from] DbError),
+    #[error(transparent)]
+    Study(StudyError),
     #[error("{0}")]
     Usage(String),
     #[error("cannot write {what}: {source}")]
@@ -44,6 +47,12 @@ impl Failure {
             Failure::Db(DbError::Setting { .. }) => USAGE,
             Failure::Db(_) => DB,
             Failure::Output { .. } => OUTPUT,
+            Failure::Study(e) => match e {
+                StudyError::File { .. } | StudyError::NoStudy(_) | StudyError::Usage(_) => USAGE,
+                StudyError::Requirements(_) => TROUBLE,
+                StudyError::Io { .. } | StudyError::Store { .. } => OUTPUT,
+                StudyError::Database(_) | StudyError::Server(_) => DB,
+            },
         }
     }
 }

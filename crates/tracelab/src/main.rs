@@ -7,6 +7,7 @@ mod exit;
 mod progress;
 mod run;
 mod skew;
+mod study;
 
 use clap::{Parser, Subcommand};
 
@@ -33,6 +34,9 @@ enum Command {
     /// Drive a statement from many sessions, measure every call, trace it
     /// (PostgreSQL; a private server when no --db is given).
     Run(Box<run::Args>),
+    /// Run controlled experiments (built-in studies or study files), keep
+    /// every run in a results store, report with statistics and charts.
+    Study(Box<study::Args>),
 }
 
 fn main() {
@@ -51,6 +55,7 @@ fn main() {
         Command::Skew(a) => skew::run(*a),
         Command::Db(a) => db::run(a),
         Command::Run(a) => run::run(*a),
+        Command::Study(a) => study::run(*a),
     };
     match status {
         Ok(code) => std::process::exit(code),

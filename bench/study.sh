@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Wall time of the built-in studies on the private PostgreSQL, for the
+# README ("tracelab study", run times). The acceptance bound is < 3 min
+# for each --quick study on this machine.
+#
+# Usage (from the repository root):
+#     bash bench/study.sh              # both studies, --quick
+#     FULL=1 bash bench/study.sh       # the full versions too (tens of minutes)
+#     TL=target/debug/tracelab bash bench/study.sh   # without a release build
+set -euo pipefail
+
+OUT=${BENCH_DIR:-bench/out}/study
+TL=${TL:-target/release/tracelab}
+
+[[ -f Cargo.toml && -d crates/tracelab ]] || { echo "run me from the repository root" >&2; exit 1; }
+[[ $TL == target/release/tracelab ]] && cargo build --release -q -p tracelab
+rm -rf "$OUT"
+mkdir -p "$OUT"
+
+modes=(--quick)
+[[ -n ${FULL:-} ]] && modes+=(full)
+echo "study | mode | runs | wall s"
+echo "---|---|---:|---:"
+for study in commit-batch redo-undo; do
+  for mode in "${modes[@]}"; do
+    args=()
+    [[ $mode == --quick ]] && args+=(--quick)
+    dir="$OUT/$study${args[*]:+-quick}"
+    start=$(date +%s.%N)
+    "$TL" study run "$study" "${args[@]}" --out "$dir" > "$dir.txt" 2> "$dir.err"
+    end=$(date +%s.%N)
+    runs=$(grep -m1 -o '^[0-9]* of [0-9]* runs' "$dir.txt" | cut -d' ' -f1)
+    printf '%s | %s | %s | %.0f\n' "$study" "${mode#--}" "$runs" "$(echo "$end - $start" | bc)"
+  done
+done

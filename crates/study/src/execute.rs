@@ -1,0 +1,931 @@
+//! Running a study: check the engines, start the private server, then for
+//! each planned run apply its levels, warm up, measure and store it.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tracelab_db::{start_postgres, stop, PgOptions, ServerState};
+use tracelab_run::{read_binds, RunOptions, Stop, Summary, Workload};
+
+use crate::engine::{engine_of_url, redact, requirement};
+use crate::error::{pg, StudyError};
+use crate::measure::{self, CpuWatch, Strace};
+use crate::plan::{cell_key, plan, Choice, Planned};
+use crate::script::{statements, substitute};
+use crate::spec::{value_text, Level, Loaded, Num, Sql, When};
+use crate::store::{Header, Store};
+
+/// How to run a study.
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub choice: Choice,
+    /// `--db` URLs, one per engine at most (the scheme names the engine).
+    pub dbs: Vec<String>,
+    pub out: PathBuf,
+    pub resume: bool,
+    /// Set by Ctrl-C: stop after the current run.
+    pub interrupt: Arc<AtomicBool>,
+}
+
+/// Told about progress (the CLI draws a bar).
+pub trait Observer {
+    fn begin(&self, total: usize, done: usize);
+    fn run_done(&self, cell: &str);
+    fn note(&self, msg: &str);
+}
+
+/// What a `run` did.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    pub store: PathBuf,
+    pub ran: usize,
+    pub skipped: usize,
+    pub interrupted: bool,
+}
+
+/// One engine's connection state during a study.
+struct Engine {
+    name: String,
+    url: String,
+    private: Option<ServerState>,
+    /// Server settings applied with ALTER SYSTEM, as the levels want.
+    applied: BTreeMap<String, String>,
+    setup_done: bool,
+    probe: Option<postgres::Client>,
+}
+
+impl Engine {
+    fn client(&mut self) -> Result<&mut postgres::Client, StudyError> {
+        if self.probe.as_mut().is_none_or(|c| c.is_closed()) {
+            self.probe = Some(
+                postgres::Client::connect(&self.url, postgres::NoTls)
+                    .map_err(|e| pg(&format!("connect to {}", redact(&self.url)), e))?,
+            );
+        }
+        self.probe
+            .as_mut()
+            .ok_or_else(|| StudyError::Database("no connection".into()))
+    }
+}
+
+fn now_seed() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(1, |d| d.as_nanos() as u64)
+}
+
+/// Runs (or continues) a study; every finished run is in the store.
+pub fn run_study(given: &Loaded, o: &Options, obs: &dyn Observer) -> Result<Outcome, StudyError> {
+    // A resumed study is the stored one: same file, same plan.
+    let seed = o.choice.seed.or(given.study.seed).unwrap_or_else(now_seed);
+    let mut quick = o.choice.quick;
+    let (loaded, planned, mut store) = if o.resume {
+        let store = Store::open(&o.out, false)?;
+        let st = store.load()?;
+        // The stored study decides, --quick or not.
+        quick = st.quick;
+        let loaded = Loaded::parse(&st.file, &st.text, given.dir.clone(), given.embedded)?;
+        if loaded.study.name != given.study.name {
+            return Err(StudyError::Usage(format!(
+                "{} holds study `{}`, not `{}`",
+                store.path().display(),
+                loaded.study.name,
+                given.study.name
+            )));
+        }
+        let p = store.plan()?;
+        (loaded, p, Some(store))
+    } else {
+        if o.out.join(crate::store::FILE).exists() {
+            // Refused before any server starts.
+            Store::open(&o.out, true)?;
+        }
+        let p = plan(given, &o.choice, seed)?;
+        (given.clone(), p, None)
+    };
+    let study = &loaded.study;
+    let scratch = tempfile::Builder::new()
+        .prefix("tracelab-study-")
+        .tempdir_in("/tmp")
+        .map_err(crate::error::io("/tmp"))?;
+    // The private server runs as an unprivileged user, who must reach it.
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let _ = std::fs::set_permissions(scratch.path(), std::fs::Permissions::from_mode(0o755));
+    }
+
+    // Requirements of every engine the plan uses, before any run.
+    let engines: BTreeSet<String> = planned.iter().map(|p| engine_of(&p.cell)).collect();
+    let restart_keys: BTreeSet<String> = study
+        .factors
+        .iter()
+        .flat_map(|f| f.all_levels())
+        .flat_map(|l| l.restart.keys().cloned().collect::<Vec<_>>())
+        .collect();
+    let db_for = |e: &str| {
+        o.dbs
+            .iter()
+            .find(|u| engine_of_url(u) == Some(e))
+            .map(String::as_str)
+    };
+    for u in &o.dbs {
+        if engine_of_url(u).is_none() {
+            return Err(StudyError::Usage(format!(
+                "--db {}: expected a postgres://, mysql:// or sqlite: URL",
+                redact(u)
+            )));
+        }
+    }
+    let mut problems = Vec::new();
+    for e in &engines {
+        let restarts =
+            e == "postgres" && !restart_keys.is_empty() && uses_restart(&loaded, &planned);
+        problems.extend(requirement(e, db_for(e), scratch.path(), restarts));
+    }
+    if !problems.is_empty() {
+        return Err(StudyError::Requirements(problems));
+    }
+
+    let mut facts = measure::machine_facts(scratch.path());
+    // Engines, started (private) or connected (--db).
+    let mut engs: BTreeMap<String, Engine> = BTreeMap::new();
+    let result = (|| -> Result<Outcome, StudyError> {
+        for e in &engines {
+            let eng = open_engine(e, db_for(e), &loaded, scratch.path())?;
+            engs.insert(e.clone(), eng);
+        }
+        for eng in engs.values_mut() {
+            facts.extend(engine_facts(eng));
+        }
+        let mut store = match store.take() {
+            Some(s) => {
+                s.facts(&facts)?;
+                s
+            }
+            None => {
+                let mut s = Store::open(&o.out, true)?;
+                let reps = planned.iter().map(|p| p.rep + 1).max().unwrap_or(1);
+                s.begin(
+                    &Header {
+                        name: &study.name,
+                        file: &loaded.file,
+                        text: &loaded.text,
+                        quick,
+                        reps,
+                        seed,
+                    },
+                    &facts,
+                    &planned,
+                )?;
+                s
+            }
+        };
+        let done = store.done()?;
+        obs.begin(planned.len(), done.len());
+        let mut ran = 0;
+        let mut interrupted = false;
+        for p in &planned {
+            if done.contains(&p.seq) {
+                continue;
+            }
+            if o.interrupt.load(Ordering::Relaxed) {
+                interrupted = true;
+                break;
+            }
+            let t0 = Instant::now();
+            let e = engine_of(&p.cell);
+            let eng = engs
+                .get_mut(&e)
+                .ok_or_else(|| StudyError::Usage(format!("engine {e} not started")))?;
+            let r = run_one(&loaded, quick, p, eng, &restart_keys, scratch.path(), obs)?;
+            store.record(
+                p.seq,
+                t0.elapsed().as_secs_f64(),
+                &r.vars,
+                &r.summary,
+                &r.measurements,
+                &r.notes.join("; "),
+            )?;
+            ran += 1;
+            obs.run_done(&cell_key(&p.cell));
+        }
+        Ok(Outcome {
+            store: store.path().to_path_buf(),
+            ran,
+            skipped: done.len(),
+            interrupted,
+        })
+    })();
+    for eng in engs.values_mut() {
+        eng.probe = None;
+        if let Some(s) = &eng.private {
+            let _ = stop(&s.dir);
+        }
+    }
+    result
+}
+
+/// Whether a planned run uses a level with restart settings.
+fn uses_restart(l: &Loaded, planned: &[Planned]) -> bool {
+    planned.iter().any(|p| {
+        levels_of(l, &p.cell)
+            .iter()
+            .any(|lv| !lv.restart.is_empty())
+    })
+}
+
+fn engine_of(cell: &[(String, String)]) -> String {
+    cell.iter()
+        .find(|(f, _)| f == "engine")
+        .map_or("postgres".to_string(), |(_, l)| l.clone())
+}
+
+fn levels_of(l: &Loaded, cell: &[(String, String)]) -> Vec<Level> {
+    cell.iter()
+        .filter_map(|(f, name)| {
+            l.study
+                .factors
+                .iter()
+                .find(|x| &x.name == f)
+                .and_then(|x| x.all_levels().into_iter().find(|lv| &lv.name == name))
+        })
+        .collect()
+}
+
+fn open_engine(
+    e: &str,
+    db: Option<&str>,
+    l: &Loaded,
+    scratch: &std::path::Path,
+) -> Result<Engine, StudyError> {
+    let (url, private) = match (e, db) {
+        (_, Some(u)) => (u.to_string(), None),
+        ("postgres", None) => {
+            let s = start_postgres(&PgOptions {
+                dir: Some(scratch.join("pg")),
+                settings: l
+                    .study
+                    .server
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect(),
+            })?;
+            (s.url.clone(), Some(s))
+        }
+        ("sqlite", None) => (
+            format!("sqlite:{}", scratch.join("study.sqlite").display()),
+            None,
+        ),
+        _ => {
+            return Err(StudyError::Usage(format!(
+                "engine {e}: no server to run on (pass --db)"
+            )))
+        }
+    };
+    let mut eng = Engine {
+        name: e.to_string(),
+        url,
+        private,
+        applied: BTreeMap::new(),
+        setup_done: false,
+        probe: None,
+    };
+    // A database that cannot be reached fails the study before any run.
+    if e == "postgres" {
+        if let Err(err) = eng.client() {
+            if let Some(s) = &eng.private {
+                let _ = stop(&s.dir);
+            }
+            return Err(err);
+        }
+    }
+    Ok(eng)
+}
+
+/// Version and relevant settings of an engine, for the report.
+fn engine_facts(eng: &mut Engine) -> BTreeMap<String, String> {
+    let mut f = BTreeMap::new();
+    let name = eng.name.clone();
+    f.insert(format!("{name}.url"), redact(&eng.url));
+    if name != "postgres" {
+        return f;
+    }
+    let Ok(c) = eng.client() else { return f };
+    if let Ok(r) = c.query_one("select version()", &[]) {
+        f.insert(format!("{name}.version"), r.get::<_, String>(0));
+    }
+    if let Ok(rows) = c.query(
+        "select name, current_setting(name) from pg_settings where name in \
+         ('synchronous_commit','wal_level','wal_sync_method','fsync','full_page_writes',\
+          'shared_buffers','wal_buffers','max_wal_size','checkpoint_timeout',\
+          'track_wal_io_timing','wal_skip_threshold','max_wal_senders','autovacuum')",
+        &[],
+    ) {
+        for r in rows {
+            f.insert(
+                format!("{name}.setting.{}", r.get::<_, String>(0)),
+                r.get::<_, String>(1),
+            );
+        }
+    }
+    f
+}
+
+struct RunResult {
+    vars: BTreeMap<String, f64>,
+    measurements: BTreeMap<String, f64>,
+    summary: String,
+    notes: Vec<String>,
+}
+
+/// The text of each var for this run: study vars (quick ones over them),
+/// each factor's level name under the factor's name, the levels' vars.
+fn run_vars(
+    l: &Loaded,
+    quick: bool,
+    cell: &[(String, String)],
+    levels: &[Level],
+) -> BTreeMap<String, String> {
+    let mut v: BTreeMap<String, String> = l
+        .study
+        .vars
+        .iter()
+        .map(|(k, x)| (k.clone(), value_text(x)))
+        .collect();
+    if quick {
+        for (k, x) in &l.study.quick.vars {
+            v.insert(k.clone(), value_text(x));
+        }
+    }
+    for (f, name) in cell {
+        v.insert(f.clone(), name.clone());
+    }
+    for lv in levels {
+        for (k, x) in &lv.vars {
+            // A level's var may name a study var: rows = "{small}".
+            let text = value_text(x);
+            let text = substitute(&text, &v).unwrap_or(text);
+            v.insert(k.clone(), text);
+        }
+    }
+    v
+}
+
+fn num(l: &Loaded, key: &str, n: &Num, vars: &BTreeMap<String, String>) -> Result<f64, StudyError> {
+    match n {
+        Num::Int(i) => Ok(*i as f64),
+        Num::Float(f) => Ok(*f),
+        Num::Text(t) => {
+            let s = substitute(t, vars).map_err(|e| l.error(key, e))?;
+            s.trim()
+                .parse::<f64>()
+                .map_err(|_| l.error(key, format!("expected a number, found `{s}`")))
+        }
+    }
+}
+
+fn sql_of(
+    l: &Loaded,
+    key: &str,
+    sql: &Sql,
+    engine: &str,
+    vars: &BTreeMap<String, String>,
+) -> Result<Option<String>, StudyError> {
+    match sql.for_engine(engine) {
+        None => Ok(None),
+        Some(s) => {
+            let text = l.sql_text(key, s)?;
+            substitute(&text, vars)
+                .map(Some)
+                .map_err(|e| l.error(key, e))
+        }
+    }
+}
+
+/// Runs a script statement by statement on the engine; the numeric columns
+/// of any row a statement returns become measurements.
+fn script(
+    eng: &mut Engine,
+    sql: &str,
+    what: &str,
+    into: &mut BTreeMap<String, f64>,
+) -> Result<(), StudyError> {
+    match eng.name.as_str() {
+        "postgres" => {
+            let c = eng.client()?;
+            for st in statements(sql) {
+                let msgs = c
+                    .simple_query(&st)
+                    .map_err(|e| pg(&format!("{what}: `{}`", short(&st)), e))?;
+                for m in msgs {
+                    if let postgres::SimpleQueryMessage::Row(r) = m {
+                        for (i, col) in r.columns().iter().enumerate() {
+                            if let Some(v) = r.get(i).and_then(|s| s.parse::<f64>().ok()) {
+                                into.insert(col.name().to_string(), v);
+                            }
+                        }
+                    }
+                }
+            }
+            Ok(())
+        }
+        "sqlite" => {
+            let path = eng.url.trim_start_matches("sqlite:");
+            let c = rusqlite::Connection::open(path)
+                .map_err(|e| StudyError::Database(format!("{what}: {e}")))?;
+            for st in statements(sql) {
+                let mut p = c
+                    .prepare(&st)
+                    .map_err(|e| StudyError::Database(format!("{what}: `{}`: {e}", short(&st))))?;
+                let names: Vec<String> = p.column_names().iter().map(|s| s.to_string()).collect();
+                let mut rows = p
+                    .query([])
+                    .map_err(|e| StudyError::Database(format!("{what}: `{}`: {e}", short(&st))))?;
+                while let Ok(Some(r)) = rows.next() {
+                    for (i, n) in names.iter().enumerate() {
+                        if let Ok(v) = r.get::<_, f64>(i) {
+                            into.insert(n.clone(), v);
+                        }
+                    }
+                }
+            }
+            Ok(())
+        }
+        _ => {
+            // Engines without a client here: through `tracelab run`, one
+            // statement at a time, no results.
+            for st in statements(sql) {
+                let s = tracelab_run::run(
+                    &RunOptions {
+                        url: eng.url.clone(),
+                        stop: Stop::Transactions(1),
+                        simple: true,
+                        ..RunOptions::default()
+                    },
+                    &Workload::postgres(&st, Vec::new()),
+                )
+                .map_err(|e| StudyError::Database(format!("{what}: {e}")))?;
+                if s.errors > 0 || s.failed() {
+                    return Err(StudyError::Database(format!(
+                        "{what}: `{}` failed",
+                        short(&st)
+                    )));
+                }
+            }
+            Ok(())
+        }
+    }
+}
+
+fn short(s: &str) -> String {
+    let one: String = s.split_whitespace().collect::<Vec<_>>().join(" ");
+    if one.chars().count() > 80 {
+        one.chars().take(77).collect::<String>() + "..."
+    } else {
+        one
+    }
+}
+
+/// Applies the server settings a cell's levels want: ALTER SYSTEM SET or
+/// RESET, then a reload, or a restart of the private server when a
+/// restart setting changed.
+fn apply_server(
+    eng: &mut Engine,
+    levels: &[Level],
+    restart_keys: &BTreeSet<String>,
+    l: &Loaded,
+    obs: &dyn Observer,
+) -> Result<(), StudyError> {
+    let mut want: BTreeMap<String, String> = BTreeMap::new();
+    for lv in levels {
+        want.extend(lv.server.clone());
+        want.extend(lv.restart.clone());
+    }
+    if want == eng.applied {
+        return Ok(());
+    }
+    if eng.name == "mariadb" {
+        // MariaDB: global variables, set on the running server.
+        let mut sql = String::new();
+        for k in want.keys().chain(eng.applied.keys()) {
+            let v = match want.get(k) {
+                Some(v) if v.parse::<f64>().is_ok() => v.clone(),
+                Some(v) => format!("'{}'", v.replace('\'', "''")),
+                None => "DEFAULT".into(),
+            };
+            sql.push_str(&format!("SET GLOBAL {k} = {v};\n"));
+        }
+        script(eng, &sql, "server settings", &mut BTreeMap::new())?;
+        eng.applied = want;
+        return Ok(());
+    }
+    if eng.name != "postgres" {
+        return Err(StudyError::Usage(format!(
+            "engine {}: server settings by level are for PostgreSQL and MariaDB",
+            eng.name
+        )));
+    }
+    let mut restart = false;
+    let keys: BTreeSet<String> = want.keys().chain(eng.applied.keys()).cloned().collect();
+    let applied = eng.applied.clone();
+    let c = eng.client()?;
+    for k in &keys {
+        if want.get(k) == applied.get(k) {
+            continue;
+        }
+        restart |= restart_keys.contains(k);
+        let sql = match want.get(k) {
+            Some(v) => format!("ALTER SYSTEM SET {k} = '{}'", v.replace('\'', "''")),
+            None => format!("ALTER SYSTEM RESET {k}"),
+        };
+        c.batch_execute(&sql).map_err(|e| pg(&sql, e))?;
+    }
+    if restart {
+        let Some(s) = eng.private.clone() else {
+            return Err(StudyError::Usage(
+                "a level needs a server restart, which only the private server allows".into(),
+            ));
+        };
+        obs.note(&format!("restarting the private server for {want:?}"));
+        eng.probe = None;
+        stop(&s.dir)?;
+        let s2 = start_postgres(&PgOptions {
+            dir: Some(s.dir.clone()),
+            settings: l
+                .study
+                .server
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+        })?;
+        eng.url = s2.url.clone();
+        eng.private = Some(s2);
+    } else {
+        c.batch_execute("SELECT pg_reload_conf()")
+            .map_err(|e| pg("pg_reload_conf", e))?;
+        // The reload reaches the backends when they next look.
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    eng.applied = want;
+    Ok(())
+}
+
+fn run_one(
+    l: &Loaded,
+    quick: bool,
+    p: &Planned,
+    eng: &mut Engine,
+    restart_keys: &BTreeSet<String>,
+    scratch: &std::path::Path,
+    obs: &dyn Observer,
+) -> Result<RunResult, StudyError> {
+    let s = &l.study;
+    let w = &s.workload;
+    let levels = levels_of(l, &p.cell);
+    let vars = run_vars(l, quick, &p.cell, &levels);
+    let e = eng.name.clone();
+    let mut notes = Vec::new();
+    let mut m: BTreeMap<String, f64> = BTreeMap::new();
+
+    apply_server(eng, &levels, restart_keys, l, obs)?;
+    if !eng.setup_done {
+        if let Some(sql) = s.setup.as_ref() {
+            if let Some(t) = sql_of(l, "setup", sql, &e, &vars)? {
+                script(eng, &t, "setup", &mut BTreeMap::new())?;
+            }
+        }
+        eng.setup_done = true;
+    }
+
+    // The workload of this cell.
+    let mut sql_spec = &w.sql;
+    for lv in &levels {
+        if let Some(x) = &lv.sql {
+            sql_spec = x;
+        }
+    }
+    let sql = sql_of(l, "workload.sql", sql_spec, &e, &vars)?
+        .ok_or_else(|| l.error("workload.sql", format!("no SQL for engine {e}")))?;
+    let binds = match &w.binds {
+        Some(b) => {
+            let path = l.dir.clone().unwrap_or_default().join(b);
+            read_binds(&path).map_err(|e| l.error("workload.binds", e.to_string()))?
+        }
+        None => Vec::new(),
+    };
+    let sessions = num(l, "workload.sessions", &w.sessions, &vars)?.max(1.0) as usize;
+    let per_commit = num(l, "workload.tx_per_commit", &w.tx_per_commit, &vars)?.max(0.0) as u64;
+    let stop = if let Some(n) = &w.statements {
+        let n = num(l, "workload.statements", n, &vars)?.max(1.0) as u64;
+        Stop::Transactions(if per_commit > 0 {
+            n.div_ceil(per_commit)
+        } else {
+            n
+        })
+    } else if let Some(n) = &w.transactions {
+        Stop::Transactions(num(l, "workload.transactions", n, &vars)?.max(1.0) as u64)
+    } else if let Some(r) = &w.runtime {
+        Stop::Runtime(Duration::from_secs_f64(
+            num(l, "workload.runtime", r, &vars)?.max(0.01),
+        ))
+    } else {
+        Stop::Transactions(1)
+    };
+    let mut settings: Vec<(String, String)> = w.settings.clone().into_iter().collect();
+    for lv in &levels {
+        settings.extend(lv.settings.clone());
+    }
+    let workload = Workload::postgres(&sql, binds);
+    let base = RunOptions {
+        // PostgreSQL sessions get their settings in the URL (below).
+        url: if e == "postgres" {
+            with_params(&eng.url, "tracelab-study", &settings)
+        } else {
+            eng.url.clone()
+        },
+        sessions,
+        stop,
+        per_commit,
+        simple: w.protocol == "simple",
+        settings: if e == "postgres" {
+            Vec::new()
+        } else {
+            settings.clone()
+        },
+        ..RunOptions::default()
+    };
+
+    // Warm up: the same work, shorter, not measured.
+    let warm = num(l, "workload.warmup", &w.warmup, &vars)? as u64;
+    if warm > 0 {
+        let n = if per_commit > 0 {
+            warm.div_ceil(per_commit)
+        } else {
+            warm
+        };
+        let _ = tracelab_run::run(
+            &RunOptions {
+                stop: Stop::Transactions(n),
+                ..base.clone()
+            },
+            &workload,
+        );
+    }
+
+    // Before: scripts, then the probes' first look.
+    // The levels' scripts first, the workload's last (it may end with
+    // the CHECKPOINT the measurement starts from).
+    let mut before_sql = Vec::new();
+    for lv in &levels {
+        if let Some(b) = &lv.before {
+            before_sql.extend(sql_of(l, "factors.levels.before", b, &e, &vars)?);
+        }
+    }
+    if let Some(b) = &w.before {
+        before_sql.extend(sql_of(l, "workload.before", b, &e, &vars)?);
+    }
+    for b in &before_sql {
+        script(eng, b, "before", &mut m)?;
+    }
+    flush_stats(eng);
+    let mut first: BTreeMap<String, f64> = BTreeMap::new();
+    for pr in &s.probes {
+        if pr.when == When::After {
+            continue;
+        }
+        if let Some(q) = sql_of(l, "probes.sql", &pr.sql, &e, &vars)? {
+            let mut got = BTreeMap::new();
+            script(eng, &q, &format!("probe {}", pr.name), &mut got)?;
+            if pr.when == When::Before {
+                m.extend(got);
+            } else {
+                first.extend(got);
+            }
+        }
+    }
+
+    // The measured run.
+    let tag = format!("tracelab-study-{}", p.seq);
+    let release = scratch.join(format!("release-{}", p.seq));
+    let _ = std::fs::remove_file(&release);
+    let mut opts = base.clone();
+    let mut watch = None;
+    let mut connect_cost = None;
+    if e == "postgres" {
+        opts.url = with_params(&base.url, &tag, &settings);
+    }
+    if e == "postgres" && s.measure.backend_cpu {
+        connect_cost = measure::connect_cost_ns(&base.url);
+        watch = CpuWatch::start(&eng.url, &tag, sessions, release.clone());
+        if watch.is_some() {
+            opts.pause_at_exit = Some(Some(release.clone()));
+        } else {
+            notes.push("backend CPU not measured: no watcher connection".into());
+        }
+    }
+    let strace = if s.measure.strace && e == "postgres" {
+        if Strace::available() {
+            let c = eng.client()?;
+            let me: i32 = c
+                .query_one("select pg_backend_pid()", &[])
+                .map_err(|e| pg("backend pid", e))?
+                .get(0);
+            measure::parent_pid(me).and_then(|pm| Strace::attach(pm, &scratch.join("strace.txt")))
+        } else {
+            notes.push(
+                "syscalls not counted: strace not installed (apt-get install -y strace)".into(),
+            );
+            None
+        }
+    } else {
+        None
+    };
+    let trace_dir = scratch.join(format!("trace-{}", p.seq));
+    if s.measure.trace {
+        let _ = std::fs::remove_dir_all(&trace_dir);
+        opts.trace_dir = Some(trace_dir.clone());
+    }
+    let cpu0 = measure::self_cpu_ns();
+    let summary: Summary = tracelab_run::run(&opts, &workload)
+        .map_err(|e| StudyError::Database(format!("run {}: {e}", cell_key(&p.cell))))?;
+    let cpu1 = measure::self_cpu_ns();
+    let backend_ns = watch.map(CpuWatch::finish);
+    let _ = std::fs::remove_file(&release);
+    if let Some(f) = summary.per_session.iter().find_map(|s| s.failure.clone()) {
+        return Err(StudyError::Database(format!(
+            "run {}: a session failed: {f}",
+            cell_key(&p.cell)
+        )));
+    }
+    if summary.errors > 0 {
+        let first_error = summary
+            .errors_by_code
+            .iter()
+            .next()
+            .map(|(c, (_, msg))| format!("{c}: {msg}"))
+            .unwrap_or_default();
+        return Err(StudyError::Database(format!(
+            "run {}: {} statement errors, first {first_error}",
+            cell_key(&p.cell),
+            summary.errors
+        )));
+    }
+    if e == "postgres" {
+        wait_gone(eng, &tag);
+    }
+    if let Some(st) = strace {
+        m.extend(st.finish());
+    }
+    if s.measure.trace {
+        match measure::trace_profile(&trace_dir) {
+            Ok(t) => m.extend(t),
+            Err(e) => notes.push(format!("traces not profiled: {e}")),
+        }
+        let _ = std::fs::remove_dir_all(&trace_dir);
+    }
+
+    // The run's own figures.
+    let elapsed_us = summary
+        .per_session
+        .iter()
+        .map(|s| s.elapsed_us)
+        .max()
+        .unwrap_or(0);
+    m.insert("elapsed_ms".into(), elapsed_us as f64 / 1000.0);
+    m.insert("run_ms".into(), summary.runtime_s * 1000.0);
+    m.insert("statements".into(), summary.executions as f64);
+    m.insert("transactions".into(), summary.transactions as f64);
+    m.insert("tps".into(), summary.tps);
+    m.insert("p50_us".into(), summary.latency_us.p50 as f64);
+    m.insert("p99_us".into(), summary.latency_us.p99 as f64);
+    match (e.as_str(), backend_ns) {
+        ("postgres", Some(Some(ns))) => {
+            let cost = connect_cost.unwrap_or(0) * sessions as u64;
+            m.insert(
+                "backend_cpu_ms".into(),
+                ns.saturating_sub(cost) as f64 / 1e6,
+            );
+        }
+        ("postgres", Some(None)) => notes.push(
+            "backend CPU not measured for a run (its sessions were not seen done and idle)".into(),
+        ),
+        ("sqlite", _) => {
+            // SQLite runs in this process: its CPU is ours (the driver's
+            // included).
+            m.insert(
+                "backend_cpu_ms".into(),
+                cpu1.saturating_sub(cpu0) as f64 / 1e6,
+            );
+        }
+        _ => {}
+    }
+
+    // After: the probes' second look, the after scripts, the after probes.
+    flush_stats(eng);
+    for pr in &s.probes {
+        if pr.when != When::Delta {
+            continue;
+        }
+        if let Some(q) = sql_of(l, "probes.sql", &pr.sql, &e, &vars)? {
+            let mut got = BTreeMap::new();
+            script(eng, &q, &format!("probe {}", pr.name), &mut got)?;
+            for (k, v) in got {
+                if let Some(b) = first.get(&k) {
+                    m.insert(k, v - b);
+                }
+            }
+        }
+    }
+    let mut after_sql = Vec::new();
+    for lv in &levels {
+        if let Some(a) = &lv.after {
+            after_sql.extend(sql_of(l, "factors.levels.after", a, &e, &vars)?);
+        }
+    }
+    if let Some(a) = &w.after {
+        after_sql.extend(sql_of(l, "workload.after", a, &e, &vars)?);
+    }
+    for a in &after_sql {
+        script(eng, a, "after", &mut m)?;
+    }
+    flush_stats(eng);
+    for pr in &s.probes {
+        if pr.when != When::After {
+            continue;
+        }
+        if let Some(q) = sql_of(l, "probes.sql", &pr.sql, &e, &vars)? {
+            script(eng, &q, &format!("probe {}", pr.name), &mut m)?;
+        }
+    }
+    let numeric: BTreeMap<String, f64> = vars
+        .iter()
+        .filter_map(|(k, v)| v.parse::<f64>().ok().map(|x| (k.clone(), x)))
+        .collect();
+    Ok(RunResult {
+        vars: numeric,
+        measurements: m,
+        summary: summary.json(),
+        notes,
+    })
+}
+
+/// A PostgreSQL URL that names the session (`application_name`, so that
+/// the study finds its backends) and carries its settings (`options=-c
+/// name=value`), which every PostgreSQL client library passes on at
+/// connection time.
+fn with_params(url: &str, tag: &str, settings: &[(String, String)]) -> String {
+    let enc = |s: &str| -> String {
+        s.bytes()
+            .map(|b| {
+                if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
+                    (b as char).to_string()
+                } else {
+                    format!("%{b:02X}")
+                }
+            })
+            .collect()
+    };
+    let mut u = format!(
+        "{url}{}application_name={}",
+        if url.contains('?') { '&' } else { '?' },
+        enc(tag)
+    );
+    if !settings.is_empty() {
+        let opts: Vec<String> = settings
+            .iter()
+            .map(|(k, v)| format!("-c {k}={}", v.replace(' ', "\\ ")))
+            .collect();
+        u.push_str(&format!("&options={}", enc(&opts.join(" "))));
+    }
+    u
+}
+
+/// Makes the probe connection's own pending statistics visible (PG 15+),
+/// so that its scripts' WAL does not land in the run's deltas.
+fn flush_stats(eng: &mut Engine) {
+    if eng.name == "postgres" {
+        if let Ok(c) = eng.client() {
+            let _ = c.batch_execute("SELECT pg_stat_force_next_flush()");
+        }
+    }
+}
+
+/// Waits until the run's backends have exited: they flush their
+/// statistics (WAL, blocks) on the way out.
+fn wait_gone(eng: &mut Engine, tag: &str) {
+    let Ok(c) = eng.client() else { return };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline {
+        match c.query_one(
+            "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1",
+            &[&tag],
+        ) {
+            Ok(r) if r.get::<_, i64>(0) == 0 => return,
+            Ok(_) => std::thread::sleep(Duration::from_millis(20)),
+            Err(_) => return,
+        }
+    }
+}

@@ -1,0 +1,367 @@
+//! Measurements taken around a run: server process CPU from /proc, syscall
+//! counts from strace, and the facts of the machine.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// CPU a process has used, ns (`/proc/PID/schedstat`, field 1: time on
+/// CPU, precise, unlike the 10 ms ticks of /proc/PID/stat).
+pub fn process_cpu_ns(pid: i32) -> Option<u64> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/schedstat")).ok()?;
+    s.split_whitespace().next()?.parse().ok()
+}
+
+/// This process's CPU (user + system), ns: the engine's CPU when the
+/// engine runs in-process (SQLite).
+pub fn self_cpu_ns() -> u64 {
+    // SAFETY: getrusage writes into the struct we pass and nothing else.
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) } != 0 {
+        return 0;
+    }
+    let tv = |t: libc::timeval| t.tv_sec as u64 * 1_000_000_000 + t.tv_usec as u64 * 1000;
+    tv(u.ru_utime) + tv(u.ru_stime)
+}
+
+/// Watches the run's backends (found by application name) and, once all
+/// are done and held connected by the run's pause, reads their CPU and
+/// lets them go by creating the release file.
+///
+/// "Done" is seen from the server: the backend idle, with its state
+/// unchanged over two looks 100 ms apart — a session running flat out is
+/// never idle that long. The reading is taken while the backend still
+/// exists, so nothing of its work is lost.
+pub struct CpuWatch {
+    handle: Option<std::thread::JoinHandle<(Option<u64>, Instant)>>,
+    stop: Arc<AtomicBool>,
+}
+
+impl CpuWatch {
+    pub fn start(url: &str, tag: &str, sessions: usize, release: PathBuf) -> Option<CpuWatch> {
+        let mut c = postgres::Client::connect(url, postgres::NoTls).ok()?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let (tag, stop2) = (tag.to_string(), stop.clone());
+        let handle = std::thread::spawn(move || {
+            let mut last: Option<Vec<(i32, String)>> = None;
+            let mut result = None;
+            let started = Instant::now();
+            let mut seen = false;
+            while !stop2.load(Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_millis(50));
+                let rows = match c.query(
+                    "SELECT pid, state, state_change::text FROM pg_stat_activity WHERE application_name = $1 ORDER BY pid",
+                    &[&tag],
+                ) {
+                    Ok(r) => r,
+                    Err(_) => break,
+                };
+                let now: Vec<(i32, String, String)> = rows
+                    .iter()
+                    .map(|r| {
+                        (
+                            r.get::<_, i32>(0),
+                            r.get::<_, Option<String>>(1).unwrap_or_default(),
+                            r.get::<_, Option<String>>(2).unwrap_or_default(),
+                        )
+                    })
+                    .collect();
+                // Never to hold a run forever: when its sessions do not
+                // show up (they failed to connect), or went away, let go.
+                seen |= !now.is_empty();
+                if (!seen && started.elapsed() > Duration::from_secs(10))
+                    || (seen && now.is_empty())
+                {
+                    break;
+                }
+                let idle: Vec<(i32, String)> = now
+                    .iter()
+                    .filter(|r| r.1 == "idle")
+                    .map(|r| (r.0, r.2.clone()))
+                    .collect();
+                if now.len() == sessions && idle.len() == sessions {
+                    if last.as_ref() == Some(&idle) {
+                        let cpu: Option<u64> =
+                            idle.iter().map(|(pid, _)| process_cpu_ns(*pid)).sum();
+                        result = cpu;
+                        break;
+                    }
+                    last = Some(idle);
+                    std::thread::sleep(Duration::from_millis(50));
+                } else {
+                    last = None;
+                }
+            }
+            let _ = std::fs::write(&release, b"");
+            (result, Instant::now())
+        });
+        Some(CpuWatch {
+            handle: Some(handle),
+            stop,
+        })
+    }
+
+    /// The backends' CPU, ns, if it was read at the end of their work.
+    /// Call when the run has returned: a run that went on for more than a
+    /// second after the reading (the sessions only paused, say, because
+    /// the client was starved) had work left, and its reading is dropped.
+    pub fn finish(mut self) -> Option<u64> {
+        self.stop.store(true, Ordering::Relaxed);
+        let (cpu, released) = self.handle.take().and_then(|h| h.join().ok())?;
+        (released.elapsed() < Duration::from_secs(1))
+            .then_some(cpu)
+            .flatten()
+    }
+}
+
+impl Drop for CpuWatch {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+/// The CPU of a fresh backend after connecting and setting the session's
+/// settings: what the run's backends spent before their work, subtracted
+/// from their total.
+pub fn connect_cost_ns(url: &str) -> Option<u64> {
+    let mut c = postgres::Client::connect(url, postgres::NoTls).ok()?;
+    let pid: i32 = c.query_one("select pg_backend_pid()", &[]).ok()?.get(0);
+    process_cpu_ns(pid)
+}
+
+/// `strace -c -f` attached to the server's postmaster, so that it counts
+/// the system calls of the backends forked during the run.
+pub struct Strace {
+    child: Child,
+    out: PathBuf,
+}
+
+impl Strace {
+    pub fn available() -> bool {
+        Command::new("strace")
+            .arg("-V")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    }
+
+    pub fn attach(pid: i32, out: &Path) -> Option<Strace> {
+        let child = Command::new("strace")
+            .args(["-c", "-f", "-o"])
+            .arg(out)
+            .args(["-p", &pid.to_string()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .ok()?;
+        // Give it time to attach before the run forks.
+        std::thread::sleep(Duration::from_millis(300));
+        Some(Strace {
+            child,
+            out: out.to_path_buf(),
+        })
+    }
+
+    /// Detaches and returns `syscalls` (total) and `syscall_NAME` counts.
+    pub fn finish(mut self) -> BTreeMap<String, f64> {
+        // SAFETY: sending SIGINT to our own child, whose pid we hold.
+        unsafe {
+            libc::kill(self.child.id() as i32, libc::SIGINT);
+        }
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let text = std::fs::read_to_string(&self.out).unwrap_or_default();
+        let _ = std::fs::remove_file(&self.out);
+        parse_strace(&text)
+    }
+}
+
+/// The `strace -c` table: `% time seconds usecs/call calls [errors] syscall`.
+pub fn parse_strace(text: &str) -> BTreeMap<String, f64> {
+    let mut out = BTreeMap::new();
+    for line in text.lines() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        if f.len() < 5 || f[0].parse::<f64>().is_err() {
+            continue;
+        }
+        let name = f[f.len() - 1];
+        let calls: f64 = match f[3].parse() {
+            Ok(c) => c,
+            Err(_) => continue,
+        };
+        if name == "total" {
+            out.insert("syscalls".to_string(), calls);
+        } else {
+            out.insert(format!("syscall_{name}"), calls);
+        }
+    }
+    out
+}
+
+/// The parent of a process (the postmaster of a backend).
+pub fn parent_pid(pid: i32) -> Option<i32> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name is in parentheses and may hold spaces.
+    let rest = &s[s.rfind(')')? + 1..];
+    rest.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// CPU, cores, kernel, clocksource and a quick fsync rate of `dir`.
+pub fn machine_facts(dir: &Path) -> BTreeMap<String, String> {
+    let mut f = BTreeMap::new();
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    if let Some(m) = cpuinfo
+        .lines()
+        .find(|l| l.starts_with("model name"))
+        .and_then(|l| l.split_once(':'))
+    {
+        f.insert("cpu".into(), m.1.trim().to_string());
+    }
+    f.insert(
+        "cores".into(),
+        std::thread::available_parallelism()
+            .map_or(0, |n| n.get())
+            .to_string(),
+    );
+    if let Ok(k) = std::fs::read_to_string("/proc/sys/kernel/osrelease") {
+        f.insert("kernel".into(), k.trim().to_string());
+    }
+    if let Ok(c) =
+        std::fs::read_to_string("/sys/devices/system/clocksource/clocksource0/current_clocksource")
+    {
+        f.insert("clocksource".into(), c.trim().to_string());
+    }
+    if let Ok(m) = std::fs::read_to_string("/proc/meminfo") {
+        if let Some(l) = m.lines().find(|l| l.starts_with("MemTotal")) {
+            f.insert(
+                "memory".into(),
+                l.trim_start_matches("MemTotal:").trim().to_string(),
+            );
+        }
+    }
+    if let Some(r) = fsync_rate(dir) {
+        f.insert("fsync_per_s".into(), format!("{r:.0}"));
+    }
+    f
+}
+
+/// fdatasync calls per second on an 8 kB rewrite for about half a second,
+/// in `dir` (where the private server's WAL lives): the cost of a commit
+/// on this disk.
+fn fsync_rate(dir: &Path) -> Option<f64> {
+    use std::io::{Seek, Write};
+    let path = dir.join("fsync-test.tmp");
+    let mut file = std::fs::File::create(&path).ok()?;
+    let block = [0u8; 8192];
+    let start = Instant::now();
+    let mut n = 0u32;
+    while start.elapsed() < Duration::from_millis(500) {
+        file.seek(std::io::SeekFrom::Start(0)).ok()?;
+        file.write_all(&block).ok()?;
+        file.sync_data().ok()?;
+        n += 1;
+    }
+    let rate = f64::from(n) / start.elapsed().as_secs_f64();
+    drop(file);
+    let _ = std::fs::remove_file(&path);
+    Some(rate)
+}
+
+/// The profile of a run's traces by call name, as `tracelab skew
+/// --select='$dur'` prints it (every call at the top depth), as
+/// measurements: `trace_NAME_s`,
+/// `trace_NAME_calls`, `trace_total_s`.
+pub fn trace_profile(dir: &Path) -> Result<BTreeMap<String, f64>, String> {
+    let mut files: Vec<String> = std::fs::read_dir(dir)
+        .map_err(|e| format!("{}: {e}", dir.display()))?
+        .filter_map(|e| e.ok())
+        .map(|e| e.path().to_string_lossy().into_owned())
+        .filter(|p| p.ends_with(".trc"))
+        .collect();
+    files.sort();
+    if files.is_empty() {
+        return Err(format!("{}: no trace files", dir.display()));
+    }
+    // Durations ($dur: a call's e, a wait's ela), not mrskew's default
+    // accounted-for time ($af, a call's CPU only when nothing is nested).
+    let opts = tracelab_skew::SkewOptions {
+        select: Some("$dur".into()),
+        top: 0,
+        jobs: 1,
+        ..tracelab_skew::SkewOptions::default()
+    };
+    let out = tracelab_skew::profile(&opts, &files, None).map_err(|e| e.to_string())?;
+    let mut m = BTreeMap::new();
+    for row in &out.report.rows {
+        if let Some(st) = &row.stats {
+            let name = measurement_name(&row.label);
+            m.insert(format!("trace_{name}_s"), st.duration);
+            m.insert(format!("trace_{name}_calls"), st.calls as f64);
+        }
+    }
+    if let Some(st) = &out.report.total.stats {
+        m.insert("trace_total_s".into(), st.duration);
+    }
+    Ok(m)
+}
+
+/// A call name as a measurement name usable in expressions:
+/// "SQL*Net message from client" → `sql_net_message_from_client`.
+fn measurement_name(label: &str) -> String {
+    let mut out = String::new();
+    for c in label.trim().chars() {
+        if c.is_ascii_alphanumeric() {
+            out.push(c.to_ascii_lowercase());
+        } else if !out.ends_with('_') {
+            out.push('_');
+        }
+    }
+    out.trim_matches('_').to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_the_strace_table() {
+        let t = "% time     seconds  usecs/call     calls    errors syscall\n\
+                 ------ ----------- ----------- --------- --------- ----------------\n\
+                  60.00    0.000600          10        60           fdatasync\n\
+                  40.00    0.000400           2       200        3 recvfrom\n\
+                 ------ ----------- ----------- --------- --------- ----------------\n\
+                 100.00    0.001000           3       260        3 total\n";
+        let m = parse_strace(t);
+        assert_eq!(m["syscalls"], 260.0);
+        assert_eq!(m["syscall_fdatasync"], 60.0);
+        assert_eq!(m["syscall_recvfrom"], 200.0);
+    }
+
+    #[test]
+    fn call_names_become_measurement_names() {
+        assert_eq!(
+            measurement_name("SQL*Net message from client"),
+            "sql_net_message_from_client"
+        );
+        assert_eq!(measurement_name("EXEC"), "exec");
+    }
+
+    #[test]
+    fn our_own_process_has_a_parent_and_cpu() {
+        let me = std::process::id() as i32;
+        assert!(parent_pid(me).is_some());
+        assert!(process_cpu_ns(me).unwrap() > 0);
+        assert!(self_cpu_ns() > 0);
+    }
+}

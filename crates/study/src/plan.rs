@@ -1,0 +1,177 @@
+//! The runs of a study: every cell (one level of each factor) times the
+//! repetitions, in an order that spreads drift over all cells.
+
+use std::collections::BTreeMap;
+
+use crate::error::StudyError;
+use crate::spec::{value_text, Level, Loaded, Order};
+
+/// One planned run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Planned {
+    /// Position in the plan, from 0; runs are executed in this order.
+    pub seq: usize,
+    pub rep: u32,
+    /// (factor, level) in factor order.
+    pub cell: Vec<(String, String)>,
+}
+
+/// A cell as text: `batch=1 engine=postgres`.
+pub fn cell_key(cell: &[(String, String)]) -> String {
+    cell.iter()
+        .map(|(f, l)| format!("{f}={l}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// What `run` was asked for beyond the file.
+#[derive(Debug, Clone, Default)]
+pub struct Choice {
+    pub quick: bool,
+    pub reps: Option<u32>,
+    /// `--level FACTOR=a,b`: the levels to run of a factor.
+    pub levels: BTreeMap<String, Vec<String>>,
+    pub seed: Option<u64>,
+}
+
+/// The levels of each factor that this run uses.
+pub fn chosen_levels(l: &Loaded, c: &Choice) -> Result<Vec<(String, Vec<Level>)>, StudyError> {
+    let s = &l.study;
+    for name in c.levels.keys() {
+        if !s.factors.iter().any(|f| &f.name == name) {
+            return Err(StudyError::Usage(format!(
+                "--level {name}=...: the study has no factor `{name}` (it has: {})",
+                s.factors
+                    .iter()
+                    .map(|f| f.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )));
+        }
+    }
+    let mut out = Vec::new();
+    for f in &s.factors {
+        let all = f.all_levels();
+        let keep: Option<Vec<String>> = if let Some(v) = c.levels.get(&f.name) {
+            for n in v {
+                if !all.iter().any(|l| &l.name == n) {
+                    return Err(StudyError::Usage(format!(
+                        "--level {}={n}: no such level (levels: {})",
+                        f.name,
+                        f.level_names().join(", ")
+                    )));
+                }
+            }
+            Some(v.clone())
+        } else if c.quick && s.quick.levels.contains_key(&f.name) {
+            Some(s.quick.levels[&f.name].iter().map(value_text).collect())
+        } else {
+            f.active.clone()
+        };
+        let levels: Vec<Level> = match keep {
+            Some(k) => all.into_iter().filter(|l| k.contains(&l.name)).collect(),
+            None => all,
+        };
+        out.push((f.name.clone(), levels));
+    }
+    Ok(out)
+}
+
+/// The plan: cells with the first factor varying slowest, repeated
+/// `reps` times (interleaved), or all runs shuffled with `seed`.
+pub fn plan(l: &Loaded, c: &Choice, seed: u64) -> Result<Vec<Planned>, StudyError> {
+    let s = &l.study;
+    let reps = c
+        .reps
+        .or(if c.quick { s.quick_reps } else { None })
+        .unwrap_or(s.reps)
+        .max(1);
+    let factors = chosen_levels(l, c)?;
+    let mut cells: Vec<Vec<(String, String)>> = vec![Vec::new()];
+    for (name, levels) in &factors {
+        let mut next = Vec::new();
+        for c in &cells {
+            for lv in levels {
+                let mut c = c.clone();
+                c.push((name.clone(), lv.name.clone()));
+                next.push(c);
+            }
+        }
+        cells = next;
+    }
+    let mut runs: Vec<Planned> = (0..reps)
+        .flat_map(|rep| {
+            cells.iter().map(move |cell| Planned {
+                seq: 0,
+                rep,
+                cell: cell.clone(),
+            })
+        })
+        .collect();
+    if s.order == Order::Random {
+        fastrand::Rng::with_seed(seed).shuffle(&mut runs);
+    }
+    for (i, r) in runs.iter_mut().enumerate() {
+        r.seq = i;
+    }
+    Ok(runs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const STUDY: &str = r#"
+name = "t"
+reps = 2
+quick_reps = 1
+[quick.levels]
+b = [1]
+[workload]
+sql = "select 1"
+[[factors]]
+name = "a"
+values = ["x", "y"]
+[[factors]]
+name = "b"
+values = [1, 2, 4]
+[report]
+rows = "b"
+columns = [{ name = "r", label = "r", expr = "$elapsed_ms" }]
+"#;
+
+    #[test]
+    fn interleaved_rounds_cover_every_cell() {
+        let l = Loaded::parse("t", STUDY, None, &[]).unwrap();
+        let p = plan(&l, &Choice::default(), 0).unwrap();
+        assert_eq!(p.len(), 12);
+        assert_eq!(cell_key(&p[0].cell), "a=x b=1");
+        assert_eq!(cell_key(&p[5].cell), "a=y b=4");
+        assert_eq!(p[6].rep, 1);
+        assert_eq!(p[6].cell, p[0].cell);
+    }
+
+    #[test]
+    fn quick_keeps_its_levels_and_reps() {
+        let l = Loaded::parse("t", STUDY, None, &[]).unwrap();
+        let c = Choice {
+            quick: true,
+            ..Choice::default()
+        };
+        let p = plan(&l, &c, 0).unwrap();
+        assert_eq!(p.len(), 2);
+    }
+
+    #[test]
+    fn random_order_is_the_seeds() {
+        let text = STUDY.replace("reps = 2", "reps = 2\norder = \"random\"");
+        let l = Loaded::parse("t", &text, None, &[]).unwrap();
+        let a = plan(&l, &Choice::default(), 7).unwrap();
+        let b = plan(&l, &Choice::default(), 7).unwrap();
+        assert_eq!(a, b);
+        let mut keys: Vec<String> = a.iter().map(|r| cell_key(&r.cell)).collect();
+        keys.sort();
+        keys.dedup();
+        assert_eq!(keys.len(), 6);
+    }
+}

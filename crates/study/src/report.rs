@@ -1,0 +1,593 @@
+//! Reports, built from the results store alone: the study's table, the
+//! statistics per cell and against the baseline, the facts, and (in HTML)
+//! a chart. The same function renders the report at the end of a run and
+//! in `study report`, so both are the same, byte for byte.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use crate::columns::{compile, Expr};
+use crate::error::StudyError;
+use crate::spec::{Loaded, Study};
+use crate::stats::{compare, describe};
+use crate::store::{Stored, StoredRun};
+use crate::svg;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Text,
+    Markdown,
+    Html,
+}
+
+/// A table in any format.
+struct Table {
+    head: Vec<String>,
+    rows: Vec<Vec<String>>,
+    /// Columns aligned left (the others right).
+    left: usize,
+}
+
+impl Table {
+    fn text(&self, out: &mut String) {
+        let n = self.head.len();
+        let mut w = vec![0; n];
+        for r in std::iter::once(&self.head).chain(&self.rows) {
+            for (i, c) in r.iter().enumerate().take(n) {
+                w[i] = w[i].max(c.chars().count());
+            }
+        }
+        let line = |r: &Vec<String>, out: &mut String| {
+            let cells: Vec<String> = (0..n)
+                .map(|i| {
+                    let c = r.get(i).map_or("", String::as_str);
+                    if i < self.left {
+                        format!("{c:<width$}", width = w[i])
+                    } else {
+                        format!("{c:>width$}", width = w[i])
+                    }
+                })
+                .collect();
+            let _ = writeln!(out, "{}", cells.join("  ").trim_end());
+        };
+        line(&self.head, out);
+        let _ = writeln!(
+            out,
+            "{}",
+            w.iter()
+                .map(|x| "-".repeat(*x))
+                .collect::<Vec<_>>()
+                .join("  ")
+        );
+        for r in &self.rows {
+            line(r, out);
+        }
+    }
+
+    fn markdown(&self, out: &mut String) {
+        let cell = |c: &String| c.replace('|', "\\|");
+        let line = |r: &Vec<String>| r.iter().map(cell).collect::<Vec<_>>().join(" | ");
+        let _ = writeln!(out, "| {} |", line(&self.head));
+        let _ = writeln!(
+            out,
+            "|{}|",
+            (0..self.head.len())
+                .map(|i| if i < self.left { "---" } else { "---:" })
+                .collect::<Vec<_>>()
+                .join("|")
+        );
+        for r in &self.rows {
+            let _ = writeln!(out, "| {} |", line(r));
+        }
+    }
+
+    fn html(&self, out: &mut String) {
+        out.push_str("<table>\n<thead><tr>");
+        for h in &self.head {
+            let _ = write!(out, "<th>{}</th>", esc(h));
+        }
+        out.push_str("</tr></thead>\n<tbody>\n");
+        for r in &self.rows {
+            out.push_str("<tr>");
+            for (i, c) in r.iter().enumerate() {
+                let class = if i < self.left { "l" } else { "r" };
+                let _ = write!(out, "<td class=\"{class}\">{}</td>", esc(c));
+            }
+            out.push_str("</tr>\n");
+        }
+        out.push_str("</tbody>\n</table>\n");
+    }
+}
+
+pub fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// A number with `digits` decimals and thousands separators.
+pub fn fmt_num(x: f64, digits: usize) -> String {
+    let s = format!("{:.*}", digits, x.abs());
+    let (int, frac) = s.split_once('.').map_or((s.as_str(), ""), |(a, b)| (a, b));
+    let mut grouped = String::new();
+    for (i, ch) in int.chars().enumerate() {
+        if i > 0 && (int.len() - i) % 3 == 0 {
+            grouped.push(',');
+        }
+        grouped.push(ch);
+    }
+    let sign = if x < 0.0 && s.chars().any(|c| c.is_ascii_digit() && c != '0') {
+        "-"
+    } else {
+        ""
+    };
+    if frac.is_empty() {
+        format!("{sign}{grouped}")
+    } else {
+        format!("{sign}{grouped}.{frac}")
+    }
+}
+
+fn pct(x: f64) -> String {
+    format!("{:+.0}%", x)
+}
+
+/// One table's worth of runs: the other factors' levels fixed.
+struct Group {
+    /// e.g. "engine=postgres"; empty when the rows factor is the only one.
+    title: String,
+    /// Row level → column name → values of its runs.
+    cells: Vec<(String, BTreeMap<String, Vec<f64>>)>,
+}
+
+fn groups(study: &Study, cols: &[(String, Expr)], runs: &[StoredRun]) -> Vec<Group> {
+    let rows_f = &study.report.rows;
+    let order: Vec<String> = study
+        .factors
+        .iter()
+        .find(|f| &f.name == rows_f)
+        .map(|f| f.level_names())
+        .unwrap_or_default();
+    let mut out: Vec<Group> = Vec::new();
+    // Groups in the order of the factors' levels, so that a shuffled run
+    // order gives the same report.
+    let level_pos = |f: &str, l: &str| {
+        study
+            .factors
+            .iter()
+            .find(|x| x.name == f)
+            .and_then(|x| x.level_names().iter().position(|n| n == l))
+            .unwrap_or(usize::MAX)
+    };
+    let mut sorted: Vec<&StoredRun> = runs.iter().collect();
+    sorted.sort_by_key(|r| {
+        let key: Vec<usize> = r
+            .cell
+            .iter()
+            .filter(|(f, _)| f != rows_f)
+            .map(|(f, l)| level_pos(f, l))
+            .collect();
+        (key, r.seq)
+    });
+    for r in sorted {
+        let title = r
+            .cell
+            .iter()
+            .filter(|(f, _)| f != rows_f)
+            .map(|(f, l)| format!("{f}={l}"))
+            .collect::<Vec<_>>()
+            .join(" ");
+        let row = r
+            .cell
+            .iter()
+            .find(|(f, _)| f == rows_f)
+            .map(|(_, l)| l.clone())
+            .unwrap_or_default();
+        if out.last().is_none_or(|g| g.title != title) {
+            out.push(Group {
+                title: title.clone(),
+                cells: Vec::new(),
+            });
+        }
+        let Some(g) = out.last_mut() else { continue };
+        if !g.cells.iter().any(|(l, _)| *l == row) {
+            g.cells.push((row.clone(), BTreeMap::new()));
+        }
+        let Some(cell) = g.cells.iter_mut().find(|(l, _)| *l == row) else {
+            continue;
+        };
+        for (name, e) in cols {
+            if let Some(v) = e.eval(&r.values) {
+                cell.1.entry(name.clone()).or_default().push(v);
+            }
+        }
+    }
+    for g in &mut out {
+        g.cells
+            .sort_by_key(|(l, _)| order.iter().position(|o| o == l).unwrap_or(usize::MAX));
+    }
+    out
+}
+
+fn mean(v: Option<&Vec<f64>>) -> Option<f64> {
+    v.and_then(|v| describe(v)).map(|d| d.mean)
+}
+
+/// Renders the report of a store.
+pub fn render(st: &Stored, format: Format) -> Result<String, StudyError> {
+    let loaded = Loaded::parse(&st.file, &st.text, None, crate::builtin::files(&st.name))?;
+    let study = &loaded.study;
+    let spec = &study.report;
+    let cols: Vec<(String, Expr)> = spec
+        .columns
+        .iter()
+        .map(|c| {
+            compile(&c.expr)
+                .map(|e| (c.name.clone(), e))
+                .map_err(|e| loaded.error("report.columns.expr", e.message))
+        })
+        .collect::<Result<_, _>>()?;
+    let gs = groups(study, &cols, &st.runs);
+    let baseline = spec.baseline.clone();
+    let mut out = String::new();
+    let title = if study.title.is_empty() {
+        study.name.clone()
+    } else {
+        format!("{} — {}", study.name, study.title)
+    };
+    let order = match study.order {
+        crate::spec::Order::Interleaved => "interleaved order".to_string(),
+        crate::spec::Order::Random => format!("random order (seed {})", st.seed),
+    };
+    let subtitle = format!(
+        "{} of {} runs{}, {} repetition{} per cell in {order}; values are means of the repetitions",
+        st.runs.len(),
+        st.planned,
+        if st.quick { " (--quick)" } else { "" },
+        st.reps,
+        if st.reps == 1 { "" } else { "s" }
+    );
+    match format {
+        Format::Text => {
+            let _ = writeln!(out, "{title}\n{subtitle}\n");
+        }
+        Format::Markdown => {
+            let _ = writeln!(out, "# {title}\n\n{subtitle}\n");
+        }
+        Format::Html => {
+            let _ = writeln!(
+                out,
+                "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>{}</title>\n<style>{}</style>\n</head>\n<body>\n<h1>{}</h1>\n<p>{}</p>",
+                esc(&title),
+                CSS,
+                esc(&title),
+                esc(&subtitle)
+            );
+            if !study.about.is_empty() {
+                let _ = writeln!(out, "<p>{}</p>", esc(study.about.trim()));
+            }
+        }
+    }
+    for g in &gs {
+        let base_vals = baseline
+            .as_ref()
+            .and_then(|b| g.cells.iter().find(|(l, _)| l == b))
+            .map(|(_, m)| m.clone());
+        // The study's table.
+        let mut head = vec![spec.rows.clone()];
+        for c in &spec.columns {
+            head.push(c.label.clone());
+            if c.change && base_vals.is_some() {
+                head.push("%Δ".into());
+            }
+        }
+        let mut rows = Vec::new();
+        for (level, vals) in &g.cells {
+            let mut r = vec![level.clone()];
+            for c in &spec.columns {
+                let m = mean(vals.get(&c.name));
+                r.push(m.map_or("—".into(), |x| fmt_num(x, c.digits)));
+                if c.change {
+                    if let Some(b) = &base_vals {
+                        r.push(match (m, mean(b.get(&c.name))) {
+                            (Some(x), Some(y)) if y != 0.0 => pct((x / y - 1.0) * 100.0),
+                            _ => "—".into(),
+                        });
+                    }
+                }
+            }
+            rows.push(r);
+        }
+        let table = Table {
+            head,
+            rows,
+            left: 1,
+        };
+        let gtitle = if g.title.is_empty() {
+            "Results".to_string()
+        } else {
+            g.title.clone()
+        };
+        match format {
+            Format::Text => {
+                let _ = writeln!(out, "{gtitle}\n");
+                table.text(&mut out);
+                out.push('\n');
+            }
+            Format::Markdown => {
+                let _ = writeln!(out, "## {gtitle}\n");
+                table.markdown(&mut out);
+                out.push('\n');
+            }
+            Format::Html => {
+                let _ = writeln!(out, "<h2>{}</h2>", esc(&gtitle));
+                table.html(&mut out);
+                if let Some(ch) = &spec.chart {
+                    let series: Vec<(String, Vec<(String, f64)>)> = ch
+                        .lines
+                        .iter()
+                        .map(|name| {
+                            let label = spec
+                                .columns
+                                .iter()
+                                .find(|c| &c.name == name)
+                                .map_or(name.clone(), |c| c.label.clone());
+                            let pts = g
+                                .cells
+                                .iter()
+                                .filter_map(|(l, v)| mean(v.get(name)).map(|m| (l.clone(), m)))
+                                .collect();
+                            (label, pts)
+                        })
+                        .collect();
+                    out.push_str(&svg::line_chart(
+                        format!("{} {}", ch.title, g.title).trim(),
+                        &spec.rows,
+                        &ch.y_label,
+                        ch.log2_x,
+                        &series,
+                    ));
+                }
+            }
+        }
+        // Statistics.
+        let mut head = vec![
+            "column".to_string(),
+            spec.rows.clone(),
+            "n".into(),
+            "mean".into(),
+            "median".into(),
+            "sd".into(),
+            "95% CI".into(),
+        ];
+        if let Some(b) = &baseline {
+            head.push(format!("ratio to {b} (95% CI)"));
+            head.push(format!("vs {b} (Welch)"));
+        }
+        let mut rows = Vec::new();
+        for c in spec.columns.iter().filter(|c| c.stats) {
+            for (level, vals) in &g.cells {
+                let Some(v) = vals.get(&c.name) else { continue };
+                let Some(d) = describe(v) else { continue };
+                let dg = c.digits + 1;
+                let mut r = vec![
+                    c.name.clone(),
+                    level.clone(),
+                    d.n.to_string(),
+                    fmt_num(d.mean, dg),
+                    fmt_num(d.median, dg),
+                    fmt_num(d.sd, dg),
+                    d.ci.map_or("—".into(), |(a, b)| {
+                        format!("{} .. {}", fmt_num(a, dg), fmt_num(b, dg))
+                    }),
+                ];
+                if let Some(b) = &baseline {
+                    let base = base_vals.as_ref().and_then(|m| m.get(&c.name));
+                    match base.and_then(|bv| compare(v, bv)) {
+                        Some(cmp) if Some(level) != Some(b) => {
+                            r.push(match cmp.ratio_ci {
+                                Some((lo, hi)) => {
+                                    format!("{:.3} ({:.3} .. {:.3})", cmp.ratio, lo, hi)
+                                }
+                                None => format!("{:.3}", cmp.ratio),
+                            });
+                            r.push(cmp.verdict());
+                        }
+                        _ => {
+                            r.push("—".into());
+                            r.push(if Some(level) == Some(b) {
+                                "baseline".into()
+                            } else {
+                                "—".into()
+                            });
+                        }
+                    }
+                }
+                rows.push(r);
+            }
+        }
+        let stats = Table {
+            head,
+            rows,
+            left: 2,
+        };
+        match format {
+            Format::Text => {
+                let _ = writeln!(out, "Statistics ({gtitle})\n");
+                stats.text(&mut out);
+                out.push('\n');
+            }
+            Format::Markdown => {
+                let _ = writeln!(out, "### Statistics ({gtitle})\n");
+                stats.markdown(&mut out);
+                out.push('\n');
+            }
+            Format::Html => {
+                let _ = writeln!(out, "<h3>Statistics ({})</h3>", esc(&gtitle));
+                stats.html(&mut out);
+            }
+        }
+    }
+    // Column definitions, notes and facts.
+    let defs = Table {
+        head: vec!["column".into(), "label".into(), "expression".into()],
+        rows: spec
+            .columns
+            .iter()
+            .map(|c| vec![c.name.clone(), c.label.clone(), c.expr.clone()])
+            .collect(),
+        left: 3,
+    };
+    let mut notes: Vec<String> = st
+        .runs
+        .iter()
+        .filter(|r| !r.notes.is_empty())
+        .map(|r| r.notes.clone())
+        .collect();
+    notes.sort();
+    notes.dedup();
+    let facts = Table {
+        head: vec!["fact".into(), "value".into()],
+        rows: st
+            .facts
+            .iter()
+            .map(|(k, v)| vec![k.clone(), v.clone()])
+            .collect(),
+        left: 2,
+    };
+    match format {
+        Format::Text => {
+            out.push_str("Columns\n\n");
+            defs.text(&mut out);
+            for n in &notes {
+                let _ = writeln!(out, "note: {n}");
+            }
+            out.push_str("\nMachine and engine\n\n");
+            facts.text(&mut out);
+        }
+        Format::Markdown => {
+            out.push_str("## Columns\n\n");
+            defs.markdown(&mut out);
+            for n in &notes {
+                let _ = writeln!(out, "\n*Note:* {n}");
+            }
+            out.push_str("\n## Machine and engine\n\n");
+            facts.markdown(&mut out);
+        }
+        Format::Html => {
+            out.push_str("<h2>Columns</h2>\n");
+            defs.html(&mut out);
+            for n in &notes {
+                let _ = writeln!(out, "<p class=\"note\">Note: {}</p>", esc(n));
+            }
+            out.push_str("<h2>Machine and engine</h2>\n");
+            facts.html(&mut out);
+            out.push_str("</body>\n</html>\n");
+        }
+    }
+    Ok(out)
+}
+
+/// Two stores of the same study, cell by cell: B against A.
+pub fn compare_stores(a: &Stored, b: &Stored) -> Result<String, StudyError> {
+    let la = Loaded::parse(&a.file, &a.text, None, crate::builtin::files(&a.name))?;
+    if a.name != b.name {
+        return Err(StudyError::Usage(format!(
+            "cannot compare study `{}` with study `{}`",
+            a.name, b.name
+        )));
+    }
+    let spec = &la.study.report;
+    let cols: Vec<(String, Expr)> = spec
+        .columns
+        .iter()
+        .filter_map(|c| compile(&c.expr).ok().map(|e| (c.name.clone(), e)))
+        .collect();
+    let ga = groups(&la.study, &cols, &a.runs);
+    let gb = groups(&la.study, &cols, &b.runs);
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{}: B ({} runs) against A ({} runs), Welch's t-test per cell\n",
+        a.name,
+        b.runs.len(),
+        a.runs.len()
+    );
+    let mut rows = Vec::new();
+    for g in &ga {
+        let Some(h) = gb.iter().find(|x| x.title == g.title) else {
+            continue;
+        };
+        for c in spec.columns.iter().filter(|c| c.stats) {
+            for (level, va) in &g.cells {
+                let Some(vb) = h
+                    .cells
+                    .iter()
+                    .find(|(l, _)| l == level)
+                    .and_then(|(_, m)| m.get(&c.name))
+                else {
+                    continue;
+                };
+                let Some(xa) = va.get(&c.name) else { continue };
+                let (Some(da), Some(db)) = (describe(xa), describe(vb)) else {
+                    continue;
+                };
+                let verdict = compare(vb, xa).map_or("—".into(), |c| c.verdict());
+                rows.push(vec![
+                    g.title.clone(),
+                    c.name.clone(),
+                    level.clone(),
+                    fmt_num(da.mean, c.digits + 1),
+                    fmt_num(db.mean, c.digits + 1),
+                    verdict,
+                ]);
+            }
+        }
+    }
+    Table {
+        head: vec![
+            "cell".into(),
+            "column".into(),
+            spec.rows.clone(),
+            "A mean".into(),
+            "B mean".into(),
+            "B vs A".into(),
+        ],
+        rows,
+        left: 3,
+    }
+    .text(&mut out);
+    Ok(out)
+}
+
+const CSS: &str = "body{font-family:system-ui,sans-serif;margin:2em;color:#222}\
+table{border-collapse:collapse;margin:1em 0}\
+th,td{padding:.2em .6em;border-bottom:1px solid #ddd}\
+th{background:#f4f4f4}td.r{text-align:right;font-variant-numeric:tabular-nums}\
+p.note{color:#844}svg{display:block;margin:1em 0}";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn markdown_cells_escape_the_bar() {
+        let t = Table {
+            head: vec!["expr".into()],
+            rows: vec![vec!["$a || $b".into()]],
+            left: 1,
+        };
+        let mut out = String::new();
+        t.markdown(&mut out);
+        assert_eq!(out, "| expr |\n|---|\n| $a \\|\\| $b |\n");
+    }
+
+    #[test]
+    fn numbers_group_thousands() {
+        assert_eq!(fmt_num(1234567.891, 2), "1,234,567.89");
+        assert_eq!(fmt_num(-0.0001, 2), "0.00");
+        assert_eq!(fmt_num(-12.5, 1), "-12.5");
+        assert_eq!(fmt_num(999.0, 0), "999");
+    }
+}

@@ -1,0 +1,612 @@
+//! The study file: TOML plus SQL files, read with the line of every
+//! mistake. The README's "study file reference" documents each key.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use crate::error::StudyError;
+
+/// A whole study as written.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Study {
+    pub name: String,
+    #[serde(default)]
+    pub title: String,
+    #[serde(default)]
+    pub about: String,
+    /// Repetitions of every cell (`--reps` overrides).
+    #[serde(default = "three")]
+    pub reps: u32,
+    /// Repetitions with `--quick`.
+    pub quick_reps: Option<u32>,
+    /// `interleaved` (every cell once per round, A B C A B C) or `random`
+    /// (the whole plan shuffled with a recorded seed).
+    #[serde(default)]
+    pub order: Order,
+    /// Seed of a random order; a new one (recorded) when absent.
+    pub seed: Option<u64>,
+    /// Values substituted for `{name}` in SQL and run options, and visible
+    /// as `$name` in report expressions.
+    #[serde(default)]
+    pub vars: BTreeMap<String, toml::Value>,
+    /// What `--quick` changes: vars and the levels kept.
+    #[serde(default)]
+    pub quick: Quick,
+    /// Server settings of the private PostgreSQL, written at its start.
+    #[serde(default)]
+    pub server: BTreeMap<String, String>,
+    /// SQL run once per engine before the first run (not measured).
+    pub setup: Option<Sql>,
+    pub workload: WorkloadSpec,
+    #[serde(default)]
+    pub factors: Vec<Factor>,
+    #[serde(default)]
+    pub probes: Vec<Probe>,
+    #[serde(default)]
+    pub measure: Measure,
+    pub report: ReportSpec,
+}
+
+fn three() -> u32 {
+    3
+}
+
+#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Order {
+    #[default]
+    Interleaved,
+    Random,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Quick {
+    #[serde(default)]
+    pub vars: BTreeMap<String, toml::Value>,
+    /// Per factor, the level names kept with `--quick`.
+    #[serde(default)]
+    pub levels: BTreeMap<String, Vec<toml::Value>>,
+}
+
+/// SQL given inline, or per engine (`postgres`, `sqlite`, `mariadb`); a
+/// value ending in `.sql` is a file next to the study file.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum Sql {
+    One(String),
+    PerEngine(BTreeMap<String, String>),
+}
+
+impl Sql {
+    /// The SQL for `engine`, if any.
+    pub fn for_engine(&self, engine: &str) -> Option<&str> {
+        match self {
+            Sql::One(s) => Some(s),
+            Sql::PerEngine(m) => m.get(engine).map(String::as_str),
+        }
+    }
+}
+
+/// A number, or text with `{var}` references that becomes one.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum Num {
+    Int(u64),
+    Float(f64),
+    Text(String),
+}
+
+/// The `tracelab run` specification of one measured run.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkloadSpec {
+    /// The statement(s) every session executes; with `protocol = "simple"`
+    /// several statements separated by `;` go in one call.
+    pub sql: Sql,
+    /// Bind values file (as `tracelab run --binds`), next to the study.
+    pub binds: Option<String>,
+    #[serde(default = "one")]
+    pub sessions: Num,
+    /// Statements per session; transactions = statements / tx_per_commit.
+    pub statements: Option<Num>,
+    /// Transactions per session (when `statements` is not given).
+    pub transactions: Option<Num>,
+    /// Seconds per session (instead of a count).
+    pub runtime: Option<Num>,
+    /// Statements per transaction; 0 is autocommit.
+    #[serde(default = "zero")]
+    pub tx_per_commit: Num,
+    /// `extended` (prepared) or `simple` (text, several statements).
+    #[serde(default = "extended")]
+    pub protocol: String,
+    /// Session settings (SET / PRAGMA) of every session.
+    #[serde(default)]
+    pub settings: BTreeMap<String, String>,
+    /// Statements of an unmeasured warm-up run before each measured run
+    /// (0: none).
+    #[serde(default = "zero")]
+    pub warmup: Num,
+    /// SQL before each measured run (not measured), e.g. TRUNCATE,
+    /// CHECKPOINT.
+    pub before: Option<Sql>,
+    /// SQL after each run, before the `after` probes (e.g. the deferred
+    /// work a load left behind).
+    pub after: Option<Sql>,
+}
+
+fn one() -> Num {
+    Num::Int(1)
+}
+fn zero() -> Num {
+    Num::Int(0)
+}
+fn extended() -> String {
+    "extended".into()
+}
+
+/// One factor and its levels.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Factor {
+    pub name: String,
+    /// Levels given as plain values (`values = [1, 2, 4]`): each sets the
+    /// var named after the factor.
+    #[serde(default)]
+    pub values: Vec<toml::Value>,
+    /// Levels given in full.
+    #[serde(default)]
+    pub levels: Vec<Level>,
+    /// The level names run by default; all when absent (`--level
+    /// NAME=a,b` overrides).
+    pub active: Option<Vec<String>>,
+}
+
+/// What a level changes.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Level {
+    pub name: String,
+    /// Session settings (SET on PostgreSQL, PRAGMA on SQLite).
+    #[serde(default)]
+    pub settings: BTreeMap<String, String>,
+    /// Server settings applied with ALTER SYSTEM and a reload.
+    #[serde(default)]
+    pub server: BTreeMap<String, String>,
+    /// Server settings that need a restart of the private server.
+    #[serde(default)]
+    pub restart: BTreeMap<String, String>,
+    /// The workload's SQL for this level.
+    pub sql: Option<Sql>,
+    /// SQL before each measured run of this level (after the workload's).
+    pub before: Option<Sql>,
+    /// SQL after each run of this level (before the workload's `after`).
+    pub after: Option<Sql>,
+    #[serde(default)]
+    pub vars: BTreeMap<String, toml::Value>,
+}
+
+/// A query whose columns become measurements, before and/or after a run.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Probe {
+    pub name: String,
+    pub sql: Sql,
+    /// `delta` (after − before), `after` or `before`.
+    #[serde(default)]
+    pub when: When,
+}
+
+#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum When {
+    #[default]
+    Delta,
+    Before,
+    After,
+}
+
+/// Measurements beyond elapsed, the run summary and the probes.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Measure {
+    /// CPU of each session's server process (/proc), as `backend_cpu_ms`.
+    #[serde(default = "yes")]
+    pub backend_cpu: bool,
+    /// Syscall counts of the server (`strace -c -f`), as `syscalls` and
+    /// `syscall_NAME`; skipped with a note where strace is missing.
+    #[serde(default)]
+    pub strace: bool,
+    /// A 10046 trace of every session, profiled by the skew engine:
+    /// `trace_NAME_s` and `trace_NAME_calls` per call name (`exec`,
+    /// `commit`, `sql_net_message_from_client`, ...) and `trace_total_s`.
+    #[serde(default)]
+    pub trace: bool,
+}
+
+impl Default for Measure {
+    fn default() -> Self {
+        Measure {
+            backend_cpu: true,
+            strace: false,
+            trace: false,
+        }
+    }
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// The report: a table whose rows are one factor's levels, one table per
+/// combination of the other factors, and a chart.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReportSpec {
+    /// The factor whose levels are the rows.
+    pub rows: String,
+    /// The level of `rows` that % changes and ratios compare with.
+    pub baseline: Option<String>,
+    pub columns: Vec<Column>,
+    pub chart: Option<Chart>,
+}
+
+/// One column: an expression over the run's measurements and vars
+/// (`$elapsed_ms / $statements`), in tracelab's expression language.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Column {
+    pub name: String,
+    pub label: String,
+    pub expr: String,
+    /// Decimal places shown.
+    #[serde(default = "two")]
+    pub digits: usize,
+    /// Also show the % change from the baseline level.
+    #[serde(default)]
+    pub change: bool,
+    /// Include in the statistics section (ratios, tests).
+    #[serde(default = "yes")]
+    pub stats: bool,
+}
+
+fn two() -> usize {
+    2
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Chart {
+    pub title: String,
+    /// Column names drawn as lines against the rows factor.
+    pub lines: Vec<String>,
+    /// A log2 x axis (levels must be numbers).
+    #[serde(default)]
+    pub log2_x: bool,
+    #[serde(default)]
+    pub y_label: String,
+}
+
+/// A study read from a file or the built-ins, with its text (stored with
+/// the results) and the directory its SQL files are relative to.
+#[derive(Debug, Clone)]
+pub struct Loaded {
+    pub study: Study,
+    pub file: String,
+    pub text: String,
+    pub dir: Option<PathBuf>,
+    /// SQL files of a built-in study, by name.
+    pub(crate) embedded: &'static [(&'static str, &'static str)],
+}
+
+impl Loaded {
+    /// Parses and checks a study's text; `file` names it in messages.
+    pub fn parse(
+        file: &str,
+        text: &str,
+        dir: Option<PathBuf>,
+        embedded: &'static [(&'static str, &'static str)],
+    ) -> Result<Loaded, StudyError> {
+        let study: Study = toml::from_str(text).map_err(|e| {
+            let line = e.span().map_or(1, |s| {
+                text[..s.start.min(text.len())].lines().count().max(1)
+            });
+            let line = if e
+                .span()
+                .is_some_and(|s| text[..s.start.min(text.len())].ends_with('\n'))
+            {
+                line + 1
+            } else {
+                line
+            };
+            StudyError::File {
+                file: file.to_string(),
+                line,
+                key: key_at(text, line),
+                what: e.message().trim().to_string(),
+            }
+        })?;
+        let loaded = Loaded {
+            study,
+            file: file.to_string(),
+            text: text.to_string(),
+            dir,
+            embedded,
+        };
+        loaded.check()?;
+        Ok(loaded)
+    }
+
+    /// Reads a study file from disk.
+    pub fn from_path(path: &Path) -> Result<Loaded, StudyError> {
+        let text = std::fs::read_to_string(path).map_err(crate::error::io(path))?;
+        Loaded::parse(
+            &path.display().to_string(),
+            &text,
+            path.parent().map(Path::to_path_buf),
+            &[],
+        )
+    }
+
+    /// An error at the line of `key` (a dotted path as in the file).
+    pub fn error(&self, key: &str, what: impl Into<String>) -> StudyError {
+        StudyError::File {
+            file: self.file.clone(),
+            line: line_of(&self.text, key),
+            key: key.to_string(),
+            what: what.into(),
+        }
+    }
+
+    /// The text of SQL given inline or as a `.sql` file.
+    pub fn sql_text(&self, key: &str, sql: &str) -> Result<String, StudyError> {
+        let s = sql.trim();
+        if !s.ends_with(".sql") || s.contains(char::is_whitespace) {
+            return Ok(sql.to_string());
+        }
+        if let Some((_, t)) = self.embedded.iter().find(|(n, _)| *n == s) {
+            return Ok(t.to_string());
+        }
+        let on_disk = self
+            .dir
+            .as_ref()
+            .map(|d| std::fs::read_to_string(d.join(s)));
+        match on_disk {
+            Some(Ok(t)) => Ok(t),
+            // A copy of a built-in study may keep naming the built-in's
+            // SQL files (`tracelab study show redo-undo/debt.sql` prints one).
+            _ if crate::builtin::sql_file(s).is_some() => {
+                Ok(crate::builtin::sql_file(s).unwrap_or_default().to_string())
+            }
+            Some(Err(e)) => Err(self.error(key, format!("cannot read SQL file {s}: {e}"))),
+            None => Err(self.error(key, format!("no SQL file {s} in this study"))),
+        }
+    }
+
+    /// Checks what serde cannot: names that must refer to each other.
+    fn check(&self) -> Result<(), StudyError> {
+        let s = &self.study;
+        if s.reps == 0 {
+            return Err(self.error("reps", "expected at least 1 repetition"));
+        }
+        let mut names = std::collections::BTreeSet::new();
+        for f in &s.factors {
+            if !names.insert(f.name.as_str()) {
+                return Err(self.error("factors.name", format!("factor `{}` twice", f.name)));
+            }
+            if f.values.is_empty() == f.levels.is_empty() {
+                return Err(self.error(
+                    "factors",
+                    format!("factor `{}`: expected either `values` or `levels`", f.name),
+                ));
+            }
+            if f.name == "engine" {
+                for l in f.level_names() {
+                    if !crate::engine::ENGINES.contains(&l.as_str()) {
+                        return Err(self.error(
+                            "factors.levels.name",
+                            format!(
+                                "engine level `{l}`: expected one of {}",
+                                crate::engine::ENGINES.join(", ")
+                            ),
+                        ));
+                    }
+                }
+            }
+            if let Some(a) = &f.active {
+                for n in a {
+                    if !f.level_names().contains(n) {
+                        return Err(self.error(
+                            "factors.active",
+                            format!("factor `{}` has no level `{n}`", f.name),
+                        ));
+                    }
+                }
+            }
+        }
+        for (fname, lv) in &s.quick.levels {
+            let Some(f) = s.factors.iter().find(|f| &f.name == fname) else {
+                return Err(self.error(&format!("quick.levels.{fname}"), "no such factor"));
+            };
+            for v in lv {
+                let v = value_text(v);
+                if !f.level_names().contains(&v) {
+                    return Err(self.error(
+                        &format!("quick.levels.{fname}"),
+                        format!("factor `{fname}` has no level `{v}`"),
+                    ));
+                }
+            }
+        }
+        if !s.factors.iter().any(|f| f.name == s.report.rows) {
+            return Err(self.error(
+                "report.rows",
+                format!("expected the name of a factor, found `{}`", s.report.rows),
+            ));
+        }
+        if let (Some(b), Some(f)) = (
+            &s.report.baseline,
+            s.factors.iter().find(|f| f.name == s.report.rows),
+        ) {
+            if !f.level_names().contains(b) {
+                return Err(self.error(
+                    "report.baseline",
+                    format!("factor `{}` has no level `{b}`", f.name),
+                ));
+            }
+        }
+        for c in &s.report.columns {
+            crate::columns::compile(&c.expr).map_err(|e| {
+                self.error(
+                    "report.columns.expr",
+                    format!("column `{}`: {}", c.name, e.message),
+                )
+            })?;
+        }
+        if let Some(ch) = &s.report.chart {
+            for l in &ch.lines {
+                if !s.report.columns.iter().any(|c| &c.name == l) {
+                    return Err(self.error("report.chart.lines", format!("no column named `{l}`")));
+                }
+            }
+        }
+        if !["extended", "prepared", "simple"].contains(&s.workload.protocol.as_str()) {
+            return Err(self.error("workload.protocol", "expected `extended` or `simple`"));
+        }
+        Ok(())
+    }
+}
+
+impl Factor {
+    /// Level names in file order.
+    pub fn level_names(&self) -> Vec<String> {
+        if self.levels.is_empty() {
+            self.values.iter().map(value_text).collect()
+        } else {
+            self.levels.iter().map(|l| l.name.clone()).collect()
+        }
+    }
+
+    /// All levels, plain values made into levels.
+    pub fn all_levels(&self) -> Vec<Level> {
+        if self.levels.is_empty() {
+            self.values
+                .iter()
+                .map(|v| Level {
+                    name: value_text(v),
+                    ..Level::default()
+                })
+                .collect()
+        } else {
+            self.levels.clone()
+        }
+    }
+}
+
+/// A TOML value as a level name or var text.
+pub fn value_text(v: &toml::Value) -> String {
+    match v {
+        toml::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// The dotted key defined on `line` (1-based): the nearest table header
+/// above it and the key on the line itself.
+fn key_at(text: &str, line: usize) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    let here = lines.get(line.saturating_sub(1)).copied().unwrap_or("");
+    let key = here
+        .split_once('=')
+        .map(|(k, _)| k.trim().trim_matches('"').to_string())
+        .filter(|k| !k.is_empty() && !k.contains(char::is_whitespace))
+        .unwrap_or_default();
+    let table = lines[..line.saturating_sub(1).min(lines.len())]
+        .iter()
+        .rev()
+        .chain(std::iter::once(&here))
+        .find_map(|l| {
+            let t = l.trim();
+            t.starts_with('[')
+                .then(|| t.trim_matches(|c| c == '[' || c == ']').trim().to_string())
+        });
+    match (table, key.is_empty()) {
+        (Some(t), false) => format!("{t}.{key}"),
+        (Some(t), true) => t,
+        (None, false) => key,
+        (None, true) => "(top level)".into(),
+    }
+}
+
+/// The first line that defines the last part of a dotted key under its
+/// table (or anywhere, failing that).
+fn line_of(text: &str, key: &str) -> usize {
+    let last = key.rsplit('.').next().unwrap_or(key);
+    let defines = |l: &str| {
+        let t = l.trim_start();
+        t.strip_prefix(last)
+            .is_some_and(|r| r.trim_start().starts_with('='))
+            || t.contains(&format!("{{ {last} ="))
+            || t.contains(&format!(", {last} ="))
+    };
+    text.lines().position(defines).map_or(1, |i| i + 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = r#"
+name = "t"
+[workload]
+sql = "select 1"
+statements = 10
+[[factors]]
+name = "batch"
+values = [1, 2]
+[report]
+rows = "batch"
+columns = [{ name = "r", label = "r", expr = "$elapsed_ms" }]
+"#;
+
+    #[test]
+    fn a_good_file_reads() {
+        let l = Loaded::parse("t.toml", GOOD, None, &[]).unwrap();
+        assert_eq!(l.study.factors[0].level_names(), vec!["1", "2"]);
+        assert_eq!(l.study.reps, 3);
+    }
+
+    #[test]
+    fn a_wrong_type_names_file_line_and_key() {
+        let bad = GOOD.replace("statements = 10", "statements = [10]");
+        let e = Loaded::parse("t.toml", &bad, None, &[])
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("t.toml:5: key `workload.statements`:"), "{e}");
+    }
+
+    #[test]
+    fn an_unknown_key_names_file_line_and_key() {
+        let bad = GOOD.replace("statements = 10", "statments = 10");
+        let e = Loaded::parse("t.toml", &bad, None, &[])
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("t.toml:5: key `workload.statments`:"), "{e}");
+        assert!(e.contains("unknown field"), "{e}");
+    }
+
+    #[test]
+    fn a_report_on_no_factor_is_named() {
+        let bad = GOOD.replace("rows = \"batch\"", "rows = \"bach\"");
+        let e = Loaded::parse("t.toml", &bad, None, &[])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("t.toml:10: key `report.rows`: expected the name of a factor"),
+            "{e}"
+        );
+    }
+}

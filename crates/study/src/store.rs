@@ -1,0 +1,370 @@
+//! The results store: one SQLite file per study run directory
+//! (`DIR/results.sqlite`). Every run is written in one transaction as soon
+//! as it ends, so an interrupted study loses at most the run in flight.
+//! The README documents the schema; reports read nothing else.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use rusqlite::{params, Connection, OptionalExtension};
+
+use crate::error::StudyError;
+use crate::plan::{cell_key, Planned};
+
+pub const FILE: &str = "results.sqlite";
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS study (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    name TEXT NOT NULL,
+    file TEXT NOT NULL,          -- where the study file came from
+    text TEXT NOT NULL,          -- the study file itself
+    quick INTEGER NOT NULL,
+    reps INTEGER NOT NULL,
+    seed INTEGER NOT NULL,
+    tracelab_version TEXT NOT NULL,
+    started TEXT NOT NULL        -- UTC, RFC 3339
+);
+CREATE TABLE IF NOT EXISTS facts (     -- machine and engine facts
+    key TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS plan (      -- every planned run, in run order
+    seq INTEGER PRIMARY KEY,
+    rep INTEGER NOT NULL,
+    cell TEXT NOT NULL,          -- 'factor=level factor=level'
+    levels TEXT NOT NULL         -- JSON [[factor, level], ...]
+);
+CREATE TABLE IF NOT EXISTS runs (      -- one row per finished run
+    seq INTEGER PRIMARY KEY REFERENCES plan(seq),
+    started TEXT NOT NULL,
+    seconds REAL NOT NULL,       -- wall time of the whole run, setup included
+    vars TEXT NOT NULL,          -- JSON {name: number} the run used
+    summary TEXT NOT NULL,       -- JSON of the tracelab run summary
+    notes TEXT NOT NULL          -- what was skipped and why
+);
+CREATE TABLE IF NOT EXISTS measurements (
+    seq INTEGER NOT NULL REFERENCES runs(seq),
+    name TEXT NOT NULL,
+    value REAL NOT NULL,
+    PRIMARY KEY (seq, name)
+);
+";
+
+pub struct Store {
+    conn: Connection,
+    path: PathBuf,
+}
+
+/// What a report needs, read back from a store.
+#[derive(Debug, Clone)]
+pub struct Stored {
+    pub name: String,
+    pub file: String,
+    pub text: String,
+    pub quick: bool,
+    pub reps: u32,
+    pub seed: u64,
+    pub facts: BTreeMap<String, String>,
+    pub planned: usize,
+    pub runs: Vec<StoredRun>,
+}
+
+#[derive(Debug, Clone)]
+pub struct StoredRun {
+    pub seq: usize,
+    pub rep: u32,
+    pub cell: Vec<(String, String)>,
+    /// Measurements and vars together, as report expressions see them.
+    pub values: BTreeMap<String, f64>,
+    pub notes: String,
+}
+
+/// Study-level facts written when a store is made.
+pub struct Header<'a> {
+    pub name: &'a str,
+    pub file: &'a str,
+    pub text: &'a str,
+    pub quick: bool,
+    pub reps: u32,
+    pub seed: u64,
+}
+
+impl Store {
+    fn err(&self, e: rusqlite::Error) -> StudyError {
+        StudyError::Store {
+            path: self.path.clone(),
+            what: e.to_string(),
+        }
+    }
+
+    /// Opens the store in `dir`; `create` makes a new one (refusing to
+    /// overwrite results).
+    pub fn open(dir: &Path, create: bool) -> Result<Store, StudyError> {
+        let path = dir.join(FILE);
+        if create && path.exists() {
+            return Err(StudyError::Usage(format!(
+                "{} already holds results; use --resume to continue that study, or another --out",
+                path.display()
+            )));
+        }
+        if !create && !path.exists() {
+            return Err(StudyError::Store {
+                path,
+                what: "no results store here (run a study with --out DIR first)".into(),
+            });
+        }
+        std::fs::create_dir_all(dir).map_err(crate::error::io(dir))?;
+        let conn = Connection::open(&path).map_err(|e| StudyError::Store {
+            path: path.clone(),
+            what: e.to_string(),
+        })?;
+        let s = Store { conn, path };
+        s.conn.execute_batch(SCHEMA).map_err(|e| s.err(e))?;
+        Ok(s)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Writes the study header, the facts and the plan (a new store).
+    pub fn begin(
+        &mut self,
+        h: &Header<'_>,
+        facts: &BTreeMap<String, String>,
+        plan: &[Planned],
+    ) -> Result<(), StudyError> {
+        let tx = self.conn.transaction().map_err(|e| StudyError::Store {
+            path: self.path.clone(),
+            what: e.to_string(),
+        })?;
+        let r: Result<(), rusqlite::Error> = (|| {
+            tx.execute(
+                "INSERT INTO study (id, name, file, text, quick, reps, seed, tracelab_version, started)
+                 VALUES (1, ?1, ?2, ?3, ?4, ?5, ?6, ?7, strftime('%Y-%m-%dT%H:%M:%SZ', 'now'))",
+                params![h.name, h.file, h.text, h.quick, h.reps, h.seed as i64, env!("CARGO_PKG_VERSION")],
+            )?;
+            for (k, v) in facts {
+                tx.execute(
+                    "INSERT OR REPLACE INTO facts (key, value) VALUES (?1, ?2)",
+                    params![k, v],
+                )?;
+            }
+            for p in plan {
+                tx.execute(
+                    "INSERT INTO plan (seq, rep, cell, levels) VALUES (?1, ?2, ?3, ?4)",
+                    params![
+                        p.seq as i64,
+                        p.rep,
+                        cell_key(&p.cell),
+                        serde_json::to_string(&p.cell).unwrap_or_default()
+                    ],
+                )?;
+            }
+            Ok(())
+        })();
+        let path = self.path.clone();
+        r.map_err(|e| StudyError::Store {
+            path: path.clone(),
+            what: e.to_string(),
+        })?;
+        tx.commit().map_err(|e| StudyError::Store {
+            path: self.path.clone(),
+            what: e.to_string(),
+        })
+    }
+
+    /// Adds or replaces facts (engine facts learnt after a restart).
+    pub fn facts(&self, facts: &BTreeMap<String, String>) -> Result<(), StudyError> {
+        for (k, v) in facts {
+            self.conn
+                .execute(
+                    "INSERT OR REPLACE INTO facts (key, value) VALUES (?1, ?2)",
+                    params![k, v],
+                )
+                .map_err(|e| self.err(e))?;
+        }
+        Ok(())
+    }
+
+    /// The plan as stored (for --resume).
+    pub fn plan(&self) -> Result<Vec<Planned>, StudyError> {
+        let mut st = self
+            .conn
+            .prepare("SELECT seq, rep, levels FROM plan ORDER BY seq")
+            .map_err(|e| self.err(e))?;
+        let rows = st
+            .query_map([], |r| {
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, u32>(1)?,
+                    r.get::<_, String>(2)?,
+                ))
+            })
+            .map_err(|e| self.err(e))?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (seq, rep, levels) = row.map_err(|e| self.err(e))?;
+            out.push(Planned {
+                seq: seq as usize,
+                rep,
+                cell: serde_json::from_str(&levels).map_err(|e| StudyError::Store {
+                    path: self.path.clone(),
+                    what: format!("plan row {seq}: {e}"),
+                })?,
+            });
+        }
+        Ok(out)
+    }
+
+    /// Runs already recorded.
+    pub fn done(&self) -> Result<std::collections::BTreeSet<usize>, StudyError> {
+        let mut st = self
+            .conn
+            .prepare("SELECT seq FROM runs")
+            .map_err(|e| self.err(e))?;
+        let rows = st
+            .query_map([], |r| r.get::<_, i64>(0))
+            .map_err(|e| self.err(e))?;
+        let mut out = std::collections::BTreeSet::new();
+        for r in rows {
+            out.insert(r.map_err(|e| self.err(e))? as usize);
+        }
+        Ok(out)
+    }
+
+    /// Records one finished run and its measurements, in one transaction.
+    pub fn record(
+        &mut self,
+        seq: usize,
+        seconds: f64,
+        vars: &BTreeMap<String, f64>,
+        summary_json: &str,
+        measurements: &BTreeMap<String, f64>,
+        notes: &str,
+    ) -> Result<(), StudyError> {
+        let path = self.path.clone();
+        let e = move |e: rusqlite::Error| StudyError::Store {
+            path: path.clone(),
+            what: e.to_string(),
+        };
+        let tx = self.conn.transaction().map_err(&e)?;
+        tx.execute(
+            "INSERT INTO runs (seq, started, seconds, vars, summary, notes)
+             VALUES (?1, strftime('%Y-%m-%dT%H:%M:%SZ', 'now'), ?2, ?3, ?4, ?5)",
+            params![
+                seq as i64,
+                seconds,
+                serde_json::to_string(vars).unwrap_or_default(),
+                summary_json,
+                notes
+            ],
+        )
+        .map_err(&e)?;
+        for (k, v) in measurements {
+            if v.is_finite() {
+                tx.execute(
+                    "INSERT INTO measurements (seq, name, value) VALUES (?1, ?2, ?3)",
+                    params![seq as i64, k, v],
+                )
+                .map_err(&e)?;
+            }
+        }
+        tx.commit().map_err(&e)
+    }
+
+    /// Everything a report needs.
+    pub fn load(&self) -> Result<Stored, StudyError> {
+        let head = self
+            .conn
+            .query_row(
+                "SELECT name, file, text, quick, reps, seed FROM study WHERE id = 1",
+                [],
+                |r| {
+                    Ok((
+                        r.get::<_, String>(0)?,
+                        r.get::<_, String>(1)?,
+                        r.get::<_, String>(2)?,
+                        r.get::<_, bool>(3)?,
+                        r.get::<_, u32>(4)?,
+                        r.get::<_, i64>(5)?,
+                    ))
+                },
+            )
+            .optional()
+            .map_err(|e| self.err(e))?
+            .ok_or_else(|| StudyError::Store {
+                path: self.path.clone(),
+                what: "no study recorded".into(),
+            })?;
+        let mut facts = BTreeMap::new();
+        {
+            let mut st = self
+                .conn
+                .prepare("SELECT key, value FROM facts")
+                .map_err(|e| self.err(e))?;
+            let rows = st
+                .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))
+                .map_err(|e| self.err(e))?;
+            for r in rows {
+                let (k, v) = r.map_err(|e| self.err(e))?;
+                facts.insert(k, v);
+            }
+        }
+        let plan = self.plan()?;
+        let mut runs = Vec::new();
+        {
+            let mut st = self
+                .conn
+                .prepare("SELECT seq, vars, notes FROM runs ORDER BY seq")
+                .map_err(|e| self.err(e))?;
+            let rows = st
+                .query_map([], |r| {
+                    Ok((
+                        r.get::<_, i64>(0)?,
+                        r.get::<_, String>(1)?,
+                        r.get::<_, String>(2)?,
+                    ))
+                })
+                .map_err(|e| self.err(e))?;
+            let mut m = self
+                .conn
+                .prepare("SELECT name, value FROM measurements WHERE seq = ?1")
+                .map_err(|e| self.err(e))?;
+            for r in rows {
+                let (seq, vars, notes) = r.map_err(|e| self.err(e))?;
+                let mut values: BTreeMap<String, f64> =
+                    serde_json::from_str(&vars).unwrap_or_default();
+                let ms = m
+                    .query_map([seq], |r| Ok((r.get::<_, String>(0)?, r.get::<_, f64>(1)?)))
+                    .map_err(|e| self.err(e))?;
+                for x in ms {
+                    let (k, v) = x.map_err(|e| self.err(e))?;
+                    values.insert(k, v);
+                }
+                let Some(p) = plan.iter().find(|p| p.seq == seq as usize) else {
+                    continue;
+                };
+                runs.push(StoredRun {
+                    seq: seq as usize,
+                    rep: p.rep,
+                    cell: p.cell.clone(),
+                    values,
+                    notes,
+                });
+            }
+        }
+        Ok(Stored {
+            name: head.0,
+            file: head.1,
+            text: head.2,
+            quick: head.3,
+            reps: head.4,
+            seed: head.5 as u64,
+            facts,
+            planned: plan.len(),
+            runs,
+        })
+    }
+}

@@ -1,0 +1,239 @@
+//! `tracelab study`: list, show, run, report and compare studies.
+
+use std::collections::BTreeMap;
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use indicatif::{ProgressBar, ProgressStyle};
+use tracelab_study::{
+    builtin, compare_stores, load, render, report_dir, run_study, Choice, Format, Observer,
+    Options, Store, StudyError,
+};
+
+use crate::exit::{self, Failure};
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(clap::Subcommand, Debug)]
+enum Command {
+    /// The built-in studies.
+    List,
+    /// Print a built-in study's file (or one of its SQL files, e.g.
+    /// redo-undo/debt.sql), to copy and change.
+    Show { name: String },
+    /// Run a study (built-in name or file) and print its report.
+    Run(RunArgs),
+    /// Rebuild the report of a study's results directory.
+    Report {
+        dir: PathBuf,
+        #[arg(long, default_value = "text", value_parser = ["text", "markdown", "html"])]
+        format: String,
+    },
+    /// Compare two results directories of the same study, cell by cell.
+    Compare { a: PathBuf, b: PathBuf },
+}
+
+#[derive(clap::Args, Debug)]
+struct RunArgs {
+    /// A built-in study (`tracelab study list`) or a study file.
+    study: String,
+    /// Fewer levels, rows and repetitions: well under 3 minutes.
+    #[arg(long)]
+    quick: bool,
+    /// Repetitions of every cell (overrides the file).
+    #[arg(long, value_name = "N")]
+    reps: Option<u32>,
+    /// Run on this database instead of a private server; the URL's scheme
+    /// names the engine (postgres://, sqlite:PATH, mysql://). Repeatable,
+    /// one per engine.
+    #[arg(long, value_name = "URL")]
+    db: Vec<String>,
+    /// The results directory (results.sqlite and the reports).
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+    /// Continue the interrupted study in --out, skipping the runs done.
+    #[arg(long, requires = "out")]
+    resume: bool,
+    /// Run only these levels of a factor: `--level engine=postgres,sqlite`.
+    #[arg(long, value_name = "FACTOR=LEVELS")]
+    level: Vec<String>,
+    /// Seed of a random run order (recorded in the store).
+    #[arg(long, value_name = "N")]
+    seed: Option<u64>,
+}
+
+impl From<StudyError> for Failure {
+    fn from(e: StudyError) -> Failure {
+        Failure::Study(e)
+    }
+}
+
+/// A bar across runs with an ETA; hidden when stderr is not a terminal.
+struct Bar(ProgressBar);
+
+impl Observer for Bar {
+    fn begin(&self, total: usize, done: usize) {
+        self.0.set_length(total as u64);
+        self.0.set_position(done as u64);
+        self.0.reset_eta();
+    }
+    fn run_done(&self, cell: &str) {
+        self.0.set_message(cell.to_string());
+        self.0.inc(1);
+    }
+    fn note(&self, msg: &str) {
+        if !self.0.is_hidden() {
+            self.0.println(format!("tracelab: {msg}"));
+        }
+    }
+}
+
+pub fn run(a: Args) -> Result<i32, Failure> {
+    match a.command {
+        Command::List => {
+            for (name, text, _) in builtin::STUDIES {
+                let title = tracelab_study::Loaded::parse(name, text, None, &[])
+                    .map(|l| l.study.title)
+                    .unwrap_or_default();
+                println!("{name:<14} {title}");
+            }
+            Ok(exit::OK)
+        }
+        Command::Show { name } => match builtin::text(&name).or_else(|| builtin::sql_file(&name)) {
+            Some(t) => {
+                print!("{t}");
+                Ok(exit::OK)
+            }
+            None => Err(Failure::Study(StudyError::NoStudy(name))),
+        },
+        Command::Report { dir, format } => {
+            print!("{}", report_dir(&dir, parse_format(&format))?);
+            Ok(exit::OK)
+        }
+        Command::Compare { a, b } => {
+            let sa = Store::open(&a, false)?.load()?;
+            let sb = Store::open(&b, false)?.load()?;
+            print!("{}", compare_stores(&sa, &sb)?);
+            Ok(exit::OK)
+        }
+        Command::Run(r) => run_one(r),
+    }
+}
+
+fn parse_format(f: &str) -> Format {
+    match f {
+        "markdown" => Format::Markdown,
+        "html" => Format::Html,
+        _ => Format::Text,
+    }
+}
+
+fn run_one(r: RunArgs) -> Result<i32, Failure> {
+    let loaded = load(&r.study)?;
+    let mut levels = BTreeMap::new();
+    for l in &r.level {
+        let Some((f, v)) = l.split_once('=') else {
+            return Err(Failure::Usage(format!(
+                "--level {l}: expected FACTOR=LEVEL[,LEVEL...]"
+            )));
+        };
+        levels.insert(
+            f.trim().to_string(),
+            v.split(',').map(|s| s.trim().to_string()).collect(),
+        );
+    }
+    if r.reps == Some(0) {
+        return Err(Failure::Usage("--reps: expected at least 1".into()));
+    }
+    let out = r.out.clone().unwrap_or_else(|| {
+        let stamp = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        PathBuf::from(format!("study-{}-{stamp}", loaded.study.name))
+    });
+    let interrupt = Arc::new(AtomicBool::new(false));
+    {
+        let flag = interrupt.clone();
+        let _ = ctrlc::set_handler(move || flag.store(true, Ordering::Relaxed));
+    }
+    let bar = if std::io::stderr().is_terminal() {
+        let b = ProgressBar::new(0);
+        b.set_style(
+            ProgressStyle::with_template(
+                "{spinner} [{elapsed_precise}] {wide_bar} {pos}/{len} runs, ETA {eta} {msg}",
+            )
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+        );
+        b
+    } else {
+        ProgressBar::hidden()
+    };
+    let opts = Options {
+        choice: Choice {
+            quick: r.quick,
+            reps: r.reps,
+            levels,
+            seed: r.seed,
+        },
+        dbs: r.db.clone(),
+        out: out.clone(),
+        resume: r.resume,
+        interrupt: interrupt.clone(),
+    };
+    let bar = Bar(bar);
+    let outcome = run_study(&loaded, &opts, &bar);
+    bar.0.finish_and_clear();
+    let outcome = match outcome {
+        Ok(o) => o,
+        Err(e) => {
+            // What was measured is kept: say how to go on from it.
+            let has_runs = Store::open(&out, false)
+                .and_then(|s| s.done())
+                .is_ok_and(|d| !d.is_empty());
+            if has_runs {
+                eprintln!(
+                    "tracelab: the runs done are in {}; after fixing the cause, continue with `tracelab study run {} --out {} --resume`",
+                    out.display(),
+                    r.study,
+                    out.display()
+                );
+            }
+            return Err(e.into());
+        }
+    };
+    // The report is built from the store, as `study report` builds it.
+    let stored = Store::open(&out, false)?.load()?;
+    for (fmt, file) in [
+        (Format::Markdown, "report.md"),
+        (Format::Html, "report.html"),
+    ] {
+        let text = render(&stored, fmt)?;
+        let path = out.join(file);
+        std::fs::write(&path, text).map_err(|source| Failure::Output {
+            what: path.display().to_string(),
+            source,
+        })?;
+    }
+    print!("{}", render(&stored, Format::Text)?);
+    eprintln!(
+        "tracelab: {} runs done now, {} before; results in {} (report.md, report.html)",
+        outcome.ran,
+        outcome.skipped,
+        out.display()
+    );
+    if outcome.interrupted {
+        eprintln!(
+            "tracelab: interrupted; continue with `tracelab study run {} --out {} --resume`",
+            r.study,
+            out.display()
+        );
+        return Ok(exit::INTERRUPTED);
+    }
+    Ok(exit::OK)
+}

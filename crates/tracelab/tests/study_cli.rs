@@ -1,0 +1,452 @@
+//! `tracelab study` as a user runs it, on the private PostgreSQL: the
+//! findings of the two built-in studies, reports rebuilt from the store,
+//! mistakes in study files, missing engines, and --resume.
+
+mod common;
+use common::tracelab;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn tmp(prefix: &str) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix(prefix)
+        .tempdir_in("/tmp")
+        .unwrap()
+}
+
+/// Mean of a measurement expression per level of `factor`, straight from
+/// the results store (`f` computes the value from a run's measurements).
+fn means(
+    store: &Path,
+    factor: &str,
+    filter: &[(&str, &str)],
+    f: impl Fn(&BTreeMap<String, f64>) -> Option<f64>,
+) -> BTreeMap<String, f64> {
+    let c = rusqlite::Connection::open(store.join("results.sqlite")).unwrap();
+    let mut st = c
+        .prepare("SELECT p.seq, p.levels FROM plan p JOIN runs r ON r.seq = p.seq")
+        .unwrap();
+    let runs: Vec<(i64, String)> = st
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let mut acc: BTreeMap<String, (f64, f64)> = BTreeMap::new();
+    for (seq, levels) in runs {
+        let cell: Vec<(String, String)> = serde_json::from_str(&levels).unwrap();
+        if !filter
+            .iter()
+            .all(|(f, l)| cell.iter().any(|(cf, cl)| cf == f && cl == l))
+        {
+            continue;
+        }
+        let level = cell.iter().find(|(f, _)| f == factor).unwrap().1.clone();
+        let mut m = BTreeMap::new();
+        let mut q = c
+            .prepare("SELECT name, value FROM measurements WHERE seq = ?1")
+            .unwrap();
+        for row in q
+            .query_map([seq], |r| Ok((r.get::<_, String>(0)?, r.get::<_, f64>(1)?)))
+            .unwrap()
+        {
+            let (k, v) = row.unwrap();
+            m.insert(k, v);
+        }
+        if let Some(v) = f(&m) {
+            let e = acc.entry(level).or_insert((0.0, 0.0));
+            e.0 += v;
+            e.1 += 1.0;
+        }
+    }
+    acc.into_iter().map(|(k, (s, n))| (k, s / n)).collect()
+}
+
+#[test]
+fn commit_batch_response_falls_then_flattens_and_the_report_rebuilds() {
+    let dir = tmp("tracelab-study-cb-");
+    let out = dir.path().join("cb");
+    let out_s = out.to_str().unwrap();
+    let (stdout, err, code) = tracelab(&[
+        "study",
+        "run",
+        "commit-batch",
+        "--quick",
+        "--level",
+        "batch=1,32,256",
+        "--out",
+        out_s,
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(stdout.contains("arrival rate (inserts/ms)"), "{stdout}");
+    let resp = means(&out, "batch", &[], |m| {
+        Some(m.get("elapsed_ms")? / m.get("statements")?)
+    });
+    let arrival = means(&out, "batch", &[], |m| {
+        Some(m.get("statements")? / m.get("elapsed_ms")?)
+    });
+    let service = means(&out, "batch", &[], |m| {
+        Some(m.get("backend_cpu_ms")? / m.get("statements")?)
+    });
+    let (r1, r32, r256) = (resp["1"], resp["32"], resp["256"]);
+    // Falls: a commit (a WAL flush and two more round trips) per insert
+    // at 1, one per 32 inserts at 32.
+    assert!(r32 < 0.8 * r1, "response 1: {r1}, 32: {r32}");
+    // Flattens: going from 32 to 256 gains far less than from 1 to 32.
+    assert!(
+        (r32 - r256).abs() < 0.5 * (r1 - r32),
+        "response 1: {r1}, 32: {r32}, 256: {r256}"
+    );
+    assert!(arrival["32"] > 1.2 * arrival["1"], "{arrival:?}");
+    // Service time was measured, and is a part of the response.
+    assert!(
+        service["1"] > 0.0 && service["1"] < r1,
+        "{service:?} {resp:?}"
+    );
+    // The WAL of every commit was flushed: about one fsync per commit.
+    let syncs = means(&out, "batch", &[], |m| {
+        Some(m.get("wal_sync")? / m.get("transactions")?)
+    });
+    assert!(syncs["1"] > 0.5, "{syncs:?}");
+
+    // The report rebuilt from the store alone is the one printed.
+    let (again, err, code) = tracelab(&["study", "report", out_s]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(again, stdout);
+    // Markdown and HTML (with an SVG chart) were written, and rebuild too.
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    let (md2, _, _) = tracelab(&["study", "report", out_s, "--format", "markdown"]);
+    assert_eq!(md, md2);
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(
+        html.contains("<svg") && html.contains("(log2 scale)"),
+        "{html}"
+    );
+    assert!(html.contains("clocksource") && html.contains("fsync_per_s"));
+
+    // A second store of the same study compares cell by cell.
+    let (cmp, err, code) = tracelab(&["study", "compare", out_s, out_s]);
+    assert_eq!(code, 0, "{err}");
+    assert!(cmp.contains("no detectable difference"), "{cmp}");
+}
+
+#[test]
+fn redo_undo_wal_by_load_method() {
+    let dir = tmp("tracelab-study-ru-");
+    let out = dir.path().join("ru");
+    let (stdout, err, code) = tracelab(&[
+        "study",
+        "run",
+        "redo-undo",
+        "--quick",
+        "--reps",
+        "1",
+        "--level",
+        "size=small",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(stdout.contains("wal_level=minimal size=small"), "{stdout}");
+    let wal = |level: &str| {
+        means(&out, "method", &[("wal_level", level)], |m| {
+            m.get("wal_bytes").copied()
+        })
+    };
+    let heap = means(&out, "method", &[("wal_level", "replica")], |m| {
+        m.get("heap_bytes").copied()
+    });
+    let (replica, minimal) = (wal("replica"), wal("minimal"));
+    let table = heap["insert"];
+    assert!(table > 5e6, "60k rows of 100 characters: {table}");
+    // Conventional insert logs at least the table.
+    assert!(replica["insert"] >= table, "{replica:?} {table}");
+    assert!(minimal["insert"] >= table, "{minimal:?} {table}");
+    // UNLOGGED and TEMP write almost no WAL (TEMP: the catalog rows of its
+    // CREATE only).
+    for l in ["replica", "minimal"] {
+        let w = wal(l);
+        assert!(w["unlogged"] < 0.01 * table, "{l}: {w:?}");
+        assert!(w["temp"] < 0.03 * table, "{l}: {w:?}");
+    }
+    // With wal_level minimal, CTAS and a COPY into a table created in the
+    // same transaction log little more than metadata.
+    assert!(minimal["ctas"] < 0.03 * table, "{minimal:?}");
+    assert!(minimal["create+copy freeze"] < 0.03 * table, "{minimal:?}");
+    assert!(replica["ctas"] >= table, "{replica:?}");
+    // COPY FREEZE leaves no freeze debt; a conventional insert leaves a
+    // table's worth.
+    let freeze = means(&out, "method", &[("wal_level", "replica")], |m| {
+        m.get("freeze_wal_bytes").copied()
+    });
+    assert!(freeze["create+copy freeze"] < 0.01 * table, "{freeze:?}");
+    assert!(freeze["insert"] > 0.5 * table, "{freeze:?}");
+}
+
+#[test]
+fn a_mistake_in_a_study_file_names_file_line_and_key() {
+    let dir = tmp("tracelab-study-bad-");
+    let file = dir.path().join("bad.toml");
+    let (text, _, code) = tracelab(&["study", "show", "commit-batch"]);
+    assert_eq!(code, 0);
+    // A copy of the built-in with one wrong value.
+    let bad = text.replace("sessions = 1", "sessions = [1]");
+    assert_ne!(bad, text);
+    let line = bad
+        .lines()
+        .position(|l| l.starts_with("sessions = [1]"))
+        .unwrap()
+        + 1;
+    std::fs::write(&file, &bad).unwrap();
+    let (_, err, code) = tracelab(&["study", "run", file.to_str().unwrap()]);
+    assert_eq!(code, 2, "{err}");
+    let want = format!("{}:{line}: key `workload.sessions`:", file.display());
+    assert!(err.contains(&want), "{err}\nwanted {want}");
+    // A misspelt key too.
+    let bad = text.replace("tx_per_commit =", "tx_per_comit =");
+    std::fs::write(&file, &bad).unwrap();
+    let (_, err, code) = tracelab(&["study", "run", file.to_str().unwrap()]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("key `workload.tx_per_comit`: unknown field"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_missing_engine_is_named_with_its_remedy_before_any_run() {
+    let dir = tmp("tracelab-study-eng-");
+    let out = dir.path().join("m");
+    let (_, err, code) = tracelab(&[
+        "study",
+        "run",
+        "commit-batch",
+        "--quick",
+        "--level",
+        "engine=postgres,mariadb",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("engine mariadb:"), "{err}");
+    assert!(
+        err.contains("--db mysql://") || err.contains("apt-get install -y mariadb-server"),
+        "{err}"
+    );
+    assert!(err.contains("nothing was run"), "{err}");
+    assert!(!out.join("results.sqlite").exists(), "no run, no store");
+}
+
+/// A study small enough to interrupt: 4 levels × 3 repetitions of a
+/// short select.
+const TINY: &str = r#"
+name = "tiny"
+reps = 3
+[workload]
+sql = "SELECT pg_sleep(0.05)"
+statements = 4
+[[factors]]
+name = "n"
+values = [1, 2, 3, 4]
+[report]
+rows = "n"
+baseline = "1"
+columns = [{ name = "e", label = "elapsed ms", expr = "$elapsed_ms", change = true }]
+"#;
+
+#[test]
+fn resume_after_an_interrupt_skips_the_runs_done() {
+    let dir = tmp("tracelab-study-resume-");
+    let file = dir.path().join("tiny.toml");
+    std::fs::write(&file, TINY).unwrap();
+    let out = dir.path().join("out");
+    let child = Command::new(env!("CARGO_BIN_EXE_tracelab"))
+        .args(["study", "run", file.to_str().unwrap(), "--out"])
+        .arg(&out)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Ctrl-C once two runs are stored.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let runs = |out: &Path| -> i64 {
+        rusqlite::Connection::open_with_flags(
+            out.join("results.sqlite"),
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+        )
+        .and_then(|c| c.query_row("SELECT count(*) FROM runs", [], |r| r.get(0)))
+        .unwrap_or(0)
+    };
+    while runs(&out) < 2 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGINT);
+    }
+    let first = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&first.stderr);
+    assert_eq!(first.status.code(), Some(130), "{err}");
+    assert!(err.contains("--resume"), "{err}");
+    let done_before = runs(&out);
+    assert!((2..12).contains(&done_before), "{done_before}");
+    let started: Vec<String> = {
+        let c = rusqlite::Connection::open(out.join("results.sqlite")).unwrap();
+        let mut st = c.prepare("SELECT started FROM runs ORDER BY seq").unwrap();
+        st.query_map([], |r| r.get(0))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect()
+    };
+
+    let (stdout, err, code) = tracelab(&[
+        "study",
+        "run",
+        file.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--resume",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains(&format!(
+            "{} runs done now, {done_before} before",
+            12 - done_before
+        )),
+        "{err}"
+    );
+    assert_eq!(runs(&out), 12);
+    assert!(stdout.contains("12 of 12 runs"), "{stdout}");
+    // The runs done before were not run again.
+    let c = rusqlite::Connection::open(out.join("results.sqlite")).unwrap();
+    let mut st = c
+        .prepare("SELECT started FROM runs ORDER BY seq LIMIT ?1")
+        .unwrap();
+    let again: Vec<String> = st
+        .query_map([done_before], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(again, started);
+    // A new run into the same directory refuses to overwrite it.
+    let (_, err, code) = tracelab(&[
+        "study",
+        "run",
+        file.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--resume"), "{err}");
+}
+
+#[test]
+fn list_and_show_the_built_in_studies() {
+    let (out, _, code) = tracelab(&["study", "list"]);
+    assert_eq!(code, 0);
+    assert!(
+        out.contains("commit-batch") && out.contains("redo-undo"),
+        "{out}"
+    );
+    let (text, _, code) = tracelab(&["study", "show", "redo-undo"]);
+    assert_eq!(code, 0);
+    assert!(text.contains("name = \"redo-undo\""));
+    let (sql, _, code) = tracelab(&["study", "show", "redo-undo/debt.sql"]);
+    assert_eq!(code, 0);
+    assert!(sql.contains("VACUUM (FREEZE) t"), "{sql}");
+    let (_, err, code) = tracelab(&["study", "show", "nope"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("no study `nope`"), "{err}");
+}
+
+#[test]
+fn strace_counts_the_backend_syscalls_or_says_why_not() {
+    let dir = tmp("tracelab-study-strace-");
+    let file = dir.path().join("s.toml");
+    std::fs::write(
+        &file,
+        r#"
+name = "strace-check"
+reps = 1
+[workload]
+sql = "INSERT INTO x VALUES (1)"
+statements = 20
+tx_per_commit = 1
+before = "CREATE TABLE IF NOT EXISTS x (a int)"
+[[factors]]
+name = "n"
+values = [1]
+[measure]
+strace = true
+[report]
+rows = "n"
+columns = [{ name = "f", label = "fdatasync", expr = "$syscall_fdatasync", digits = 0 }]
+"#,
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let (stdout, err, code) = tracelab(&[
+        "study",
+        "run",
+        file.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let strace = Command::new("strace")
+        .arg("-V")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if strace {
+        // One WAL flush per commit, by the backend itself.
+        let f = means(&out, "n", &[], |m| m.get("syscall_fdatasync").copied());
+        assert!(f["1"] >= 20.0, "{f:?}\n{stdout}");
+    } else {
+        assert!(stdout.contains("strace not installed"), "{stdout}");
+    }
+}
+
+#[test]
+fn trace_profiles_through_the_skew_engine_add_up_to_the_run() {
+    let dir = tmp("tracelab-study-trace-");
+    let file = dir.path().join("t.toml");
+    std::fs::write(
+        &file,
+        r#"
+name = "trace-check"
+reps = 2
+[workload]
+sql = "INSERT INTO x VALUES (1)"
+statements = 40
+tx_per_commit = 4
+before = "CREATE TABLE IF NOT EXISTS x (a int)"
+[[factors]]
+name = "n"
+values = [1]
+[measure]
+trace = true
+[report]
+rows = "n"
+columns = [{ name = "t", label = "traced s", expr = "$trace_total_s", digits = 4 }]
+"#,
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let (_, err, code) = tracelab(&[
+        "study",
+        "run",
+        file.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let xctend = means(&out, "n", &[], |m| m.get("trace_xctend_calls").copied());
+    assert_eq!(xctend["1"], 10.0, "one XCTEND per commit");
+    // Every call and the time between calls: the traced total is the
+    // session's elapsed time.
+    let ratio = means(&out, "n", &[], |m| {
+        Some(m.get("trace_total_s")? * 1000.0 / m.get("elapsed_ms")?)
+    });
+    assert!((0.95..1.05).contains(&ratio["1"]), "{ratio:?}");
+}
