@@ -86,7 +86,7 @@ pub struct RunOptions {
     pub shuffle_binds: bool,
     /// Keep every session connected after its work until released: by
     /// creating this file (`Some(Some(path))`) or by Enter on a terminal
-    /// (`Some(None)`).
+    /// (`Some(None)`). With `progress` on, a note on stderr says how.
     pub pause_at_exit: Option<Option<PathBuf>>,
     /// Use the simple query protocol (values inlined as literals, no
     /// prepared statement) instead of the extended one.
@@ -201,7 +201,15 @@ pub fn run(opts: &RunOptions, workload: &Workload) -> Result<Summary, RunError> 
         }
         if let Some(file) = &opts.pause_at_exit {
             let (shared, done) = (shared.clone(), &done);
-            s.spawn(move || live::release_when(&shared.2, opts.sessions, file.as_deref(), done));
+            s.spawn(move || {
+                live::release_when(
+                    &shared.2,
+                    opts.sessions,
+                    file.as_deref(),
+                    done,
+                    !opts.progress,
+                )
+            });
         }
         let handles: Vec<_> = (0..workers)
             .map(|wk| {

@@ -62,13 +62,16 @@ impl Live {
 }
 
 /// Releases paused sessions: once every session is paused, when `file`
-/// exists (or at once, with a note, when no file is named). Returns when
-/// released or when the run is `done` without pausing.
+/// exists (or when Enter is pressed, when no file is named). Returns when
+/// released or when the run is `done` without pausing. The note saying
+/// how to release them is for people: `quiet` (a program embedding the
+/// run, which creates the file itself) leaves it out.
 pub fn release_when(
     live: &Live,
     sessions: usize,
     file: Option<&std::path::Path>,
     done: &AtomicBool,
+    quiet: bool,
 ) {
     loop {
         if done.load(Ordering::Relaxed) {
@@ -81,10 +84,12 @@ pub fn release_when(
     }
     match file {
         Some(f) => {
-            eprintln!(
+            if !quiet {
+                eprintln!(
                 "tracelab: all {sessions} sessions done and still connected; create {} to let them go",
                 f.display()
-            );
+                );
+            }
             while !f.exists() && !done.load(Ordering::Relaxed) {
                 std::thread::sleep(Duration::from_millis(100));
             }

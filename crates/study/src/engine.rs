@@ -1,38 +1,22 @@
 //! The engine as a factor: each level names an engine, which gives the
 //! URL the run connects to and a requirement checked before any run.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use tracelab_run::{RunOptions, Stop, Workload};
 
 pub const ENGINES: &[&str] = &["postgres", "sqlite", "mariadb"];
 
-/// The engine a URL names, by its scheme.
+/// The engine a URL names, by its scheme (the study's level names).
 pub fn engine_of_url(url: &str) -> Option<&'static str> {
-    if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-        Some("postgres")
-    } else if url.starts_with("sqlite:") {
-        Some("sqlite")
-    } else if url.starts_with("mysql://") || url.starts_with("mariadb://") {
-        Some("mariadb")
-    } else {
-        None
+    match tracelab_run::Engine::of_url(url).ok()? {
+        tracelab_run::Engine::Postgres => Some("postgres"),
+        tracelab_run::Engine::Mysql => Some("mariadb"),
+        tracelab_run::Engine::Sqlite => Some("sqlite"),
     }
 }
 
-/// A URL with its password (if any) replaced, for messages and stores.
-pub fn redact(url: &str) -> String {
-    match (url.find("://"), url.rfind('@')) {
-        (Some(s), Some(at)) if at > s => {
-            let userinfo = &url[s + 3..at];
-            match userinfo.split_once(':') {
-                Some((user, _)) => format!("{}{user}:***{}", &url[..s + 3], &url[at..]),
-                None => url.to_string(),
-            }
-        }
-        _ => url.to_string(),
-    }
-}
+pub use tracelab_run::redact;
 
 /// Whether this build's `tracelab run` can drive `url`: one statement on
 /// it, which fails at once where the scheme is not supported.
@@ -60,14 +44,6 @@ fn run_drives(url: &str, sql: &str) -> Result<(), String> {
     Ok(())
 }
 
-fn find_program(name: &str, also: &[&str]) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path)
-        .map(|d| d.join(name))
-        .chain(also.iter().map(PathBuf::from))
-        .find(|p| p.is_file())
-}
-
 /// What is missing for `engine`, given the `--db` URLs: one message per
 /// problem, each saying how to fix it. Nothing is started.
 pub fn requirement(engine: &str, db: Option<&str>, scratch: &Path, restarts: bool) -> Vec<String> {
@@ -91,35 +67,23 @@ pub fn requirement(engine: &str, db: Option<&str>, scratch: &Path, restarts: boo
             };
             if let Err(e) = run_drives(&url, "select 1") {
                 out.push(format!(
-                    "engine sqlite: this build of `tracelab run` cannot drive sqlite: URLs ({e}); \
-                     it comes with the SQLite driver of `tracelab run` (built in, nothing to install) — \
-                     until then choose the postgres level (--level engine=postgres)"
+                    "engine sqlite: cannot run on an SQLite file ({e})"
                 ));
             }
             let _ = std::fs::remove_file(scratch.join("requirement-check.sqlite"));
         }
-        "mariadb" => {
-            if find_program("mariadbd", &["/usr/sbin/mariadbd", "/usr/libexec/mariadbd"]).is_none()
-                && db.is_none()
-            {
-                out.push(
-                    "engine mariadb: mariadbd not found; install with `apt-get install -y mariadb-server`".into(),
-                );
-            }
-            match db {
-                None => out.push(
-                    "engine mariadb: this build has no private MariaDB server yet; pass --db mysql://USER@127.0.0.1:PORT/DB of a running server".into(),
-                ),
-                Some(u) => {
-                    if let Err(e) = run_drives(u, "select 1") {
-                        out.push(format!(
-                            "engine mariadb: this build of `tracelab run` cannot drive {} ({e})",
-                            redact(u)
-                        ));
-                    }
+        "mariadb" => match db {
+            None => {
+                if let Err(e) = tracelab_db::MariaBinaries::find() {
+                    out.push(format!("engine mariadb: {e}"));
                 }
             }
-        }
+            Some(u) => {
+                if let Err(e) = run_drives(u, "select 1") {
+                    out.push(format!("engine mariadb: cannot run on {} ({e})", redact(u)));
+                }
+            }
+        },
         other => out.push(format!(
             "engine {other}: unknown; expected one of {}",
             ENGINES.join(", ")

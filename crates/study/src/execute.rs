@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tracelab_db::{start_postgres, stop, PgOptions, ServerState};
+use tracelab_db::{start_mariadb, start_postgres, stop, MariaOptions, PgOptions, ServerState};
 use tracelab_run::{read_binds, RunOptions, Stop, Summary, Workload};
 
 use crate::engine::{engine_of_url, redact, requirement};
@@ -279,6 +279,16 @@ fn open_engine(
             format!("sqlite:{}", scratch.join("study.sqlite").display()),
             None,
         ),
+        // A private MariaDB with its defaults (innodb_flush_log_at_trx_commit
+        // = 1: every commit flushes, as the commit-batch study wants); the
+        // levels' server settings are set as globals on it.
+        ("mariadb", None) => {
+            let s = start_mariadb(&MariaOptions {
+                dir: Some(scratch.join("mariadb")),
+                settings: Vec::new(),
+            })?;
+            (s.url.clone(), Some(s))
+        }
         _ => {
             return Err(StudyError::Usage(format!(
                 "engine {e}: no server to run on (pass --db)"

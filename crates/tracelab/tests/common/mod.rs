@@ -4,8 +4,15 @@ use std::process::Command;
 
 /// Runs `tracelab ARGS` and returns (stdout, stderr, exit code).
 pub fn tracelab(args: &[&str]) -> (String, String, i32) {
+    tracelab_env(args, &[])
+}
+
+/// As [`tracelab`], with environment variables set.
+#[allow(dead_code)]
+pub fn tracelab_env(args: &[&str], env: &[(&str, &str)]) -> (String, String, i32) {
     let out = Command::new(env!("CARGO_BIN_EXE_tracelab"))
         .args(args)
+        .envs(env.iter().copied())
         .output()
         .expect("run tracelab");
     (
