@@ -30,18 +30,41 @@ pgbench=$bindir/pgbench
 python3 -c 'import random; random.seed(1); print("\n".join(str(random.randint(1,100000)) for _ in range(100000)))' > "$OUT/aids.csv"
 sql='SELECT abalance FROM pgbench_accounts WHERE aid = :aid'
 
-pg_tps() { "$pgbench" -n -S -M prepared -c "$SESSIONS" -j 2 -T "$SECONDS_PER_RUN" "$url" 2>/dev/null | awk '/^tps = / { print $3; exit }'; }
-tl_tps() { "$TL" run --db "$url" --sql "$sql" --binds "$OUT/aids.csv" --sessions "$SESSIONS" --runtime "$SECONDS_PER_RUN" --json "$@" \
-           | python3 -c 'import json,sys; print("%.1f" % json.load(sys.stdin)["tps"])'; }
+# Each run prints "tps cpu_us_per_transaction": the client's CPU (user +
+# system, from /usr/bin/time) per transaction is the steadier measure of a
+# driver's own cost on a machine whose speed varies from run to run.
+pg_run() {
+  /usr/bin/time -f "%U %S" -o "$OUT/time" "$pgbench" -n -S -M prepared -c "$SESSIONS" -j 2 -T "$SECONDS_PER_RUN" "$url" \
+    2>/dev/null >"$OUT/pgbench.out"
+  python3 - "$OUT/pgbench.out" "$OUT/time" <<'PY'
+import re, sys
+out = open(sys.argv[1]).read()
+tps = float(re.search(r"^tps = ([0-9.]+)", out, re.M).group(1))
+n = int(re.search(r"actually processed: (\d+)", out).group(1))
+u, s = map(float, open(sys.argv[2]).read().split())
+print("%.1f %.2f" % (tps, (u + s) * 1e6 / n))
+PY
+}
+tl_run() {
+  /usr/bin/time -f "%U %S" -o "$OUT/time" "$TL" run --db "$url" --sql "$sql" --binds "$OUT/aids.csv" \
+    --sessions "$SESSIONS" --runtime "$SECONDS_PER_RUN" --json "$@" >"$OUT/tracelab.json"
+  python3 - "$OUT/tracelab.json" "$OUT/time" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+u, s = map(float, open(sys.argv[2]).read().split())
+print("%.1f %.2f" % (d["tps"], (u + s) * 1e6 / d["transactions"]))
+PY
+}
 
-echo "round | pgbench tps | tracelab tps | tracelab/pgbench | tracelab --trace tps | trace/no-trace"
-echo "---|---:|---:|---:|---:|---:"
+echo "round | pgbench tps | tracelab tps | tracelab/pgbench | --trace tps | trace/no-trace | client CPU µs/txn: pgbench | tracelab | --trace"
+echo "---|---:|---:|---:|---:|---:|---:|---:|---:"
 for r in $(seq 1 "$ROUNDS"); do
-  p=$(pg_tps)
-  t=$(tl_tps)
+  read -r p pc < <(pg_run)
+  read -r t tc < <(tl_run)
   rm -rf "$OUT/traces"
-  tt=$(tl_tps --trace "$OUT/traces")
-  printf '%s | %s | %s | %.2f | %s | %.2f\n' "$r" "$p" "$t" "$(echo "$t / $p" | bc -l)" "$tt" "$(echo "$tt / $t" | bc -l)"
+  read -r tt ttc < <(tl_run --trace "$OUT/traces")
+  printf '%s | %s | %s | %.2f | %s | %.2f | %s | %s | %s\n' "$r" "$p" "$t" "$(echo "$t / $p" | bc -l)" \
+    "$tt" "$(echo "$tt / $t" | bc -l)" "$pc" "$tc" "$ttc"
 done
 echo
 # Memory stays flat however long the run: latencies go into HDR
