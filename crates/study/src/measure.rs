@@ -11,7 +11,13 @@ use std::time::{Duration, Instant};
 /// CPU a process has used, ns (`/proc/PID/schedstat`, field 1: time on
 /// CPU, precise, unlike the 10 ms ticks of /proc/PID/stat).
 pub fn process_cpu_ns(pid: i32) -> Option<u64> {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/schedstat")).ok()?;
+    schedstat_ns(Path::new(&format!("/proc/{pid}/schedstat")))
+}
+
+/// Field 1 of a schedstat file (of a process or of one of its threads,
+/// /proc/PID/task/TID/schedstat): ns on CPU.
+fn schedstat_ns(path: &Path) -> Option<u64> {
+    let s = std::fs::read_to_string(path).ok()?;
     s.split_whitespace().next()?.parse().ok()
 }
 
@@ -27,48 +33,135 @@ pub fn self_cpu_ns() -> u64 {
     tv(u.ru_utime) + tv(u.ru_stime)
 }
 
-/// Watches the run's backends (found by application name) and, once all
-/// are done and held connected by the run's pause, reads their CPU and
-/// lets them go by creating the release file.
+/// One of the run's sessions as the server lists it.
+struct Seen {
+    /// PostgreSQL backend pid, MariaDB connection id.
+    id: i64,
+    idle: bool,
+    /// Unchanged while the session stays idle (PostgreSQL's state_change).
+    marker: String,
+    /// Where its CPU is read; `None` when the server does not say.
+    schedstat: Option<PathBuf>,
+}
+
+/// A look at the server's session list: `None` when the watcher's
+/// connection is lost.
+type Look = Box<dyn FnMut() -> Option<Vec<Seen>> + Send>;
+
+/// The CPU of the run's server sessions, read at the end of their work.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reading {
+    pub ns: u64,
+    /// The sessions read (backend pids, MariaDB connection ids), sorted:
+    /// checked against the run's own `backend_pid`s.
+    pub ids: Vec<i64>,
+}
+
+/// Watches the run's server sessions and, once all are done and held
+/// connected by the run's pause, reads their CPU and lets them go by
+/// creating the release file.
 ///
-/// "Done" is seen from the server: the backend idle, with its state
-/// unchanged over two looks 100 ms apart — a session running flat out is
-/// never idle that long. The reading is taken while the backend still
-/// exists, so nothing of its work is lost.
+/// "Done" is seen from the server: the session idle, unchanged over two
+/// looks 100 ms apart — a session running flat out is never idle that
+/// long. The reading is taken while the session still exists, so nothing
+/// of its work is lost.
 pub struct CpuWatch {
-    handle: Option<std::thread::JoinHandle<(Option<u64>, Instant)>>,
+    handle: Option<std::thread::JoinHandle<(Result<Reading, String>, Instant)>>,
     stop: Arc<AtomicBool>,
 }
 
 impl CpuWatch {
+    /// PostgreSQL: the backends whose application_name is `tag`, each a
+    /// process of its own.
     pub fn start(url: &str, tag: &str, sessions: usize, release: PathBuf) -> Option<CpuWatch> {
         let mut c = postgres::Client::connect(url, postgres::NoTls).ok()?;
+        let tag = tag.to_string();
+        let look: Look = Box::new(move || {
+            let rows = c
+                .query(
+                    "SELECT pid, state, state_change::text FROM pg_stat_activity WHERE application_name = $1 ORDER BY pid",
+                    &[&tag],
+                )
+                .ok()?;
+            Some(
+                rows.iter()
+                    .map(|r| {
+                        let pid = r.get::<_, i32>(0);
+                        Seen {
+                            id: i64::from(pid),
+                            idle: r.get::<_, Option<String>>(1).as_deref() == Some("idle"),
+                            marker: r.get::<_, Option<String>>(2).unwrap_or_default(),
+                            schedstat: Some(PathBuf::from(format!("/proc/{pid}/schedstat"))),
+                        }
+                    })
+                    .collect(),
+            )
+        });
+        Some(Self::watch(look, sessions, release))
+    }
+
+    /// MariaDB: the sessions are threads of one mariadbd (`server_pid`),
+    /// so each is read at /proc/PID/task/TID/schedstat, TID from
+    /// performance_schema.threads (the server must run with
+    /// performance_schema=ON, and with thread_cache_size=0: a cached
+    /// thread would bring the CPU of the connection it served before).
+    ///
+    /// MariaDB has no application_name; the run's sessions are told by
+    /// their connection ids, which the server hands out in increasing
+    /// order: every connection made after the watcher's own is the run's
+    /// (the study makes none meanwhile on its private server). The ids
+    /// read are checked against the run's own afterwards.
+    pub fn start_mariadb(
+        url: &str,
+        server_pid: i32,
+        sessions: usize,
+        release: PathBuf,
+    ) -> Option<CpuWatch> {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .ok()?;
+        let opts = mysql_async::Opts::from_url(url).ok()?;
+        let mut c = rt.block_on(mysql_async::Conn::new(opts)).ok()?;
+        let me = c.id();
+        let sql = format!(
+            "SELECT p.ID, p.COMMAND = 'Sleep' AND p.TIME_MS >= 100, t.THREAD_OS_ID \
+             FROM information_schema.PROCESSLIST p \
+             LEFT JOIN performance_schema.threads t ON t.PROCESSLIST_ID = p.ID \
+             WHERE p.ID > {me} AND p.COMMAND <> 'Daemon' ORDER BY p.ID"
+        );
+        let look: Look = Box::new(move || {
+            use mysql_async::prelude::Queryable;
+            let rows: Vec<(u64, i64, Option<u64>)> = rt.block_on(c.query(sql.as_str())).ok()?;
+            Some(
+                rows.into_iter()
+                    .map(|(id, idle, tid)| Seen {
+                        id: id as i64,
+                        // Idle for 100 ms at each of two looks 100 ms
+                        // apart: no statement in between.
+                        idle: idle != 0,
+                        marker: String::new(),
+                        schedstat: tid.map(|t| {
+                            PathBuf::from(format!("/proc/{server_pid}/task/{t}/schedstat"))
+                        }),
+                    })
+                    .collect(),
+            )
+        });
+        Some(Self::watch(look, sessions, release))
+    }
+
+    fn watch(mut look: Look, sessions: usize, release: PathBuf) -> CpuWatch {
         let stop = Arc::new(AtomicBool::new(false));
-        let (tag, stop2) = (tag.to_string(), stop.clone());
+        let stop2 = stop.clone();
         let handle = std::thread::spawn(move || {
-            let mut last: Option<Vec<(i32, String)>> = None;
-            let mut result = None;
+            let mut last: Option<Vec<(i64, String)>> = None;
+            let mut result = Err("its sessions were not seen done and idle".to_string());
             let started = Instant::now();
             let mut seen = false;
             while !stop2.load(Ordering::Relaxed) {
                 std::thread::sleep(Duration::from_millis(50));
-                let rows = match c.query(
-                    "SELECT pid, state, state_change::text FROM pg_stat_activity WHERE application_name = $1 ORDER BY pid",
-                    &[&tag],
-                ) {
-                    Ok(r) => r,
-                    Err(_) => break,
-                };
-                let now: Vec<(i32, String, String)> = rows
-                    .iter()
-                    .map(|r| {
-                        (
-                            r.get::<_, i32>(0),
-                            r.get::<_, Option<String>>(1).unwrap_or_default(),
-                            r.get::<_, Option<String>>(2).unwrap_or_default(),
-                        )
-                    })
-                    .collect();
+                let Some(now) = look() else { break };
                 // Never to hold a run forever: when its sessions do not
                 // show up (they failed to connect), or went away, let go.
                 seen |= !now.is_empty();
@@ -77,16 +170,14 @@ impl CpuWatch {
                 {
                     break;
                 }
-                let idle: Vec<(i32, String)> = now
+                let idle: Vec<(i64, String)> = now
                     .iter()
-                    .filter(|r| r.1 == "idle")
-                    .map(|r| (r.0, r.2.clone()))
+                    .filter(|r| r.idle)
+                    .map(|r| (r.id, r.marker.clone()))
                     .collect();
                 if now.len() == sessions && idle.len() == sessions {
                     if last.as_ref() == Some(&idle) {
-                        let cpu: Option<u64> =
-                            idle.iter().map(|(pid, _)| process_cpu_ns(*pid)).sum();
-                        result = cpu;
+                        result = read_all(&now);
                         break;
                     }
                     last = Some(idle);
@@ -98,23 +189,46 @@ impl CpuWatch {
             let _ = std::fs::write(&release, b"");
             (result, Instant::now())
         });
-        Some(CpuWatch {
+        CpuWatch {
             handle: Some(handle),
             stop,
-        })
+        }
     }
 
-    /// The backends' CPU, ns, if it was read at the end of their work.
-    /// Call when the run has returned: a run that went on for more than a
-    /// second after the reading (the sessions only paused, say, because
-    /// the client was starved) had work left, and its reading is dropped.
-    pub fn finish(mut self) -> Option<u64> {
+    /// The sessions' CPU, if it was read at the end of their work, or why
+    /// not. Call when the run has returned: a run that went on for more
+    /// than a second after the reading (the sessions only paused, say,
+    /// because the client was starved) had work left, and its reading is
+    /// dropped.
+    pub fn finish(mut self) -> Result<Reading, String> {
         self.stop.store(true, Ordering::Relaxed);
-        let (cpu, released) = self.handle.take().and_then(|h| h.join().ok())?;
-        (released.elapsed() < Duration::from_secs(1))
-            .then_some(cpu)
-            .flatten()
+        let (cpu, released) = self
+            .handle
+            .take()
+            .and_then(|h| h.join().ok())
+            .ok_or_else(|| "the watcher failed".to_string())?;
+        if released.elapsed() >= Duration::from_secs(1) {
+            return Err("its sessions were not seen done and idle".into());
+        }
+        cpu
     }
+}
+
+/// The CPU of every session seen, summed.
+fn read_all(seen: &[Seen]) -> Result<Reading, String> {
+    let mut ns = 0;
+    for s in seen {
+        let path = s.schedstat.as_ref().ok_or_else(|| {
+            format!(
+                "the server does not name the thread of session {} (performance_schema off?)",
+                s.id
+            )
+        })?;
+        ns += schedstat_ns(path).ok_or_else(|| format!("cannot read {}", path.display()))?;
+    }
+    let mut ids: Vec<i64> = seen.iter().map(|s| s.id).collect();
+    ids.sort_unstable();
+    Ok(Reading { ns, ids })
 }
 
 impl Drop for CpuWatch {
@@ -130,6 +244,50 @@ pub fn connect_cost_ns(url: &str) -> Option<u64> {
     let mut c = postgres::Client::connect(url, postgres::NoTls).ok()?;
     let pid: i32 = c.query_one("select pg_backend_pid()", &[]).ok()?.get(0);
     process_cpu_ns(pid)
+}
+
+/// The same for a MariaDB session thread of `server_pid`: connected, the
+/// run's `SET SESSION`s done.
+pub fn mariadb_connect_cost_ns(
+    url: &str,
+    server_pid: i32,
+    settings: &[(String, String)],
+) -> Option<u64> {
+    use mysql_async::prelude::Queryable;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .ok()?;
+    rt.block_on(async {
+        let opts = mysql_async::Opts::from_url(url).ok()?;
+        let mut c = mysql_async::Conn::new(opts).await.ok()?;
+        for (k, v) in settings {
+            c.query_drop(format!("SET SESSION {k} = {v}")).await.ok()?;
+        }
+        let tid: Option<u64> = c
+            .query_first(
+                "SELECT THREAD_OS_ID FROM performance_schema.threads WHERE PROCESSLIST_ID = CONNECTION_ID()",
+            )
+            .await
+            .ok()?;
+        let ns = schedstat_ns(Path::new(&format!(
+            "/proc/{server_pid}/task/{}/schedstat",
+            tid?
+        )));
+        let _ = c.disconnect().await;
+        ns
+    })
+}
+
+/// The process id in a server's pid file.
+pub fn pid_from_file(path: &Path) -> Option<i32> {
+    std::fs::read_to_string(path)
+        .ok()?
+        .lines()
+        .next()?
+        .trim()
+        .parse()
+        .ok()
 }
 
 /// `strace -c -f` attached to the server's postmaster, so that it counts

@@ -453,3 +453,63 @@ columns = [{ name = "t", label = "traced s", expr = "$trace_total_s", digits = 4
     });
     assert!((0.95..1.05).contains(&ratio["1"]), "{ratio:?}");
 }
+
+#[test]
+fn mariadb_session_threads_cpu_is_read_and_grows_with_the_work() {
+    let dir = tmp("tracelab-study-mcpu-");
+    let file = dir.path().join("m.toml");
+    std::fs::write(
+        &file,
+        r#"
+name = "mariadb-cpu-check"
+reps = 1
+[setup]
+mariadb = "CREATE TABLE x (a int) ENGINE = InnoDB"
+[workload]
+sql = "INSERT INTO x VALUES (1)"
+sessions = "{sessions}"
+statements = "{rows}"
+tx_per_commit = 1
+[[factors]]
+name = "engine"
+levels = [{ name = "mariadb" }]
+[[factors]]
+name = "sessions"
+values = [1, 2]
+[[factors]]
+name = "rows"
+values = [40, 400]
+[report]
+rows = "rows"
+columns = [{ name = "s", label = "service", expr = "$backend_cpu_ms / $statements", digits = 4 }]
+"#,
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let (stdout, err, code) = tracelab(&[
+        "study",
+        "run",
+        file.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    for sessions in ["1", "2"] {
+        let only = [("sessions", sessions)];
+        let cpu = means(&out, "rows", &only, |m| m.get("backend_cpu_ms").copied());
+        let elapsed = means(&out, "rows", &only, |m| m.get("elapsed_ms").copied());
+        assert_eq!(cpu.len(), 2, "backend_cpu_ms missing: {cpu:?}\n{stdout}");
+        let n: f64 = sessions.parse().unwrap();
+        for (rows, ms) in &cpu {
+            // A session's thread is on CPU for a part of the session's
+            // time at most: not the whole server's CPU.
+            assert!(
+                *ms > 0.0 && *ms < n * elapsed[rows],
+                "{sessions} sessions, rows {rows}: cpu {cpu:?}, elapsed {elapsed:?}"
+            );
+        }
+        // The sessions' own work, not their connections': ten times the
+        // inserts cost several times the CPU.
+        assert!(cpu["400"] > 3.0 * cpu["40"], "{sessions} sessions: {cpu:?}");
+    }
+}
