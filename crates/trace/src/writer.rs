@@ -165,6 +165,13 @@ impl<W: Write> TraceWriter<W> {
         )
     }
 
+    /// An error returned by the call just written on `cursor`: Oracle's
+    /// `ERROR #c:err=N tim=T`. `err` is the engine's own code (a
+    /// PostgreSQL SQLSTATE such as `57014`, which may hold letters).
+    pub fn error(&mut self, cursor: u64, err: &str, tim: i64) -> io::Result<()> {
+        writeln!(self.out, "ERROR #{cursor}:err={err} tim={tim}")
+    }
+
     /// Writes out what is buffered (at the end of a run, or before a crash
     /// report: nothing recorded is lost).
     pub fn flush(&mut self) -> io::Result<()> {

@@ -29,6 +29,9 @@ pub enum Failure {
     Db(#[from] DbError),
     #[error("{0}")]
     Usage(String),
+    /// `tracelab proxy` could not start or serve.
+    #[error("proxy: {0}")]
+    Proxy(String),
     #[error("cannot write {what}: {source}")]
     Output {
         what: String,
@@ -42,6 +45,7 @@ impl Failure {
             Failure::Skew(_) | Failure::Usage(_) => USAGE,
             Failure::Db(_) => DB,
             Failure::Output { .. } => OUTPUT,
+            Failure::Proxy(_) => TROUBLE,
         }
     }
 }

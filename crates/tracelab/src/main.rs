@@ -5,6 +5,7 @@
 mod db;
 mod exit;
 mod progress;
+mod proxy;
 mod run;
 mod skew;
 
@@ -33,6 +34,9 @@ enum Command {
     /// Drive a statement from many sessions, measure every call, trace it
     /// (PostgreSQL; a private server when no --db is given).
     Run(Box<run::Args>),
+    /// A PostgreSQL wire-protocol proxy: add network latency (netem-like)
+    /// and write a server-side 10046 trace per client connection.
+    Proxy(Box<proxy::Args>),
 }
 
 fn main() {
@@ -51,6 +55,7 @@ fn main() {
         Command::Skew(a) => skew::run(*a),
         Command::Db(a) => db::run(a),
         Command::Run(a) => run::run(*a),
+        Command::Proxy(a) => proxy::run(*a),
     };
     match status {
         Ok(code) => std::process::exit(code),
