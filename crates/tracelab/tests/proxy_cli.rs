@@ -563,11 +563,7 @@ fn cancel_notify_ssl_and_passwords_never_traced() {
         let sleeper = tokio::spawn(async move { c.simple_query("select pg_sleep(10)").await });
         tokio::time::sleep(Duration::from_millis(500)).await;
         token.cancel_query(tokio_postgres::NoTls).await.unwrap();
-        let err = sleeper
-            .await
-            .unwrap()
-            .err()
-            .expect("the query was cancelled");
+        let err = sleeper.await.unwrap().expect_err("the query was cancelled");
         assert_eq!(
             err.code(),
             Some(&tokio_postgres::error::SqlState::QUERY_CANCELED)
@@ -647,8 +643,7 @@ fn upstream_down_restarted_malformed_clients_and_many_connections() {
     stop(&pg.state.dir).unwrap();
     let e = rt
         .block_on(c.simple_query("select 1"))
-        .err()
-        .expect("an error, not a hang");
+        .expect_err("an error, not a hang");
     assert!(e.is_closed() || e.code().is_some(), "{e}");
 
     // Upstream down: the client gets a proper error naming it.
