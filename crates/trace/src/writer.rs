@@ -189,6 +189,24 @@ mod tests {
     use super::*;
 
     #[test]
+    fn error_line_is_oracles_with_a_sqlstate() {
+        let mut w = TraceWriter::new(
+            Vec::new(),
+            &Header {
+                name: "t",
+                engine: "postgres",
+                side: "server (proxy)",
+                timer: "monotonic",
+                started: "2026-01-01T00:00:00Z",
+            },
+        )
+        .unwrap();
+        w.error(3, "57014", 1234).unwrap();
+        let text = String::from_utf8(w.into_inner().unwrap()).unwrap();
+        assert!(text.ends_with("\nERROR #3:err=57014 tim=1234\n"), "{text}");
+    }
+
+    #[test]
     fn sqlid_is_oracles() {
         // From the PARSING IN CURSOR lines of real 19c traces in
         // tests/fixtures (db-ping and crc-local-force).

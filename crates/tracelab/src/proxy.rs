@@ -71,6 +71,11 @@ pub struct Args {
     /// Print the counters at exit as a JSON object on stdout.
     #[arg(long)]
     json: bool,
+    /// Event-loop threads. 1 (default): one thread serves every connection
+    /// (fewest cross-thread wake-ups, best on a small machine shared with
+    /// the server and the clients); more spread connections over threads.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=256))]
+    threads: u16,
 }
 
 impl From<ProxyError> for Failure {
@@ -106,7 +111,14 @@ pub fn run(a: Args) -> Result<i32, Failure> {
     if let Err(e) = tracelab_proxy::raise_fd_limit() {
         eprintln!("tracelab proxy: cannot raise the open-file limit ({e}); fewer connections fit");
     }
-    let rt = tokio::runtime::Builder::new_multi_thread()
+    let mut rt = if a.threads == 1 {
+        tokio::runtime::Builder::new_current_thread()
+    } else {
+        let mut b = tokio::runtime::Builder::new_multi_thread();
+        b.worker_threads(a.threads as usize);
+        b
+    };
+    let rt = rt
         .enable_all()
         .build()
         .map_err(|e| Failure::Proxy(format!("cannot start the runtime: {e}")))?;

@@ -206,6 +206,7 @@ struct Traced {
     sql: String,
     sqlid: String,
     rows: i64,
+    rlbk: Option<i64>,
     binds: Vec<Option<String>>,
 }
 
@@ -222,6 +223,7 @@ fn read_traces(dir: &Path) -> Vec<Traced> {
                 sql: c.stmt.sql.clone(),
                 sqlid: c.stmt.sqlid.clone(),
                 rows: c.db.r.unwrap_or(0),
+                rlbk: c.db.rlbk,
                 binds: c
                     .binds
                     .iter()
@@ -456,6 +458,19 @@ fn delay_adds_the_documented_round_trip_and_shows_as_message_from_client() {
     for p in [plain, to_server, to_client] {
         p.stop();
     }
+
+    // --bandwidth: 300 kB of COPY output at 200 KiB/s takes about 1.5 s.
+    let slow = proxy(&pg.addr(), &["--bandwidth", "200KiB"]);
+    let q = "copy (select repeat('x', 999) from generate_series(1, 300)) to stdout";
+    let t0 = Instant::now();
+    let out = psql(&pg, &slow.addr(), q);
+    let took = t0.elapsed().as_secs_f64();
+    assert_eq!(out, psql(&pg, &pg.addr(), q));
+    assert!(
+        (1.2..3.0).contains(&took),
+        "300 kB at 200 KiB/s took {took:.2} s"
+    );
+    slow.stop();
 }
 
 fn raw_startup(addr: &str) -> TcpStream {
@@ -555,6 +570,34 @@ fn cancel_notify_ssl_and_passwords_never_traced() {
             );
         }
 
+        // Extended-protocol details: a portal fetched in batches (one
+        // FETCH per PortalSuspended), an error, commit and rollback.
+        let mut c = connect(px.port, "postgres", None).await.unwrap();
+        let tx = c.transaction().await.unwrap();
+        let st = tx
+            .prepare("select g from generate_series(1, $1::int) g")
+            .await
+            .unwrap();
+        let portal = tx.bind(&st, &[&25i32]).await.unwrap();
+        let mut batches = Vec::new();
+        loop {
+            let rows = tx.query_portal(&portal, 10).await.unwrap();
+            if rows.is_empty() {
+                break;
+            }
+            batches.push(rows.len());
+        }
+        assert_eq!(batches, [10, 10, 5]);
+        tx.commit().await.unwrap();
+        let tx = c.transaction().await.unwrap();
+        let e = tx.query("select 1 / $1::int", &[&0i32]).await.unwrap_err();
+        assert_eq!(
+            e.code(),
+            Some(&tokio_postgres::error::SqlState::DIVISION_BY_ZERO)
+        );
+        tx.rollback().await.unwrap();
+        drop(c);
+
         // A cancel request arrives on a new connection and reaches the
         // right backend.
         let c = connect(px.port, "postgres", None).await.unwrap();
@@ -626,8 +669,37 @@ fn cancel_notify_ssl_and_passwords_never_traced() {
         all.contains("create role pw_clear login password '***'"),
         "{all}"
     );
-    // The failed logins are traced as errors (28P01), the cancel as 57014.
-    assert!(all.contains("err=28P01") && all.contains("err=57014"));
+    // The failed logins are traced as errors (28P01), the cancel as 57014,
+    // the division as 22012.
+    for e in ["err=28P01", "err=57014", "err=22012"] {
+        assert!(all.contains(e), "no {e}");
+    }
+    let calls = read_traces(&tdir);
+    let series = "select g from generate_series(1, $1::int) g";
+    let fetches: Vec<i64> = calls
+        .iter()
+        .filter(|c| c.kind == CallKind::Fetch && c.sql == series)
+        .map(|c| c.rows)
+        .collect();
+    assert_eq!(fetches, [10, 10, 5, 0], "one FETCH per batch");
+    let execs: Vec<&Traced> = calls
+        .iter()
+        .filter(|c| c.kind == CallKind::Exec && c.sql == series)
+        .collect();
+    assert_eq!(execs.len(), 1);
+    // (The reader keeps the quotes the writer puts around values.)
+    assert_eq!(
+        execs[0].binds,
+        [Some("\"0x00000019\"".to_string())],
+        "a binary int4 bind"
+    );
+    // The commit, then the rollback.
+    let ends: Vec<Option<i64>> = calls
+        .iter()
+        .filter(|c| c.kind == CallKind::Xctend)
+        .map(|c| c.rlbk)
+        .collect();
+    assert_eq!(ends, [Some(0), Some(1)]);
 }
 
 #[test]
@@ -719,6 +791,18 @@ fn upstream_down_restarted_malformed_clients_and_many_connections() {
         .any(|m| matches!(m, tokio_postgres::SimpleQueryMessage::Row(_))));
     drop(held);
     drop((c, c2));
+    // SIGUSR1 prints the counters and the proxy goes on.
+    let ok = Command::new("kill")
+        .args(["-USR1", &px.child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(px
+        .stderr
+        .lock()
+        .unwrap()
+        .contains("tracelab proxy: connections "));
     let (counters, stderr) = px.stop();
     assert!(
         counters["connections"].as_u64().unwrap() >= 407,
