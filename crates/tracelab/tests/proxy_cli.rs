@@ -710,8 +710,49 @@ fn upstream_down_restarted_malformed_clients_and_many_connections() {
     let px = proxy(&pg.addr(), &[]);
     let rt = rt();
 
-    // A connection lives; the server goes away under it.
+    // A backend dies without a word (kill -9): the proxy says so with
+    // 08006, naming the upstream.
     let c = rt.block_on(connect(px.port, "postgres", None)).unwrap();
+    let row = rt
+        .block_on(c.query_one("select pg_backend_pid()", &[]))
+        .unwrap();
+    let pid: i32 = row.get(0);
+    assert!(Command::new("kill")
+        .args(["-9", &pid.to_string()])
+        .status()
+        .unwrap()
+        .success());
+    let e = rt
+        .block_on(c.simple_query("select 1"))
+        .expect_err("the backend is gone");
+    assert_eq!(
+        e.code(),
+        Some(&tokio_postgres::error::SqlState::CONNECTION_FAILURE),
+        "{e}"
+    );
+    let msg = e
+        .as_db_error()
+        .map(|d| d.message().to_string())
+        .unwrap_or_default();
+    assert!(
+        msg.contains(&format!("connection to upstream 127.0.0.1:{port} lost")),
+        "{msg}"
+    );
+    // The server restarts its processes after a crash; then new
+    // connections work again.
+    let t0 = Instant::now();
+    let c = loop {
+        match rt.block_on(connect(px.port, "postgres", None)) {
+            Ok(c) => break c,
+            Err(e) if t0.elapsed() < Duration::from_secs(30) => {
+                let _ = e;
+                std::thread::sleep(Duration::from_millis(200));
+            }
+            Err(e) => panic!("no connection after the crash: {e}"),
+        }
+    };
+
+    // A connection lives; the server goes away under it.
     stop(&pg.state.dir).unwrap();
     let e = rt
         .block_on(c.simple_query("select 1"))
