@@ -396,7 +396,19 @@ fn delay_adds_the_documented_round_trip_and_shows_as_message_from_client() {
         &["--delay", "6ms", "--trace", tdir.to_str().unwrap()],
     );
     let to_server = proxy(&pg.addr(), &["--delay", "6ms", "--direction", "to-server"]);
-    let to_client = proxy(&pg.addr(), &["--delay", "6ms", "--direction", "to-client"]);
+    let quiet = pg.dir.path().join("no-binds");
+    let to_client = proxy(
+        &pg.addr(),
+        &[
+            "--delay",
+            "6ms",
+            "--direction",
+            "to-client",
+            "--trace",
+            quiet.to_str().unwrap(),
+            "--no-binds",
+        ],
+    );
     // pgbench -S: one statement per transaction, one round trip each (the
     // prepared mode sends Bind/Execute/Sync together).
     let run = |p: &Proxy, mode: &str| {
@@ -457,6 +469,13 @@ fn delay_adds_the_documented_round_trip_and_shows_as_message_from_client() {
     );
     for p in [plain, to_server, to_client] {
         p.stop();
+    }
+    // --no-binds: executions traced, their values not.
+    let calls = read_traces(&quiet);
+    assert!(calls.iter().filter(|c| c.kind == CallKind::Exec).count() >= 180);
+    assert!(calls.iter().all(|c| c.binds.is_empty()));
+    for p in traces(&quiet) {
+        assert!(!std::fs::read_to_string(p).unwrap().contains("BINDS"));
     }
 
     // --bandwidth: 300 kB of COPY output at 200 KiB/s takes about 1.5 s.
@@ -817,7 +836,9 @@ fn upstream_down_restarted_malformed_clients_and_many_connections() {
     for _ in 0..400 {
         let mut s = TcpStream::connect(px.addr()).unwrap();
         s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-        s.write_all(&[0, 0, 0, 8, 4, 210, 22, 47]).unwrap();
+        // SSLRequest and GSSENCRequest in turn.
+        let code = if held.len() % 2 == 0 { 47 } else { 48 };
+        s.write_all(&[0, 0, 0, 8, 4, 210, 22, code]).unwrap();
         held.push(s);
     }
     for s in &mut held {
@@ -851,6 +872,10 @@ fn upstream_down_restarted_malformed_clients_and_many_connections() {
     );
     assert_eq!(counters["malformed"], 2, "{counters}");
     assert_eq!(counters["cancels_unknown"], 1);
+    assert!(
+        counters["ssl_refused"].as_u64().unwrap() >= 400,
+        "{counters}"
+    );
     assert!(counters["upstream_errors"].as_u64().unwrap() >= 1);
     assert!(
         stderr.contains("malformed message from the client (message type 'Q' announces length 2"),
@@ -860,4 +885,11 @@ fn upstream_down_restarted_malformed_clients_and_many_connections() {
         stderr.contains("malformed startup packet: length 3"),
         "{stderr}"
     );
+
+    // The upstream as a unix socket.
+    let sock = pg.state.socket_dir.join(format!(".s.PGSQL.{port}"));
+    let px = proxy(sock.to_str().unwrap(), &[]);
+    assert_eq!(psql(&pg, &px.addr(), "select 6 * 7").trim(), "42");
+    let (counters, _) = px.stop();
+    assert_eq!(counters["connections"], 1);
 }
