@@ -204,6 +204,13 @@ impl<W: Write> TraceWriter<W> {
         )
     }
 
+    /// An error returned by the call just written on `cursor`: Oracle's
+    /// `ERROR #c:err=N tim=T`. `err` is the engine's own code (a
+    /// PostgreSQL SQLSTATE such as `57014`, which may hold letters).
+    pub fn error(&mut self, cursor: u64, err: &str, tim: i64) -> io::Result<()> {
+        writeln!(self.out, "ERROR #{cursor}:err={err} tim={tim}")
+    }
+
     /// Writes out what is buffered (at the end of a run, or before a crash
     /// report: nothing recorded is lost).
     pub fn flush(&mut self) -> io::Result<()> {
@@ -219,6 +226,24 @@ impl<W: Write> TraceWriter<W> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn error_line_is_oracles_with_a_sqlstate() {
+        let mut w = TraceWriter::new(
+            Vec::new(),
+            &Header {
+                name: "t",
+                engine: "postgres",
+                side: "server (proxy)",
+                timer: "monotonic",
+                started: "2026-01-01T00:00:00Z",
+            },
+        )
+        .unwrap();
+        w.error(3, "57014", 1234).unwrap();
+        let text = String::from_utf8(w.into_inner().unwrap()).unwrap();
+        assert!(text.ends_with("\nERROR #3:err=57014 tim=1234\n"), "{text}");
+    }
 
     #[test]
     fn sqlid_is_oracles() {

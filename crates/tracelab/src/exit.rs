@@ -32,6 +32,9 @@ pub enum Failure {
     Study(StudyError),
     #[error("{0}")]
     Usage(String),
+    /// `tracelab proxy` could not start or serve.
+    #[error("proxy: {0}")]
+    Proxy(String),
     #[error("cannot write {what}: {source}")]
     Output {
         what: String,
@@ -53,6 +56,7 @@ impl Failure {
                 StudyError::Io { .. } | StudyError::Store { .. } => OUTPUT,
                 StudyError::Database(_) | StudyError::Server(_) => DB,
             },
+            Failure::Proxy(_) => TROUBLE,
         }
     }
 }

@@ -5,6 +5,7 @@
 mod db;
 mod exit;
 mod progress;
+mod proxy;
 mod run;
 mod skew;
 mod study;
@@ -37,6 +38,9 @@ enum Command {
     /// Run controlled experiments (built-in studies or study files), keep
     /// every run in a results store, report with statistics and charts.
     Study(Box<study::Args>),
+    /// A PostgreSQL wire-protocol proxy: add network latency (netem-like)
+    /// and write a server-side 10046 trace per client connection.
+    Proxy(Box<proxy::Args>),
 }
 
 fn main() {
@@ -56,6 +60,7 @@ fn main() {
         Command::Db(a) => db::run(a),
         Command::Run(a) => run::run(*a),
         Command::Study(a) => study::run(*a),
+        Command::Proxy(a) => proxy::run(*a),
     };
     match status {
         Ok(code) => std::process::exit(code),

@@ -1,0 +1,128 @@
+//! `tracelab proxy`: a PostgreSQL wire-protocol proxy that emulates a
+//! network link (netem-like delay, jitter, bandwidth) and writes a
+//! 10046-format trace of each client connection as the server sees it.
+//!
+//! Bytes go through unaltered; the proxy parses a copy of the message
+//! framing only, to trace, to count, to learn cancel keys and to refuse
+//! broken streams. SSLRequest and GSSENCRequest are answered 'N' (no
+//! encryption between client and proxy); authentication passes through
+//! and is never decoded or written anywhere.
+
+mod clock;
+mod config;
+mod counters;
+mod error;
+mod frame;
+mod link;
+mod message;
+mod session;
+mod tracer;
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::net::TcpListener;
+use tokio::task::JoinSet;
+
+pub use config::{parse_rate, Config, Direction, Distribution, Upstream};
+pub use counters::{Counters, Stats};
+pub use error::ProxyError;
+
+use session::Shared;
+
+/// A proxy bound to its listening address, not yet serving.
+pub struct Proxy {
+    listener: TcpListener,
+    shared: Arc<Shared>,
+}
+
+impl Proxy {
+    /// Binds the listening socket and prepares the trace directory.
+    pub async fn bind(cfg: Config) -> Result<Proxy, ProxyError> {
+        if let Some(dir) = &cfg.trace_dir {
+            std::fs::create_dir_all(dir).map_err(|source| ProxyError::TraceDir {
+                path: dir.clone(),
+                source,
+            })?;
+        }
+        let listener = TcpListener::bind(cfg.listen.as_str())
+            .await
+            .map_err(|source| ProxyError::Listen {
+                addr: cfg.listen.clone(),
+                source,
+            })?;
+        Ok(Proxy {
+            listener,
+            shared: Arc::new(Shared {
+                cfg,
+                stats: Arc::new(Stats::default()),
+                keys: Default::default(),
+                timer: link::Timer::start(),
+                serial: Default::default(),
+            }),
+        })
+    }
+
+    /// The address clients connect to (useful with port 0).
+    pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
+        self.listener.local_addr()
+    }
+
+    /// The live counters.
+    pub fn stats(&self) -> Arc<Stats> {
+        self.shared.stats.clone()
+    }
+
+    /// Serves clients until `shutdown` completes; then stops accepting,
+    /// ends the open connections (their traces are flushed) and returns.
+    pub async fn serve(self, shutdown: impl Future<Output = ()>) {
+        let mut conns = JoinSet::new();
+        tokio::pin!(shutdown);
+        loop {
+            tokio::select! {
+                _ = &mut shutdown => break,
+                acc = self.listener.accept() => match acc {
+                    Ok((sock, peer)) => {
+                        let serial = self.shared.serial.fetch_add(1, Relaxed) + 1;
+                        conns.spawn(session::serve(self.shared.clone(), sock, peer, serial));
+                    }
+                    Err(e) => {
+                        // Out of descriptors or similar: say so, breathe,
+                        // go on serving.
+                        eprintln!("tracelab proxy: accept failed: {e}");
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                    }
+                },
+                Some(_) = conns.join_next(), if !conns.is_empty() => {}
+            }
+        }
+        drop(self.listener);
+        conns.shutdown().await;
+    }
+}
+
+/// Raises the soft limit on open files to the hard limit (each client
+/// connection costs two descriptors). Returns the new soft limit.
+pub fn raise_fd_limit() -> std::io::Result<u64> {
+    let mut r = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit/setrlimit fill and read a plain struct we own.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        if r.rlim_cur < r.rlim_max {
+            r.rlim_cur = r.rlim_max;
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &r) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+        }
+    }
+    #[allow(clippy::unnecessary_cast)] // rlim_t is not u64 everywhere
+    Ok(r.rlim_cur as u64)
+}

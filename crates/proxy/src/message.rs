@@ -1,0 +1,325 @@
+//! The few protocol messages the proxy reads (for tracing, for cancel
+//! routing) and the one it writes (an ErrorResponse when the server cannot
+//! be reached). Decoders take a body that may be truncated and return
+//! `None` rather than fail: tracing is best effort, forwarding is not
+//! affected.
+
+/// Startup-packet request codes (the int32 after the length).
+pub const CANCEL_REQUEST: u32 = 80_877_102;
+pub const SSL_REQUEST: u32 = 80_877_103;
+pub const GSSENC_REQUEST: u32 = 80_877_104;
+/// PostgreSQL's own limit on a startup packet (`MAX_STARTUP_PACKET_LENGTH`).
+pub const MAX_STARTUP: u32 = 10_000;
+
+/// Reads a NUL-terminated string at `*pos`.
+fn cstr<'a>(b: &'a [u8], pos: &mut usize) -> Option<&'a [u8]> {
+    let rest = b.get(*pos..)?;
+    let end = rest.iter().position(|&c| c == 0)?;
+    *pos += end + 1;
+    Some(&rest[..end])
+}
+
+fn i16_at(b: &[u8], pos: &mut usize) -> Option<i16> {
+    let v = b.get(*pos..*pos + 2)?;
+    *pos += 2;
+    Some(i16::from_be_bytes([v[0], v[1]]))
+}
+
+fn i32_at(b: &[u8], pos: &mut usize) -> Option<i32> {
+    let v = b.get(*pos..*pos + 4)?;
+    *pos += 4;
+    Some(i32::from_be_bytes([v[0], v[1], v[2], v[3]]))
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// A client message the tracer follows. PasswordMessage (and the SASL
+/// messages that share its type byte) is never decoded: it is not here.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ClientMsg {
+    Query(String),
+    Parse {
+        name: String,
+        sql: String,
+    },
+    Bind {
+        portal: String,
+        stmt: String,
+        values: Vec<Option<String>>,
+    },
+    Describe,
+    Execute {
+        portal: String,
+    },
+    Close {
+        statement: bool,
+        name: String,
+    },
+    Sync,
+    FunctionCall,
+}
+
+/// The client message types whose bodies the tracer needs.
+pub fn client_traced(t: u8) -> bool {
+    matches!(t, b'Q' | b'P' | b'B' | b'D' | b'E' | b'C' | b'S' | b'F')
+}
+
+/// A bind value as the trace shows it: text-format values as they are;
+/// binary ones as hex (up to 64 bytes) or their length.
+fn bind_value(v: &[u8], binary: bool) -> String {
+    if !binary {
+        return text(v);
+    }
+    if v.len() <= 64 {
+        let mut s = String::with_capacity(2 + 2 * v.len());
+        s.push_str("0x");
+        for b in v {
+            s.push_str(&format!("{b:02x}"));
+        }
+        s
+    } else {
+        format!("<binary, {} bytes>", v.len())
+    }
+}
+
+/// Decodes a client message the tracer follows; `binds` false skips the
+/// values of Bind (`--no-binds`).
+pub fn decode_client(t: u8, b: &[u8], binds: bool) -> Option<ClientMsg> {
+    let mut p = 0;
+    Some(match t {
+        b'Q' => ClientMsg::Query(text(cstr(b, &mut p)?)),
+        b'P' => {
+            let name = text(cstr(b, &mut p)?);
+            let sql = text(cstr(b, &mut p)?);
+            ClientMsg::Parse { name, sql }
+        }
+        b'B' => {
+            let portal = text(cstr(b, &mut p)?);
+            let stmt = text(cstr(b, &mut p)?);
+            let mut values = Vec::new();
+            if binds {
+                let nfmt = i16_at(b, &mut p)?.max(0) as usize;
+                let mut fmts = Vec::with_capacity(nfmt);
+                for _ in 0..nfmt {
+                    fmts.push(i16_at(b, &mut p)? == 1);
+                }
+                let n = i16_at(b, &mut p)?.max(0) as usize;
+                for i in 0..n {
+                    let binary = match fmts.len() {
+                        0 => false,
+                        1 => fmts[0],
+                        _ => fmts.get(i).copied().unwrap_or(false),
+                    };
+                    let len = i32_at(b, &mut p)?;
+                    if len < 0 {
+                        values.push(None);
+                        continue;
+                    }
+                    let v = b.get(p..p + len as usize)?;
+                    p += len as usize;
+                    values.push(Some(bind_value(v, binary)));
+                }
+            }
+            ClientMsg::Bind {
+                portal,
+                stmt,
+                values,
+            }
+        }
+        b'D' => ClientMsg::Describe,
+        b'E' => ClientMsg::Execute {
+            portal: text(cstr(b, &mut p)?),
+        },
+        b'C' => {
+            let kind = *b.first()?;
+            p = 1;
+            ClientMsg::Close {
+                statement: kind == b'S',
+                name: text(cstr(b, &mut p)?),
+            }
+        }
+        b'S' => ClientMsg::Sync,
+        b'F' => ClientMsg::FunctionCall,
+        _ => return None,
+    })
+}
+
+/// The server message types whose bodies the tracer needs.
+pub fn server_traced(t: u8) -> bool {
+    matches!(t, b'C' | b'E' | b'Z' | b'K')
+}
+
+/// CommandComplete's tag.
+pub fn command_tag(b: &[u8]) -> String {
+    let mut p = 0;
+    cstr(b, &mut p).map(text).unwrap_or_default()
+}
+
+/// ErrorResponse's SQLSTATE (field `C`) and severity (field `V`, else `S`).
+pub fn error_fields(b: &[u8]) -> (String, String) {
+    let (mut code, mut sev, mut sev_v) = (String::new(), String::new(), String::new());
+    let mut p = 0;
+    while let Some(&f) = b.get(p) {
+        if f == 0 {
+            break;
+        }
+        p += 1;
+        let Some(v) = cstr(b, &mut p) else { break };
+        match f {
+            b'C' => code = text(v),
+            b'S' => sev = text(v),
+            b'V' => sev_v = text(v),
+            _ => {}
+        }
+    }
+    (code, if sev_v.is_empty() { sev } else { sev_v })
+}
+
+/// BackendKeyData: (process id, secret key).
+pub fn backend_key(b: &[u8]) -> Option<(i32, i32)> {
+    let mut p = 0;
+    Some((i32_at(b, &mut p)?, i32_at(b, &mut p)?))
+}
+
+/// A CancelRequest packet's (process id, secret key).
+pub fn cancel_key(packet: &[u8]) -> Option<(i32, i32)> {
+    let mut p = 8;
+    Some((i32_at(packet, &mut p)?, i32_at(packet, &mut p)?))
+}
+
+/// An ErrorResponse of severity FATAL, from the proxy itself.
+pub fn error_response(sqlstate: &str, message: &str) -> Vec<u8> {
+    let mut body = Vec::new();
+    for (f, v) in [
+        (b'S', "FATAL"),
+        (b'V', "FATAL"),
+        (b'C', sqlstate),
+        (b'M', message),
+    ] {
+        body.push(f);
+        body.extend_from_slice(v.replace('\0', " ").as_bytes());
+        body.push(0);
+    }
+    body.push(0);
+    let mut m = Vec::with_capacity(body.len() + 5);
+    m.push(b'E');
+    m.extend_from_slice(&((body.len() + 4) as u32).to_be_bytes());
+    m.extend_from_slice(&body);
+    m
+}
+
+/// Oracle's command type of a statement (`oct=` on PARSING IN CURSOR),
+/// from its first keyword.
+pub fn oct(sql: &str) -> u32 {
+    let word: String = sql
+        .trim_start_matches(|c: char| c.is_whitespace() || c == '(')
+        .chars()
+        .take_while(|c| c.is_ascii_alphabetic())
+        .collect::<String>()
+        .to_ascii_lowercase();
+    match word.as_str() {
+        "select" | "with" | "values" | "table" | "show" => 3,
+        "insert" | "copy" => 2,
+        "update" => 6,
+        "delete" => 7,
+        "commit" | "end" => 44,
+        "rollback" | "abort" => 45,
+        "do" | "call" => 47,
+        "create" => 1,
+        _ => 0,
+    }
+}
+
+/// Statement text for a trace, with the string literals of any statement
+/// that mentions a password (`ALTER ROLE … PASSWORD '…'`, `CREATE USER …`)
+/// masked, as Oracle masks them: secrets never reach a trace.
+pub fn redact(sql: &str) -> std::borrow::Cow<'_, str> {
+    if !sql.to_ascii_lowercase().contains("password") {
+        return std::borrow::Cow::Borrowed(sql);
+    }
+    let mut out = String::with_capacity(sql.len());
+    let mut in_lit = false;
+    let mut chars = sql.chars().peekable();
+    while let Some(c) = chars.next() {
+        if in_lit {
+            if c == '\'' {
+                if chars.peek() == Some(&'\'') {
+                    chars.next();
+                } else {
+                    in_lit = false;
+                    out.push_str("***'");
+                }
+            }
+        } else {
+            out.push(c);
+            if c == '\'' {
+                in_lit = true;
+            }
+        }
+    }
+    if in_lit {
+        out.push_str("***");
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+/// True when the statement's text was masked (its binds are then left out
+/// too).
+pub fn secretive(sql: &str) -> bool {
+    sql.to_ascii_lowercase().contains("password")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bind_with_text_binary_and_null() {
+        let mut b = Vec::new();
+        b.extend_from_slice(b"p1\0s1\0");
+        b.extend_from_slice(&2i16.to_be_bytes());
+        b.extend_from_slice(&0i16.to_be_bytes());
+        b.extend_from_slice(&1i16.to_be_bytes());
+        b.extend_from_slice(&3i16.to_be_bytes());
+        b.extend_from_slice(&2i32.to_be_bytes());
+        b.extend_from_slice(b"42");
+        b.extend_from_slice(&4i32.to_be_bytes());
+        b.extend_from_slice(&[0, 0, 1, 0]);
+        b.extend_from_slice(&(-1i32).to_be_bytes());
+        b.extend_from_slice(&0i16.to_be_bytes());
+        assert_eq!(
+            decode_client(b'B', &b, true),
+            Some(ClientMsg::Bind {
+                portal: "p1".into(),
+                stmt: "s1".into(),
+                values: vec![Some("42".into()), Some("0x00000100".into()), None]
+            })
+        );
+        // Truncated: no panic, no message.
+        assert_eq!(decode_client(b'B', &b[..12], true), None);
+    }
+
+    #[test]
+    fn password_literals_are_masked() {
+        let r = redact("ALTER ROLE bob PASSWORD 'it''s s3cret' VALID UNTIL 'x'");
+        assert_eq!(r, "ALTER ROLE bob PASSWORD '***' VALID UNTIL '***'");
+        assert!(!r.contains("s3cret"));
+        assert_eq!(redact("select 'a'"), "select 'a'");
+    }
+
+    #[test]
+    fn error_response_round_trips() {
+        let m = error_response("08006", "upstream down");
+        assert_eq!(m[0], b'E');
+        assert_eq!(
+            u32::from_be_bytes([m[1], m[2], m[3], m[4]]) as usize,
+            m.len() - 1
+        );
+        assert_eq!(
+            error_fields(&m[5..]),
+            ("08006".to_string(), "FATAL".to_string())
+        );
+    }
+}

@@ -1,0 +1,176 @@
+//! `tracelab proxy`: a PostgreSQL wire-protocol proxy that adds network
+//! latency and writes a server-side 10046 trace per client connection.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use tracelab_proxy::{parse_rate, Config, Direction, Distribution, Proxy, ProxyError, Upstream};
+
+use crate::exit::{self, Failure};
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+enum Dist {
+    Uniform,
+    Normal,
+    Pareto,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+enum Dir {
+    Both,
+    ToServer,
+    ToClient,
+}
+
+#[derive(clap::Args, Debug)]
+#[command(after_help = "\
+DELAY: --delay is the round-trip time added to every request/response exchange, as
+`tc netem delay` on one interface adds it. --direction says where it goes: `both`
+(default) holds each chunk half of a drawn delay each way; `to-server` holds requests
+by the whole delay (netem on the client's egress); `to-client` holds responses.
+Each chunk (one read) draws its own delay from --distribution with mean --delay and
+spread --jitter (uniform: delay±jitter, netem's default; normal: sd = jitter;
+pareto: sd = jitter, long right tail); chunks never overtake each other (FIFO per
+direction). A new connection also waits one round trip (the TCP handshake).
+
+TLS: SSLRequest and GSSENCRequest are answered 'N'; clients with sslmode=prefer
+(libpq's default) go on in clear, sslmode=require fails.")]
+pub struct Args {
+    /// Address to accept clients on, e.g. 127.0.0.1:6432 (port 0 picks
+    /// one; the address is printed on stderr).
+    #[arg(long)]
+    listen: String,
+    /// The PostgreSQL server: HOST:PORT, or a unix socket file
+    /// (…/.s.PGSQL.5432).
+    #[arg(long)]
+    upstream: String,
+    /// Round-trip time added per exchange, e.g. 6ms, 500us.
+    #[arg(long, default_value = "0ms", value_parser = humantime::parse_duration)]
+    delay: Duration,
+    /// Spread of the delay around --delay (see --distribution).
+    #[arg(long, default_value = "0ms", value_parser = humantime::parse_duration)]
+    jitter: Duration,
+    /// Shape of the jitter.
+    #[arg(long, value_enum, default_value = "uniform")]
+    distribution: Dist,
+    /// Which way the delay goes (the round trip grows by --delay in all
+    /// cases).
+    #[arg(long, value_enum, default_value = "both")]
+    direction: Dir,
+    /// Limit each direction of each connection to this rate: 10mbit,
+    /// 512kbit, 1MB, 100KiB (per second), or bytes per second.
+    #[arg(long, value_name = "RATE")]
+    bandwidth: Option<String>,
+    /// Write one 10046-format trace per client connection here
+    /// (tracelab_proxy_N.trc), for `tracelab skew`.
+    #[arg(long, value_name = "DIR")]
+    trace: Option<PathBuf>,
+    /// Leave bind values out of traces.
+    #[arg(long)]
+    no_binds: bool,
+    /// Print the counters at exit as a JSON object on stdout.
+    #[arg(long)]
+    json: bool,
+    /// Event-loop threads. 1 (default): one thread serves every connection
+    /// (fewest cross-thread wake-ups, best on a small machine shared with
+    /// the server and the clients); more spread connections over threads.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=256))]
+    threads: u16,
+}
+
+impl From<ProxyError> for Failure {
+    fn from(e: ProxyError) -> Failure {
+        match e {
+            ProxyError::Config(m) => Failure::Usage(m),
+            ProxyError::TraceDir { .. } => Failure::Output {
+                what: "traces".into(),
+                source: std::io::Error::other(e.to_string()),
+            },
+            ProxyError::Listen { .. } => Failure::Proxy(e.to_string()),
+        }
+    }
+}
+
+pub fn run(a: Args) -> Result<i32, Failure> {
+    let mut cfg = Config::new(&a.listen, Upstream::parse(&a.upstream)?);
+    cfg.delay = a.delay;
+    cfg.jitter = a.jitter;
+    cfg.distribution = match a.distribution {
+        Dist::Uniform => Distribution::Uniform,
+        Dist::Normal => Distribution::Normal,
+        Dist::Pareto => Distribution::Pareto,
+    };
+    cfg.direction = match a.direction {
+        Dir::Both => Direction::Both,
+        Dir::ToServer => Direction::ToServer,
+        Dir::ToClient => Direction::ToClient,
+    };
+    cfg.bandwidth = a.bandwidth.as_deref().map(parse_rate).transpose()?;
+    cfg.trace_dir = a.trace;
+    cfg.binds = !a.no_binds;
+    if let Err(e) = tracelab_proxy::raise_fd_limit() {
+        eprintln!("tracelab proxy: cannot raise the open-file limit ({e}); fewer connections fit");
+    }
+    let mut rt = if a.threads == 1 {
+        tokio::runtime::Builder::new_current_thread()
+    } else {
+        let mut b = tokio::runtime::Builder::new_multi_thread();
+        b.worker_threads(a.threads as usize);
+        b
+    };
+    let rt = rt
+        .enable_all()
+        .build()
+        .map_err(|e| Failure::Proxy(format!("cannot start the runtime: {e}")))?;
+    let stats = rt.block_on(async {
+        let proxy = Proxy::bind(cfg.clone()).await?;
+        let addr = proxy
+            .local_addr()
+            .map_err(|e| Failure::Proxy(format!("listening socket: {e}")))?;
+        eprintln!(
+            "tracelab proxy: listening on {addr}, upstream {}, delay {} jitter {} ({:?}, {:?}){}{}",
+            cfg.upstream,
+            humantime::format_duration(cfg.delay),
+            humantime::format_duration(cfg.jitter),
+            cfg.distribution,
+            cfg.direction,
+            cfg.bandwidth
+                .map(|b| format!(", bandwidth {b} B/s"))
+                .unwrap_or_default(),
+            cfg.trace_dir
+                .as_ref()
+                .map(|d| format!(", traces in {}", d.display()))
+                .unwrap_or_default()
+        );
+        let stats = proxy.stats();
+        let report = stats.clone();
+        let shutdown = async move {
+            use tokio::signal::unix::{signal, SignalKind};
+            let (Ok(mut int), Ok(mut term), Ok(mut usr1)) = (
+                signal(SignalKind::interrupt()),
+                signal(SignalKind::terminate()),
+                signal(SignalKind::user_defined1()),
+            ) else {
+                eprintln!("tracelab proxy: cannot install signal handlers; stop me with SIGKILL");
+                return std::future::pending().await;
+            };
+            loop {
+                tokio::select! {
+                    _ = int.recv() => break,
+                    _ = term.recv() => break,
+                    _ = usr1.recv() => eprintln!("tracelab proxy: {}", report.snapshot()),
+                }
+            }
+        };
+        proxy.serve(shutdown).await;
+        Ok::<_, Failure>(stats)
+    })?;
+    rt.shutdown_timeout(Duration::from_secs(2));
+    let c = stats.snapshot();
+    eprintln!("tracelab proxy: stopped; {c}");
+    if a.json {
+        let text = serde_json::to_string(&c).map_err(|e| Failure::Proxy(e.to_string()))?;
+        println!("{text}");
+    }
+    Ok(exit::OK)
+}
