@@ -14,6 +14,7 @@ set -euo pipefail
 SECONDS_PER_RUN=${SECONDS_PER_RUN:-30}
 SESSIONS=${SESSIONS:-20}
 DELAY=${DELAY:-6ms}
+JITTER=${JITTER:-1ms}   # the original: tc netem delay 6ms 1ms 25%
 OUT=${BENCH_DIR:-bench/out}/result_cache
 TL=target/release/tracelab
 FX=tests/fixtures/crc-workload
@@ -48,7 +49,7 @@ echo
 echo "## (b) $SESSIONS sessions through tracelab proxy --delay $DELAY, ${SECONDS_PER_RUN}s each"
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 upstream=$(python3 -c 'import sys,urllib.parse as u; p=u.urlparse(sys.argv[1]); print(f"{p.hostname}:{p.port}")' "$url")
-"$TL" proxy --listen "127.0.0.1:$port" --upstream "$upstream" --delay "$DELAY" 2>"$OUT/proxy.log" &
+"$TL" proxy --listen "127.0.0.1:$port" --upstream "$upstream" --delay "$DELAY" --jitter "$JITTER" 2>"$OUT/proxy.log" &
 proxy_pid=$!
 sleep 1
 purl=$(python3 -c 'import sys,urllib.parse as u; p=u.urlparse(sys.argv[1]); print(p._replace(netloc=f"{p.username}@127.0.0.1:{sys.argv[2]}").geturl())' "$url" "$port")
