@@ -78,7 +78,24 @@ impl Proxy {
 
     /// Serves clients until `shutdown` completes; then stops accepting,
     /// ends the open connections (their traces are flushed) and returns.
-    pub async fn serve(self, shutdown: impl Future<Output = ()>) {
+    ///
+    /// `threads` event loops share the connections, handed out in turn:
+    /// this one (the caller's runtime) and `threads − 1` threads with a
+    /// single-threaded runtime each. Several loops rather than one
+    /// work-stealing pool because the proxy competes for the CPU with the
+    /// server's backends and the clients: each loop is one more thread for
+    /// the scheduler's fair share, without cross-thread wake-ups.
+    pub async fn serve(self, threads: usize, shutdown: impl Future<Output = ()>) {
+        let mut workers = Vec::new();
+        for i in 1..threads.max(1) {
+            match spawn_loop(self.shared.clone(), i) {
+                Ok(w) => workers.push(w),
+                Err(e) => {
+                    eprintln!("tracelab proxy: cannot start event loop {i}: {e}");
+                    break;
+                }
+            }
+        }
         let mut conns = JoinSet::new();
         tokio::pin!(shutdown);
         loop {
@@ -87,7 +104,12 @@ impl Proxy {
                 acc = self.listener.accept() => match acc {
                     Ok((sock, peer)) => {
                         let serial = self.shared.serial.fetch_add(1, Relaxed) + 1;
-                        conns.spawn(session::serve(self.shared.clone(), sock, peer, serial));
+                        let k = (serial as usize) % (workers.len() + 1);
+                        if k == 0 {
+                            conns.spawn(session::serve(self.shared.clone(), sock, peer, serial));
+                        } else if let Ok(std) = sock.into_std() {
+                            let _ = workers[k - 1].0.send((std, peer, serial));
+                        }
                     }
                     Err(e) => {
                         // Out of descriptors or similar: say so, breathe,
@@ -100,8 +122,58 @@ impl Proxy {
             }
         }
         drop(self.listener);
+        let handles: Vec<_> = workers
+            .into_iter()
+            .map(|(tx, h)| {
+                drop(tx);
+                h
+            })
+            .collect();
         conns.shutdown().await;
+        for h in handles {
+            let _ = h.join();
+        }
     }
+}
+
+type Handoff = (std::net::TcpStream, SocketAddr, u64);
+
+/// An event loop of its own on a thread of its own: serves the connections
+/// sent to it until the sender is dropped, then ends them.
+fn spawn_loop(
+    shared: Arc<Shared>,
+    i: usize,
+) -> std::io::Result<(
+    tokio::sync::mpsc::UnboundedSender<Handoff>,
+    std::thread::JoinHandle<()>,
+)> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Handoff>();
+    let h = std::thread::Builder::new()
+        .name(format!("tracelab-proxy-{i}"))
+        .spawn(move || {
+            rt.block_on(async move {
+                let mut conns = JoinSet::new();
+                loop {
+                    tokio::select! {
+                        m = rx.recv() => match m {
+                            Some((sock, peer, serial)) => match tokio::net::TcpStream::from_std(sock) {
+                                Ok(s) => {
+                                    conns.spawn(session::serve(shared.clone(), s, peer, serial));
+                                }
+                                Err(e) => eprintln!("tracelab proxy: connection {serial} from {peer}: {e}"),
+                            },
+                            None => break,
+                        },
+                        Some(_) = conns.join_next(), if !conns.is_empty() => {}
+                    }
+                }
+                conns.shutdown().await;
+            })
+        })?;
+    Ok((tx, h))
 }
 
 /// Raises the soft limit on open files to the hard limit (each client

@@ -25,6 +25,7 @@ use crate::tracer::Tracer;
 /// its `limit`, and TCP flow control does the rest).
 const CHUNK: usize = 32 << 10;
 const QUEUE: usize = 32;
+const STARTUP_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// What all connections share.
 pub struct Shared {
@@ -119,10 +120,17 @@ pub async fn serve(shared: Arc<Shared>, mut client: TcpStream, peer: SocketAddr,
     let _ = client.set_nodelay(true);
     let mut refused = 0;
     let startup = loop {
-        let p = match read_startup(&mut client).await {
-            Ok(Some(p)) => p,
-            Ok(None) => return,
-            Err(e) => {
+        // As the server's authentication_timeout: a client that opens a
+        // connection and says nothing does not hold it for ever.
+        let read = tokio::time::timeout(STARTUP_TIMEOUT, read_startup(&mut client)).await;
+        let p = match read {
+            Ok(Ok(Some(p))) => p,
+            Ok(Ok(None)) => return,
+            Err(_) => {
+                log(serial, &peer, "no startup packet within 60 s; closed");
+                return;
+            }
+            Ok(Err(e)) => {
                 stats.malformed.fetch_add(1, Relaxed);
                 log(serial, &peer, &format!("{e}; closed"));
                 return;

@@ -71,11 +71,11 @@ pub struct Args {
     /// Print the counters at exit as a JSON object on stdout.
     #[arg(long)]
     json: bool,
-    /// Event-loop threads. 1 (default): one thread serves every connection
-    /// (fewest cross-thread wake-ups, best on a small machine shared with
-    /// the server and the clients); more spread connections over threads.
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=256))]
-    threads: u16,
+    /// Event loops, each a thread serving its share of the connections
+    /// (default: twice the CPUs). The proxy competes for the CPU with the
+    /// server and the clients; a loop per thread gets its fair share.
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=256))]
+    threads: Option<u16>,
 }
 
 impl From<ProxyError> for Failure {
@@ -111,14 +111,7 @@ pub fn run(a: Args) -> Result<i32, Failure> {
     if let Err(e) = tracelab_proxy::raise_fd_limit() {
         eprintln!("tracelab proxy: cannot raise the open-file limit ({e}); fewer connections fit");
     }
-    let mut rt = if a.threads == 1 {
-        tokio::runtime::Builder::new_current_thread()
-    } else {
-        let mut b = tokio::runtime::Builder::new_multi_thread();
-        b.worker_threads(a.threads as usize);
-        b
-    };
-    let rt = rt
+    let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| Failure::Proxy(format!("cannot start the runtime: {e}")))?;
@@ -162,7 +155,11 @@ pub fn run(a: Args) -> Result<i32, Failure> {
                 }
             }
         };
-        proxy.serve(shutdown).await;
+        let threads = a
+            .threads
+            .map(usize::from)
+            .unwrap_or_else(|| 2 * std::thread::available_parallelism().map_or(1, |n| n.get()));
+        proxy.serve(threads, shutdown).await;
         Ok::<_, Failure>(stats)
     })?;
     rt.shutdown_timeout(Duration::from_secs(2));
