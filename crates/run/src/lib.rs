@@ -272,12 +272,14 @@ pub fn run(opts: &RunOptions, workload: &Workload) -> Result<Summary, RunError> 
         out
     });
     results.sort_by_key(|s| s.session);
+    // The run ends with its sessions, not with the channel's last sleep.
+    let elapsed = start.elapsed();
     channel_done.store(true, std::sync::atomic::Ordering::Release);
     if let Some(h) = channel {
         let _ = h.join();
     }
     let sql: Vec<&str> = workload.statements.iter().map(|s| s.sql.as_str()).collect();
-    let mut summary = Summary::new(results, start.elapsed(), &sql);
+    let mut summary = Summary::new(results, elapsed, &sql);
     summary.result_cache = cache.map(|c| c.stats());
     Ok(summary)
 }
