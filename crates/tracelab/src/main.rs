@@ -16,7 +16,7 @@ use clap::{Parser, Subcommand};
 #[command(
     name = "tracelab",
     version,
-    about = "A response-time laboratory for databases: profile trace files the mrskew way",
+    about = "A response-time laboratory for databases: drive SQL from many sessions, trace every call, profile where the time went (the mrskew way), run controlled experiments",
     propagate_version = true
 )]
 struct Cli {
@@ -29,11 +29,12 @@ enum Command {
     /// Profile Oracle extended SQL trace files (10046) the way mrskew does:
     /// filter, group and aggregate calls.
     Skew(Box<skew::Args>),
-    /// Start, stop or look at a private, throw-away PostgreSQL for runs and
+    /// Start, stop or look at a private, throw-away PostgreSQL or MariaDB for runs and
     /// studies.
     Db(db::Args),
-    /// Drive a statement from many sessions, measure every call, trace it
-    /// (PostgreSQL; a private server when no --db is given).
+    /// Drive SQL from many sessions, measure every call, trace it
+    /// (PostgreSQL, MariaDB or SQLite; a private server when no --db is
+    /// given).
     Run(Box<run::Args>),
     /// Run controlled experiments (built-in studies or study files), keep
     /// every run in a results store, report with statistics and charts.

@@ -1,5 +1,5 @@
-//! `tracelab run`: drive one statement from many sessions against a
-//! database, or against a private PostgreSQL started for the run.
+//! `tracelab run`: drive SQL from many sessions against a database, or
+//! against a private server started for the run.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -14,7 +14,7 @@ use tracelab_run::{
 
 use crate::exit::{self, Failure};
 
-/// Options of `tracelab run` (this release: PostgreSQL, one statement).
+/// Options of `tracelab run`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// Where to run: postgres://user@host:port/db, mysql://user@host:port/db
@@ -108,8 +108,9 @@ pub struct Args {
     /// (profile them with `tracelab skew`).
     #[arg(long, value_name = "DIR")]
     trace: Option<PathBuf>,
-    /// SQLSTATEs (comma-separated) of statement errors to count apart
-    /// rather than as errors, e.g. 23505,40001.
+    /// Error codes (comma-separated) of statement errors to count apart
+    /// rather than as errors: SQLSTATEs on PostgreSQL (23505,40001), error
+    /// numbers on MariaDB (1062), result codes on SQLite (1555).
     #[arg(long, value_name = "CODES", value_delimiter = ',')]
     ignore_errors: Vec<String>,
     /// Print the summary as JSON.
