@@ -357,26 +357,11 @@ pub fn identifiers(sql: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     let mut i = 0;
     while i < b.len() {
+        if let Some(end) = crate::sql::skip_literal_or_comment(sql, i) {
+            i = end;
+            continue;
+        }
         match b[i] {
-            b'\'' => {
-                i += 1;
-                while i < b.len() && b[i] != b'\'' {
-                    i += 1;
-                }
-                i += 1;
-            }
-            b'-' if b.get(i + 1) == Some(&b'-') => {
-                while i < b.len() && b[i] != b'\n' {
-                    i += 1;
-                }
-            }
-            b'/' if b.get(i + 1) == Some(&b'*') => {
-                i += 2;
-                while i + 1 < b.len() && !(b[i] == b'*' && b[i + 1] == b'/') {
-                    i += 1;
-                }
-                i += 2;
-            }
             b'"' | b'`' => {
                 let q = b[i];
                 let start = i + 1;

@@ -12,6 +12,7 @@ mod error;
 mod invalidate;
 mod live;
 mod session;
+pub mod sql;
 mod summary;
 mod workload;
 

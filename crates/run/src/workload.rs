@@ -201,12 +201,15 @@ fn rewrite(sql: &str, mut token: impl FnMut(usize, &mut String) -> Option<usize>
     let mut out = String::with_capacity(sql.len() + 16);
     let mut i = 0;
     while i < b.len() {
-        let c = b[i];
-        if c == b'\'' || c == b'"' {
-            let end = b[i + 1..]
+        // Literals, comments, dollar quotes and quoted names are copied
+        // as they are: a `:name` or `$1` inside them is not a placeholder.
+        let quoted_name = (b[i] == b'"').then(|| {
+            b[i + 1..]
                 .iter()
-                .position(|&x| x == c)
-                .map_or(b.len(), |p| i + 1 + p + 1);
+                .position(|&x| x == b'"')
+                .map_or(b.len(), |p| i + 1 + p + 1)
+        });
+        if let Some(end) = quoted_name.or_else(|| crate::sql::skip_literal_or_comment(sql, i)) {
             out.push_str(&sql[i..end]);
             i = end;
             continue;
@@ -471,6 +474,13 @@ mod tests {
 
     #[test]
     fn placeholders() {
+        // Comments, doubled quotes and dollar quotes hide no placeholder.
+        assert_eq!(
+            postgres_placeholders(
+                "select :a, 'it''s :b' -- :c\n/* :d */ from t where x = $q$:e$q$"
+            ),
+            "select $1, 'it''s :b' -- :c\n/* :d */ from t where x = $q$:e$q$"
+        );
         assert_eq!(
             postgres_placeholders("select * from t where a = :1 and b >= :2 and c <= :2"),
             "select * from t where a = $1 and b >= $2 and c <= $2"

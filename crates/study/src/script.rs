@@ -3,7 +3,8 @@
 //! the implicit transaction of a multi-statement query string.
 //!
 //! Hand-written because the split needs only PostgreSQL's quoting rules
-//! (quotes, dollar quotes, comments), and no crate does just that.
+//! (quotes, dollar quotes, comments: `tracelab_run::sql`), and no crate
+//! does just that.
 
 /// The statements of `sql`, trimmed, without empty ones.
 pub fn statements(sql: &str) -> Vec<String> {
@@ -12,45 +13,17 @@ pub fn statements(sql: &str) -> Vec<String> {
     let mut start = 0;
     let mut i = 0;
     while i < b.len() {
+        if let Some(end) = tracelab_run::sql::skip_literal_or_comment(sql, i) {
+            i = end;
+            continue;
+        }
         match b[i] {
-            b'\'' | b'"' => {
-                let q = b[i];
+            b'"' => {
                 i += 1;
-                while i < b.len() && b[i] != q {
+                while i < b.len() && b[i] != b'"' {
                     i += 1;
                 }
                 i += 1;
-            }
-            b'-' if b.get(i + 1) == Some(&b'-') => {
-                while i < b.len() && b[i] != b'\n' {
-                    i += 1;
-                }
-            }
-            b'/' if b.get(i + 1) == Some(&b'*') => {
-                i += 2;
-                while i + 1 < b.len() && !(b[i] == b'*' && b[i + 1] == b'/') {
-                    i += 1;
-                }
-                i += 2;
-            }
-            b'$' => {
-                // $tag$ ... $tag$ (a tag of letters, digits, _), or $1.
-                let mut j = i + 1;
-                while j < b.len() && (b[j].is_ascii_alphanumeric() || b[j] == b'_') {
-                    j += 1;
-                }
-                if j < b.len()
-                    && b[j] == b'$'
-                    && !b[i + 1..j].first().is_some_and(u8::is_ascii_digit)
-                {
-                    let tag = &sql[i..=j];
-                    match sql[j + 1..].find(tag) {
-                        Some(k) => i = j + 1 + k + tag.len(),
-                        None => i = b.len(),
-                    }
-                } else {
-                    i = j;
-                }
             }
             b';' => {
                 push(&mut out, &sql[start..i]);
