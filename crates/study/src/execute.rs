@@ -15,7 +15,7 @@ use crate::error::{pg, StudyError};
 use crate::measure::{self, CpuWatch, Strace};
 use crate::plan::{cell_key, plan, Choice, Planned};
 use crate::script::{statements, substitute};
-use crate::spec::{value_text, Level, Loaded, Num, Sql, When};
+use crate::spec::{value_text, Level, Loaded, Num, Sql, When, WorkloadSpec};
 use crate::store::{Header, Store};
 
 /// How to run a study.
@@ -422,6 +422,50 @@ fn sql_of(
     }
 }
 
+/// When a run's scripts go: before its measurement or after it.
+#[derive(Clone, Copy)]
+enum Phase {
+    Before,
+    After,
+}
+
+/// A run's before or after scripts for its engine: the levels' first, the
+/// workload's last (it may end with the CHECKPOINT a measurement starts
+/// from).
+fn scripts(
+    l: &Loaded,
+    levels: &[Level],
+    w: &WorkloadSpec,
+    engine: &str,
+    vars: &BTreeMap<String, String>,
+    phase: Phase,
+) -> Result<Vec<String>, StudyError> {
+    let (key, pick): (&str, fn(&Level) -> Option<&Sql>) = match phase {
+        Phase::Before => ("before", |lv| lv.before.as_ref()),
+        Phase::After => ("after", |lv| lv.after.as_ref()),
+    };
+    let mut out = Vec::new();
+    for lv in levels {
+        if let Some(sql) = pick(lv) {
+            out.extend(sql_of(
+                l,
+                &format!("factors.levels.{key}"),
+                sql,
+                engine,
+                vars,
+            )?);
+        }
+    }
+    let own = match phase {
+        Phase::Before => w.before.as_ref(),
+        Phase::After => w.after.as_ref(),
+    };
+    if let Some(sql) = own {
+        out.extend(sql_of(l, &format!("workload.{key}"), sql, engine, vars)?);
+    }
+    Ok(out)
+}
+
 /// Runs a script statement by statement on the engine; the numeric columns
 /// of any row a statement returns become measurements.
 fn script(
@@ -695,15 +739,7 @@ fn run_one(
     // Before: scripts, then the probes' first look.
     // The levels' scripts first, the workload's last (it may end with
     // the CHECKPOINT the measurement starts from).
-    let mut before_sql = Vec::new();
-    for lv in &levels {
-        if let Some(b) = &lv.before {
-            before_sql.extend(sql_of(l, "factors.levels.before", b, &e, &vars)?);
-        }
-    }
-    if let Some(b) = &w.before {
-        before_sql.extend(sql_of(l, "workload.before", b, &e, &vars)?);
-    }
+    let before_sql = scripts(l, &levels, w, &e, &vars, Phase::Before)?;
     for b in &before_sql {
         script(eng, b, "before", &mut m)?;
     }
@@ -896,15 +932,7 @@ fn run_one(
             }
         }
     }
-    let mut after_sql = Vec::new();
-    for lv in &levels {
-        if let Some(a) = &lv.after {
-            after_sql.extend(sql_of(l, "factors.levels.after", a, &e, &vars)?);
-        }
-    }
-    if let Some(a) = &w.after {
-        after_sql.extend(sql_of(l, "workload.after", a, &e, &vars)?);
-    }
+    let after_sql = scripts(l, &levels, w, &e, &vars, Phase::After)?;
     for a in &after_sql {
         script(eng, a, "after", &mut m)?;
     }
