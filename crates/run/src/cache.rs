@@ -410,6 +410,42 @@ pub fn has_hint(sql: &str) -> bool {
 /// tables (`tables`, lower case, from the catalog) and the cache's
 /// annotations.
 pub fn classify(cache: &ResultCache, sql: &str, read_only: bool, tables: &[String]) -> Cacheable {
+    // `FOR UPDATE` locks, it does not write (it is refused below).
+    let unlocked = sql
+        .to_ascii_lowercase()
+        .replace("for no key update", "")
+        .replace("for update", "");
+    let words = identifiers(&unlocked);
+    let has = |list: &[&str]| words.iter().any(|w| list.contains(&w.as_str()));
+    // A query that writes (a data-modifying WITH) is not read-only, and
+    // one that calls a function whose result changes by itself (the
+    // clock, random numbers, sequences) must not be answered from memory,
+    // as pgpool's and Oracle's caches refuse them.
+    let read_only = read_only && !has(&["insert", "update", "delete", "merge", "truncate"]);
+    let volatile = has(&[
+        "now",
+        "random",
+        "nextval",
+        "setval",
+        "currval",
+        "clock_timestamp",
+        "statement_timestamp",
+        "timeofday",
+        "current_timestamp",
+        "current_time",
+        "localtimestamp",
+        "localtime",
+        "sysdate",
+        "sysdatetime",
+        "uuid",
+        "gen_random_uuid",
+        "rand",
+        "unix_timestamp",
+        "curtime",
+        "curdate",
+        "pg_sleep",
+        "sleep",
+    ]);
     let mut annotated = Vec::new();
     let mut all_annotated = true;
     let mut all_force = true;
@@ -430,7 +466,7 @@ pub fn classify(cache: &ResultCache, sql: &str, read_only: bool, tables: &[Strin
     }
     let lower = sql.to_ascii_lowercase();
     let locks = lower.contains(" for update") || lower.contains(" for share");
-    if all_annotated && !locks && (all_force || has_hint(sql)) {
+    if all_annotated && !locks && !volatile && (all_force || has_hint(sql)) {
         Cacheable::Yes(annotated)
     } else {
         Cacheable::No
