@@ -52,6 +52,8 @@ struct Session<C> {
     s: SessionSummary,
     /// Control statements already written to the trace with their text.
     parsed: [bool; 2],
+    /// The name of the wait inside a call (see `waited`).
+    inner_wait: &'static str,
 }
 
 /// One measured round trip.
@@ -153,7 +155,7 @@ macro_rules! round_trip {
             .await
         };
         let end = $ss.clock.now();
-        $ss.waited($cursor, start, end);
+        $ss.waited($cursor, start, end, cpu);
         Timed {
             result,
             start,
@@ -164,17 +166,31 @@ macro_rules! round_trip {
 }
 
 impl<C: Conn> Session<C> {
-    /// Writes the wait before a call that ran from `start` to `end`.
-    fn waited(&mut self, cursor: u64, start: i64, end: i64) {
+    /// Writes the waits around a call that ran from `start` to `end` using
+    /// `cpu` of the client's CPU: before it, the time since the previous
+    /// call ('SQL*Net message from client', the session outside the
+    /// database); inside it, the time the client waited for the database
+    /// ('SQL*Net message from dblink', Oracle's name for a session waiting
+    /// on a remote database; for SQLite, in process, the call's time off
+    /// the CPU: its I/O and lock waits). So `tracelab skew`'s default profile, which
+    /// counts a call's CPU `c` and the waits (mrskew's `$af`), adds up to
+    /// the session's elapsed time and shows where it went.
+    fn waited(&mut self, cursor: u64, start: i64, end: i64, cpu: i64) {
         if let Some(t) = self.trace.as_mut() {
-            // The thread CPU clock is a system call, not a vDSO read: it
-            // is only read when tracing.
+            const PARAMS: [(&str, i64); 3] = [("driver id", 0), ("#bytes", 1), ("p3", 0)];
             let _ = t.wait(
                 cursor,
                 "SQL*Net message from client",
                 start - self.last_end,
-                [("driver id", 0), ("#bytes", 1), ("p3", 0)],
+                PARAMS,
                 start,
+            );
+            let _ = t.wait(
+                cursor,
+                self.inner_wait,
+                (end - start - cpu).max(0),
+                PARAMS,
+                end,
             );
         }
         self.last_end = end;
@@ -482,6 +498,11 @@ async fn drive<C: Conn>(
         last_end: 0,
         s: summary,
         parsed: [false; 2],
+        inner_wait: if engine.blocks() {
+            "SQLite I/O or lock wait"
+        } else {
+            "SQL*Net message from dblink"
+        },
     };
     ss.s.backend_pid = ss.conn.backend_id().and_then(|id| i32::try_from(id).ok());
     for (name, value) in &opts.settings {

@@ -436,8 +436,9 @@ fn fsync_rate(dir: &Path) -> Option<f64> {
     Some(rate)
 }
 
-/// The profile of a run's traces by call name, as `tracelab skew
-/// --select='$dur'` prints it (every call at the top depth), as
+/// The profile of a run's traces by call name, as `tracelab skew` prints
+/// it by default (mrskew's accounted-for time: a call's CPU and every
+/// wait, the client's waits for the database inside calls included), as
 /// measurements: `trace_NAME_s`,
 /// `trace_NAME_calls`, `trace_total_s`.
 pub fn trace_profile(dir: &Path) -> Result<BTreeMap<String, f64>, String> {
@@ -451,10 +452,7 @@ pub fn trace_profile(dir: &Path) -> Result<BTreeMap<String, f64>, String> {
     if files.is_empty() {
         return Err(format!("{}: no trace files", dir.display()));
     }
-    // Durations ($dur: a call's e, a wait's ela), not mrskew's default
-    // accounted-for time ($af, a call's CPU only when nothing is nested).
     let opts = tracelab_skew::SkewOptions {
-        select: Some("$dur".into()),
         top: 0,
         jobs: 1,
         ..tracelab_skew::SkewOptions::default()

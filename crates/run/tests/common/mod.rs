@@ -7,10 +7,14 @@ use std::path::Path;
 use tracelab_run::Summary;
 use tracelab_trace::{open, CallKind, ReadOptions, Reader, Source};
 
-/// One call of a session's trace: kind, duration (µs), rows, first bind.
+/// One call of a session's trace: kind, duration (µs), mrskew's
+/// accounted-for time (µs: CPU of a call, ela of a wait), rows, first
+/// bind, whether it is a wait inside a call (for the database).
 pub struct Traced {
     pub kind: CallKind,
     pub dur: i64,
+    pub af: i64,
+    pub inner: bool,
     pub rows: i64,
     pub bind: Option<String>,
 }
@@ -27,6 +31,8 @@ pub fn traced(dir: &Path, i: usize) -> Vec<Traced> {
         v.push(Traced {
             kind: c.kind,
             dur: c.dur_us(),
+            af: c.af_us(),
+            inner: c.kind == CallKind::Wait && !c.name.contains("from client"),
             rows: c.db.r.unwrap_or(0),
             bind: c.binds.first().and_then(|b| b.as_deref().map(String::from)),
         })
@@ -46,13 +52,39 @@ pub fn traces_add_up(dir: &Path, sum: &Summary) -> Vec<Vec<Traced>> {
         .iter()
         .map(|s| {
             let calls = traced(dir, s.session);
-            let time: i64 = calls.iter().map(|c| c.dur).sum();
+            // Calls and the waits between them (a wait inside a call is
+            // part of the call's time).
+            let time: i64 = calls.iter().filter(|c| !c.inner).map(|c| c.dur).sum();
             let diff = (time - s.elapsed_us).abs() as f64;
             assert!(
                 diff <= 0.01 * s.elapsed_us as f64,
                 "session {}: trace {time} µs vs measured {} µs",
                 s.session,
                 s.elapsed_us
+            );
+            // mrskew's profile (CPU of calls + every wait) covers the
+            // elapsed time too: the waits inside calls hold their time off
+            // the client's CPU. (A call's CPU can exceed its elapsed time by
+            // the thread's work just before it, so only the lower bound is
+            // tight.)
+            let af: i64 = calls.iter().map(|c| c.af).sum();
+            assert!(
+                af as f64 >= 0.99 * s.elapsed_us as f64,
+                "session {}: profile {af} µs vs measured {} µs",
+                s.session,
+                s.elapsed_us
+            );
+            // One wait inside every round trip: every EXEC and CLOSE is
+            // one, and every PARSE but the two of BEGIN and COMMIT (written
+            // with their first EXEC); a FETCH is one unless it came with
+            // its EXEC.
+            let of = |k: &[CallKind]| calls.iter().filter(|c| k.contains(&c.kind)).count();
+            let inner = calls.iter().filter(|c| c.inner).count();
+            let trips = of(&[CallKind::Parse, CallKind::Exec, CallKind::Close]);
+            assert!(
+                (trips.saturating_sub(2)..=trips + of(&[CallKind::Fetch])).contains(&inner),
+                "session {}: {inner} waits inside {trips} round trips",
+                s.session
             );
             calls
         })
