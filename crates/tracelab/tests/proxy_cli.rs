@@ -420,6 +420,36 @@ fn delay_adds_the_documented_round_trip_and_shows_as_message_from_client() {
             None,
         ))
     };
+    // The baseline sits idle for the same 6 ms before each query (pgbench's
+    // \sleep), so that the server and pgbench wake from idle in both: the
+    // rise is then what the link adds, not the machine's wake-up latency
+    // after an idle spell (0.3–0.5 ms here, which netem would show too).
+    let idle = pg.dir.path().join("idle-6ms.sql");
+    std::fs::write(
+        &idle,
+        "\\set aid random(1, 100000)\n\\sleep 6 ms\nSELECT abalance FROM pgbench_accounts WHERE aid = :aid;\n",
+    )
+    .unwrap();
+    let idle_run = |p: &Proxy, mode: &str| {
+        latency_ms(&client(
+            &pg,
+            "pgbench",
+            &p.addr(),
+            &[
+                "-n",
+                "-f",
+                idle.to_str().unwrap(),
+                "-M",
+                mode,
+                "-c",
+                "1",
+                "-t",
+                "60",
+                "postgres",
+            ],
+            None,
+        )) - 6.0
+    };
     let median = |mut v: Vec<f64>| {
         v.sort_by(f64::total_cmp);
         v[v.len() / 2]
@@ -430,11 +460,12 @@ fn delay_adds_the_documented_round_trip_and_shows_as_message_from_client() {
         (&to_client, "prepared"),
         (&both, "simple"),
     ] {
-        // The baseline is the proxy without delay, interleaved with the
-        // delayed runs: the rise is what --delay adds.
+        // The baseline is the proxy without delay (idle 6 ms before each
+        // query, see above), interleaved with the delayed runs: the rise is
+        // what --delay adds.
         let (mut base, mut delayed) = (Vec::new(), Vec::new());
         for _ in 0..3 {
-            base.push(run(&plain, mode));
+            base.push(idle_run(&plain, mode));
             delayed.push(run(p, mode));
         }
         let (base, delayed) = (median(base), median(delayed));
