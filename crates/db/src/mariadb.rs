@@ -37,12 +37,13 @@ const PATIENCE: Duration = Duration::from_secs(60);
 
 /// Server options tracelab sets itself; a `-c` for one of them would break
 /// the directory layout, the loopback-only listening or the privilege drop.
-const RESERVED: [&str; 14] = [
+const RESERVED: [&str; 15] = [
     "no_defaults",
     "defaults_file",
     "defaults_extra_file",
     "basedir",
     "datadir",
+    "tmpdir",
     "socket",
     "port",
     "bind_address",
@@ -104,9 +105,12 @@ pub fn start_mariadb(opts: &MariaOptions) -> Result<ServerState, DbError> {
     let run_as = RunAs::choose_among(&["mysql", "postgres", "nobody"])?;
     let data = dir.join("data");
     let socket_dir = dir.join("socket");
+    // Its own temporary directory: two servers (or two installs) at once
+    // in the shared /tmp collide on MariaDB's temporary table names.
+    let tmp = dir.join("tmp");
     let log = dir.join("server.log");
     let init = dir.join(INIT_FILE);
-    for d in [&data, &socket_dir] {
+    for d in [&data, &socket_dir, &tmp] {
         std::fs::create_dir_all(d).map_err(io(d))?;
     }
     std::fs::write(
@@ -127,6 +131,7 @@ pub fn start_mariadb(opts: &MariaOptions) -> Result<ServerState, DbError> {
             .arg("--no-defaults")
             .arg(format!("--basedir={}", basedir.display()))
             .arg(format!("--datadir={}", data.display()))
+            .arg(format!("--tmpdir={}", tmp.display()))
             .args([
                 "--auth-root-authentication-method=normal",
                 "--skip-test-db",
@@ -150,6 +155,7 @@ pub fn start_mariadb(opts: &MariaOptions) -> Result<ServerState, DbError> {
         .arg("--no-defaults")
         .arg(format!("--basedir={}", basedir.display()))
         .arg(format!("--datadir={}", data.display()))
+        .arg(format!("--tmpdir={}", tmp.display()))
         .arg(format!("--socket={}", socket.display()))
         .arg(format!("--port={port}"))
         .args([
