@@ -2,81 +2,30 @@
 //! batches that commit or roll back, errors by MariaDB's numbers, session
 //! variables, procedures, and a server that dies mid-run.
 
-use std::process::Command;
 use std::time::Duration;
 
-use tracelab_db::{start_mariadb, stop, MariaOptions, ServerState};
+use tracelab_db::stop;
 use tracelab_run::{run, RunOptions, Stop, Workload};
 use tracelab_trace::CallKind;
 
 mod common;
-use common::{count, fetched, traces_add_up};
+use common::{count, fetched, traces_add_up, Server};
 
-struct Server {
-    state: ServerState,
-    _dir: tempfile::TempDir,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = stop(&self.state.dir);
-    }
-}
-
-impl Server {
-    /// Runs SQL with the real `mariadb` client and returns its output.
-    fn sql(&self, sql: &str) -> String {
-        let port = self.state.port.to_string();
-        let out = Command::new("mariadb")
-            .args([
-                "-h",
-                "127.0.0.1",
-                "-P",
-                &port,
-                "-u",
-                "root",
-                "-N",
-                "-B",
-                "tracelab",
-                "-e",
-                sql,
-            ])
-            .output()
-            .expect("the mariadb client runs");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).trim().to_string()
-    }
-
-    fn opts(&self, sessions: usize, stop: Stop) -> RunOptions {
-        RunOptions {
-            url: self.state.url.clone(),
-            sessions,
-            stop,
-            ..RunOptions::default()
-        }
+/// Options of a run on this test's server.
+fn opts(srv: &Server, sessions: usize, stop: Stop) -> RunOptions {
+    RunOptions {
+        url: srv.state.url.clone(),
+        sessions,
+        stop,
+        ..RunOptions::default()
     }
 }
 
 fn server() -> Server {
-    let dir = tempfile::Builder::new()
-        .prefix("tracelab-run-maria-")
-        .tempdir_in("/tmp")
-        .unwrap();
-    let state = start_mariadb(&MariaOptions {
-        dir: Some(dir.path().join("m")),
-        settings: vec![],
-    })
-    .unwrap();
-    let s = Server { state, _dir: dir };
-    s.sql(
+    common::mariadb(
         "create table chair (chair int primary key, name varchar(40));
          insert into chair select seq, concat('chair ', seq) from seq_1_to_100;",
-    );
-    s
+    )
 }
 
 fn lookup() -> Workload {
@@ -94,7 +43,7 @@ fn mariadb_lookups_batches_errors_and_settings() {
     let sum = run(
         &RunOptions {
             trace_dir: Some(traces.path().to_path_buf()),
-            ..srv.opts(3, Stop::Transactions(40))
+            ..opts(&srv, 3, Stop::Transactions(40))
         },
         &lookup(),
     )
@@ -133,32 +82,32 @@ fn mariadb_lookups_batches_errors_and_settings() {
         &RunOptions {
             per_commit: 5,
             rollback: true,
-            ..srv.opts(1, Stop::Transactions(4))
+            ..opts(&srv, 1, Stop::Transactions(4))
         },
         &ins(20),
     )
     .unwrap();
     assert_eq!((sum.transactions, sum.executions, sum.errors), (4, 20, 0));
     assert_eq!(
-        srv.sql("select count(*) from chair where chair >= 1000"),
+        srv.maria_sql("select count(*) from chair where chair >= 1000"),
         "0"
     );
     let sum = run(
         &RunOptions {
             per_commit: 5,
-            ..srv.opts(1, Stop::Transactions(4))
+            ..opts(&srv, 1, Stop::Transactions(4))
         },
         &ins(20),
     )
     .unwrap();
     assert_eq!((sum.transactions, sum.errors), (4, 0));
     assert_eq!(
-        srv.sql("select count(*) from chair where chair >= 1000"),
+        srv.maria_sql("select count(*) from chair where chair >= 1000"),
         "20"
     );
 
     // The same rows again: duplicate keys, MariaDB error 1062, by number.
-    let sum = run(&srv.opts(1, Stop::Transactions(3)), &ins(3)).unwrap();
+    let sum = run(&opts(&srv, 1, Stop::Transactions(3)), &ins(3)).unwrap();
     assert_eq!(sum.errors, 3);
     let (code, (_, msg)) = sum.errors_by_code.iter().next().unwrap();
     assert_eq!(code, "1062");
@@ -169,7 +118,7 @@ fn mariadb_lookups_batches_errors_and_settings() {
     let sum = run(
         &RunOptions {
             ignore_errors: vec!["1062".into()],
-            ..srv.opts(1, Stop::Transactions(3))
+            ..opts(&srv, 1, Stop::Transactions(3))
         },
         &ins(3),
     )
@@ -182,7 +131,7 @@ fn mariadb_lookups_batches_errors_and_settings() {
     let sum = run(
         &RunOptions {
             simple: true,
-            ..srv.opts(1, Stop::Transactions(1))
+            ..opts(&srv, 1, Stop::Transactions(1))
         },
         &Workload::postgres(
             "insert into chair values (2000, concat(:n, '|', :n))",
@@ -192,7 +141,7 @@ fn mariadb_lookups_batches_errors_and_settings() {
     .unwrap();
     assert_eq!(sum.errors, 0, "{:?}", sum.errors_by_code);
     assert_eq!(
-        srv.sql("select name from chair where chair = 2000"),
+        srv.maria_sql("select name from chair where chair = 2000"),
         format!("{odd}|{odd}").replace('\\', "\\\\")
     );
 
@@ -200,7 +149,7 @@ fn mariadb_lookups_batches_errors_and_settings() {
     let sum = run(
         &RunOptions {
             settings: vec![("max_statement_time".into(), "0.02".into())],
-            ..srv.opts(2, Stop::Transactions(1))
+            ..opts(&srv, 2, Stop::Transactions(1))
         },
         &Workload::postgres("select sleep(1) from chair limit 1", vec![]),
     )
@@ -213,12 +162,12 @@ fn mariadb_lookups_batches_errors_and_settings() {
     );
 
     // A procedure returning rows, called with a bind.
-    srv.sql("create procedure two(n int) select chair from chair where chair <= n");
+    srv.maria_sql("create procedure two(n int) select chair from chair where chair <= n");
     let traces = tempfile::tempdir().unwrap();
     let sum = run(
         &RunOptions {
             trace_dir: Some(traces.path().to_path_buf()),
-            ..srv.opts(1, Stop::Transactions(3))
+            ..opts(&srv, 1, Stop::Transactions(3))
         },
         &Workload::postgres("call two(:1)", vec![vec![Some("2".into())]]),
     )
@@ -228,7 +177,7 @@ fn mariadb_lookups_batches_errors_and_settings() {
 
     // A bad statement is named.
     let sum = run(
-        &srv.opts(1, Stop::Transactions(1)),
+        &opts(&srv, 1, Stop::Transactions(1)),
         &Workload::postgres("selec 1", vec![]),
     )
     .unwrap();
@@ -248,7 +197,7 @@ fn a_mariadb_that_dies_mid_run_ends_the_sessions_with_a_summary() {
         stop(&dir).unwrap();
     });
     let sum = run(
-        &srv.opts(2, Stop::Runtime(Duration::from_secs(20))),
+        &opts(&srv, 2, Stop::Runtime(Duration::from_secs(20))),
         &lookup(),
     )
     .unwrap();

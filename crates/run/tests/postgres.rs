@@ -4,41 +4,18 @@
 use std::path::Path;
 use std::time::Duration;
 
-use tracelab_db::{start_postgres, stop, PgOptions, ServerState};
+use tracelab_db::stop;
 use tracelab_run::{run, ConnectMode, RunOptions, Stop, Workload};
 use tracelab_trace::CallKind;
 
 mod common;
-use common::{count, traced};
-
-struct Server {
-    state: ServerState,
-    _dir: tempfile::TempDir,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = stop(&self.state.dir);
-    }
-}
+use common::{count, traced, Server};
 
 fn server() -> Server {
-    let dir = tempfile::Builder::new()
-        .prefix("tracelab-run-test-")
-        .tempdir_in("/tmp")
-        .unwrap();
-    let state = start_postgres(&PgOptions {
-        dir: Some(dir.path().join("pg")),
-        settings: vec![],
-    })
-    .unwrap();
-    let mut c = postgres::Client::connect(&state.url, postgres::NoTls).unwrap();
-    c.batch_execute(
+    common::postgres(
         "create table chair (chair int primary key, name text);
          insert into chair select g, 'chair ' || g from generate_series(1, 100) g;",
     )
-    .unwrap();
-    Server { state, _dir: dir }
 }
 
 fn opts(url: &str, sessions: usize, stop: Stop, trace: Option<&Path>) -> RunOptions {

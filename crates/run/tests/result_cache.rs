@@ -9,11 +9,12 @@
 //! change's time after its COMMIT returned, so both err on the side of
 //! the check; 25 ms covers the scheduling of the test's own threads.
 
-use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use tracelab_db::{start_mariadb, start_postgres, stop, MariaOptions, PgOptions, ServerState};
+mod common;
+use common::Server;
+
 use tracelab_run::{
     run, CacheMode, CacheOptions, ResultHook, RunOptions, Statement, Stop, Summary, Workload,
 };
@@ -24,77 +25,18 @@ const MARGIN: Duration = Duration::from_millis(25);
 /// One result a session received: when, which chair, the name, cached.
 type Obs = (Instant, String, String, bool);
 
-struct Server {
-    state: ServerState,
-    _dir: tempfile::TempDir,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = stop(&self.state.dir);
-    }
-}
-
-fn tempdir() -> tempfile::TempDir {
-    tempfile::Builder::new()
-        .prefix("tracelab-rc-")
-        .tempdir_in("/tmp")
-        .unwrap()
-}
-
 fn postgres() -> Server {
-    let dir = tempdir();
-    let state = start_postgres(&PgOptions {
-        dir: Some(dir.path().join("pg")),
-        settings: vec![],
-    })
-    .unwrap();
-    let mut c = postgres::Client::connect(&state.url, postgres::NoTls).unwrap();
-    c.batch_execute(
+    common::postgres(
         "create table chair (chair int primary key, name text);
          insert into chair select g, 'c' || g || '-v0' from generate_series(1, 20) g;",
     )
-    .unwrap();
-    Server { state, _dir: dir }
 }
 
 fn mariadb() -> Server {
-    let dir = tempdir();
-    let state = start_mariadb(&MariaOptions {
-        dir: Some(dir.path().join("m")),
-        settings: vec![],
-    })
-    .unwrap();
-    let s = Server { state, _dir: dir };
-    maria_sql(
-        &s,
+    common::mariadb(
         "create table chair (chair int primary key, name varchar(40));
          insert into chair select seq, concat('c', seq, '-v0') from seq_1_to_20;",
-    );
-    s
-}
-
-fn maria_sql(s: &Server, sql: &str) {
-    let port = s.state.port.to_string();
-    let out = Command::new("mariadb")
-        .args([
-            "-h",
-            "127.0.0.1",
-            "-P",
-            &port,
-            "-u",
-            "root",
-            "tracelab",
-            "-e",
-            sql,
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    )
 }
 
 fn cache_opts(setup: bool) -> CacheOptions {
@@ -234,10 +176,9 @@ fn postgres_no_stale_results_beyond_the_lag_with_a_concurrent_writer() {
 fn mariadb_no_stale_results_beyond_the_lag_with_a_concurrent_writer() {
     let srv = mariadb();
     let (sum, obs, changes) = with_writer(&srv.state.url, Duration::from_secs(3), |chair, name| {
-        maria_sql(
-            &srv,
-            &format!("update chair set name = '{name}' where chair = {chair}"),
-        );
+        srv.maria_sql(&format!(
+            "update chair set name = '{name}' where chair = {chair}"
+        ));
     });
     assert_eq!(sum.errors, 0, "{:?}", sum.errors_by_code);
     check(&obs, &changes);

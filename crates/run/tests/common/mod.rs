@@ -99,3 +99,78 @@ pub fn fetched(calls: &[Traced]) -> i64 {
         .map(|c| c.rows)
         .sum()
 }
+
+/// A private server for one test, stopped (and its directory removed)
+/// when dropped.
+pub struct Server {
+    pub state: tracelab_db::ServerState,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = tracelab_db::stop(&self.state.dir);
+    }
+}
+
+fn server_dir() -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix("tracelab-run-test-")
+        .tempdir_in("/tmp")
+        .unwrap()
+}
+
+/// A private PostgreSQL with `setup` run on it.
+pub fn postgres(setup: &str) -> Server {
+    let dir = server_dir();
+    let state = tracelab_db::start_postgres(&tracelab_db::PgOptions {
+        dir: Some(dir.path().join("pg")),
+        settings: vec![],
+    })
+    .unwrap();
+    let mut c = postgres::Client::connect(&state.url, postgres::NoTls).unwrap();
+    c.batch_execute(setup).unwrap();
+    Server { state, _dir: dir }
+}
+
+/// A private MariaDB with `setup` run on it.
+pub fn mariadb(setup: &str) -> Server {
+    let dir = server_dir();
+    let state = tracelab_db::start_mariadb(&tracelab_db::MariaOptions {
+        dir: Some(dir.path().join("m")),
+        settings: vec![],
+    })
+    .unwrap();
+    let s = Server { state, _dir: dir };
+    s.maria_sql(setup);
+    s
+}
+
+impl Server {
+    /// Runs SQL on a MariaDB with the real `mariadb` client; its output.
+    pub fn maria_sql(&self, sql: &str) -> String {
+        let port = self.state.port.to_string();
+        let out = std::process::Command::new("mariadb")
+            .args([
+                "-h",
+                "127.0.0.1",
+                "-P",
+                &port,
+                "-u",
+                "root",
+                "-N",
+                "-B",
+                "tracelab",
+                "-e",
+                sql,
+            ])
+            .output()
+            .expect("the mariadb client runs");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    }
+}
