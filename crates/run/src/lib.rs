@@ -162,7 +162,6 @@ pub fn run(opts: &RunOptions, workload: &Workload) -> Result<Summary, RunError> 
             .min(opts.sessions)
             .max(1)
     };
-    let start = Instant::now();
     let clock = clock::Clock::start(opts.timer);
     let cache = match &opts.result_cache {
         Some(c) => {
@@ -188,6 +187,20 @@ pub fn run(opts: &RunOptions, workload: &Workload) -> Result<Summary, RunError> 
         let (c, url, done) = (c.clone(), opts.url.clone(), channel_done.clone());
         std::thread::spawn(move || invalidate::run(c, engine, url, clock, done))
     });
+    // Sessions start once the channel vouches for freshness (or has
+    // failed, or has had ten seconds): a run measures the cache at work,
+    // not its first heartbeats, however short the run.
+    if let Some(c) = &cache {
+        let waited = Instant::now();
+        while !c.serving(clock.now())
+            && c.stats().channel_failures == 0
+            && waited.elapsed() < std::time::Duration::from_secs(10)
+        {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+    }
+    // The run's elapsed time starts with its sessions.
+    let start = Instant::now();
     let shared = std::sync::Arc::new((
         opts.clone(),
         workload.clone(),

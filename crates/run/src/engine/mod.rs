@@ -3,6 +3,7 @@
 //! session measures and traces; an engine only does the round trips.
 
 pub(crate) mod mysql;
+pub(crate) mod pgwire;
 pub(crate) mod postgres;
 pub(crate) mod sqlite;
 
