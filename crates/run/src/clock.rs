@@ -73,11 +73,11 @@ impl Clock {
     }
 }
 
-/// CPU time of the calling thread in microseconds.
+/// CPU time of the calling thread in nanoseconds.
 ///
 /// Why libc: the standard library has no per-thread CPU clock, and reading
 /// /proc per call would cost more than the calls it measures.
-pub fn thread_cpu_micros() -> i64 {
+pub fn thread_cpu_nanos() -> i64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
@@ -88,7 +88,7 @@ pub fn thread_cpu_micros() -> i64 {
     if rc != 0 {
         return 0;
     }
-    ts.tv_sec * 1_000_000 + ts.tv_nsec / 1_000
+    ts.tv_sec * 1_000_000_000 + ts.tv_nsec
 }
 
 #[cfg(test)]

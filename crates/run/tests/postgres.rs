@@ -415,3 +415,44 @@ fn session_settings_apply_to_every_session() {
     let why = bad.per_session[0].failure.as_deref().unwrap();
     assert!(why.contains("no_such_setting"), "{why}");
 }
+
+/// CPU of the driver's process (user + system), µs.
+fn process_cpu_us() -> i64 {
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: getrusage fills a struct we own.
+    assert_eq!(unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) }, 0);
+    let us = |t: libc::timeval| t.tv_sec * 1_000_000 + t.tv_usec;
+    us(ru.ru_utime) + us(ru.ru_stime)
+}
+
+#[test]
+fn the_calls_cpu_adds_up_to_the_drivers_cpu() {
+    // `c` of every call, summed over the sessions, is the CPU the worker
+    // threads spent driving them: not more than the process used, and
+    // most of it in a flat-out run (the rest: connecting, loading,
+    // writing the summary). Here, about 95 %.
+    let srv = server();
+    let traces = tempfile::tempdir().unwrap();
+    let before = process_cpu_us();
+    let sum = run(
+        &opts(
+            &srv.state.url,
+            4,
+            Stop::Transactions(3000),
+            Some(traces.path()),
+        ),
+        &lookup(100),
+    )
+    .unwrap();
+    let used = process_cpu_us() - before;
+    assert_eq!(sum.transactions, 12_000);
+    let calls_cpu: i64 = (0..4)
+        .flat_map(|i| traced(traces.path(), i))
+        .filter(|c| c.kind != CallKind::Wait)
+        .map(|c| c.af)
+        .sum();
+    assert!(
+        calls_cpu <= used + used / 20 && calls_cpu >= used * 7 / 10,
+        "Σc {calls_cpu} µs, process CPU {used} µs"
+    );
+}
