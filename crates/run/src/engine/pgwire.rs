@@ -559,6 +559,92 @@ impl Wire {
 mod tests {
     use super::*;
 
+    /// The protocol paths a workload can take, against a real server:
+    /// messages larger than the read buffer, errors that leave the
+    /// connection usable, notices, COPY FROM STDIN, and a session the
+    /// server ends.
+    #[test]
+    fn against_a_real_server() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = tracelab_db::start_postgres(&tracelab_db::PgOptions {
+            dir: Some(dir.path().join("pg")),
+            settings: vec![],
+        })
+        .unwrap();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            rt.block_on(async {
+                let mut w = Wire::connect(&state.url).await.unwrap();
+                assert!(w.pid.is_some());
+                // A 1 MB value through a prepared statement, twice (the
+                // buffer grows once and is reused).
+                assert_eq!(
+                    w.prepare("big", "select repeat('x', $1::int), $2")
+                        .await
+                        .unwrap(),
+                    2
+                );
+                for _ in 0..2 {
+                    let mut got = Vec::new();
+                    w.execute("big", &[Some("1000000"), None], |b| {
+                        got = columns(b).map(|v| v.map(<[u8]>::len)).collect()
+                    })
+                    .await
+                    .unwrap();
+                    assert_eq!(got, vec![Some(1_000_000), None]);
+                }
+                // Many small rows spanning several reads.
+                let mut n = 0;
+                w.simple(
+                    "select g, repeat('y', 100) from generate_series(1, 20000) g",
+                    |_| n += 1,
+                )
+                .await
+                .unwrap();
+                assert_eq!(n, 20_000);
+                // An error names its SQLSTATE; the connection goes on.
+                let e = w.simple("select 1/0", |_| {}).await.unwrap_err();
+                assert_eq!(e.code, "22012");
+                assert!(e.message.contains("division by zero"), "{}", e.message);
+                let e = w.execute("nope", &[], |_| {}).await.unwrap_err();
+                assert_eq!(e.code, "26000", "{}", e.message);
+                // Notices are skipped; COPY FROM STDIN is refused cleanly.
+                w.simple("do $$ begin raise notice 'hello'; end $$", |_| {})
+                    .await
+                    .unwrap();
+                w.simple("create temp table t (x int)", |_| {})
+                    .await
+                    .unwrap();
+                let e = w.simple("copy t from stdin", |_| {}).await.unwrap_err();
+                assert_eq!(e.code, "57014", "{}", e.message);
+                let mut one = Vec::new();
+                w.query_once("select $1::text || 'b'", &[Some("a")], |b| {
+                    one = columns(b).flatten().map(<[u8]>::to_vec).collect()
+                })
+                .await
+                .unwrap();
+                assert_eq!(one, vec![b"ab".to_vec()]);
+                assert!(!w.is_closed());
+                // The server ends the session: FATAL, then closed.
+                let e = w
+                    .simple("select pg_terminate_backend(pg_backend_pid())", |_| {})
+                    .await
+                    .unwrap_err();
+                assert_eq!(e.code, "57P01", "{}", e.message);
+                assert!(w.is_closed());
+                let e = w.simple("select 1", |_| {}).await.unwrap_err();
+                assert_eq!(e.code, "connection");
+            })
+        }));
+        let _ = tracelab_db::stop(&state.dir);
+        if let Err(p) = r {
+            std::panic::resume_unwind(p);
+        }
+    }
+
     #[test]
     fn data_row_columns_with_nulls() {
         // 3 columns: "ab", NULL, "".
