@@ -67,6 +67,32 @@ for r in $(seq 1 "$ROUNDS"); do
     "$tt" "$(echo "$tt / $t" | bc -l)" "$pc" "$tc" "$ttc"
 done
 echo
+# The trace's own cost, without the run-to-run swings of a saturated
+# machine: the same sessions paced at a fixed rate (--rate, well below
+# saturation), client CPU per transaction with and without --trace,
+# interleaved. At a fixed rate the machine's speed does not feed back into
+# the batching of the round trips, so the difference is what tracing costs.
+RATE=${RATE:-20000}
+paced() {
+  rm -rf "$OUT/traces"
+  /usr/bin/time -f "%U %S" -o "$OUT/time" "$TL" run --db "$url" --sql "$sql" --binds "$OUT/aids.csv" \
+    --sessions "$SESSIONS" --runtime 5 --rate "$RATE" --json "$@" >"$OUT/tracelab.json"
+  python3 - "$OUT/tracelab.json" "$OUT/time" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+u, s = map(float, open(sys.argv[2]).read().split())
+print("%.2f" % ((u + s) * 1e6 / d["transactions"]))
+PY
+}
+echo
+echo "paced at $RATE tps | client CPU µs/txn untraced | --trace | added by the trace"
+echo "---|---:|---:|---:"
+for r in $(seq 1 "$ROUNDS"); do
+  a=$(paced); b=$(paced --trace "$OUT/traces")
+  printf '%s | %s | %s | %.2f\n' "$r" "$a" "$b" "$(echo "$b - $a" | bc -l)"
+done
+rm -rf "$OUT/traces"
+echo
 # Memory stays flat however long the run: latencies go into HDR
 # histograms, not lists. Peak RSS of a 2 s run against a run 5 times longer.
 rss() { /usr/bin/time -f %M -o "$OUT/rss" "$TL" run --db "$url" --sql "$sql" --binds "$OUT/aids.csv" \
