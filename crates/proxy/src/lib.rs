@@ -90,12 +90,12 @@ impl Proxy {
     /// -M prepared -c 20 on 2 CPUs, in 3 s runs alternating with direct
     /// ones on a quiet machine: one loop left the machine 16–25 % idle (the
     /// loop waits for its share of one CPU behind the backends while the
-    /// other CPU has nothing to do) and got 0.36–0.45 of direct
+    /// other CPU has nothing to do) and got 0.34–0.45 of direct
     /// throughput; two and four loops were alike (0.58–0.70). With other
     /// work on the machine four kept more of the CPU than two (0.66
     /// against 0.61) and eight did worse. Pinning loops to CPUs,
     /// SCHED_BATCH, a shorter or longer EEVDF slice and a yield before each
-    /// park all measured the same or worse: about 90 % of the proxy's CPU
+    /// park showed no clear gain: about 90 % of the proxy's CPU
     /// is the kernel's (sends, receives, the wake-ups they cause and the
     /// context switches after them), which the loop count moves only a
     /// little.
