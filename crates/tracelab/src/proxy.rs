@@ -73,7 +73,8 @@ pub struct Args {
     json: bool,
     /// Event loops, each a thread serving its share of the connections
     /// (default: twice the CPUs). The proxy competes for the CPU with the
-    /// server and the clients; a loop per thread gets its fair share.
+    /// server and the clients; a loop per thread gets its fair share (one
+    /// loop measured far slower under 20 clients; 2 and 4 alike).
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..=256))]
     threads: Option<u16>,
 }
