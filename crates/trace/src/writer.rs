@@ -382,6 +382,14 @@ impl<W: Write> Drop for TraceWriter<W> {
 mod tests {
     use super::*;
 
+    const HEADER: Header<'static> = Header {
+        name: "t",
+        engine: "postgres",
+        side: "client",
+        timer: "vdso",
+        started: "x",
+    };
+
     #[test]
     fn error_line_is_oracles_with_a_sqlstate() {
         let mut w = TraceWriter::new(
@@ -461,17 +469,7 @@ mod tests {
 
     #[test]
     fn long_names_and_values_take_the_slow_path_intact() {
-        let mut w = TraceWriter::new(
-            Vec::new(),
-            &Header {
-                name: "t",
-                engine: "postgres",
-                side: "client",
-                timer: "vdso",
-                started: "x",
-            },
-        )
-        .unwrap();
+        let mut w = TraceWriter::new(Vec::new(), &HEADER).unwrap();
         let long = "n".repeat(500);
         let k = "k".repeat(150);
         w.wait(1, &long, 5, [(&k, 1), (&k, 2), (&k, 3)], 9).unwrap();
@@ -495,17 +493,7 @@ mod tests {
     fn a_dropped_writer_writes_what_it_buffered() {
         let mut out = Vec::new();
         {
-            let mut w = TraceWriter::new(
-                &mut out,
-                &Header {
-                    name: "t",
-                    engine: "postgres",
-                    side: "client",
-                    timer: "vdso",
-                    started: "x",
-                },
-            )
-            .unwrap();
+            let mut w = TraceWriter::new(&mut out, &HEADER).unwrap();
             for i in 0..10_000 {
                 w.exec(
                     1,

@@ -131,6 +131,11 @@ pub(crate) fn columns(body: &[u8]) -> impl Iterator<Item = Option<&[u8]>> {
     })
 }
 
+/// A connection attempt that outlived its timeout.
+fn timed_out() -> std::io::Error {
+    std::io::Error::new(std::io::ErrorKind::TimedOut, "timed out")
+}
+
 /// The OS user's name, PostgreSQL's default user (as libpq does).
 fn os_user() -> Option<String> {
     std::env::var("PGUSER")
@@ -170,12 +175,7 @@ impl Wire {
                         .map_or_else(|| h.clone(), |a| a.to_string());
                     tokio::time::timeout(timeout, TcpStream::connect((addr.as_str(), port)))
                         .await
-                        .unwrap_or_else(|_| {
-                            Err(std::io::Error::new(
-                                std::io::ErrorKind::TimedOut,
-                                "timed out",
-                            ))
-                        })
+                        .unwrap_or_else(|_| Err(timed_out()))
                         .and_then(|s| s.set_nodelay(true).map(|()| Stream::Tcp(s)))
                         .map_err(|e| lost(format!("cannot reach {h}:{port}: {e}")))
                 }
@@ -183,12 +183,7 @@ impl Wire {
                     let path = dir.join(format!(".s.PGSQL.{port}"));
                     tokio::time::timeout(timeout, UnixStream::connect(&path))
                         .await
-                        .unwrap_or_else(|_| {
-                            Err(std::io::Error::new(
-                                std::io::ErrorKind::TimedOut,
-                                "timed out",
-                            ))
-                        })
+                        .unwrap_or_else(|_| Err(timed_out()))
                         .map(Stream::Unix)
                         .map_err(|e| lost(format!("cannot reach {}: {e}", path.display())))
                 }
