@@ -10,12 +10,17 @@
 #       unix socket (a proxy beside the server, as pgbouncer is deployed);
 #   (c) the cost of --trace: tps with --trace / tps without, both over TCP
 #       (goal >= 0.90).
-# Each proxy run also gives the proxy's CPU per transaction (user + system
+# When pgbouncer is installed (apt-get install -y pgbouncer), (b) is also
+# measured through it, the relay a DBA would name, as a peer: session
+# pooling (one server connection per client, a relay like the proxy), one
+# instance per upstream (TCP and the unix socket), each run right after the
+# proxy's with the same upstream; the medians give proxy / pgbouncer.
+# Each proxy (and pgbouncer) run also gives the proxy's CPU per transaction (user + system
 # time of the proxy process from /proc, divided by pgbench's transactions;
 # the kernel's softirq time for loopback TCP is accounted apart and is not
 # in it), and each round the CPU taken by other work on the machine during
 # the round ("other load", in CPUs: busy time from /proc/stat minus that of
-# pgbench, the server and the proxies): the ratios depend on it (see README).
+# pgbench, the server, the proxies and pgbouncer): the ratios depend on it (see README).
 #
 # Usage (from the repository root):
 #     bash bench/proxy.sh                      # 10 s per run, 5 rounds
@@ -45,9 +50,11 @@ pgbench=$bindir/pgbench
 postmaster=$(head -1 "$OUT/pg/data/postmaster.pid")
 tck=$(getconf CLK_TCK)
 
-pids=()
+pids=(); bouncer_pids=()
 cleanup() {
   for p in "${pids[@]}"; do kill -INT "$p" 2>/dev/null || true; done
+  # SIGINT would make pgbouncer wait for its clients; SIGTERM stops it now.
+  for p in "${bouncer_pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
   wait 2>/dev/null || true
   "$TL" db stop --dir "$OUT/pg" >/dev/null 2>&1 || true
 }
@@ -73,6 +80,54 @@ start_proxy() {
 start_proxy "$OUT/tcp.log" "127.0.0.1:$port"; tcp=$proxy_port; tcp_pid=$proxy_pid
 start_proxy "$OUT/unix.log" "$sock"; unix=$proxy_port; unix_pid=$proxy_pid
 start_proxy "$OUT/traced.log" "127.0.0.1:$port" --trace "$OUT/traces"; traced=$proxy_port; traced_pid=$proxy_pid
+
+bouncer=$(command -v pgbouncer || true)
+[[ -z $bouncer && -x /usr/sbin/pgbouncer ]] && bouncer=/usr/sbin/pgbouncer
+# pgbouncer refuses root: as root it runs as the server's user (setpriv
+# execs, so $! is pgbouncer's pid and its CPU can be read).
+as_server=()
+[[ $(id -u) == 0 ]] && as_server=(setpriv --reuid="$(stat -c %U "$OUT/pg/data")" --regid="$(stat -c %G "$OUT/pg/data")" --init-groups)
+# Starts a pgbouncer in the background, session pooling, relaying to $2
+# (127.0.0.1 or the server's socket directory); sets $bouncer_port and
+# $bouncer_pid. It cannot listen on port 0, so it gets a port the kernel
+# just handed out. The server trusts local logins and so does pgbouncer
+# (trust still wants the user in its auth_file).
+start_bouncer() {
+  local name=$1 host=$2 dir=$OUT/bouncer
+  local log=$dir/$name.log
+  bouncer_port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  mkdir -p "$dir"
+  echo '"postgres" ""' >"$dir/users.txt"
+  cat >"$dir/$name.ini" <<EOF
+[databases]
+postgres = host=$host port=$port dbname=postgres
+[pgbouncer]
+listen_addr = 127.0.0.1
+listen_port = $bouncer_port
+unix_socket_dir =
+auth_type = trust
+auth_file = $dir/users.txt
+pool_mode = session
+max_client_conn = $((CLIENTS + 10))
+default_pool_size = $CLIENTS
+log_connections = 0
+log_disconnections = 0
+EOF
+  "${as_server[@]}" "$bouncer" "$dir/$name.ini" >"$log" 2>&1 &
+  bouncer_pid=$!
+  bouncer_pids+=("$bouncer_pid")
+  for _ in $(seq 1 100); do
+    grep -q 'listening on 127.0.0.1' "$log" 2>/dev/null && return
+    kill -0 "$bouncer_pid" 2>/dev/null || break
+    sleep 0.05
+  done
+  echo "pgbouncer did not start: $(cat "$log")" >&2; exit 1
+}
+if [[ -n $bouncer ]]; then
+  rm -rf "$OUT/bouncer"
+  start_bouncer tcp 127.0.0.1; btcp=$bouncer_port; btcp_pid=$bouncer_pid
+  start_bouncer unix "$(json socket_dir)"; bunix=$bouncer_port; bunix_pid=$bouncer_pid
+fi
 
 "$pgbench" -i -q -s 1 "$url" >/dev/null 2>&1
 
@@ -110,21 +165,36 @@ p50() {
   (cd "$OUT" && pb "$p" -c 1 -T "$SECONDS_PER_RUN" -l --log-prefix="lat.$tag" >/dev/null)
   cat "$OUT"/lat."$tag".* | awk '{ print $3 }' | sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'
 }
-ours() { echo $(($(pb_ticks) + $(ticks "$postmaster") + $(ticks "$tcp_pid") + $(ticks "$unix_pid") + $(ticks "$traced_pid"))); }
+ours() {
+  local s=$(($(pb_ticks) + $(ticks "$postmaster")))
+  for p in "${pids[@]}" "${bouncer_pids[@]}"; do s=$((s + $(ticks "$p"))); done
+  echo "$s"
+}
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
 
 echo "threads ${THREADS:-default}; proxy CPU in µs per transaction; other load in CPUs"
+bh=""; bs=""
+if [[ -n $bouncer ]]; then
+  echo "peer: $("$bouncer" --version | head -1), session pooling"
+  bh=" | tps pgbouncer (TCP up) | (b) TCP | CPU µs/txn | tps pgbouncer (unix up) | (b) unix | CPU µs/txn"
+  bs="|---:|---:|---:|---:|---:|---:"
+else
+  echo "pgbouncer not found: no peer measured (apt-get install -y pgbouncer)"
+fi
 echo
-echo "round | p50 direct µs | p50 proxy µs | (a) added µs | tps direct | tps proxy (TCP up) | (b) TCP | CPU µs/txn | tps proxy (unix up) | (b) unix | CPU µs/txn | tps --trace | (c) trace/no-trace | CPU µs/txn | other load"
-echo "---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:"
+echo "round | p50 direct µs | p50 proxy µs | (a) added µs | tps direct | tps proxy (TCP up) | (b) TCP | CPU µs/txn | tps proxy (unix up) | (b) unix | CPU µs/txn | tps --trace | (c) trace/no-trace | CPU µs/txn$bh | other load"
+echo "---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:$bs|---:"
 rt=(); ru=(); rc=(); ct=(); cu=()
+bt=(); bu=(); cbt=(); cbu=(); pt=(); pu=()
 for r in $(seq 1 "$ROUNDS"); do
   read -r m0 all0 < <(machine); o0=$(ours)
   ld=$(p50 "$port" direct)
   lp=$(p50 "$tcp" proxy)
   read -r td _ < <(tps "$port")
   read -r tt ctt < <(tps "$tcp" "$tcp_pid")
+  [[ -n $bouncer ]] && read -r tbt cbtt < <(tps "$btcp" "$btcp_pid")
   read -r tu cuu < <(tps "$unix" "$unix_pid")
+  [[ -n $bouncer ]] && read -r tbu cbuu < <(tps "$bunix" "$bunix_pid")
   rm -rf "$OUT/traces"/*
   read -r tx ctx < <(tps "$traced" "$traced_pid")
   sleep 0.2 # the last backends are reaped
@@ -133,9 +203,17 @@ for r in $(seq 1 "$ROUNDS"); do
     'BEGIN { x = (m - o) / a * n; printf "%.2f", x < 0 ? 0 : x }')
   rt+=("$(ratio "$tt" "$td")"); ru+=("$(ratio "$tu" "$td")"); rc+=("$(ratio "$tx" "$tt")")
   ct+=("$ctt"); cu+=("$cuu")
-  echo "$r | $ld | $lp | $((lp - ld)) | $td | $tt | ${rt[-1]} | $ctt | $tu | ${ru[-1]} | $cuu | $tx | ${rc[-1]} | $ctx | $other"
+  brow=""
+  if [[ -n $bouncer ]]; then
+    bt+=("$(ratio "$tbt" "$td")"); bu+=("$(ratio "$tbu" "$td")"); cbt+=("$cbtt"); cbu+=("$cbuu")
+    pt+=("$(ratio "$tt" "$tbt")"); pu+=("$(ratio "$tu" "$tbu")")
+    brow=" | $tbt | ${bt[-1]} | $cbtt | $tbu | ${bu[-1]} | $cbuu"
+  fi
+  echo "$r | $ld | $lp | $((lp - ld)) | $td | $tt | ${rt[-1]} | $ctt | $tu | ${ru[-1]} | $cuu | $tx | ${rc[-1]} | $ctx$brow | $other"
 done
 median() { printf '%s\n' "$@" | sort -g | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 echo
-echo "medians: (b) TCP upstream $(median "${rt[@]}") (proxy CPU $(median "${ct[@]}") µs/txn), (b) unix upstream $(median "${ru[@]}") (proxy CPU $(median "${cu[@]}") µs/txn), (c) trace/no-trace $(median "${rc[@]}")"
+bm=""
+[[ -n $bouncer ]] && bm="; pgbouncer: (b) TCP upstream $(median "${bt[@]}") (CPU $(median "${cbt[@]}") µs/txn), (b) unix upstream $(median "${bu[@]}") (CPU $(median "${cbu[@]}") µs/txn); proxy/pgbouncer TCP upstream $(median "${pt[@]}"), unix upstream $(median "${pu[@]}")"
+echo "medians: (b) TCP upstream $(median "${rt[@]}") (proxy CPU $(median "${ct[@]}") µs/txn), (b) unix upstream $(median "${ru[@]}") (proxy CPU $(median "${cu[@]}") µs/txn), (c) trace/no-trace $(median "${rc[@]}")$bm"
 echo "clients=$CLIENTS, ${SECONDS_PER_RUN}s per run, $(nproc) cores, $(date -u '+%Y-%m-%d %H:%M UTC')"
