@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
 # Benchmark for `tracelab run` against pgbench on the same private
 # PostgreSQL: the same prepared lookup, the same sessions and duration,
-# interleaved three times; and tracelab with and without --trace.
+# interleaved (5 rounds by default); and tracelab with and without --trace.
 #
 # Usage (from the repository root):
-#     bash bench/run.sh                 # 20 sessions, 10 s per run, 3 rounds
+#     bash bench/run.sh                 # 20 sessions, 10 s per run, 5 rounds
 #     SESSIONS=8 SECONDS_PER_RUN=5 ROUNDS=2 bash bench/run.sh
 set -euo pipefail
 
 SESSIONS=${SESSIONS:-20}
 SECONDS_PER_RUN=${SECONDS_PER_RUN:-10}
-ROUNDS=${ROUNDS:-3}
+ROUNDS=${ROUNDS:-5}
 OUT=${BENCH_DIR:-bench/out}/run
 TL=target/release/tracelab
 
@@ -56,16 +56,27 @@ print("%.1f %.2f" % (d["tps"], (u + s) * 1e6 / d["transactions"]))
 PY
 }
 
+median() { printf '%s\n' "$@" | sort -g | awk '{v[NR]=$1} END {print (NR%2 ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2)}'; }
 echo "round | pgbench tps | tracelab tps | tracelab/pgbench | --trace tps | trace/no-trace | client CPU µs/txn: pgbench | tracelab | --trace"
 echo "---|---:|---:|---:|---:|---:|---:|---:|---:"
+rp=(); rt=()
 for r in $(seq 1 "$ROUNDS"); do
   read -r p pc < <(pg_run)
-  read -r t tc < <(tl_run)
+  # Untraced and traced runs swap places every other round, so that a
+  # machine whose speed drifts within a round favours neither.
   rm -rf "$OUT/traces"
-  read -r tt ttc < <(tl_run --trace "$OUT/traces")
-  printf '%s | %s | %s | %.2f | %s | %.2f | %s | %s | %s\n' "$r" "$p" "$t" "$(echo "$t / $p" | bc -l)" \
-    "$tt" "$(echo "$tt / $t" | bc -l)" "$pc" "$tc" "$ttc"
+  if (( r % 2 )); then
+    read -r t tc < <(tl_run)
+    read -r tt ttc < <(tl_run --trace "$OUT/traces")
+  else
+    read -r tt ttc < <(tl_run --trace "$OUT/traces")
+    read -r t tc < <(tl_run)
+  fi
+  rp+=("$(echo "$t / $p" | bc -l)"); rt+=("$(echo "$tt / $t" | bc -l)")
+  printf '%s | %s | %s | %.2f | %s | %.2f | %s | %s | %s\n' "$r" "$p" "$t" "${rp[-1]}" \
+    "$tt" "${rt[-1]}" "$pc" "$tc" "$ttc"
 done
+printf 'medians: tracelab/pgbench %.2f, trace/no-trace %.2f\n' "$(median "${rp[@]}")" "$(median "${rt[@]}")"
 echo
 # The trace's own cost, without the run-to-run swings of a saturated
 # machine: the same sessions paced at a fixed rate (--rate, well below
@@ -87,10 +98,14 @@ PY
 echo
 echo "paced at $RATE tps | client CPU µs/txn untraced | --trace | added by the trace"
 echo "---|---:|---:|---:"
+added=()
 for r in $(seq 1 "$ROUNDS"); do
-  a=$(paced); b=$(paced --trace "$OUT/traces")
-  printf '%s | %s | %s | %.2f\n' "$r" "$a" "$b" "$(echo "$b - $a" | bc -l)"
+  if (( r % 2 )); then a=$(paced); b=$(paced --trace "$OUT/traces")
+  else b=$(paced --trace "$OUT/traces"); a=$(paced); fi
+  added+=("$(echo "$b - $a" | bc -l)")
+  printf '%s | %s | %s | %.2f\n' "$r" "$a" "$b" "${added[-1]}"
 done
+printf 'median added by the trace: %.2f µs per transaction\n' "$(median "${added[@]}")"
 rm -rf "$OUT/traces"
 echo
 # Memory stays flat however long the run: latencies go into HDR

@@ -1,5 +1,5 @@
-//! The clocks a session reads: the monotonic clock for elapsed times and
-//! `tim`, and the thread's CPU clock for `c`.
+//! The clock a session reads for elapsed times and `tim` (the thread's
+//! CPU clock for `c` is in thread_cpu.rs).
 
 /// Which clock read stamps every call (the trace-overhead study varies
 /// it, as Oracle's vsyscall64 setting did).
@@ -71,24 +71,6 @@ impl Clock {
     pub fn timer(&self) -> Timer {
         self.timer
     }
-}
-
-/// CPU time of the calling thread in nanoseconds.
-///
-/// Why libc: the standard library has no per-thread CPU clock, and reading
-/// /proc per call would cost more than the calls it measures.
-pub fn thread_cpu_nanos() -> i64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes into the timespec we own; the clock id
-    // is a constant the kernel always supports.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    if rc != 0 {
-        return 0;
-    }
-    ts.tv_sec * 1_000_000_000 + ts.tv_nsec
 }
 
 #[cfg(test)]

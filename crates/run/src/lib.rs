@@ -14,6 +14,7 @@ mod live;
 mod session;
 pub mod sql;
 mod summary;
+mod thread_cpu;
 mod workload;
 
 pub use cache::{

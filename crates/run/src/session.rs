@@ -12,10 +12,11 @@ use std::time::SystemTime;
 use tracelab_trace::{CallTimes, Header, TraceWriter};
 
 use crate::cache::{self, Cacheable, ResultCache, Rows, Seen};
-use crate::clock::{thread_cpu_nanos, Clock};
+use crate::clock::Clock;
 use crate::engine::{self, Conn, DbError, Engine};
 use crate::live::Live;
 use crate::summary::{SessionSummary, StatementCounts};
+use crate::thread_cpu::thread_cpu_nanos;
 use crate::workload::Workload;
 use crate::{ConnectMode, RunOptions, Stop};
 

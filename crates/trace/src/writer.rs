@@ -71,39 +71,38 @@ pub struct CallTimes {
 pub struct TraceWriter<W: Write> {
     /// `None` only after `into_inner`.
     out: Option<W>,
-    /// Lines not yet written to `out`.
-    buf: Vec<u8>,
+    /// Lines not yet written to `out`: `buf[..len]`. Allocated once,
+    /// `BUFFER` plus room for one hot line, which is assembled in place.
+    buf: Box<[u8]>,
+    len: usize,
+    /// The slow lines (statement texts, long values) are formatted here
+    /// first.
+    scratch: Vec<u8>,
 }
 
 /// How much a writer buffers before it writes.
 const BUFFER: usize = 64 << 10;
 
-/// One hot trace line being assembled on the stack, then appended to the
-/// writer's buffer with one copy.
+/// One hot trace line being assembled in place at the end of the writer's
+/// buffer.
 ///
 /// Why by hand: pushing piece by piece into a `Vec<u8>` reloads the
 /// vector's length after every byte stored (a byte store may alias it) and
-/// pays a `memcpy` call per piece; a line here is a fixed array with a
-/// local cursor, literals are copied inline and numbers written in place,
-/// two digits at a time.
-struct Line {
-    b: [u8; Line::CAP],
+/// pays a `memcpy` call per piece, some twenty per line; assembling on the
+/// stack and appending cost a copy of every line. Here a line is a slice
+/// with a local cursor: literals are copied inline and numbers written in
+/// place, two digits at a time, straight into the buffer.
+struct Line<'a> {
+    b: &'a mut [u8],
     n: usize,
 }
 
-impl Line {
+impl Line<'_> {
+    /// Room a line may take: the buffer always has this much past `len`.
     const CAP: usize = 384;
     /// Longest name or value written into a line; longer ones take the
     /// slow path (the caller checks with `fits`).
     const PIECE: usize = 160;
-
-    #[inline]
-    fn new() -> Line {
-        Line {
-            b: [0; Line::CAP],
-            n: 0,
-        }
-    }
 
     #[inline]
     fn fits(piece: &str) -> bool {
@@ -112,7 +111,7 @@ impl Line {
 
     #[cfg(test)]
     fn text(&self) -> String {
-        String::from_utf8(self.bytes().to_vec()).unwrap()
+        String::from_utf8(self.b[..self.n].to_vec()).unwrap()
     }
 
     #[inline]
@@ -149,49 +148,79 @@ impl Line {
             self.b[at - 1] = b'0' + u as u8;
         }
     }
-
-    #[inline]
-    fn bytes(&self) -> &[u8] {
-        &self.b[..self.n]
-    }
 }
 
 impl<W: Write> TraceWriter<W> {
     /// Starts a trace with a header that names the engine, the side that
     /// wrote it and the timer, so that a reader knows what it profiles.
     pub fn new(out: W, h: &Header<'_>) -> io::Result<Self> {
-        let mut buf = Vec::with_capacity(BUFFER + 4096);
-        writeln!(buf, "Trace file {}", h.name)?;
-        writeln!(
-            buf,
-            "tracelab {} {}-side trace of {} (timer: {})",
+        let mut w = TraceWriter {
+            out: Some(out),
+            buf: vec![0; BUFFER + Line::CAP].into_boxed_slice(),
+            len: 0,
+            scratch: Vec::new(),
+        };
+        w.slow(format_args!(
+            "Trace file {}\ntracelab {} {}-side trace of {} (timer: {})\n\n*** {}\n",
+            h.name,
             env!("CARGO_PKG_VERSION"),
             h.side,
             h.engine,
-            h.timer
-        )?;
-        writeln!(buf, "\n*** {}", h.started)?;
-        Ok(TraceWriter {
-            out: Some(out),
-            buf,
-        })
+            h.timer,
+            h.started
+        ))?;
+        Ok(w)
     }
 
-    /// Writes what is buffered once there is enough of it.
-    fn spill(&mut self) -> io::Result<()> {
-        if self.buf.len() >= BUFFER {
+    /// A hot line, assembled in place: `Line::CAP` bytes are free.
+    #[inline]
+    fn line(&mut self) -> Line<'_> {
+        Line {
+            b: &mut self.buf[self.len..],
+            n: 0,
+        }
+    }
+
+    /// Keeps the `n` bytes a `Line` wrote and writes what is buffered once
+    /// there is enough of it.
+    #[inline]
+    fn keep(&mut self, n: usize) -> io::Result<()> {
+        self.len += n;
+        if self.len >= BUFFER {
             self.write_buffered()?;
+        }
+        Ok(())
+    }
+
+    /// A line of any length, formatted with `format_args!`.
+    fn slow(&mut self, args: std::fmt::Arguments<'_>) -> io::Result<()> {
+        let mut text = std::mem::take(&mut self.scratch);
+        text.clear();
+        text.write_fmt(args)?;
+        let r = self.append(&text);
+        self.scratch = text;
+        r
+    }
+
+    /// Appends bytes of any length, writing out each full buffer.
+    fn append(&mut self, mut bytes: &[u8]) -> io::Result<()> {
+        while !bytes.is_empty() {
+            // keep() leaves len below BUFFER: there is room for one more.
+            let k = (BUFFER - self.len).min(bytes.len());
+            self.buf[self.len..self.len + k].copy_from_slice(&bytes[..k]);
+            bytes = &bytes[k..];
+            self.keep(k)?;
         }
         Ok(())
     }
 
     fn write_buffered(&mut self) -> io::Result<()> {
         if let Some(out) = self.out.as_mut() {
-            if !self.buf.is_empty() {
-                // Cleared whether or not the write succeeds: a full disk
-                // does not make the buffer grow for ever.
-                let r = out.write_all(&self.buf);
-                self.buf.clear();
+            if self.len > 0 {
+                // Emptied whether or not the write succeeds: a full disk
+                // does not stop the session.
+                let r = out.write_all(&self.buf[..self.len]);
+                self.len = 0;
                 r?;
             }
         }
@@ -202,16 +231,14 @@ impl<W: Write> TraceWriter<W> {
     /// PARSE call. `oct` is Oracle's command type (3 for SELECT).
     pub fn parse(&mut self, cursor: u64, sql: &str, oct: u32, t: CallTimes) -> io::Result<()> {
         let (id, hv) = sqlid(sql);
-        writeln!(self.buf, "=====================")?;
-        writeln!(
-            self.buf,
-            "PARSING IN CURSOR #{cursor} len={} dep={} uid=0 oct={oct} lid=0 tim={} hv={hv} ad='0' sqlid='{id}'",
+        self.slow(format_args!(
+            "=====================\n\
+             PARSING IN CURSOR #{cursor} len={} dep={} uid=0 oct={oct} lid=0 tim={} hv={hv} ad='0' sqlid='{id}'\n\
+             {sql}\nEND OF STMT\n",
             sql.len(),
             t.dep,
             t.tim
-        )?;
-        writeln!(self.buf, "{sql}")?;
-        writeln!(self.buf, "END OF STMT")?;
+        ))?;
         self.call("PARSE", cursor, t)
     }
 
@@ -219,40 +246,43 @@ impl<W: Write> TraceWriter<W> {
     /// Oracle writes it). A value's line breaks become spaces: a trace
     /// line is one line.
     pub fn binds(&mut self, cursor: u64, values: &[Option<&str>]) -> io::Result<()> {
-        let mut l = Line::new();
+        let mut l = self.line();
         l.put(b"BINDS #");
         l.int(cursor as i64);
         l.put(b":\n\n");
+        let mut n = l.n;
         for (i, v) in values.iter().enumerate() {
-            if l.n > Line::CAP - Line::PIECE - 64 {
-                self.buf.extend_from_slice(l.bytes());
-                l.n = 0;
+            if n > Line::CAP - Line::PIECE - 64 {
+                self.keep(n)?;
+                n = 0;
             }
+            let mut l = self.line();
+            l.n = n;
             l.put(b" Bind#");
             l.int(i as i64);
             l.put(b"\n");
+            n = l.n;
             let Some(v) = v else { continue };
             if Line::fits(v) && !v.contains('\n') {
                 l.put(b"  value=\"");
                 l.put(v.as_bytes());
                 l.put(b"\"\n");
+                n = l.n;
                 continue;
             }
             // A long or multi-line value: written as it comes.
-            self.buf.extend_from_slice(l.bytes());
-            l.n = 0;
-            let b = &mut self.buf;
-            b.extend_from_slice(b"  value=\"");
+            self.keep(n)?;
+            n = 0;
+            self.append(b"  value=\"")?;
             for (k, part) in v.split('\n').enumerate() {
                 if k > 0 {
-                    b.push(b' ');
+                    self.append(b" ")?;
                 }
-                b.extend_from_slice(part.as_bytes());
+                self.append(part.as_bytes())?;
             }
-            b.extend_from_slice(b"\"\n");
+            self.append(b"\"\n")?;
         }
-        self.buf.extend_from_slice(l.bytes());
-        self.spill()
+        self.keep(n)
     }
 
     /// An EXEC call.
@@ -267,16 +297,14 @@ impl<W: Write> TraceWriter<W> {
 
     /// A CLOSE call (type=0: the cursor is closed, not cached).
     pub fn close(&mut self, cursor: u64, t: CallTimes) -> io::Result<()> {
-        writeln!(
-            self.buf,
-            "CLOSE #{cursor}:c={},e={},dep={},type=0,tim={}",
+        self.slow(format_args!(
+            "CLOSE #{cursor}:c={},e={},dep={},type=0,tim={}\n",
             t.c, t.e, t.dep, t.tim
-        )?;
-        self.spill()
+        ))
     }
 
     fn call(&mut self, name: &str, cursor: u64, t: CallTimes) -> io::Result<()> {
-        let mut l = Line::new();
+        let mut l = self.line();
         l.put(name.as_bytes());
         l.put(b" #");
         l.int(cursor as i64);
@@ -291,8 +319,8 @@ impl<W: Write> TraceWriter<W> {
         l.put(b",og=1,plh=0,tim=");
         l.int(t.tim);
         l.put(b"\n");
-        self.buf.extend_from_slice(l.bytes());
-        self.spill()
+        let n = l.n;
+        self.keep(n)
     }
 
     /// A WAIT line: `ela` µs waiting for `name`, with Oracle's three
@@ -307,14 +335,12 @@ impl<W: Write> TraceWriter<W> {
     ) -> io::Result<()> {
         let pieces = name.len() + params.iter().map(|(k, _)| k.len()).sum::<usize>();
         if pieces > Line::PIECE {
-            writeln!(
-                self.buf,
-                "WAIT #{cursor}: nam='{name}' ela= {ela} {}={} {}={} {}={} obj#=-1 tim={tim}",
+            return self.slow(format_args!(
+                "WAIT #{cursor}: nam='{name}' ela= {ela} {}={} {}={} {}={} obj#=-1 tim={tim}\n",
                 params[0].0, params[0].1, params[1].0, params[1].1, params[2].0, params[2].1
-            )?;
-            return self.spill();
+            ));
         }
-        let mut l = Line::new();
+        let mut l = self.line();
         l.put(b"WAIT #");
         l.int(cursor as i64);
         l.put(b": nam='");
@@ -330,26 +356,23 @@ impl<W: Write> TraceWriter<W> {
         l.put(b" obj#=-1 tim=");
         l.int(tim);
         l.put(b"\n");
-        self.buf.extend_from_slice(l.bytes());
-        self.spill()
+        let n = l.n;
+        self.keep(n)
     }
 
     /// End of a transaction: commit or rollback.
     pub fn xctend(&mut self, rollback: bool, read_only: bool, tim: i64) -> io::Result<()> {
-        writeln!(
-            self.buf,
-            "XCTEND rlbk={}, rd_only={}, tim={tim}",
+        self.slow(format_args!(
+            "XCTEND rlbk={}, rd_only={}, tim={tim}\n",
             rollback as u8, read_only as u8
-        )?;
-        self.spill()
+        ))
     }
 
     /// An error returned by the call just written on `cursor`: Oracle's
     /// `ERROR #c:err=N tim=T`. `err` is the engine's own code (a
     /// PostgreSQL SQLSTATE such as `57014`, which may hold letters).
     pub fn error(&mut self, cursor: u64, err: &str, tim: i64) -> io::Result<()> {
-        writeln!(self.buf, "ERROR #{cursor}:err={err} tim={tim}")?;
-        self.spill()
+        self.slow(format_args!("ERROR #{cursor}:err={err} tim={tim}\n"))
     }
 
     /// Writes everything buffered.
@@ -461,7 +484,8 @@ mod tests {
             p *= 10;
         }
         for v in values {
-            let mut l = Line::new();
+            let mut b = [0u8; Line::CAP];
+            let mut l = Line { b: &mut b, n: 0 };
             l.int(v);
             assert_eq!(l.text(), v.to_string());
         }
