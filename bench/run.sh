@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Benchmark for `tracelab run` against pgbench on the same private
 # PostgreSQL: the same prepared lookup, the same sessions and duration,
-# interleaved (5 rounds by default); and tracelab with and without --trace.
+# interleaved (5 rounds by default); and tracelab with and without --trace,
+# against pgbench with and without its per-transaction log (-l).
 #
 # Usage (from the repository root):
 #     bash bench/run.sh                 # 20 sessions, 10 s per run, 5 rounds
@@ -34,7 +35,8 @@ sql='SELECT abalance FROM pgbench_accounts WHERE aid = :aid'
 # system, from /usr/bin/time) per transaction is the steadier measure of a
 # driver's own cost on a machine whose speed varies from run to run.
 pg_run() {
-  /usr/bin/time -f "%U %S" -o "$OUT/time" "$pgbench" -n -S -M prepared -c "$SESSIONS" -j 2 -T "$SECONDS_PER_RUN" "$url" \
+  rm -rf "$OUT/pglog"; mkdir -p "$OUT/pglog"
+  /usr/bin/time -f "%U %S" -o "$OUT/time" "$pgbench" -n -S -M prepared -c "$SESSIONS" -j 2 -T "$SECONDS_PER_RUN" "$@" "$url" \
     2>/dev/null >"$OUT/pgbench.out"
   python3 - "$OUT/pgbench.out" "$OUT/time" <<'PY'
 import re, sys
@@ -57,26 +59,34 @@ PY
 }
 
 median() { printf '%s\n' "$@" | sort -g | awk '{v[NR]=$1} END {print (NR%2 ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2)}'; }
-echo "round | pgbench tps | tracelab tps | tracelab/pgbench | --trace tps | trace/no-trace | client CPU µs/txn: pgbench | tracelab | --trace"
-echo "---|---:|---:|---:|---:|---:|---:|---:|---:"
-rp=(); rt=()
+# The peer for the trace's cost: pgbench's own per-transaction log (-l, one
+# line per transaction), which costs pgbench the same kind of work in the
+# same rounds.
+echo "round | pgbench tps | tracelab tps | tracelab/pgbench | --trace tps | trace/no-trace | pgbench -l tps | pgbench -l/pgbench | client CPU µs/txn: pgbench | tracelab | --trace | pgbench -l"
+echo "---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:"
+rp=(); rt=(); rl=()
 for r in $(seq 1 "$ROUNDS"); do
-  read -r p pc < <(pg_run)
-  # Untraced and traced runs swap places every other round, so that a
-  # machine whose speed drifts within a round favours neither.
+  # Runs with and without a log or trace swap places every other round, so
+  # that a machine whose speed drifts within a round favours neither.
   rm -rf "$OUT/traces"
   if (( r % 2 )); then
+    read -r p pc < <(pg_run)
+    read -r l lc < <(pg_run -l --log-prefix="$OUT/pglog/pgbench_log")
     read -r t tc < <(tl_run)
     read -r tt ttc < <(tl_run --trace "$OUT/traces")
   else
     read -r tt ttc < <(tl_run --trace "$OUT/traces")
     read -r t tc < <(tl_run)
+    read -r l lc < <(pg_run -l --log-prefix="$OUT/pglog/pgbench_log")
+    read -r p pc < <(pg_run)
   fi
-  rp+=("$(echo "$t / $p" | bc -l)"); rt+=("$(echo "$tt / $t" | bc -l)")
-  printf '%s | %s | %s | %.2f | %s | %.2f | %s | %s | %s\n' "$r" "$p" "$t" "${rp[-1]}" \
-    "$tt" "${rt[-1]}" "$pc" "$tc" "$ttc"
+  rp+=("$(echo "$t / $p" | bc -l)"); rt+=("$(echo "$tt / $t" | bc -l)"); rl+=("$(echo "$l / $p" | bc -l)")
+  printf '%s | %s | %s | %.2f | %s | %.2f | %s | %.2f | %s | %s | %s | %s\n' "$r" "$p" "$t" "${rp[-1]}" \
+    "$tt" "${rt[-1]}" "$l" "${rl[-1]}" "$pc" "$tc" "$ttc" "$lc"
 done
-printf 'medians: tracelab/pgbench %.2f, trace/no-trace %.2f\n' "$(median "${rp[@]}")" "$(median "${rt[@]}")"
+printf 'medians: tracelab/pgbench %.2f, trace/no-trace %.2f, pgbench -l/pgbench %.2f\n' \
+  "$(median "${rp[@]}")" "$(median "${rt[@]}")" "$(median "${rl[@]}")"
+rm -rf "$OUT/pglog"
 echo
 # The trace's own cost, without the run-to-run swings of a saturated
 # machine: the same sessions paced at a fixed rate (--rate, well below
