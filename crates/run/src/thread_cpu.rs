@@ -15,8 +15,9 @@
 //! clock counts that the kernel's does not (time the hypervisor took the
 //! virtual CPU away, interrupts) lasts only until the next switch, and the
 //! value never goes backwards. Where perf events are refused (a
-//! `perf_event_paranoid` of 3, a seccomp filter) every read is a system
-//! call, as before.
+//! `perf_event_paranoid` of 3, a seccomp filter), or a sleep does not show
+//! in the page when the thread starts, every read is a system call, as
+//! before.
 //!
 //! Why by hand: the perf crates open sampling buffers and counters; none
 //! exposes the page's sequence word, and this needs only an open, an mmap
@@ -168,7 +169,12 @@ impl SwitchPage {
             unsafe { libc::close(fd) };
             return None;
         }
-        Some(SwitchPage { fd, page })
+        let switches = SwitchPage { fd, page };
+        // The carried clock is only right if the kernel marks every switch:
+        // check that a sleep, which switches the thread out, shows.
+        let before = switches.sequence();
+        std::thread::sleep(std::time::Duration::from_micros(1));
+        (switches.sequence() != before).then_some(switches)
     }
 
     #[inline]
