@@ -99,80 +99,40 @@ impl Drop for Mark<'_> {
 }
 
 thread_local! {
-    /// The worker thread's CPU clock (ns) as far as it has been handed out
-    /// to calls; -1 before the first read.
-    static CPU_GIVEN: std::cell::Cell<i64> = const { std::cell::Cell::new(-1) };
+    /// The worker thread's CPU clock (ns) at the end of the latest
+    /// measured poll on it; -1 before the first.
+    static LAST_CPU: std::cell::Cell<i64> = const { std::cell::Cell::new(-1) };
 }
 
 /// A future that adds up the worker thread's CPU over its polls: the
 /// client's CPU for one call, even when many sessions share a thread.
 ///
-/// The thread's CPU clock is read at the end of each poll that leaves the
-/// call waiting for the server, and counts from what the thread has
-/// already handed out to calls: so a call's `c` holds its own work (the
-/// encoding and the send, where the kernel does most of a round trip's
-/// work) and what the thread did just before its poll (the runtime's
-/// wake-up, the session's bookkeeping). The poll that completes a round
-/// trip (read the reply, parse it) is counted by its wall time instead,
-/// handed out in advance of the next read: it is short and does not wake
-/// anyone, so it is seldom preempted, and it saves a system call per call
-/// (the thread CPU clock has no vDSO fast path; this halves the cost of
-/// measuring `c`). The calls on a thread still add up to the thread's
-/// CPU: an estimate that ran ahead of the clock is taken back from the
-/// next reads. A call that completes in a single poll (an in-process
-/// engine, a cache hit) is read exactly at its end.
+/// Each poll reads the thread's CPU clock once, at its end, and counts
+/// from the previous measured poll's end on the thread. So a call's `c`
+/// holds its own work (the encoding and the send, where the kernel does
+/// most of a round trip's work; reading and parsing the reply) and what
+/// the thread did just before its polls (the runtime's wake-up, the
+/// session's bookkeeping), and the calls of all sessions on a thread add
+/// up to the thread's CPU. The read is cheap: a system call only after the
+/// thread was switched out (see thread_cpu.rs).
 struct CpuTimed<'a, F> {
     inner: Pin<&'a mut F>,
     measure: bool,
     /// The call's CPU so far, ns.
     cpu: i64,
-    /// Whether the call has already waited for the server once.
-    waited: bool,
-}
-
-/// Counts the thread's CPU up to now, from what was handed out already.
-fn cpu_since_given() -> i64 {
-    let now = thread_cpu_nanos();
-    CPU_GIVEN.with(|given| {
-        let g = given.get();
-        if g < 0 || now >= g {
-            given.set(now);
-            if g < 0 {
-                0
-            } else {
-                now - g
-            }
-        } else {
-            // Estimates ran ahead: nothing more to give yet.
-            0
-        }
-    })
 }
 
 impl<F: Future> Future for CpuTimed<'_, F> {
     type Output = (F::Output, i64);
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        if !self.measure {
-            return self.inner.as_mut().poll(cx).map(|out| (out, 0));
-        }
-        let began = self.waited.then(std::time::Instant::now);
         let r = self.inner.as_mut().poll(cx);
-        let spent = match (&r, began) {
-            (Poll::Pending, _) | (Poll::Ready(_), None) => cpu_since_given(),
-            (Poll::Ready(_), Some(began)) => {
-                let wall = began.elapsed().as_nanos() as i64;
-                CPU_GIVEN.with(|given| {
-                    if given.get() >= 0 {
-                        given.set(given.get() + wall);
-                    }
-                });
-                wall
+        if self.measure {
+            let now = thread_cpu_nanos();
+            let before = LAST_CPU.with(|last| last.replace(now));
+            if before >= 0 {
+                self.cpu += now - before;
             }
-        };
-        self.cpu += spent;
-        if r.is_pending() {
-            self.waited = true;
         }
         r.map(|out| (out, self.cpu / 1000))
     }
@@ -193,7 +153,6 @@ macro_rules! round_trip {
                 inner: call,
                 measure: tracing,
                 cpu: 0,
-                waited: false,
             }
             .await
         };
