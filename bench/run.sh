@@ -2,11 +2,13 @@
 # Benchmark for `tracelab run` against pgbench on the same private
 # PostgreSQL: the same prepared lookup, the same sessions and duration,
 # interleaved (5 rounds by default); and tracelab with and without --trace,
-# against pgbench with and without its per-transaction log (-l).
+# against pgbench with and without its per-transaction log (-l) and with
+# and without the server's statement log; then the same ratios from many
+# pairs of short runs, with confidence intervals (about 16 minutes in all).
 #
 # Usage (from the repository root):
-#     bash bench/run.sh                 # 20 sessions, 10 s per run, 5 rounds
-#     SESSIONS=8 SECONDS_PER_RUN=5 ROUNDS=2 bash bench/run.sh
+#     bash bench/run.sh                 # 20 sessions, 10 s per run, 5 rounds, 20 pairs
+#     SESSIONS=8 SECONDS_PER_RUN=5 ROUNDS=2 PAIRS=0 bash bench/run.sh
 set -euo pipefail
 
 SESSIONS=${SESSIONS:-20}
@@ -31,13 +33,21 @@ pgbench=$bindir/pgbench
 python3 -c 'import random; random.seed(1); print("\n".join(str(random.randint(1,100000)) for _ in range(100000)))' > "$OUT/aids.csv"
 sql='SELECT abalance FROM pgbench_accounts WHERE aid = :aid'
 
+# The kernel writes a run's trace or log back to disk some 30 s after the
+# run: written back right after each run (before its figures are read, so
+# before the next run starts), it lands in no other run's measurement.
+settle() { sync; }
+
 # Each run prints "tps cpu_us_per_transaction": the client's CPU (user +
 # system, from /usr/bin/time) per transaction is the steadier measure of a
 # driver's own cost on a machine whose speed varies from run to run.
 pg_run() {
   rm -rf "$OUT/pglog"; mkdir -p "$OUT/pglog"
-  /usr/bin/time -f "%U %S" -o "$OUT/time" "$pgbench" -n -S -M prepared -c "$SESSIONS" -j 2 -T "$SECONDS_PER_RUN" "$@" "$url" \
+  /usr/bin/time -f "%U %S" -o "$OUT/time" "$pgbench" -n -S -M prepared -c "${SESS:-$SESSIONS}" -j 2 -T "${SECS:-$SECONDS_PER_RUN}" "$@" "$url" \
     2>/dev/null >"$OUT/pgbench.out"
+  settle
+  # The server's statement log (below) is emptied after each run.
+  : >"$OUT/pg/server.log"
   python3 - "$OUT/pgbench.out" "$OUT/time" <<'PY'
 import re, sys
 out = open(sys.argv[1]).read()
@@ -48,8 +58,10 @@ print("%.1f %.2f" % (tps, (u + s) * 1e6 / n))
 PY
 }
 tl_run() {
+  rm -rf "$OUT/traces"
   /usr/bin/time -f "%U %S" -o "$OUT/time" "$TL" run --db "$url" --sql "$sql" --binds "$OUT/aids.csv" \
-    --sessions "$SESSIONS" --runtime "$SECONDS_PER_RUN" --json "$@" >"$OUT/tracelab.json"
+    --sessions "${SESS:-$SESSIONS}" --runtime "${SECS:-$SECONDS_PER_RUN}" --json "$@" >"$OUT/tracelab.json"
+  settle
   python3 - "$OUT/tracelab.json" "$OUT/time" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
@@ -59,33 +71,81 @@ PY
 }
 
 median() { printf '%s\n' "$@" | sort -g | awk '{v[NR]=$1} END {print (NR%2 ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2)}'; }
-# The peer for the trace's cost: pgbench's own per-transaction log (-l, one
-# line per transaction), which costs pgbench the same kind of work in the
-# same rounds.
-echo "round | pgbench tps | tracelab tps | tracelab/pgbench | --trace tps | trace/no-trace | pgbench -l tps | pgbench -l/pgbench | client CPU µs/txn: pgbench | tracelab | --trace | pgbench -l"
-echo "---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:"
-rp=(); rt=(); rl=()
+lowest() { printf '%.2f' "$(printf '%s\n' "$@" | sort -g | head -1)"; }
+highest() { printf '%.2f' "$(printf '%s\n' "$@" | sort -g | tail -1)"; }
+# Peers for the trace's cost, in the same rounds: pgbench's own
+# per-transaction log (-l, one short line per transaction), and the
+# server's own record of every call, PostgreSQL's statement log
+# (log_min_duration_statement = 0: a line with the duration and the bind
+# value of every execution).
+stmt_log() { PGOPTIONS='-c log_min_duration_statement=0' pg_run "$@"; }
+echo "round | pgbench tps | tracelab tps | tracelab/pgbench | --trace tps | tracelab again tps | trace/no-trace | again/first (A/A) | pgbench -l tps | -l/pgbench | pgbench, server statement log tps | statement log/pgbench | client CPU µs/txn: pgbench | tracelab | --trace | pgbench -l"
+echo "---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:"
+rp=(); rt=(); ra=(); rl=(); rs=()
 for r in $(seq 1 "$ROUNDS"); do
   # Runs with and without a log or trace swap places every other round, so
-  # that a machine whose speed drifts within a round favours neither.
-  rm -rf "$OUT/traces"
+  # that a machine whose speed drifts within a round favours neither; the
+  # traced run sits between two untraced ones (A B A), and their ratio
+  # (A/A) is the noise floor the trace's ratio is read against.
   if (( r % 2 )); then
     read -r p pc < <(pg_run)
     read -r l lc < <(pg_run -l --log-prefix="$OUT/pglog/pgbench_log")
+    read -r g _ < <(stmt_log)
     read -r t tc < <(tl_run)
     read -r tt ttc < <(tl_run --trace "$OUT/traces")
+    read -r t2 _ < <(tl_run)
   else
+    read -r t2 _ < <(tl_run)
     read -r tt ttc < <(tl_run --trace "$OUT/traces")
     read -r t tc < <(tl_run)
+    read -r g _ < <(stmt_log)
     read -r l lc < <(pg_run -l --log-prefix="$OUT/pglog/pgbench_log")
     read -r p pc < <(pg_run)
   fi
-  rp+=("$(echo "$t / $p" | bc -l)"); rt+=("$(echo "$tt / $t" | bc -l)"); rl+=("$(echo "$l / $p" | bc -l)")
-  printf '%s | %s | %s | %.2f | %s | %.2f | %s | %.2f | %s | %s | %s | %s\n' "$r" "$p" "$t" "${rp[-1]}" \
-    "$tt" "${rt[-1]}" "$l" "${rl[-1]}" "$pc" "$tc" "$ttc" "$lc"
+  rp+=("$(echo "$t / $p" | bc -l)"); rt+=("$(echo "2 * $tt / ($t + $t2)" | bc -l)")
+  ra+=("$(echo "$t2 / $t" | bc -l)"); rl+=("$(echo "$l / $p" | bc -l)"); rs+=("$(echo "$g / $p" | bc -l)")
+  printf '%s | %s | %s | %.2f | %s | %s | %.2f | %.2f | %s | %.2f | %s | %.2f | %s | %s | %s | %s\n' "$r" "$p" "$t" "${rp[-1]}" \
+    "$tt" "$t2" "${rt[-1]}" "${ra[-1]}" "$l" "${rl[-1]}" "$g" "${rs[-1]}" "$pc" "$tc" "$ttc" "$lc"
 done
-printf 'medians: tracelab/pgbench %.2f, trace/no-trace %.2f, pgbench -l/pgbench %.2f\n' \
-  "$(median "${rp[@]}")" "$(median "${rt[@]}")" "$(median "${rl[@]}")"
+printf 'medians: tracelab/pgbench %.2f, trace/no-trace %.2f (per round %s to %s), A/A %.2f (%s to %s), pgbench -l/pgbench %.2f, statement log/pgbench %.2f\n' \
+  "$(median "${rp[@]}")" "$(median "${rt[@]}")" "$(lowest "${rt[@]}")" "$(highest "${rt[@]}")" \
+  "$(median "${ra[@]}")" "$(lowest "${ra[@]}")" "$(highest "${ra[@]}")" "$(median "${rl[@]}")" "$(median "${rs[@]}")"
+echo
+
+# The same ratios estimated more tightly: on this machine a run's speed
+# swings by ±20 % over seconds (the A/A column above), so a few 10 s
+# rounds cannot tell 0.90 from 0.95. PAIRS pairs of short runs (A then B,
+# B then A in turn), the median of the pairs' ratios and a bootstrap 95 %
+# confidence interval of that median. PAIRS=0 skips this part.
+PAIRS=${PAIRS:-20}
+PAIR_SECONDS=${PAIR_SECONDS:-3}
+pairs() { # label, command A, command B (each prints "tps ...")
+  local label=$1 a=$2 b=$3 ratios=() x y
+  for i in $(seq 1 "$PAIRS"); do
+    if (( i % 2 )); then read -r x _ < <($a); read -r y _ < <($b)
+    else read -r y _ < <($b); read -r x _ < <($a); fi
+    ratios+=("$(echo "$x / $y" | bc -l)")
+  done
+  python3 - "$label" "${ratios[@]}" <<'PY'
+import random, statistics, sys
+label, r = sys.argv[1], [float(v) for v in sys.argv[2:]]
+random.seed(1)
+meds = sorted(statistics.median(random.choices(r, k=len(r))) for _ in range(5000))
+print("%s | %.3f | %.3f–%.3f | %.2f–%.2f" % (label, statistics.median(r), meds[124], meds[-125], min(r), max(r)))
+PY
+}
+if (( PAIRS > 0 )); then
+  traced() { tl_run --trace "$OUT/traces"; }
+  one_traced() { SESS=1 tl_run --trace "$OUT/traces"; }
+  one_untraced() { SESS=1 tl_run; }
+  echo "$PAIRS pairs of ${PAIR_SECONDS}s runs | median ratio | 95 % CI | single pairs"
+  echo "---|---:|---:|---:"
+  SECS=$PAIR_SECONDS pairs "tracelab --trace / tracelab, $SESSIONS sessions" traced tl_run
+  SECS=$PAIR_SECONDS pairs "tracelab / tracelab (A/A), $SESSIONS sessions" tl_run tl_run
+  SECS=$PAIR_SECONDS pairs "tracelab / pgbench, $SESSIONS sessions" tl_run pg_run
+  SECS=$PAIR_SECONDS pairs "pgbench, server statement log / pgbench" stmt_log pg_run
+  SECS=$PAIR_SECONDS pairs "tracelab --trace / tracelab, 1 session" one_traced one_untraced
+fi
 rm -rf "$OUT/pglog"
 echo
 # The trace's own cost, without the run-to-run swings of a saturated
@@ -98,6 +158,7 @@ paced() {
   rm -rf "$OUT/traces"
   /usr/bin/time -f "%U %S" -o "$OUT/time" "$TL" run --db "$url" --sql "$sql" --binds "$OUT/aids.csv" \
     --sessions "$SESSIONS" --runtime 5 --rate "$RATE" --json "$@" >"$OUT/tracelab.json"
+  settle
   python3 - "$OUT/tracelab.json" "$OUT/time" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
