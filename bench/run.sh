@@ -154,18 +154,7 @@ echo
 # interleaved. At a fixed rate the machine's speed does not feed back into
 # the batching of the round trips, so the difference is what tracing costs.
 RATE=${RATE:-20000}
-paced() {
-  rm -rf "$OUT/traces"
-  /usr/bin/time -f "%U %S" -o "$OUT/time" "$TL" run --db "$url" --sql "$sql" --binds "$OUT/aids.csv" \
-    --sessions "$SESSIONS" --runtime 5 --rate "$RATE" --json "$@" >"$OUT/tracelab.json"
-  settle
-  python3 - "$OUT/tracelab.json" "$OUT/time" <<'PY'
-import json, sys
-d = json.load(open(sys.argv[1]))
-u, s = map(float, open(sys.argv[2]).read().split())
-print("%.2f" % ((u + s) * 1e6 / d["transactions"]))
-PY
-}
+paced() { local cpu; read -r _ cpu < <(SECS=5 tl_run --rate "$RATE" "$@"); echo "$cpu"; }
 echo
 echo "paced at $RATE tps | client CPU µs/txn untraced | --trace | added by the trace"
 echo "---|---:|---:|---:"
