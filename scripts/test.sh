@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# The test command (README "The two set-up commands"; .ci/run calls exactly
+# this): install what the tests need where a fresh machine of this kind
+# lacks it, then run every test of the workspace.
+#
+# Each dependency is checked first and installed only when missing, so on a
+# machine that has everything this only runs the tests. Installing needs
+# root (as CI is) or sudo; without either, the script names what to install
+# and stops before running any test.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if [ "$(id -u)" -eq 0 ]; then SUDO=""; elif command -v sudo >/dev/null 2>&1; then SUDO="sudo"; else SUDO="none"; fi
+apt_updated=""
+
+# apt_need CHECK PACKAGE...: install the Debian PACKAGEs unless the shell
+# test CHECK already succeeds.
+apt_need() {
+  local check=$1; shift
+  if eval "$check" >/dev/null 2>&1; then return 0; fi
+  if [ "$SUDO" = none ]; then
+    echo "scripts/test.sh: the tests need: $* (apt-get install -y $*); run as root or with sudo" >&2
+    exit 1
+  fi
+  if [ -z "$apt_updated" ]; then $SUDO apt-get update -qq; apt_updated=1; fi
+  echo "scripts/test.sh: installing $*" >&2
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+}
+
+command -v cargo >/dev/null 2>&1 || { echo "scripts/test.sh: cargo not found: install Rust (rustup) first" >&2; exit 1; }
+
+# PostgreSQL server binaries (private servers) and psql/pgbench (compatibility tests).
+apt_need 'ls /usr/lib/postgresql/*/bin/initdb || command -v initdb' postgresql
+apt_need 'command -v psql' postgresql-client
+# MariaDB server and client (private MariaDB servers).
+apt_need 'command -v mariadbd || test -x /usr/sbin/mariadbd' mariadb-server mariadb-client
+# strace (syscall counts of the studies).
+apt_need 'command -v strace' strace
+
+cargo test --workspace "$@"
