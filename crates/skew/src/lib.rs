@@ -14,7 +14,8 @@ mod run;
 mod vars;
 
 pub use error::SkewError;
-pub use options::{Format, SkewOptions, Sort};
+pub use number::{Num, PercentFormat};
+pub use options::{Format, SkewOptions, Sort, Units};
 pub use query::Query;
-pub use report::{Report, Row, Stats};
+pub use report::{Nums, Report, Row, Stats};
 pub use run::{profile, FileOutcome, Outcome};

@@ -12,7 +12,7 @@ use tracelab_trace::{Call, CallKind};
 use crate::buckets::Buckets;
 use crate::error::SkewError;
 use crate::options::SkewOptions;
-use crate::vars::{secs, CallVars, MrskewScope, Var, BIND};
+use crate::vars::{CallVars, Conversions, MrskewScope, Var, BIND};
 
 enum Cond {
     True,
@@ -81,6 +81,8 @@ pub struct Query {
     pub uses_line: bool,
     /// Reads statement context (`$sqlid`, `$sql`, ...).
     pub uses_statements: bool,
+    /// The units of the trace's time fields.
+    pub conv: Conversions,
 }
 
 fn compile(what: &str, src: &str) -> Result<Program, SkewError> {
@@ -174,9 +176,19 @@ impl Query {
         let uses_depmin = matches!(where0, Cond::DepIsMin)
             || matches!(where1, Cond::DepIsMin)
             || programs.iter().any(|p| uses(p, Var::Depmin));
-        let chained = programs
+        // The wall clock ($time0, $time1) chains too: a piece of a file
+        // does not know the `***` timestamp before its start.
+        let chained = programs.iter().any(|p| {
+            [
+                Var::ParseId,
+                Var::ExecId,
+                Var::IslandId,
+                Var::Time0,
+                Var::Time1,
+            ]
             .iter()
-            .any(|p| uses(p, Var::ParseId) || uses(p, Var::ExecId) || uses(p, Var::IslandId));
+            .any(|v| uses(p, *v))
+        });
         let uses_line = programs.iter().any(|p| uses(p, Var::Line));
         let uses_statements = programs.iter().any(|p| {
             [
@@ -187,6 +199,8 @@ impl Query {
                 Var::Uid,
                 Var::Lid,
                 Var::Ad,
+                Var::Ssqlid,
+                Var::Ssql,
             ]
             .iter()
             .any(|v| uses(p, *v))
@@ -213,6 +227,7 @@ impl Query {
             chained,
             uses_line,
             uses_statements,
+            conv: Conversions::new(&o.units),
         })
     }
 
@@ -233,9 +248,10 @@ impl Query {
         {
             return Ok(None);
         }
+        let af = self.conv.af(call.kind);
         let (value, us) = match &self.select {
             Select::Af if call.kind == CallKind::Line => (None, None),
-            Select::Af => (Some(secs(call.af_us())), Some(call.af_us())),
+            Select::Af => (Some(af.secs(call.af_us())), af.us(call.af_us())),
             Select::Expr(p) => match p.eval(vars).map_err(|e| format!("--select: {e}"))? {
                 Value::Undef => (None, None),
                 Value::Num(n) => (Some(n), None),
@@ -244,7 +260,7 @@ impl Query {
         };
         let group = match &self.group {
             Group::Name => Cow::Borrowed(call.name),
-            Group::Buckets(b) => Cow::Borrowed(b.label_of(secs(call.af_us()))),
+            Group::Buckets(b) => Cow::Borrowed(b.label_of(af.secs(call.af_us()))),
             Group::Expr(p) => match p.eval(vars).map_err(|e| format!("--group: {e}"))? {
                 Value::Undef => Cow::Borrowed(""),
                 Value::Str(s) => s,

@@ -70,7 +70,7 @@ fn finish_cursor(s: &[u8], end: usize, key: u64) -> Option<(&[u8], u64, &[u8])> 
 /// One pass over the bytes: this runs for every database call of a trace.
 pub(crate) fn db_fields(s: &[u8], f: &mut DbFields) -> Result<(), String> {
     if canonical(s, f) {
-        return Ok(());
+        return depth(f);
     }
     *f = DbFields::default();
     let mut i = 0;
@@ -142,7 +142,19 @@ pub(crate) fn db_fields(s: &[u8], f: &mut DbFields) -> Result<(), String> {
             }
         }
     }
-    Ok(())
+    depth(f)
+}
+
+/// Oracle's recursive depths start at 0: a negative one is damage, and the
+/// line is refused (a file's `$depmin` must not depend on it).
+#[inline]
+fn depth(f: &DbFields) -> Result<(), String> {
+    match f.dep {
+        Some(d) if d < 0 => Err(format!(
+            "expected a depth of 0 or more after 'dep=', found '{d}'"
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// The fields of PARSE, EXEC and FETCH lines from 11.1.0.7 on, in the
@@ -375,6 +387,13 @@ mod tests {
         );
         let err = db_fields(b"c=1,e=x", &mut DbFields::default()).unwrap_err();
         assert!(err.contains("'e='"), "{err}");
+        for line in [
+            &b"c=1,e=1,p=0,cr=0,cu=0,mis=0,r=0,dep=-1,og=1,plh=0,tim=5"[..],
+            b"c=1,e=1,dep=-1,tim=5",
+        ] {
+            let err = db_fields(line, &mut DbFields::default()).unwrap_err();
+            assert!(err.contains("depth of 0 or more"), "{err}");
+        }
     }
 
     #[test]

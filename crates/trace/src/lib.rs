@@ -18,10 +18,16 @@ mod fields;
 mod input;
 mod lines;
 mod reader;
+pub mod shareable;
 mod writer;
 
-pub use call::{Call, CallKind, DbFields, Statement, WaitFields, PSEUDO_BETWEEN, PSEUDO_WITHIN};
+pub use call::{
+    format_wall_clock, parse_wall_clock, Call, CallKind, DbFields, Statement, WaitFields,
+    WallClock, PSEUDO_BETWEEN, PSEUDO_WITHIN,
+};
 pub use diag::{Diagnostic, Diagnostics};
 pub use input::{open, open_counted, Compression, OpenError, Source, TraceFile};
-pub use reader::{ReadError, ReadOptions, ReadSummary, Reader};
+pub use lines::DEFAULT_MAX_LINE;
+pub use reader::{ReadError, ReadOptions, ReadSummary, Reader, Timeline, MIN_SPLIT};
+pub use shareable::Shareable;
 pub use writer::{sqlid, CallTimes, Header, TraceWriter};
