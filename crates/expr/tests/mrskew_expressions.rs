@@ -97,11 +97,18 @@ fn barewords_are_strings_outside_strict() {
             .to_string(),
         "FETCH  acct for"
     );
-    assert_eq!(compile("FETCH x 2").eval(&rec).unwrap().to_string(), "FETCHFETCH");
+    assert_eq!(
+        compile("FETCH x 2").eval(&rec).unwrap().to_string(),
+        "FETCHFETCH"
+    );
     assert!(compile("$nam eq SQL ? 0 : 1").eval_bool(&rec).unwrap());
     assert!(compile("FETCH").constant().is_some());
     // A misspelt function is still an error at the word.
-    for (src, col) in [("sprntf(q{%d}, 1)", 0), ("1 + lenght $nam", 4), ("uc lenght(1)", 3)] {
+    for (src, col) in [
+        ("sprntf(q{%d}, 1)", 0),
+        ("1 + lenght $nam", 4),
+        ("uc lenght(1)", 3),
+    ] {
         let e = compile_err(src);
         assert!(
             e.message.contains("unknown function 'lenght'") || e.message.contains("'sprntf'"),

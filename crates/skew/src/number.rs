@@ -46,7 +46,11 @@ impl Num {
 
     /// `part / whole × factor` (a percentage): exact for an integer factor.
     pub fn ratio(part: i128, whole: i128, factor: f64) -> Num {
-        let (num, den) = if whole < 0 { (-part, -whole) } else { (part, whole) };
+        let (num, den) = if whole < 0 {
+            (-part, -whole)
+        } else {
+            (part, whole)
+        };
         if den == 0 {
             return Num::Float(0.0);
         }
@@ -71,7 +75,7 @@ impl Num {
     }
 
     /// Orders two numbers; exact ones exactly.
-    pub fn cmp(self, other: Num) -> Ordering {
+    pub fn compare(self, other: Num) -> Ordering {
         if let (
             Num::Exact {
                 num: a,
@@ -320,10 +324,8 @@ impl PercentFormat {
             let mut out = String::new();
             let mut it = s.chars();
             while let Some(c) = it.next() {
-                if c == '%' {
-                    if it.next() != Some('%') {
-                        return Err(err());
-                    }
+                if c == '%' && it.next() != Some('%') {
+                    return Err(err());
                 }
                 out.push(c);
             }
@@ -399,7 +401,12 @@ impl PercentFormat {
             format!("{body}{}", " ".repeat(pad))
         } else if self.zero {
             let sign_len = usize::from(body.starts_with(['-', '+', ' ']));
-            format!("{}{}{}", &body[..sign_len], "0".repeat(pad), &body[sign_len..])
+            format!(
+                "{}{}{}",
+                &body[..sign_len],
+                "0".repeat(pad),
+                &body[sign_len..]
+            )
         } else {
             format!("{}{body}", " ".repeat(pad))
         };
@@ -494,8 +501,8 @@ mod tests {
     fn exact_comparison() {
         let a = Num::micros_over(10, 2);
         let b = Num::micros_over(15, 3);
-        assert_eq!(a.cmp(b), Ordering::Equal);
-        assert_eq!(Num::micros(1).cmp(Num::micros(2)), Ordering::Less);
+        assert_eq!(a.compare(b), Ordering::Equal);
+        assert_eq!(Num::micros(1).compare(Num::micros(2)), Ordering::Less);
     }
 
     #[test]
@@ -503,9 +510,15 @@ mod tests {
         let p = Num::ratio(1, 3, 100.0);
         assert_eq!(PercentFormat::default().format(p), "33.3%");
         assert_eq!(PercentFormat::parse("%6.2f").unwrap().format(p), " 33.33");
-        assert_eq!(PercentFormat::parse("%-7.1f|").unwrap().format(p), "33.3   |");
+        assert_eq!(
+            PercentFormat::parse("%-7.1f|").unwrap().format(p),
+            "33.3   |"
+        );
         assert_eq!(PercentFormat::parse("%07.3f").unwrap().format(p), "033.333");
-        assert_eq!(PercentFormat::parse("%+.0f pct").unwrap().format(p), "+33 pct");
+        assert_eq!(
+            PercentFormat::parse("%+.0f pct").unwrap().format(p),
+            "+33 pct"
+        );
         assert!(PercentFormat::parse("%d").is_err());
         assert!(PercentFormat::parse("%").is_err());
         assert!(PercentFormat::parse("50%").is_err());

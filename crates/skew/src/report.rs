@@ -105,7 +105,7 @@ fn by_column(x: &Agg, y: &Agg, col: u8) -> Ordering {
             _ => a.sum(),
         }
     };
-    key(x).cmp(key(y))
+    key(x).compare(key(y))
 }
 
 impl Report {
@@ -500,8 +500,14 @@ TOTAL (3)                    0.003030  100.0%      3  0.001010  0.000030  0.0020
         let r = Report::build(groups(), &o, "CALL-NAME", "DURATION");
         let t = r.render(&o);
         let lines: Vec<&str> = t.lines().collect();
-        assert_eq!(lines[0], "CALL-NAM  DURATION  SHARE  CALLS      MEAN       MIN       MAX");
-        assert_eq!(lines[2], "SQL*Net   0.003000  0.990      2  0.001500  0.001000  0.002000");
+        assert_eq!(
+            lines[0],
+            "CALL-NAM  DURATION  SHARE  CALLS      MEAN       MIN       MAX"
+        );
+        assert_eq!(
+            lines[2],
+            "SQL*Net   0.003000  0.990      2  0.001500  0.001000  0.002000"
+        );
         assert!(lines[6].starts_with("TOTAL (3  0.003030  1.000"), "{t}");
     }
 

@@ -341,9 +341,7 @@ impl CallVars<'_, '_> {
             Var::Ssql => str_val(&c.stmt.shareable().sql),
             Var::Time0 | Var::Time1 if is_line => Value::Undef,
             Var::Time1 => self.wall(0).map_or(Value::Undef, Value::Str),
-            Var::Time0 => self
-                .wall(c.dur_us())
-                .map_or(Value::Undef, Value::Str),
+            Var::Time0 => self.wall(c.dur_us()).map_or(Value::Undef, Value::Str),
         }
     }
 

@@ -91,8 +91,10 @@ fn apply(text: &[u8], edits: &[(Damage, f64)]) -> Vec<u8> {
                         .skip(i)
                         .find_map(|l| {
                             l.strip_prefix(b"EXEC #").map(|r| {
-                                String::from_utf8_lossy(&r[..r.iter().position(|&b| b == b':').unwrap_or(0)])
-                                    .into_owned()
+                                String::from_utf8_lossy(
+                                    &r[..r.iter().position(|&b| b == b':').unwrap_or(0)],
+                                )
+                                .into_owned()
                             })
                         })
                         .unwrap_or_else(|| "2".into())

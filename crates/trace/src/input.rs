@@ -173,7 +173,11 @@ fn wait_for_writer(f: &mut File, name: &str) -> Result<Vec<u8>, OpenError> {
                 let ms = left.as_millis().min(100) as u16;
                 let mut fds = [PollFd::new(f.as_fd(), PollFlags::POLLIN)];
                 let woke = poll(&mut fds, PollTimeout::from(ms)).unwrap_or(0) > 0;
-                if woke && !fds[0].revents().is_some_and(|r| r.contains(PollFlags::POLLIN)) {
+                if woke
+                    && !fds[0]
+                        .revents()
+                        .is_some_and(|r| r.contains(PollFlags::POLLIN))
+                {
                     std::thread::sleep(Duration::from_millis(u64::from(ms)));
                 }
             }

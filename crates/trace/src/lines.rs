@@ -57,9 +57,10 @@ pub(crate) struct Lines<R> {
     eof: bool,
     /// Lines longer than this are not kept (see [`Line::overlong`]).
     max_line: usize,
-    /// Inside an overlong line that started at this offset: its bytes are
-    /// dropped until its end.
-    skipping: Option<u64>,
+    /// An overlong line was skipped by [`Lines::refill`]: its start offset,
+    /// its line end's offset, and whether it had one (not at the end of
+    /// input); handed out next as an empty line.
+    skipped: Option<(u64, u64, bool)>,
     /// The read error that ended the input early, for the caller to report;
     /// the lines before it are handed out as usual.
     error: Option<io::Error>,
@@ -105,7 +106,7 @@ impl<R: Read> Lines<R> {
             base,
             eof: false,
             max_line: DEFAULT_MAX_LINE,
-            skipping: None,
+            skipped: None,
             error: None,
             cut: 0,
         }
@@ -141,30 +142,6 @@ impl<R: Read> Lines<R> {
     #[inline]
     pub fn next_line(&mut self) -> Option<Line<'_>> {
         loop {
-            if let Some(start) = self.skipping {
-                if let Some(i) = memchr::memchr(b'\n', &self.buf[self.pos..self.end]) {
-                    self.pos += i + 1;
-                    self.skipping = None;
-                    return Some(Line {
-                        bytes: &[],
-                        terminated: true,
-                        offset: start,
-                        overlong: true,
-                    });
-                }
-                self.pos = self.end;
-                if self.eof {
-                    self.skipping = None;
-                    return Some(Line {
-                        bytes: &[],
-                        terminated: false,
-                        offset: start,
-                        overlong: true,
-                    });
-                }
-                self.refill();
-                continue;
-            }
             if let Some(i) = memchr::memchr(b'\n', &self.buf[self.pos..self.end]) {
                 let start = self.pos;
                 let mut stop = start + i;
@@ -197,6 +174,14 @@ impl<R: Read> Lines<R> {
                 });
             }
             self.refill();
+            if let Some((offset, _, terminated)) = self.skipped.take() {
+                return Some(Line {
+                    bytes: &[],
+                    terminated,
+                    offset,
+                    overlong: true,
+                });
+            }
         }
     }
 
@@ -206,21 +191,6 @@ impl<R: Read> Lines<R> {
     /// [`Lines::next_line`] hands it out.
     pub fn next_block(&mut self) -> Option<(u64, &[u8])> {
         loop {
-            if self.skipping.is_some() {
-                if let Some(i) = memchr::memchr(b'\n', &self.buf[self.pos..self.end]) {
-                    let nl = self.pos + i;
-                    self.pos = nl + 1;
-                    self.skipping = None;
-                    return Some((self.base + nl as u64, &self.buf[nl..nl + 1]));
-                }
-                self.pos = self.end;
-                if self.eof {
-                    self.skipping = None;
-                    return None;
-                }
-                self.refill();
-                continue;
-            }
             if let Some(i) = memchr::memrchr(b'\n', &self.buf[self.pos..self.end]) {
                 let start = self.pos;
                 self.pos = start + i + 1;
@@ -235,14 +205,19 @@ impl<R: Read> Lines<R> {
                 return Some((self.base + start as u64, &self.buf[start..self.end]));
             }
             self.refill();
+            match self.skipped.take() {
+                Some((_, nl, true)) => return Some((nl, b"\n")),
+                Some((_, _, false)) => return None,
+                None => {}
+            }
         }
     }
 
     /// Reads more. Only here, off the per-line path: the partial line is
     /// moved to the front, the buffer grows when one line fills it, and a
-    /// line past `max_line` starts being skipped. A read error ends the
-    /// input: it is kept for [`Lines::take_error`], and the partial line it
-    /// cut is dropped.
+    /// line past `max_line` is skipped to its end (see [`Lines::skipped`]).
+    /// A read error ends the input: it is kept for [`Lines::take_error`],
+    /// and the partial line it cut is dropped.
     #[cold]
     fn refill(&mut self) {
         if self.pos > 0 {
@@ -252,36 +227,58 @@ impl<R: Read> Lines<R> {
             self.pos = 0;
         }
         if self.end == self.buf.len() {
-            if self.skipping.is_none() && self.end >= self.max_line {
-                self.skipping = Some(self.base);
+            if self.end >= self.max_line {
+                return self.skip_line();
             }
-            if self.skipping.is_some() {
-                self.base += self.end as u64;
-                self.end = 0;
-            } else {
-                let n = (self.buf.len() * 2).min(self.max_line.max(self.buf.len()));
-                self.buf.resize(n, 0);
-            }
+            let n = (self.buf.len() * 2).min(self.max_line.max(self.buf.len()));
+            self.buf.resize(n, 0);
         }
+        let _ = self.read_more();
+    }
+
+    /// One read into the free end of the buffer; `false` at the end of
+    /// input or at an error.
+    fn read_more(&mut self) -> bool {
         loop {
             match self.inner.read(&mut self.buf[self.end..]) {
                 Ok(0) => {
                     self.eof = true;
-                    return;
+                    return false;
                 }
                 Ok(n) => {
                     self.end += n;
-                    return;
+                    return true;
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => {
                     self.eof = true;
                     self.cut = self.end - self.pos;
                     self.end = self.pos;
-                    self.skipping = None;
                     self.error = Some(e);
-                    return;
+                    return false;
                 }
+            }
+        }
+    }
+
+    /// The buffer holds the first `max_line` bytes of one line: drops them
+    /// and what follows up to the line's end, reading in place.
+    fn skip_line(&mut self) {
+        let start = self.base;
+        loop {
+            let nl = memchr::memchr(b'\n', &self.buf[..self.end]);
+            if let Some(i) = nl {
+                self.skipped = Some((start, self.base + i as u64, true));
+                self.pos = i + 1;
+                return;
+            }
+            self.base += self.end as u64;
+            self.end = 0;
+            if !self.read_more() {
+                if self.error.is_none() {
+                    self.skipped = Some((start, self.base, false));
+                }
+                return;
             }
         }
     }
@@ -337,7 +334,10 @@ mod tests {
     impl Read for Failing<'_> {
         fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
             if self.0.is_empty() {
-                return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "incomplete stream"));
+                return Err(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    "incomplete stream",
+                ));
             }
             let n = self.0.len().min(buf.len());
             buf[..n].copy_from_slice(&self.0[..n]);
@@ -364,7 +364,12 @@ mod tests {
         let mut l = Lines::new(input.as_bytes()).max_line(CHUNK * 2);
         let mut got = vec![];
         while let Some(line) = l.next_line() {
-            got.push((line.bytes.to_vec(), line.overlong, line.terminated, line.offset));
+            got.push((
+                line.bytes.to_vec(),
+                line.overlong,
+                line.terminated,
+                line.offset,
+            ));
         }
         assert_eq!(
             got,

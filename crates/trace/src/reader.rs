@@ -88,14 +88,14 @@ pub struct Timeline {
     /// trace's units): that time is counted once, taken out of the
     /// unaccounted-for pseudo-calls.
     pub overlaps: u64,
-    pub overlap: i64,
+    pub overlap: i128,
     /// Changes of `*** SESSION ID` (shared-server traces interleave
     /// sessions) or of trcsess's `*** [ Unix process pid: N ]` inside the
     /// file, the distinct sessions seen, and the time across the changes,
     /// which belongs to other sessions and is left out.
     pub session_switches: u64,
     pub sessions: u64,
-    pub left_out: i64,
+    pub left_out: i128,
     /// Pseudo-calls left out because their durations did not fit in 64 bits.
     pub overflows: u64,
 }
@@ -154,7 +154,10 @@ struct Cursor {
 enum State {
     Normal,
     /// Inside PARSING IN CURSOR text for this cursor key, opened at `line`.
-    Sql { key: u64, line: u64 },
+    Sql {
+        key: u64,
+        line: u64,
+    },
     /// Inside a PARSE ERROR text for this cursor key.
     ParseErrorSql(u64),
     Binds(u64),
@@ -850,9 +853,10 @@ impl<'f> Run<'f> {
     fn unended_statement(&mut self, no: u64, opened: u64) {
         self.state = State::Normal;
         let below = no - opened;
+        let s = if below == 1 { "" } else { "s" };
         self.warn(
             opened,
-            format!("expected END OF STMT after the SQL text: the text is ended at the trace line {below} lines below"),
+            format!("expected END OF STMT after the SQL text: it ends at the next trace line, {below} line{s} down"),
         );
     }
 
@@ -1058,13 +1062,7 @@ impl<'f> Run<'f> {
     }
 
     /// A session id seen: a change of session cuts the timeline.
-    fn session_seen(
-        &mut self,
-        no: u64,
-        slot: u8,
-        id: &[u8],
-        on_call: &mut impl FnMut(&Call<'_>),
-    ) {
+    fn session_seen(&mut self, no: u64, slot: u8, id: &[u8], on_call: &mut impl FnMut(&Call<'_>)) {
         if !self.sessions.iter().any(|(k, s)| *k == slot && &**s == id) {
             self.sessions.push((slot, id.into()));
             let distinct = |k: u8| self.sessions.iter().filter(|s| s.0 == k).count();
@@ -1507,17 +1505,17 @@ impl<'f> Run<'f> {
                 // since the previous session's last event is left out.
                 if let Some(Some(prev)) = self.switched_from.take() {
                     let t = &mut self.summary.timeline;
-                    t.left_out = t.left_out.saturating_add((start - prev).max(0));
+                    t.left_out += i128::from((start - prev).max(0));
                 }
                 (0, 0)
             }
             Some(prev) if start >= prev => (i128::from(start - prev), 0),
             Some(prev) => {
-                let overlap = prev.min(stop) - start;
+                let overlap = i128::from(prev.min(stop) - start);
                 let t = &mut self.summary.timeline;
                 t.overlaps += 1;
-                t.overlap = t.overlap.saturating_add(overlap);
-                (0, i128::from(overlap))
+                t.overlap += overlap;
+                (0, overlap)
             }
         };
         *end = Some(end.map_or(stop, |p| p.max(stop)));
@@ -1688,7 +1686,9 @@ fn negative_dep(p: &mut fields::Pic<'_>) -> Result<(), String> {
     match p.dep {
         Some(d) if d < 0 => {
             p.dep = None;
-            Err(format!("expected a depth of 0 or more after 'dep=', found '{d}'"))
+            Err(format!(
+                "expected a depth of 0 or more after 'dep=', found '{d}'"
+            ))
         }
         _ => Ok(()),
     }

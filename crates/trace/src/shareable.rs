@@ -54,7 +54,8 @@ pub fn normalise(sql: &str) -> String {
             space = false;
         }
         let prev = out.as_bytes().last().copied();
-        let ident_before = prev.is_some_and(|p| p.is_ascii_alphanumeric() || matches!(p, b'_' | b'$' | b'#' | b':'));
+        let ident_before = prev
+            .is_some_and(|p| p.is_ascii_alphanumeric() || matches!(p, b'_' | b'$' | b'#' | b':'));
         match c {
             b'\'' => {
                 i = string_end(b, i + 1);
@@ -228,7 +229,10 @@ mod tests {
             normalise("select t1.c2, \"Col 3\" from t1 where x = :1 and y = :b2 /* 'not' 9 */"),
             "select t1.c2, \"Col 3\" from t1 where x = :1 and y = :b2 /* 'not' 9 */"
         );
-        assert_eq!(normalise("select sys_b_0, col$9, a#1 from x"), "select sys_b_0, col$9, a#1 from x");
+        assert_eq!(
+            normalise("select sys_b_0, col$9, a#1 from x"),
+            "select sys_b_0, col$9, a#1 from x"
+        );
     }
 
     #[test]

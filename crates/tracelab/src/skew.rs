@@ -320,7 +320,7 @@ fn warnings(o: &Outcome) {
 /// sessions: not damage, but the user must know.
 fn notes(f: &tracelab_skew::FileOutcome) {
     let t = &f.timeline;
-    let secs = |us: i64| tracelab_skew::Num::micros(i128::from(us)).fixed(6);
+    let secs = |us: i128| tracelab_skew::Num::micros(us).fixed(6);
     if t.overlaps > 0 {
         eprintln!(
             "tracelab: note: {}: {} calls or waits start before the one before them ended ({} s of overlap in all); that time is counted once, taken out of the unaccounted-for rows",

@@ -3,29 +3,10 @@
 //! out.
 
 mod common;
-use common::tracelab;
+use common::{db_ping, fixture, tempdir, tracelab};
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-
-fn fixture(rel: &str) -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/fixtures")
-        .join(rel)
-        .to_string_lossy()
-        .into_owned()
-}
-
-fn db_ping() -> String {
-    fixture("db-ping/cdb1_ora_15440_PINGTEST.trc")
-}
-
-fn tempdir(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("tracelab-cli-{tag}-{}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
 
 /// R = last tim − first start over every timed line, computed here from
 /// the raw text, independently of the reader.

@@ -454,7 +454,13 @@ TOTAL (1),0.000040,100.0,4,0.000010,0.000005,0.000020\n"
     // The wall clock of each call's start and end: the first tim after a
     // `***` timestamp is that time (here the first EXEC's end).
     let (out, err, code) = skew(
-        &["--group=qq{$time0 $time1}", "--sort=1a", "--csv", "--nohead", "--nofoot"],
+        &[
+            "--group=qq{$time0 $time1}",
+            "--sort=1a",
+            "--csv",
+            "--nohead",
+            "--nofoot",
+        ],
         &[f],
     );
     assert_eq!(code, 0, "{err}");
@@ -475,7 +481,13 @@ TOTAL (1),0.000040,100.0,4,0.000010,0.000005,0.000020\n"
 fn gwidth_units_and_the_percent_column() {
     let f = fixture_path("db-ping/cdb1_ora_15440_PINGTEST.trc");
     let (out, err, code) = skew(
-        &["--gwidth=12", "--pfact=1", "--pform=%.4f", "--plabel=SHARE", "--top=2"],
+        &[
+            "--gwidth=12",
+            "--pfact=1",
+            "--pform=%.4f",
+            "--plabel=SHARE",
+            "--top=2",
+        ],
         std::slice::from_ref(&f),
     );
     assert_eq!(code, 0, "{err}");
@@ -501,12 +513,20 @@ EXEC #1:c=2,e=3,p=0,cr=0,cu=0,mis=0,r=0,dep=0,og=4,tim=1003\n\
 WAIT #1: nam='db file sequential read' ela= 7 p1=1 p2=2 p3=1\n";
     let old = hand_made(&dir, "old.trc", t);
     let (out, err, code) = skew(
-        &["--trcunit=0.01", "--csv", "--select=$af", "--group=qq{$nam $tim $dur}"],
+        &[
+            "--trcunit=0.01",
+            "--csv",
+            "--select=$af",
+            "--group=qq{$nam $tim $dur}",
+        ],
         std::slice::from_ref(&old),
     );
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("\nEXEC 10.03 0.03,0.020000,22.2,1,"), "{out}");
-    assert!(out.contains("\ndb file sequential read  0.07,0.070000,77.8,1,"), "{out}");
+    assert!(
+        out.contains("\ndb file sequential read  0.07,0.070000,77.8,1,"),
+        "{out}"
+    );
     let (out, _, _) = skew(&["--cpuunit=1e-6", "--trcunit=0.01", "--csv"], &[old]);
     assert!(out.contains("\nEXEC,0.000002,"), "{out}");
     std::fs::remove_dir_all(dir).unwrap();
