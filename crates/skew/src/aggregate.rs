@@ -173,8 +173,9 @@ pub struct Groups {
 
 impl Groups {
     /// Adds a value to a group; `us` is the value in whole microseconds when
-    /// it is one (exact summing), `None` otherwise.
-    #[inline]
+    /// it is one (exact summing), `None` otherwise. Once per call: inlined
+    /// with the map's look-up.
+    #[inline(always)]
     pub fn add(&mut self, group: &str, value: f64, us: Option<i64>, first: First) {
         match self.map.get_mut(group) {
             Some(a) => a.add(value, us),

@@ -300,10 +300,16 @@ impl Query {
     }
 }
 
-/// A label option is an expression since mrskew 9.3.0.17 (`--gl='"FILE"'`);
-/// older rc files give plain text (`--gl=FILE:LINE`). Use the expression's
-/// value when it is a constant, the text as written otherwise.
+/// A label option is an expression since mrskew 9.3.0.17 (`--gl='"FILE"'`,
+/// `--gl='FETCH . sprintf(q{%10s},q{acct for})'`); older rc files give
+/// plain text (`--gl=FILE:LINE`, `--select-label=DISTINCT-TEXTS`). A label
+/// with no quote, bracket or sigil is that plain text (as an expression of
+/// barewords `DISTINCT-TEXTS` would be 0); otherwise the expression's value
+/// when it is a constant, the text as written when it is not.
 fn label_of(text: &str) -> String {
+    if !text.contains(['\'', '"', '(', '{', '[', '$', '@']) {
+        return text.to_string();
+    }
     match Program::compile(text, &MrskewScope) {
         Ok(p) => match p.constant() {
             Some(Value::Str(s)) => s.into_owned(),
@@ -311,5 +317,24 @@ fn label_of(text: &str) -> String {
             _ => text.to_string(),
         },
         Err(_) => text.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::label_of;
+
+    #[test]
+    fn labels_are_plain_text_or_expressions() {
+        for plain in ["FILE:LINE", "DISTINCT-TEXTS", "BLKS/READ", "CALL-NAME", "SQLID"] {
+            assert_eq!(label_of(plain), plain);
+        }
+        assert_eq!(label_of("\"FILE#:BLOCK#\""), "FILE#:BLOCK#");
+        assert_eq!(
+            label_of("FETCH . sprintf(q{%10s},q{acct for})"),
+            "FETCH  acct for"
+        );
+        // Not a constant: shown as written.
+        assert_eq!(label_of("$sqlid . q{:}"), "$sqlid . q{:}");
     }
 }

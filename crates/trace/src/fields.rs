@@ -70,7 +70,7 @@ fn finish_cursor(s: &[u8], end: usize, key: u64) -> Option<(&[u8], u64, &[u8])> 
 /// One pass over the bytes: this runs for every database call of a trace.
 pub(crate) fn db_fields(s: &[u8], f: &mut DbFields) -> Result<(), String> {
     if canonical(s, f) {
-        return depth(f);
+        return Ok(());
     }
     *f = DbFields::default();
     let mut i = 0;
@@ -168,7 +168,7 @@ fn canonical(s: &[u8], f: &mut DbFields) -> bool {
         f.e = Some(field(s, &mut i, b"e=", b',')?);
         if s.get(i) == Some(&b'd') {
             // CLOSE: c, e, dep, type, tim.
-            f.dep = Some(field(s, &mut i, b"dep=", b',')?);
+            f.dep = Some(field(s, &mut i, b"dep=", b',').filter(|d| *d >= 0)?);
             f.typ = Some(field(s, &mut i, b"type=", b',')?);
             f.tim = Some(field(s, &mut i, b"tim=", b'\n')?);
             return Some(());
@@ -178,7 +178,8 @@ fn canonical(s: &[u8], f: &mut DbFields) -> bool {
         f.cu = Some(field(s, &mut i, b"cu=", b',')?);
         f.mis = Some(field(s, &mut i, b"mis=", b',')?);
         f.r = Some(field(s, &mut i, b"r=", b',')?);
-        f.dep = Some(field(s, &mut i, b"dep=", b',')?);
+        // A negative depth is damage: the general parser says so.
+        f.dep = Some(field(s, &mut i, b"dep=", b',').filter(|d| *d >= 0)?);
         f.og = Some(field(s, &mut i, b"og=", b',')?);
         f.plh = Some(field(s, &mut i, b"plh=", b',')?);
         f.tim = Some(field(s, &mut i, b"tim=", b'\n')?);

@@ -726,11 +726,14 @@ fn not_binary(name: &str) -> ReadError {
 /// background process's trace (LGWR, LMD, ...), a SQL*Net trace. Such a
 /// file has `***` lines and a header, but no line of event 10046.
 fn not_a_sql_trace(name: &str, lines: u64, image: Option<&str>) -> ReadError {
-    let by = image.map_or(String::new(), |p| format!(", written by process {p}"));
+    let kind = image.map_or_else(
+        || "another kind of Oracle trace (an optimizer 10053 trace, a background process's)".to_string(),
+        |p| format!("the trace of Oracle process {p}"),
+    );
     ReadError::NotATrace {
         file: name.to_string(),
         why: format!(
-            "it is not a SQL trace (event 10046): none of its {lines} lines is a PARSE, EXEC, FETCH, WAIT or other SQL trace line{by}; an optimizer (10053), background-process or SQL*Net trace, perhaps"
+            "it is not a SQL trace (event 10046) but {kind}: none of its {lines} lines is a PARSE, EXEC, FETCH, WAIT or other SQL trace line"
         ),
     }
 }
@@ -1196,6 +1199,7 @@ impl<'f> Run<'f> {
         d
     }
 
+    #[inline(always)]
     fn wait(
         &mut self,
         no: u64,
@@ -1258,6 +1262,7 @@ impl<'f> Run<'f> {
         Ok(())
     }
 
+    #[inline(always)]
     #[allow(clippy::too_many_arguments)]
     fn dbcall(
         &mut self,

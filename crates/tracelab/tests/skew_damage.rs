@@ -190,7 +190,10 @@ fn oracle_traces_of_other_kinds_are_not_sql_traces() {
             "{err}"
         );
     }
-    assert!(err.contains("written by process LGWR"), "{err}");
+    assert!(
+        err.contains("it is not a SQL trace (event 10046) but the trace of Oracle process LGWR: none of its 14 lines is a PARSE, EXEC, FETCH, WAIT or other SQL trace line"),
+        "{err}"
+    );
     assert!(!err.contains("no calls match"), "{err}");
     assert!(
         out.ends_with(
