@@ -177,7 +177,8 @@ struct Rel {
 
 /// The base relations behind the relations (and views) in `$1` (an array
 /// of OIDs): views are followed through their rules; then every function
-/// and operator their rules use that is not immutable.
+/// and operator their rules use that is not immutable, and every system
+/// catalog they read.
 const PG_DEPENDENCIES: &str = "
 with recursive v(oid) as (
     select unnest($1::oid[])
@@ -186,8 +187,13 @@ with recursive v(oid) as (
     from v join pg_rewrite w on w.ev_class = v.oid
     join pg_depend d on d.classid = 'pg_rewrite'::regclass and d.objid = w.oid
       and d.refclassid = 'pg_class'::regclass and d.refobjid <> v.oid
-), rules as (
-    select w.oid from v join pg_rewrite w on w.ev_class = v.oid
+), refs as (
+    -- The rules' query trees name every function, operator and relation
+    -- they use (pg_depend leaves out the built-in ones, which are pinned).
+    select m[1] as what, m[2]::oid as oid
+    from v join pg_rewrite w on w.ev_class = v.oid,
+    regexp_matches(w.ev_action::text,
+      ':(funcid|opfuncid|aggfnoid|winfnoid|tsmhandler|opno|relid) (\\d+)', 'g') m
 )
 select 'rel', c.relkind::text, coalesce(pg_partition_root(c.oid), c.oid)::oid::int8,
        c.oid::regclass::text, lower(c.relname::text)
@@ -195,17 +201,18 @@ from v join pg_class c on c.oid = v.oid
 where c.relkind <> 'v' or not exists (select 1 from pg_rewrite w where w.ev_class = c.oid)
 union all
 select 'fn', p.provolatile::text, p.oid::int8, p.oid::regprocedure::text, ''
-from rules r join pg_depend d on d.classid = 'pg_rewrite'::regclass and d.objid = r.oid
-  and d.refclassid = 'pg_proc'::regclass
-join pg_proc p on p.oid = d.refobjid
-where p.provolatile <> 'i'
+from refs join pg_proc p on p.oid = refs.oid
+where refs.what in ('funcid', 'opfuncid', 'aggfnoid', 'winfnoid', 'tsmhandler')
+  and p.provolatile <> 'i'
 union all
 select 'fn', p.provolatile::text, p.oid::int8, o.oid::regoperator::text, ''
-from rules r join pg_depend d on d.classid = 'pg_rewrite'::regclass and d.objid = r.oid
-  and d.refclassid = 'pg_operator'::regclass
-join pg_operator o on o.oid = d.refobjid
+from refs join pg_operator o on o.oid = refs.oid
 join pg_proc p on p.oid = o.oprcode
-where p.provolatile <> 'i'";
+where refs.what = 'opno' and p.provolatile <> 'i'
+union all
+select 'sys', '', c.oid::int8, c.oid::regclass::text, ''
+from refs join pg_class c on c.oid = refs.oid
+where refs.what = 'relid' and c.oid < 16384";
 
 /// The tables of the partition tree of `$1` (or the table itself) that
 /// lack the invalidation trigger as `--result-cache-setup` installs it:
@@ -279,7 +286,9 @@ async fn pg_dependencies(
         let what: String = r.get(0);
         let kind: String = r.get(1);
         let name: String = r.get(3);
-        if what == "rel" {
+        if what == "sys" {
+            fns.push((name, "catalog".into()));
+        } else if what == "rel" {
             rels.push(Rel {
                 kind,
                 root: r.get(2),
@@ -408,6 +417,9 @@ async fn pg_statement(
     .await;
     client.batch_execute("ROLLBACK").await.map_err(doubt)?;
     let (rels, fns) = probe?;
+    if let Some((c, _)) = fns.iter().find(|(_, v)| v == "catalog") {
+        return Err(format!("reads the system catalog {c}"));
+    }
     if let Some((f, v)) = fns.first() {
         let what = if v == "s" { "stable" } else { "volatile" };
         return Err(format!(
@@ -528,34 +540,94 @@ type MariaRel = (String, String, String);
 
 const MARIA_SYSTEM: &[&str] = &["mysql", "information_schema", "performance_schema", "sys"];
 
-/// The tables and views (any user schema) whose names are among `names`.
+/// The names of `sql` as MariaDB resolves them: `schema.name` where a
+/// word is qualified, else `db.name` (the connection's database). A
+/// column reference gives a pair that names no table, which is harmless.
+fn maria_names(sql: &str, db: &str) -> BTreeSet<(String, String)> {
+    let b = sql.as_bytes();
+    // Words with the byte after each, so that `a.b` can be seen.
+    let mut ws: Vec<(String, usize, usize)> = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] != b'`' {
+            if let Some(end) = crate::sql::skip_literal_or_comment(sql, i) {
+                i = end;
+                continue;
+            }
+        }
+        let start = i;
+        let w = match b[i] {
+            b'`' | b'"' => {
+                let q = b[i];
+                i += 1;
+                let s = i;
+                while i < b.len() && b[i] != q {
+                    i += 1;
+                }
+                let w = sql[s..i.min(b.len())].to_ascii_lowercase();
+                i += 1;
+                w
+            }
+            c if c.is_ascii_alphanumeric() || c == b'_' || c == b'$' => {
+                while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_' || b[i] == b'$')
+                {
+                    i += 1;
+                }
+                sql[start..i].to_ascii_lowercase()
+            }
+            _ => {
+                i += 1;
+                continue;
+            }
+        };
+        ws.push((w, start, i.min(b.len())));
+    }
+    let db = db.to_ascii_lowercase();
+    let mut out = BTreeSet::new();
+    for (k, (w, _, end)) in ws.iter().enumerate() {
+        let qualified =
+            b.get(*end) == Some(&b'.') && ws.get(k + 1).is_some_and(|(_, s, _)| *s == end + 1);
+        if qualified {
+            out.insert((w.clone(), ws[k + 1].0.clone()));
+        }
+        let qualifies = k > 0 && ws[k - 1].2 + 1 == ws[k].1 && b.get(ws[k - 1].2) == Some(&b'.');
+        if !qualifies {
+            out.insert((db.clone(), w.clone()));
+        }
+    }
+    out
+}
+
+/// The tables and views among `names` (schema, name pairs).
 async fn maria_rels(
     c: &mut mysql_async::Conn,
-    names: &BTreeSet<String>,
+    names: &BTreeSet<(String, String)>,
 ) -> Result<Vec<MariaRel>, String> {
     if names.is_empty() {
         return Ok(Vec::new());
     }
+    let q = |s: &str| format!("'{}'", s.replace('\\', "\\\\").replace('\'', "''"));
     let list: Vec<String> = names
         .iter()
-        .map(|n| format!("'{}'", n.replace('\\', "\\\\").replace('\'', "''")))
+        .map(|(s, t)| format!("({}, {})", q(s), q(t)))
         .collect();
     c.query(format!(
         "select table_schema, table_name, table_type from information_schema.tables \
-         where lower(table_name) in ({}) and table_schema not in \
-         ('mysql', 'information_schema', 'performance_schema', 'sys')",
+         where (lower(table_schema), lower(table_name)) in ({})",
         list.join(",")
     ))
     .await
     .map_err(|e| e.to_string())
 }
 
-/// Expands `rels` through views: the base tables, the words of every view
-/// definition met (for functions), and the names looked at.
+/// Expands `rels` through views: the base tables, and the words of every
+/// view definition met (for functions); the names met are added to
+/// `watched`.
 async fn maria_bases(
     c: &mut mysql_async::Conn,
+    db: &str,
     mut rels: Vec<MariaRel>,
-    seen_names: &mut BTreeSet<String>,
+    watched: &mut BTreeSet<String>,
 ) -> Result<(Vec<MariaRel>, Vec<(String, bool)>), String> {
     let mut bases = Vec::new();
     let mut words = Vec::new();
@@ -580,14 +652,11 @@ async fn maria_bases(
             .map_err(|e| e.to_string())?;
         let def = def.unwrap_or_default();
         let w = cache::words(&def);
-        let names: BTreeSet<String> = w
-            .iter()
-            .map(|(n, _)| n.clone())
-            .filter(|n| !seen_names.contains(n))
-            .collect();
-        seen_names.extend(w.iter().map(|(n, _)| n.clone()));
+        watched.extend(w.iter().map(|(n, _)| n.clone()));
         words.extend(w);
-        rels.extend(maria_rels(c, &names).await?);
+        // A view's names resolve in the view's own schema.
+        let _ = db;
+        rels.extend(maria_rels(c, &maria_names(&def, &r.0)).await?);
     }
     Ok((bases, words))
 }
@@ -633,12 +702,8 @@ pub(crate) async fn mariadb(
             None => (db.to_ascii_lowercase(), name.clone()),
         };
         watched.insert(table.clone());
-        let rels: Vec<MariaRel> = maria_rels(c, &BTreeSet::from([table.clone()]))
-            .await?
-            .into_iter()
-            .filter(|r| r.0.to_ascii_lowercase() == schema)
-            .collect();
-        for b in maria_bases(c, rels, &mut watched).await?.0 {
+        let rels = maria_rels(c, &BTreeSet::from([(schema, table)])).await?;
+        for b in maria_bases(c, &db, rels, &mut watched).await?.0 {
             let key = (b.0.to_ascii_lowercase(), b.1.to_ascii_lowercase());
             let m = annotated.entry(key).or_insert(*mode);
             if *mode == CacheMode::Force {
@@ -675,9 +740,8 @@ pub(crate) async fn mariadb(
             }) {
                 return Err("reads a sequence".into());
             }
-            let names: BTreeSet<String> = words.iter().map(|(w, _)| w.clone()).collect();
-            let rels = maria_rels(c, &names).await?;
-            let (bases, view_words) = maria_bases(c, rels, &mut watched).await?;
+            let rels = maria_rels(c, &maria_names(sql, &db)).await?;
+            let (bases, view_words) = maria_bases(c, &db, rels, &mut watched).await?;
             let calls: BTreeSet<String> = words
                 .iter()
                 .chain(&view_words)
@@ -787,6 +851,20 @@ mod tests {
         ] {
             assert!(text_refusal(sql).is_none(), "{sql}");
         }
+    }
+
+    #[test]
+    fn mariadb_names_resolve_in_their_schema() {
+        let n = maria_names("select t.a, `o`.`rc_t`.v from rc_t t, other . x", "Db");
+        let has = |s: &str, t: &str| n.contains(&(s.to_string(), t.to_string()));
+        assert!(
+            has("db", "rc_t") && has("o", "rc_t") && has("t", "a"),
+            "{n:?}"
+        );
+        assert!(
+            !has("db", "a") && has("db", "other") && has("db", "x"),
+            "{n:?}"
+        );
     }
 
     #[test]

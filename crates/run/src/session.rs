@@ -684,22 +684,25 @@ async fn drive<C: Conn>(
             0
         };
         let mut r: Result<(i64, i64), DbError>;
+        // A query the cache may take goes through it; one it may not
+        // (now: the channel decides, see crate::resolve) still brings its
+        // rows, for `on_result`.
         let cached = match (cache, &plans[k]) {
             (Some(c), &Plan::Whole(h)) if candidates[k] == Candidate::Query => {
-                c.plan(k).map(|(state, tables)| (c, state, tables, h))
+                Some((c, c.plan(k), h))
             }
             _ => None,
         };
-        if let Some((c, state, tables, handle)) = cached {
+        if let Some((c, plan, handle)) = cached {
             // A hit costs no round trip and leaves no trace: the trace
             // shows only what reached the server.
             let key = cache::key(&st.sql, &values, &opts.settings);
-            // The session's open transaction wrote a table of the query: it
-            // must see its own change, which no one else may see yet.
+            // The session's open transaction wrote: it must see its own
+            // change, which no one else may see yet.
             let bypass = written.is_some();
             // Results are kept and served only while the invalidation
             // channel vouches for freshness.
-            let serving = c.serving(began) && !bypass;
+            let serving = plan.is_some() && c.serving(began) && !bypass;
             let hit = if serving { c.find(&key) } else { None };
             r = match hit {
                 Some(rows) => {
@@ -713,11 +716,15 @@ async fn drive<C: Conn>(
                     Ok((began, end))
                 }
                 None => {
-                    let before = state.generations(&tables);
+                    let before = plan
+                        .as_ref()
+                        .map(|(state, tables)| state.generations(tables));
                     match ss.execute_rows(cursor, handle, &values).await {
                         Ok((start, end, rows)) => {
                             seen(opts, index, cursor, &values, &rows, false);
-                            if serving {
+                            if let (true, Some((state, tables)), Some(before)) =
+                                (serving, plan, before)
+                            {
                                 c.create(key, rows, &state, tables, &before);
                             }
                             Ok((start, end))
