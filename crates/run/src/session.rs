@@ -411,6 +411,19 @@ fn end_of_transaction(cache: Option<&ResultCache>, written: &mut Option<Vec<Stri
     }
 }
 
+/// An error about statement `sql` as the summary shows it, a password in
+/// the statement masked there and in the server's message
+/// (tracelab_trace's redaction, the proxy's too).
+fn shown(sql: &str, message: &str, before: &str, after: &str) -> String {
+    let message = tracelab_trace::redact_message(message, sql);
+    let sql = tracelab_trace::redact_sql(sql);
+    if before.is_empty() {
+        format!("{message} (`{sql}`, {after})")
+    } else {
+        format!("{before} `{sql}`: {message}")
+    }
+}
+
 /// Hands a result to `RunOptions::on_result`, if set.
 fn seen(
     opts: &RunOptions,
@@ -556,7 +569,7 @@ async fn drive<C: Conn>(
                 }
             }
             (_, Err(e)) => {
-                ss.s.fail(format!("cannot prepare `{}`: {}", st.sql, e.message));
+                ss.s.fail(shown(&st.sql, &e.message, "cannot prepare", ""));
                 ss.conn.close().await;
                 return ss.s;
             }
@@ -794,7 +807,7 @@ async fn drive<C: Conn>(
                     ss.s.statements[k].errors += 1;
                     ss.s.error(
                         &e.code,
-                        format!("{} (`{}`, bind row {row_no})", e.message, st.sql),
+                        shown(&st.sql, &e.message, "", &format!("bind row {row_no}")),
                     );
                     live.errors.fetch_add(1, Ordering::Relaxed);
                 }

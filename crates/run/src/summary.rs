@@ -109,16 +109,12 @@ impl SessionSummary {
         s
     }
 
-    /// Records why the session ended early; a password in a statement
-    /// the reason quotes is masked (tracelab_trace::redact_sql).
     pub(crate) fn fail(&mut self, why: String) {
-        self.failure = Some(tracelab_trace::redact_sql(&why).into_owned());
+        self.failure = Some(why);
     }
 
     /// Counts an error of SQLSTATE `code`, keeping its first message.
-    /// A password in a statement the message quotes is masked.
     pub(crate) fn error(&mut self, code: &str, message: String) {
-        let message = tracelab_trace::redact_sql(&message).into_owned();
         self.errors += 1;
         self.errors_by_code
             .entry(code.to_string())

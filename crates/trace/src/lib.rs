@@ -25,5 +25,5 @@ pub use call::{Call, CallKind, DbFields, Statement, WaitFields, PSEUDO_BETWEEN, 
 pub use diag::{Diagnostic, Diagnostics};
 pub use input::{open, open_counted, Compression, OpenError, Source, TraceFile};
 pub use reader::{ReadError, ReadOptions, ReadSummary, Reader};
-pub use secrets::{mentions_password, redact_sql};
+pub use secrets::{mentions_password, redact_message, redact_sql};
 pub use writer::{sqlid, CallTimes, Header, TraceWriter};

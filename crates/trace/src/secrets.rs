@@ -80,6 +80,51 @@ pub fn redact_sql(sql: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// A server's message about statement `sql`, with any quoted text of
+/// `sql` that may be a password replaced by `***` (a message is prose:
+/// its own apostrophes are not quotes, so it is not lexed itself).
+pub fn redact_message(message: &str, sql: &str) -> String {
+    if !mentions_password(sql) {
+        return message.to_string();
+    }
+    let masked = redact_sql(sql);
+    // The secrets are what masking took out of the statement.
+    let mut secrets: Vec<&str> = Vec::new();
+    let b = sql.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            q @ (b'\'' | b'"') => {
+                let end = quoted_end(b, i, q);
+                let stop = if end > i + 1 && b[end - 1] == q {
+                    end - 1
+                } else {
+                    end
+                };
+                secrets.push(&sql[i + 1..stop.max(i + 1)]);
+                i = end;
+            }
+            b'$' => match dollar_tag(sql, i) {
+                Some(tag) => {
+                    let body = i + tag.len();
+                    let end = sql[body..].find(tag).map_or(b.len(), |p| body + p);
+                    secrets.push(&sql[body..end]);
+                    i = (end + tag.len()).min(b.len());
+                }
+                None => i += 1,
+            },
+            _ => i += 1,
+        }
+    }
+    secrets.retain(|s| !s.is_empty());
+    secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
+    let mut out = message.replace(sql, &masked);
+    for s in secrets {
+        out = out.replace(s, "***");
+    }
+    out
+}
+
 /// The byte after the quoted text that opens at `i` with `q` (the end of
 /// the text if it is not closed). A doubled quote and a backslash-escaped
 /// one stay inside: reading too far only masks more.
@@ -164,5 +209,13 @@ mod tests {
             assert!(!redact_sql(sql).contains("s3"), "{sql}");
         }
         assert!(matches!(redact_sql("select 'a'"), Cow::Borrowed(_)));
+        assert_eq!(
+            redact_message(
+                "Can't find any matching row for 'SECRETM2'",
+                "set password for u = password('SECRETM2')"
+            ),
+            "Can't find any matching row for '***'"
+        );
+        assert_eq!(redact_message("it's fine", "select 1"), "it's fine");
     }
 }
