@@ -248,6 +248,8 @@ impl ResultCache {
             .iter()
             .enumerate()
             .filter_map(|(k, s)| s.as_ref().err().map(|why| (k + 1, why.clone())))
+            // Statements that write are not queries: nothing to say.
+            .filter(|(_, why)| why != "writes")
             .collect();
         *state = Arc::new(State {
             epoch,

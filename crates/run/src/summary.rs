@@ -246,6 +246,9 @@ impl Summary {
                     c.channel_failures
                 ));
             }
+            for (cursor, why) in &c.not_cached {
+                t.push_str(&format!("  not cached: statement {cursor}: {why}\n"));
+            }
         }
         for s in self.per_session.iter().filter(|s| s.failure.is_some()) {
             t.push_str(&format!(
