@@ -446,13 +446,15 @@ async fn pg_statement(
         if r.kind == "m" {
             continue;
         }
-        if !checked.contains_key(&r.root) {
-            let v = pg_triggers(client, r.root, ask.setup).await;
-            checked.insert(r.root, v);
-        }
-        if let Some(Err(why)) = checked.get(&r.root) {
-            return Err(why.clone());
-        }
+        let verdict = match checked.get(&r.root) {
+            Some(v) => v.clone(),
+            None => {
+                let v = pg_triggers(client, r.root, ask.setup).await;
+                checked.insert(r.root, v.clone());
+                v
+            }
+        };
+        verdict?;
     }
     if roots.is_empty() {
         return Err("reads no table".into());
