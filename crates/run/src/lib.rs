@@ -7,10 +7,12 @@
 
 mod cache;
 mod clock;
+pub mod conninfo;
 mod engine;
 mod error;
 mod invalidate;
 mod live;
+mod resolve;
 mod session;
 pub mod sql;
 mod summary;
@@ -173,10 +175,6 @@ pub fn run(opts: &RunOptions, workload: &Workload) -> Result<Summary, RunError> 
                         .into(),
                 ));
             }
-            if c.setup {
-                let tables: Vec<String> = c.tables.iter().map(|(t, _)| t.clone()).collect();
-                invalidate::setup(engine, &opts.url, &tables)?;
-            }
             Some(Arc::new(cache::ResultCache::new(c.clone())))
         }
         None => None,
@@ -185,8 +183,23 @@ pub fn run(opts: &RunOptions, workload: &Workload) -> Result<Summary, RunError> 
     // them.
     let channel_done = Arc::new(AtomicBool::new(false));
     let channel = cache.as_ref().map(|c| {
-        let (c, url, done) = (c.clone(), opts.url.clone(), channel_done.clone());
-        std::thread::spawn(move || invalidate::run(c, engine, url, clock, done))
+        let ch = invalidate::Channel {
+            engine,
+            url: opts.url.clone(),
+            settings: opts.settings.clone(),
+            ask: resolve::Ask {
+                statements: workload
+                    .statements
+                    .iter()
+                    .map(|s| (s.sql.clone(), s.engine_sql.clone()))
+                    .collect(),
+                tables: c.opts.tables.clone(),
+                setup: c.opts.setup,
+            },
+            clock,
+        };
+        let (c, done) = (c.clone(), channel_done.clone());
+        std::thread::spawn(move || invalidate::run(c, ch, done))
     });
     // Sessions start once the channel vouches for freshness (or has
     // failed, or has had ten seconds): a run measures the cache at work,
@@ -198,6 +211,22 @@ pub fn run(opts: &RunOptions, workload: &Workload) -> Result<Summary, RunError> 
             && waited.elapsed() < std::time::Duration::from_secs(10)
         {
             std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        // --result-cache-setup that failed (no privilege, a bad name) is
+        // a usage error, said before anything runs.
+        if let Some(why) = c
+            .stats()
+            .channel_error
+            .filter(|e| e.starts_with("--result-cache-setup"))
+        {
+            channel_done.store(true, std::sync::atomic::Ordering::Release);
+            if let Some(h) = channel {
+                let _ = h.join();
+            }
+            return Err(RunError::Usage(format!(
+                "{why} (on {})",
+                engine::redact(&opts.url)
+            )));
         }
     }
     // The run's elapsed time starts with its sessions.

@@ -11,7 +11,7 @@ use std::time::SystemTime;
 
 use tracelab_trace::{CallTimes, Header, TraceWriter};
 
-use crate::cache::{self, Cacheable, ResultCache, Rows, Seen};
+use crate::cache::{self, Candidate, ResultCache, Rows, Seen};
 use crate::clock::Clock;
 use crate::engine::{self, Conn, DbError, Engine};
 use crate::live::Live;
@@ -405,13 +405,22 @@ struct Env<'a> {
 
 /// A transaction ended: what it wrote is visible to all (or gone), so the
 /// cache drops it again and the session's queries use the cache again.
-fn end_of_transaction(cache: Option<&ResultCache>, written: &mut [bool]) {
-    if let Some(c) = cache {
-        for (t, w) in written.iter_mut().enumerate() {
-            if std::mem::take(w) {
-                c.invalidate(t);
-            }
-        }
+fn end_of_transaction(cache: Option<&ResultCache>, written: &mut Option<Vec<String>>) {
+    if let (Some(c), Some(names)) = (cache, written.take()) {
+        c.invalidate_names(&names);
+    }
+}
+
+/// An error about statement `sql` as the summary shows it, a password in
+/// the statement masked there and in the server's message
+/// (tracelab_trace's redaction, the proxy's too).
+fn shown(sql: &str, message: &str, before: &str, after: &str) -> String {
+    let message = tracelab_trace::redact_message(message, sql);
+    let sql = tracelab_trace::redact_sql(sql);
+    if before.is_empty() {
+        format!("{message} (`{sql}`, {after})")
+    } else {
+        format!("{before} `{sql}`: {message}")
     }
 }
 
@@ -514,30 +523,17 @@ async fn drive<C: Conn>(
             return ss.s;
         }
     }
-    // What the result cache may do with each statement: the tables a
-    // statement names are looked up in the catalog once per session.
-    let mut cacheable = vec![Cacheable::No; w.statements.len()];
-    if let Some(c) = cache {
-        for (k, st) in w.statements.iter().enumerate() {
-            let names = cache::identifiers(&st.sql);
-            match ss.conn.tables_among(&names).await {
-                Ok(tables) => {
-                    cacheable[k] = cache::classify(c, &st.sql, is_query(&st.sql), &tables)
-                }
-                Err(e) => {
-                    ss.s.fail(format!(
-                        "cannot look up the tables of `{}`: {}",
-                        st.sql, e.message
-                    ));
-                    ss.conn.close().await;
-                    return ss.s;
-                }
-            }
-        }
-    }
-    // Annotated tables this session's open transaction has written: its
-    // queries on them bypass the cache until it ends.
-    let mut written = vec![false; cache.map_or(0, |c| c.opts.tables.len())];
+    // What each statement is to the result cache, by its text; which
+    // queries are served from it the invalidation channel decides, from
+    // the catalog (crate::resolve).
+    let candidates: Vec<Candidate> = w
+        .statements
+        .iter()
+        .map(|st| cache::candidate(&st.sql, is_query(&st.sql)))
+        .collect();
+    // Names of tables this session's open transaction wrote (None: none):
+    // its queries bypass the cache until it ends.
+    let mut written: Option<Vec<String>> = None;
     let session_start = clock.now();
     ss.last_end = session_start;
     // Every statement prepared once; its trace cursor is its position + 1.
@@ -545,7 +541,7 @@ async fn drive<C: Conn>(
     let mut plans = Vec::with_capacity(w.statements.len());
     for (k, st) in w.statements.iter().enumerate() {
         let cursor = k as u64 + 1;
-        let cached = matches!(cacheable[k], Cacheable::Yes(_));
+        let cached = cache.is_some() && candidates[k] == Candidate::Query;
         let prepared = if cursors && is_query(&st.sql) && !cached {
             let declare = format!(
                 "DECLARE {FETCH_CURSOR} NO SCROLL CURSOR FOR {}",
@@ -573,7 +569,7 @@ async fn drive<C: Conn>(
                 }
             }
             (_, Err(e)) => {
-                ss.s.fail(format!("cannot prepare `{}`: {}", st.sql, e.message));
+                ss.s.fail(shown(&st.sql, &e.message, "cannot prepare", ""));
                 ss.conn.close().await;
                 return ss.s;
             }
@@ -701,20 +697,25 @@ async fn drive<C: Conn>(
             0
         };
         let mut r: Result<(i64, i64), DbError>;
-        let cached = match (&cacheable[k], cache, &plans[k]) {
-            (Cacheable::Yes(tables), Some(c), &Plan::Whole(h)) => Some((c, tables, h)),
+        // A query the cache may take goes through it; one it may not
+        // (now: the channel decides, see crate::resolve) still brings its
+        // rows, for `on_result`.
+        let cached = match (cache, &plans[k]) {
+            (Some(c), &Plan::Whole(h)) if candidates[k] == Candidate::Query => {
+                Some((c, c.plan(k), h))
+            }
             _ => None,
         };
-        if let Some((c, tables, handle)) = cached {
+        if let Some((c, plan, handle)) = cached {
             // A hit costs no round trip and leaves no trace: the trace
             // shows only what reached the server.
             let key = cache::key(&st.sql, &values, &opts.settings);
-            // The session's open transaction wrote a table of the query: it
-            // must see its own change, which no one else may see yet.
-            let bypass = tables.iter().any(|&t| written[t]);
+            // The session's open transaction wrote: it must see its own
+            // change, which no one else may see yet.
+            let bypass = written.is_some();
             // Results are kept and served only while the invalidation
             // channel vouches for freshness.
-            let serving = c.serving(began) && !bypass;
+            let serving = plan.is_some() && c.serving(began) && !bypass;
             let hit = if serving { c.find(&key) } else { None };
             r = match hit {
                 Some(rows) => {
@@ -728,12 +729,16 @@ async fn drive<C: Conn>(
                     Ok((began, end))
                 }
                 None => {
-                    let before = c.generations(tables);
+                    let before = plan
+                        .as_ref()
+                        .map(|(state, tables)| state.generations(tables));
                     match ss.execute_rows(cursor, handle, &values).await {
                         Ok((start, end, rows)) => {
                             seen(opts, index, cursor, &values, &rows, false);
-                            if serving {
-                                c.create(key, rows, tables.clone(), &before);
+                            if let (true, Some((state, tables)), Some(before)) =
+                                (serving, plan, before)
+                            {
+                                c.create(key, rows, &state, tables, &before);
                             }
                             Ok((start, end))
                         }
@@ -761,14 +766,18 @@ async fn drive<C: Conn>(
                     }
                 };
             }
-            // A session's own change invalidates at once; in an open
-            // transaction its queries on the table bypass the cache.
-            if let (Ok(_), Cacheable::Writes(tables), Some(c)) = (&r, &cacheable[k], cache) {
-                for &t in tables {
-                    c.invalidate(t);
-                    if opts.per_commit > 0 {
-                        written[t] = true;
-                    }
+            // A session's own change invalidates at once (DDL: every
+            // entry); in an open transaction its queries bypass the cache.
+            if let (Ok(_), Candidate::Write { ddl, names }, Some(c)) = (&r, &candidates[k], cache) {
+                if *ddl {
+                    c.invalidate_all();
+                } else {
+                    c.invalidate_names(names);
+                }
+                if opts.per_commit > 0 {
+                    written
+                        .get_or_insert_with(Vec::new)
+                        .extend(names.iter().cloned());
                 }
             }
         }
@@ -798,7 +807,7 @@ async fn drive<C: Conn>(
                     ss.s.statements[k].errors += 1;
                     ss.s.error(
                         &e.code,
-                        format!("{} (`{}`, bind row {row_no})", e.message, st.sql),
+                        shown(&st.sql, &e.message, "", &format!("bind row {row_no}")),
                     );
                     live.errors.fetch_add(1, Ordering::Relaxed);
                 }

@@ -166,7 +166,7 @@ impl Summary {
             .enumerate()
             .map(|(k, (c, sql))| StatementSummary {
                 cursor: k + 1,
-                sql: sql.to_string(),
+                sql: tracelab_trace::redact_sql(sql).into_owned(),
                 executions: c.executions,
                 errors: c.errors,
                 latency_us: Latency::of(&c.latency),
@@ -245,6 +245,9 @@ impl Summary {
                     "  invalidation channel failed {} time(s), last: {e}\n",
                     c.channel_failures
                 ));
+            }
+            for (cursor, why) in &c.not_cached {
+                t.push_str(&format!("  not cached: statement {cursor}: {why}\n"));
             }
         }
         for s in self.per_session.iter().filter(|s| s.failure.is_some()) {

@@ -78,6 +78,9 @@ pub struct TraceWriter<W: Write> {
     /// The slow lines (statement texts, long values) are formatted here
     /// first.
     scratch: Vec<u8>,
+    /// Cursors whose text may carry a password (see `crate::secrets`):
+    /// their binds are never written.
+    secret: Vec<u64>,
 }
 
 /// How much a writer buffers before it writes.
@@ -159,6 +162,7 @@ impl<W: Write> TraceWriter<W> {
             buf: vec![0; BUFFER + Line::CAP].into_boxed_slice(),
             len: 0,
             scratch: Vec::new(),
+            secret: Vec::new(),
         };
         w.slow(format_args!(
             "Trace file {}\ntracelab {} {}-side trace of {} (timer: {})\n\n*** {}\n",
@@ -229,8 +233,15 @@ impl<W: Write> TraceWriter<W> {
 
     /// PARSING IN CURSOR with the statement text, END OF STMT, and the
     /// PARSE call. `oct` is Oracle's command type (3 for SELECT).
+    /// A statement that may carry a password is written masked (see
+    /// `crate::secrets`), and its cursor's binds are left out.
     pub fn parse(&mut self, cursor: u64, sql: &str, oct: u32, t: CallTimes) -> io::Result<()> {
-        let (id, hv) = sqlid(sql);
+        self.secret.retain(|&c| c != cursor);
+        if crate::secrets::mentions_password(sql) {
+            self.secret.push(cursor);
+        }
+        let sql = crate::secrets::redact_sql(sql);
+        let (id, hv) = sqlid(&sql);
         self.slow(format_args!(
             "=====================\n\
              PARSING IN CURSOR #{cursor} len={} dep={} uid=0 oct={oct} lid=0 tim={} hv={hv} ad='0' sqlid='{id}'\n\
@@ -246,6 +257,9 @@ impl<W: Write> TraceWriter<W> {
     /// Oracle writes it). A value's line breaks become spaces: a trace
     /// line is one line.
     pub fn binds(&mut self, cursor: u64, values: &[Option<&str>]) -> io::Result<()> {
+        if !self.secret.is_empty() && self.secret.contains(&cursor) {
+            return Ok(());
+        }
         let mut l = self.line();
         l.put(b"BINDS #");
         l.int(cursor as i64);

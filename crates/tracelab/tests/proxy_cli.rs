@@ -208,6 +208,8 @@ struct Traced {
     rows: i64,
     rlbk: Option<i64>,
     binds: Vec<Option<String>>,
+    cursor: String,
+    dur_us: i64,
 }
 
 fn read_traces(dir: &Path) -> Vec<Traced> {
@@ -229,6 +231,8 @@ fn read_traces(dir: &Path) -> Vec<Traced> {
                     .iter()
                     .map(|b| b.as_deref().map(String::from))
                     .collect(),
+                cursor: String::from_utf8_lossy(c.cursor).into_owned(),
+                dur_us: c.dur_us(),
             })
         })
         .unwrap();
@@ -923,4 +927,87 @@ fn upstream_down_restarted_malformed_clients_and_many_connections() {
     assert_eq!(psql(&pg, &px.addr(), "select 6 * 7").trim(), "42");
     let (counters, _) = px.stop();
     assert_eq!(counters["connections"], 1);
+}
+
+#[test]
+fn messages_over_a_mebibyte_keep_their_calls_and_no_password_form_is_traced() {
+    let _serial = serial();
+    let pg = pg(vec![]);
+    let tdir = pg.dir.path().join("traces");
+    let px = proxy(&pg.addr(), &["--trace", tdir.to_str().unwrap()]);
+    let via = px.addr();
+    // A simple Query over 1 MiB that takes the server half a second: the
+    // proxy reads it in many chunks, and its time must be in a line.
+    let big = "x".repeat(1_200_000);
+    let out = client(
+        &pg,
+        "psql",
+        &via,
+        &["-f", "-"],
+        Some(&format!(
+            "select length('{big}') + 0 * length(pg_sleep(0.5)::text);\n"
+        )),
+    );
+    assert!(out.contains("1200000"), "{out}");
+    // Password literals in every PostgreSQL form.
+    psql(
+        &pg,
+        &via,
+        "create role rc_pw; alter role rc_pw password $$Dollar-Secret-1$$; \
+         alter role rc_pw password $q$Tagged-Secret-2$q$; \
+         alter role rc_pw password E'Escaped\\'Secret-3'",
+    );
+    // A Bind over 1 MiB (extended protocol): its EXEC on the statement's
+    // cursor, with its BINDS.
+    rt().block_on(async {
+        let c = connect(px.port, "postgres", None).await.unwrap();
+        let st = c
+            .prepare("select length($1::text), pg_sleep(0.2)::text")
+            .await
+            .unwrap();
+        let row = c.query_one(&st, &[&"y".repeat(1_300_000)]).await.unwrap();
+        assert_eq!(row.get::<_, i32>(0), 1_300_000);
+    });
+    let (_, stderr) = px.stop();
+    let calls = read_traces(&tdir);
+    let mut all = stderr;
+    for p in traces(&tdir) {
+        all.push_str(&String::from_utf8_lossy(&std::fs::read(p).unwrap()));
+    }
+    for secret in ["Dollar-Secret-1", "Tagged-Secret-2", "Secret-3"] {
+        assert!(!all.contains(secret), "{secret} leaked");
+    }
+    assert!(
+        all.contains("alter role rc_pw password $q$***$q$"),
+        "masked, not dropped"
+    );
+    let long = calls
+        .iter()
+        .find(|c| c.kind == CallKind::Exec && c.sql.starts_with("select length('xxx"))
+        .expect("the long query's EXEC is traced");
+    let fetch_us: i64 = calls
+        .iter()
+        .filter(|c| c.sql.starts_with("select length('xxx") && c.kind != CallKind::Wait)
+        .map(|c| c.dur_us)
+        .sum();
+    assert!(
+        fetch_us >= 450_000,
+        "its server time is in its lines: {fetch_us} µs"
+    );
+    assert_eq!(long.cursor, "1");
+    let exec = calls
+        .iter()
+        .find(|c| c.kind == CallKind::Exec && c.sql.starts_with("select length($1::text)"))
+        .expect("the big bind's EXEC is traced");
+    assert_ne!(exec.cursor, "0", "the EXEC is on the statement's cursor");
+    assert!(exec.dur_us >= 150_000, "{} µs", exec.dur_us);
+    let bind = exec.binds.first().cloned().flatten().unwrap_or_default();
+    let bind = bind.trim_matches('"');
+    assert!(
+        // tokio-postgres sends text in binary: shown as hex.
+        (bind.starts_with("yyyy") || bind.starts_with("0x7979"))
+            && bind.contains("(1300000 bytes, cut)"),
+        "the value is cut, the call kept: {}",
+        &bind[..bind.len().min(60)]
+    );
 }

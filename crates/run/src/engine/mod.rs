@@ -103,11 +103,6 @@ pub(crate) trait Conn {
             message: "this engine has no result cache".into(),
         })
     }
-    /// Which of `names` (lower case) are tables or views the session
-    /// sees, for the result cache's dependencies.
-    async fn tables_among(&mut self, _names: &[String]) -> Result<Vec<String>, DbError> {
-        Ok(Vec::new())
-    }
     /// Runs a statement without binds or rows (BEGIN, COMMIT, SET).
     async fn batch(&mut self, sql: &str) -> Result<(), DbError>;
     /// Runs a statement without binds, unprepared, and returns the number

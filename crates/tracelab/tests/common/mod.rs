@@ -3,6 +3,7 @@
 use std::process::Command;
 
 /// Runs `tracelab ARGS` and returns (stdout, stderr, exit code).
+#[allow(dead_code)]
 pub fn tracelab(args: &[&str]) -> (String, String, i32) {
     tracelab_env(args, &[])
 }
