@@ -1,0 +1,1 @@
+pub fn render(_p: &[&crate::FileProfile]) -> String { String::new() }
