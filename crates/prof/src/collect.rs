@@ -211,6 +211,19 @@ enum Orphan {
     Error(u64, String),
 }
 
+/// The state of one process of the session (a trcsess merge holds
+/// several, their blocks interleaved): what its next calls need.
+#[derive(Debug, Clone, Default)]
+struct Dyn {
+    cursors: FxHashMap<u64, CursorState>,
+    pending_waits: Vec<(i64, i64)>,
+    /// End of the latest top-level call or wait, for the gaps between calls.
+    top_end: Option<i64>,
+    pending: Vec<Pending>,
+    boundary: Vec<Boundary>,
+    orphans: Vec<Orphan>,
+}
+
 /// What the trace says about itself.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Meta {
@@ -233,6 +246,8 @@ pub(crate) struct Meta {
     pub modern: bool,
     pub first_start: Option<i64>,
     pub last_end: Option<i64>,
+    /// The smallest `dep=` of the database calls.
+    pub min_dep: Option<i64>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -404,14 +419,13 @@ pub(crate) struct Collector {
     /// Whether this collector reads a piece after its head (see the module
     /// doc): cursors then start in `ExecState::Unknown`.
     piece: bool,
-    cursors: FxHashMap<u64, CursorState>,
-    pending_waits: Vec<(i64, i64)>,
-    pub top_end: Option<i64>,
-    pending: Vec<Pending>,
+    /// The current process's state, and the others' by process id (`None`
+    /// for the process current when this reading began).
+    d: Dyn,
+    pid: Option<u64>,
+    procs: FxHashMap<Option<u64>, Dyn>,
     line_state: LineState,
     capture: Option<(u64, Vec<StatLine>)>,
-    boundary: Vec<Boundary>,
-    orphans: Vec<Orphan>,
 }
 
 impl Collector {
@@ -428,14 +442,11 @@ impl Collector {
             timeline: Timeline::default(),
             meta: Meta::default(),
             piece,
-            cursors: FxHashMap::default(),
-            pending_waits: Vec::new(),
-            top_end: None,
-            pending: Vec::new(),
+            d: Dyn::default(),
+            pid: None,
+            procs: FxHashMap::default(),
             line_state: LineState::Normal,
             capture: None,
-            boundary: Vec::new(),
-            orphans: Vec::new(),
         }
     }
 
@@ -458,7 +469,7 @@ impl Collector {
     /// The statement a call on cursor `k` belongs to.
     fn stmt_for(&mut self, k: u64, stmt: &Statement, offset: u64, line: u64) -> u32 {
         let ptr = stmt as *const Statement as usize;
-        let old = match self.cursors.get(&k) {
+        let old = match self.d.cursors.get(&k) {
             Some(st) => {
                 if let Some(id) = st.stmt {
                     // The same statement as last time on this cursor: the
@@ -494,7 +505,7 @@ impl Collector {
         }
         let piece = self.piece;
         let st = self
-            .cursors
+            .d.cursors
             .entry(k)
             .or_insert_with(|| CursorState::new(piece));
         st.stmt = Some(id);
@@ -512,7 +523,7 @@ impl Collector {
 
     /// Ends the execution open on cursor `k`, if any.
     fn end_exec(&mut self, k: u64) {
-        let Some(st) = self.cursors.get_mut(&k) else {
+        let Some(st) = self.d.cursors.get_mut(&k) else {
             return;
         };
         match st.exec {
@@ -524,7 +535,7 @@ impl Collector {
             ExecState::Unknown(us) => {
                 st.exec = ExecState::Idle;
                 if let Some(stmt) = st.stmt {
-                    self.boundary.push(Boundary {
+                    self.d.boundary.push(Boundary {
                         cursor: k,
                         stmt,
                         us,
@@ -580,6 +591,9 @@ impl Collector {
     ) {
         let dep = f.dep.unwrap_or(0);
         let top = dep == depmin;
+        if let Some(d) = f.dep {
+            self.meta.min_dep = Some(self.meta.min_dep.map_or(d, |m| m.min(d)));
+        }
         if kind == CallKind::Close || f.plh.is_some() {
             self.meta.modern = true;
         }
@@ -628,7 +642,7 @@ impl Collector {
             }
         }
         if let Some(plh) = f.plh.filter(|&p| p != 0) {
-            if let Some(st) = self.cursors.get_mut(&k) {
+            if let Some(st) = self.d.cursors.get_mut(&k) {
                 st.plh = plh;
             }
         }
@@ -644,7 +658,7 @@ impl Collector {
         match kind {
             CallKind::Exec => {
                 self.end_exec(k);
-                let Some(st) = self.cursors.get_mut(&k) else {
+                let Some(st) = self.d.cursors.get_mut(&k) else {
                     return;
                 };
                 let has_binds = st.binds.fresh;
@@ -662,7 +676,7 @@ impl Collector {
                 });
             }
             CallKind::Fetch | CallKind::Unmap | CallKind::SortUnmap => {
-                let Some(st) = self.cursors.get_mut(&k) else {
+                let Some(st) = self.d.cursors.get_mut(&k) else {
                     return;
                 };
                 match &mut st.exec {
@@ -690,7 +704,7 @@ impl Collector {
     /// first), and waits to be claimed by a call at `d − 1`.
     fn hierarchy(&mut self, kind: CallKind, sid: u32, d: i64, depmin: i64, f: &DbFields) {
         let d = d.max(0) as usize;
-        if let Some(p) = self.pending.get_mut(d + 1) {
+        if let Some(p) = self.d.pending.get_mut(d + 1) {
             let claimed = std::mem::take(p);
             let s = &mut self.stmts[sid as usize];
             let slot = match kind {
@@ -708,10 +722,10 @@ impl Collector {
             }
         }
         if d as i64 > depmin {
-            if self.pending.len() <= d {
-                self.pending.resize(d + 1, Pending::default());
+            if self.d.pending.len() <= d {
+                self.d.pending.resize(d + 1, Pending::default());
             }
-            let p = &mut self.pending[d];
+            let p = &mut self.d.pending[d];
             p.sums.add_call(f);
             let (e, c) = (f.e.unwrap_or(0), f.c.unwrap_or(0));
             match p.edges.iter_mut().find(|x| x.0 == sid) {
@@ -733,15 +747,15 @@ impl Collector {
         // ±1 µs tolerance for rounding (reference §C.12).
         let inside = |w: &(i64, i64)| w.0 >= start - 1 && w.1 <= tim + 1;
         let waited: i64 = self
-            .pending_waits
+            .d.pending_waits
             .iter()
             .filter(|w| inside(w))
             .map(|w| w.1 - w.0)
             .sum();
         let within = e - c - waited;
-        let mut end = self.top_end;
+        let mut end = self.d.top_end;
         let mut gaps: Vec<(i64, i64)> = Vec::new();
-        for w in self.pending_waits.iter().filter(|w| !inside(w)) {
+        for w in self.d.pending_waits.iter().filter(|w| !inside(w)) {
             if let Some(prev) = end {
                 if w.0 > prev {
                     gaps.push((prev, w.0));
@@ -754,8 +768,8 @@ impl Collector {
                 gaps.push((prev, start));
             }
         }
-        self.top_end = Some(end.map_or(tim, |p| p.max(tim)));
-        self.pending_waits.clear();
+        self.d.top_end = Some(end.map_or(tim, |p| p.max(tim)));
+        self.d.pending_waits.clear();
         self.timeline.add(start, tim, name_id, c);
         if within != 0 {
             let id = self.comp(WITHIN, within);
@@ -793,7 +807,7 @@ impl Collector {
             self.comp(name, ela)
         };
         if let Some(t) = tim {
-            self.pending_waits.push((t - ela, t));
+            self.d.pending_waits.push((t - ela, t));
             self.timeline.add(t - ela, t, comp, ela);
             self.seen(t - ela, t);
         }
@@ -820,7 +834,7 @@ impl Collector {
                     self.bind_line(k, b);
                     return;
                 }
-                if let Some(st) = self.cursors.get_mut(&k) {
+                if let Some(st) = self.d.cursors.get_mut(&k) {
                     if st.binds.open_quote {
                         st.binds.more(b);
                         return;
@@ -839,7 +853,7 @@ impl Collector {
                 if let Some(k) = cursor_key(&id[..end]) {
                     let piece = self.piece;
                     let st = self
-                        .cursors
+                        .d.cursors
                         .entry(k)
                         .or_insert_with(|| CursorState::new(piece));
                     st.binds.start();
@@ -892,7 +906,7 @@ impl Collector {
     }
 
     fn bind_line(&mut self, k: u64, b: &[u8]) {
-        let Some(st) = self.cursors.get_mut(&k) else {
+        let Some(st) = self.d.cursors.get_mut(&k) else {
             return;
         };
         if st.binds.open_quote {
@@ -933,9 +947,9 @@ impl Collector {
         let Some((k, lines)) = self.capture.take() else {
             return;
         };
-        match self.cursors.get(&k).and_then(|st| st.stmt.map(|s| (s, st.plh))) {
+        match self.d.cursors.get(&k).and_then(|st| st.stmt.map(|s| (s, st.plh))) {
             Some((sid, plh)) => add_capture(&mut self.stmts[sid as usize].plans, &lines, plh),
-            None if self.piece => self.orphans.push(Orphan::Plan(k, lines)),
+            None if self.piece => self.d.orphans.push(Orphan::Plan(k, lines)),
             None => self.meta.stat_unread += lines.len() as u64,
         }
     }
@@ -953,18 +967,31 @@ impl Collector {
                 lossy(&v[..v.iter().position(|&c| c == b' ').unwrap_or(v.len())])
             })
             .unwrap_or_default();
-        match self.cursors.get(&k).and_then(|st| st.stmt) {
+        match self.d.cursors.get(&k).and_then(|st| st.stmt) {
             Some(sid) => add_error(&mut self.stmts[sid as usize], err),
-            None if self.piece => self.orphans.push(Orphan::Error(k, err)),
+            None if self.piece => self.d.orphans.push(Orphan::Error(k, err)),
             None => {}
         }
     }
 
     fn star(&mut self, b: &[u8]) {
+        if let Some(rest) = b.strip_prefix(b"*** [ ") {
+            // trcsess: `*** [ Unix process pid: 9850 ]` starts a block of
+            // that process (Windows: `thread id`).
+            self.meta.process_blocks += 1;
+            let digits: Vec<u8> = rest
+                .iter()
+                .skip_while(|c| !c.is_ascii_digit())
+                .take_while(|c| c.is_ascii_digit())
+                .copied()
+                .collect();
+            if let Some(pid) = cursor_key(&digits) {
+                self.switch(pid);
+            }
+            return;
+        }
         let m = &mut self.meta;
-        if b.starts_with(b"*** [ Unix process pid:") || b.starts_with(b"*** [ ") {
-            m.process_blocks += 1;
-        } else if let Some(rest) = b.strip_prefix(b"*** SESSION ID:(") {
+        if let Some(rest) = b.strip_prefix(b"*** SESSION ID:(") {
             let id = lossy(&rest[..rest.iter().position(|&c| c == b')').unwrap_or(0)]);
             if !m.sessions.contains(&id) && m.sessions.len() < 100 {
                 m.sessions.push(id);
@@ -980,13 +1007,24 @@ impl Collector {
     /// added up).
     pub fn finish(&mut self) {
         self.flush_capture();
-        let keys: Vec<u64> = self.cursors.keys().copied().collect();
+        let others: Vec<Option<u64>> = self.procs.keys().copied().collect();
+        self.finish_process();
+        for pid in others {
+            if let Some(d) = self.procs.remove(&pid) {
+                self.d = d;
+                self.finish_process();
+            }
+        }
+    }
+
+    fn finish_process(&mut self) {
+        let keys: Vec<u64> = self.d.cursors.keys().copied().collect();
         for k in keys {
             self.end_exec(k);
         }
-        let mut end = self.top_end;
+        let mut end = self.d.top_end;
         let mut gaps = Vec::new();
-        for w in std::mem::take(&mut self.pending_waits) {
+        for w in std::mem::take(&mut self.d.pending_waits) {
             if let Some(prev) = end {
                 if w.0 > prev {
                     gaps.push((prev, w.0));
@@ -1059,7 +1097,39 @@ impl Collector {
             // The whole piece was its head: nothing else to add.
             return;
         }
-        // Executions a piece saw the end (or more) of.
+        // The process current at the piece's start goes on from ours;
+        // those the piece switched to go on from theirs.
+        let mut dyns: Vec<(Option<u64>, Dyn)> = o.procs.into_iter().collect();
+        dyns.push((o.pid, o.d));
+        dyns.sort_by_key(|(p, _)| p.is_some());
+        for (pid, d) in dyns {
+            if let Some(pid) = pid {
+                self.switch(pid);
+            }
+            self.adopt(d, &ids);
+        }
+        if let Some(pid) = o.pid {
+            self.switch(pid);
+        }
+        self.line_state = o.line_state;
+        self.capture = o.capture;
+    }
+
+    /// Makes `pid` the current process.
+    fn switch(&mut self, pid: u64) {
+        if self.pid == Some(pid) {
+            return;
+        }
+        self.flush_capture();
+        let next = self.procs.remove(&Some(pid)).unwrap_or_default();
+        let old = std::mem::replace(&mut self.d, next);
+        self.procs.insert(self.pid, old);
+        self.pid = Some(pid);
+    }
+
+    /// Goes on with the state a later piece ended with (its statement ids
+    /// translated by `ids`), settling what it saw of executions begun here.
+    fn adopt(&mut self, o: Dyn, ids: &[u32]) {
         for b in o.boundary {
             self.settle(b.cursor, ids[b.stmt as usize], b.us, b.ended);
         }
@@ -1070,28 +1140,22 @@ impl Collector {
             if let ExecState::Open(x) = &mut st.exec {
                 x.stmt = ids[x.stmt as usize];
             }
-            match st.exec {
-                ExecState::Unknown(us) => {
-                    if let Some(stmt) = st.stmt {
-                        self.settle(k, stmt, us, false);
-                    }
-                    let exec = self
-                        .cursors
-                        .get(&k)
-                        .map_or(ExecState::Idle, |mine| mine.exec);
-                    let exec_binds = self
-                        .cursors
-                        .get(&k)
-                        .map(|mine| mine.exec_binds.clone())
-                        .unwrap_or_default();
-                    st.exec = exec;
-                    st.exec_binds = exec_binds;
-                    self.cursors.insert(k, st);
+            if let ExecState::Unknown(us) = st.exec {
+                if let Some(stmt) = st.stmt {
+                    self.settle(k, stmt, us, false);
                 }
-                _ => {
-                    self.cursors.insert(k, st);
-                }
+                // The execution open here (if any) goes on.
+                let (exec, exec_binds) = self
+                    .d
+                    .cursors
+                    .get(&k)
+                    .map_or((ExecState::Idle, BindBuf::default()), |mine| {
+                        (mine.exec, mine.exec_binds.clone())
+                    });
+                st.exec = exec;
+                st.exec_binds = exec_binds;
             }
+            self.d.cursors.insert(k, st);
         }
         for orphan in o.orphans {
             match orphan {
@@ -1100,14 +1164,14 @@ impl Collector {
                     self.flush_capture();
                 }
                 Orphan::Error(k, err) => {
-                    if let Some(sid) = self.cursors.get(&k).and_then(|st| st.stmt) {
+                    if let Some(sid) = self.d.cursors.get(&k).and_then(|st| st.stmt) {
                         add_error(&mut self.stmts[sid as usize], err);
                     }
                 }
             }
         }
-        self.pending_waits = o.pending_waits;
-        self.pending = o
+        self.d.pending_waits = o.pending_waits;
+        self.d.pending = o
             .pending
             .into_iter()
             .map(|mut p| {
@@ -1117,16 +1181,14 @@ impl Collector {
                 p
             })
             .collect();
-        self.top_end = o.top_end.or(self.top_end);
-        self.line_state = o.line_state;
-        self.capture = o.capture;
+        self.d.top_end = o.top_end.or(self.d.top_end);
     }
 
     /// A later piece's FETCHes (`us`) on cursor `k` before its first EXEC:
     /// they go on the execution open here, which ends if the piece ended it.
     fn settle(&mut self, k: u64, stmt: u32, us: i64, ended: bool) {
         let open = self
-            .cursors
+            .d.cursors
             .get_mut(&k)
             .and_then(|st| match &mut st.exec {
                 ExecState::Open(x) if x.stmt == stmt => {
@@ -1158,7 +1220,7 @@ impl Collector {
         } else {
             let piece = self.piece;
             let st = self
-                .cursors
+                .d.cursors
                 .entry(k)
                 .or_insert_with(|| CursorState::new(piece));
             st.exec = ExecState::Open(x);
@@ -1274,6 +1336,9 @@ fn merge_meta(m: &mut Meta, o: Meta) {
     if let Some(e) = o.last_end {
         m.last_end = Some(m.last_end.map_or(e, |x| x.max(e)));
     }
+    if let Some(d) = o.min_dep {
+        m.min_dep = Some(m.min_dep.map_or(d, |x| x.min(d)));
+    }
 }
 
 fn lossy(b: &[u8]) -> String {
@@ -1334,7 +1399,7 @@ impl Piece {
         if ends {
             self.started = true;
             if let Ev::Db { f, .. } = ev {
-                self.col.top_end = f.tim;
+                self.col.d.top_end = f.tim;
             }
         } else if self.head.len() >= HEAD_MAX {
             self.started = true;

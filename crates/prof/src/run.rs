@@ -86,8 +86,9 @@ pub fn profile(
         n => n,
     }
     .max(1);
-    // Fewer files than cores: each file is cut into pieces, two per core.
-    let parts = if inputs.len() < jobs {
+    // Fewer files than cores: each file is cut into pieces, two per core
+    // (one job reads each file whole).
+    let parts = if jobs > 1 && inputs.len() < jobs {
         2 * jobs / inputs.len()
     } else {
         1
@@ -133,40 +134,31 @@ fn profile_file(
         file: input.to_string(),
         why,
     };
-    let file = match open_counted(&Source::from_arg(input), progress) {
-        Ok(f) => f,
-        Err(e) => return skipped(e.to_string()),
-    };
     let thinktime_us = (opts.thinktime * 1e6).round() as i64;
-    let read_opts = ReadOptions {
-        // Bind values, STAT lines and the header are read from the lines
-        // themselves (see collect.rs), so that a big file can be read in
-        // pieces.
-        binds: false,
-        unaccounted: false,
-        thinktime_us,
-        depmin: None,
-        all_lines: true,
-        chained: false,
-        line_numbers: false,
-        statements: true,
-    };
-    let (pieces, summary) = match Reader::new(read_opts).read_split(
-        file,
-        parts,
-        || Piece::new(thinktime_us),
-        |p: &mut Piece, c| p.on_call(c),
-    ) {
+    let source = Source::from_arg(input);
+    // Top-level calls are those at depth 0: the reader's own `$depmin` is
+    // known only at the end of a file, and a trace that starts with the
+    // recursive calls of its first hard parse would see them as top-level
+    // until then. A file with no call at depth 0 is read again with its
+    // own minimum depth.
+    let (mut col, mut summary) = match read(&source, parts, thinktime_us, 0, progress.clone()) {
         Ok(r) => r,
-        Err(e) => return skipped(e.to_string()),
+        Err(why) => return skipped(why),
     };
-    let col = add_up(pieces, thinktime_us);
-    let mut warnings: Vec<String> = summary
-        .diagnostics
-        .kept
-        .iter()
-        .map(|d| d.to_string())
-        .collect();
+    let mut warnings = Vec::new();
+    if let Some(min) = col.meta.min_dep.filter(|&d| d > 0) {
+        if matches!(source, Source::Stdin) {
+            warnings.push(format!(
+                "{input}: no call at depth 0; standard input cannot be read again with depth {min} as the top"
+            ));
+        } else {
+            match read(&source, parts, thinktime_us, min, None) {
+                Ok(r) => (col, summary) = r,
+                Err(why) => return skipped(why),
+            }
+        }
+    }
+    warnings.extend(summary.diagnostics.kept.iter().map(|d| d.to_string()));
     let more = summary.diagnostics.total - summary.diagnostics.kept.len() as u64;
     if more > 0 {
         warnings.push(format!("{input}: {more} more damaged lines not shown"));
@@ -185,4 +177,37 @@ fn profile_file(
         warnings,
         |offset, line| summary.absolute_line(offset, line),
     )))
+}
+
+/// One reading of a file with `depmin` as the top depth.
+fn read(
+    source: &Source,
+    parts: usize,
+    thinktime_us: i64,
+    depmin: i64,
+    progress: Option<Arc<AtomicU64>>,
+) -> Result<(crate::collect::Collector, tracelab_trace::ReadSummary), String> {
+    let file = open_counted(source, progress).map_err(|e| e.to_string())?;
+    let read_opts = ReadOptions {
+        // Bind values, STAT lines and the header are read from the lines
+        // themselves (see collect.rs), so that a big file can be read in
+        // pieces.
+        binds: false,
+        unaccounted: false,
+        thinktime_us,
+        depmin: Some(depmin),
+        all_lines: true,
+        chained: false,
+        line_numbers: false,
+        statements: true,
+    };
+    let (pieces, summary) = Reader::new(read_opts)
+        .read_split(
+            file,
+            parts,
+            || Piece::new(thinktime_us),
+            |p: &mut Piece, c| p.on_call(c),
+        )
+        .map_err(|e| e.to_string())?;
+    Ok((add_up(pieces, thinktime_us), summary))
 }

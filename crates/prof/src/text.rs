@@ -153,7 +153,17 @@ fn ranking(p: &FileProfile) -> String {
 /// inside it, by depth.
 fn hierarchy(p: &FileProfile) -> String {
     let mut out = String::new();
-    fn walk(p: &FileProfile, i: usize, depth: usize, path: &mut Vec<usize>, out: &mut String) {
+    let mut done = vec![false; p.statements.len()];
+    // A statement run under several parents shows its own children once.
+    fn walk(
+        p: &FileProfile,
+        i: usize,
+        depth: usize,
+        path: &mut Vec<usize>,
+        done: &mut Vec<bool>,
+        out: &mut String,
+    ) {
+        done[i] = true;
         for c in &p.statements[i].children {
             if path.contains(&c.statement) || depth > 16 {
                 continue;
@@ -171,8 +181,14 @@ fn hierarchy(p: &FileProfile) -> String {
                 secs6(c.cpu_us),
                 text_of(s, 50)
             );
+            if done[c.statement] {
+                if !p.statements[c.statement].children.is_empty() {
+                    let _ = writeln!(out, "{}  (its recursive statements are shown above)", "  ".repeat(depth));
+                }
+                continue;
+            }
             path.push(c.statement);
-            walk(p, c.statement, depth + 1, path, out);
+            walk(p, c.statement, depth + 1, path, done, out);
             path.pop();
         }
     }
@@ -188,7 +204,7 @@ fn hierarchy(p: &FileProfile) -> String {
             s.dep.map_or("?".into(), |d| d.to_string()),
             text_of(s, 60)
         );
-        walk(p, i, 1, &mut vec![i], &mut out);
+        walk(p, i, 1, &mut vec![i], &mut done, &mut out);
     }
     out
 }

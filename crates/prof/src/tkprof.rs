@@ -18,9 +18,9 @@ pub const STARS: &str =
 
 /// Seconds with two decimals, truncated as tkprof prints them.
 pub fn secs2(us: i64) -> String {
-    let cs = us / 10_000; // toward zero
-    let sign = if us < 0 && cs == 0 { "-" } else { "" };
-    format!("{sign}{}.{:02}", cs / 100, (cs % 100).abs())
+    let cs = (us / 10_000).abs(); // toward zero
+    let sign = if us < 0 { "-" } else { "" };
+    format!("{sign}{}.{:02}", cs / 100, cs % 100)
 }
 
 /// tkprof's legend after the header.
