@@ -5,7 +5,7 @@
 //! a big file in pieces on all cores, so it reads the BINDS lines itself,
 //! into one reusable buffer per cursor (no allocation per value).
 
-use rustc_hash::{FxHashSet, FxHasher};
+use rustc_hash::{FxHashMap, FxHasher};
 use serde::Serialize;
 use std::hash::Hasher;
 
@@ -104,8 +104,11 @@ pub struct BindSet {
 #[derive(Debug, Clone, Default)]
 pub(crate) struct BindStats {
     pub executions: u64,
-    pub distinct: FxHashSet<u64>,
+    /// Executions by bind set (by hash), up to `DISTINCT_CAP` sets.
+    pub distinct: FxHashMap<u64, u64>,
     pub saturated: bool,
+    /// The values of the first sets seen; their executions are read from
+    /// `distinct` when the report is made.
     pub shown: Vec<BindSet>,
 }
 
@@ -116,45 +119,50 @@ impl BindStats {
 
     fn add_hashed(&mut self, h: u64, execs: u64, values: impl FnOnce() -> Vec<Option<String>>) {
         self.executions += execs;
-        if !self.distinct.contains(&h) {
-            if self.distinct.len() < DISTINCT_CAP {
-                self.distinct.insert(h);
-            } else {
-                self.saturated = true;
-            }
-        }
-        if let Some(s) = self.shown.iter_mut().find(|s| s.hash == h) {
-            s.executions += execs;
-        } else if self.shown.len() < SHOWN_SETS {
+        self.count(h, execs);
+        if self.shown.len() < SHOWN_SETS && !self.shown.iter().any(|s| s.hash == h) {
             self.shown.push(BindSet {
                 values: values(),
-                executions: execs,
+                executions: 0,
                 hash: h,
             });
         }
     }
 
-    /// Adds another piece's sets. The executions of a shown set are exact
-    /// while both sides had room to show it (ten sets each).
+    fn count(&mut self, h: u64, execs: u64) {
+        if let Some(n) = self.distinct.get_mut(&h) {
+            *n += execs;
+        } else if self.distinct.len() < DISTINCT_CAP {
+            self.distinct.insert(h, execs);
+        } else {
+            self.saturated = true;
+        }
+    }
+
+    /// Adds another piece's sets (the later piece's first sets show after
+    /// ours, as a single reader would have seen them).
     pub fn merge(&mut self, o: BindStats) {
         self.executions += o.executions;
+        for (h, n) in o.distinct {
+            self.count(h, n);
+        }
         for s in o.shown {
-            if let Some(m) = self.shown.iter_mut().find(|m| m.hash == s.hash) {
-                m.executions += s.executions;
-            } else if self.shown.len() < SHOWN_SETS {
+            if self.shown.len() < SHOWN_SETS && !self.shown.iter().any(|m| m.hash == s.hash) {
                 self.shown.push(s);
             }
         }
-        for h in o.distinct {
-            if !self.distinct.contains(&h) {
-                if self.distinct.len() < DISTINCT_CAP {
-                    self.distinct.insert(h);
-                } else {
-                    self.saturated = true;
-                }
-            }
-        }
         self.saturated |= o.saturated;
+    }
+
+    /// The sets shown, with their executions.
+    pub fn sets(&self) -> Vec<BindSet> {
+        self.shown
+            .iter()
+            .map(|s| BindSet {
+                executions: self.distinct.get(&s.hash).copied().unwrap_or(0),
+                ..s.clone()
+            })
+            .collect()
     }
 }
 
@@ -175,7 +183,7 @@ mod tests {
         }
         assert_eq!(b.values(), vec![Some("22401".to_string()), None]);
         assert_eq!((st.executions, st.distinct.len(), st.shown.len()), (3, 2, 2));
-        assert_eq!(st.shown[0].executions, 2);
+        assert_eq!(st.sets()[0].executions, 2);
         b.start();
         b.bind();
         b.value(b"\"two");

@@ -89,8 +89,9 @@ pub(crate) struct StmtAgg {
     pub children: ChildTable,
     pub og: Option<i64>,
     pub plh: i64,
-    /// Waits on the statement's cursor, by name id.
-    pub waits: Vec<(u32, Dur)>,
+    /// Waits on the statement's cursor: name id, durations, and the byte
+    /// offset of the first (tkprof lists them in the order first seen).
+    pub waits: Vec<(u32, Dur, u64)>,
     pub errors: Vec<String>,
     pub error_count: u64,
     pub exec_hist: P10,
@@ -103,15 +104,8 @@ pub(crate) struct StmtAgg {
 }
 
 impl StmtAgg {
-    fn add_wait(&mut self, name: u32, us: i64) {
-        match self.waits.iter_mut().find(|(n, _)| *n == name) {
-            Some((_, d)) => d.add(us),
-            None => {
-                let mut d = Dur::default();
-                d.add(us);
-                self.waits.push((name, d));
-            }
-        }
+    fn add_wait(&mut self, name: u32, us: i64, offset: u64) {
+        add_loose(&mut self.waits, name, us, offset);
     }
 
     fn execution_done(&mut self, x: &OpenExec, binds: Option<&BindBuf>) {
@@ -413,7 +407,7 @@ pub(crate) struct Collector {
     stmt_ids: FxHashMap<Box<str>, Vec<(Option<i64>, u32)>>,
     pub edges: FxHashMap<(u32, u32), EdgeAgg>,
     /// Waits on no statement's cursor (`WAIT #0`), by name id.
-    pub loose_waits: Vec<(u32, Dur)>,
+    pub loose_waits: Vec<(u32, Dur, u64)>,
     pub timeline: Timeline,
     pub meta: Meta,
     /// Whether this collector reads a piece after its head (see the module
@@ -482,23 +476,7 @@ impl Collector {
             }
             None => None,
         };
-        let key_dep = if stmt.placeholder { None } else { stmt.dep };
-        let id = match self.find_stmt(&stmt.sqlid, key_dep) {
-            Some(id) => id,
-            None => {
-                let id = self.stmts.len() as u32;
-                self.stmts.push(StmtAgg {
-                    stmt: stmt.clone(),
-                    first: (offset, line),
-                    ..StmtAgg::default()
-                });
-                self.stmt_ids
-                    .entry(stmt.sqlid.as_str().into())
-                    .or_default()
-                    .push((key_dep, id));
-                id
-            }
-        };
+        let id = self.stmt_entry(stmt, (offset, line));
         if old.is_some() && old != Some(id) {
             // A new statement on a reused cursor ends what the old one did.
             self.end_exec(k);
@@ -753,6 +731,9 @@ impl Collector {
             .map(|w| w.1 - w.0)
             .sum();
         let within = e - c - waited;
+        // Gaps run from the end of the latest top-level event (not the
+        // latest end: when `tim` goes back, as where traces were
+        // concatenated, what follows starts a new clock walk).
         let mut end = self.d.top_end;
         let mut gaps: Vec<(i64, i64)> = Vec::new();
         for w in self.d.pending_waits.iter().filter(|w| !inside(w)) {
@@ -761,14 +742,14 @@ impl Collector {
                     gaps.push((prev, w.0));
                 }
             }
-            end = Some(end.map_or(w.1, |p: i64| p.max(w.1)));
+            end = Some(w.1);
         }
         if let Some(prev) = end {
             if start > prev {
                 gaps.push((prev, start));
             }
         }
-        self.d.top_end = Some(end.map_or(tim, |p| p.max(tim)));
+        self.d.top_end = Some(tim);
         self.d.pending_waits.clear();
         self.timeline.add(start, tim, name_id, c);
         if within != 0 {
@@ -815,9 +796,9 @@ impl Collector {
         match cursor.filter(|&k| k != 0) {
             Some(k) => {
                 let sid = self.stmt_for(k, stmt, offset, line);
-                self.stmts[sid as usize].add_wait(name_id, ela);
+                self.stmts[sid as usize].add_wait(name_id, ela, offset);
             }
-            None => add_loose(&mut self.loose_waits, name_id, ela),
+            None => add_loose(&mut self.loose_waits, name_id, ela, offset),
         }
     }
 
@@ -975,17 +956,9 @@ impl Collector {
     }
 
     fn star(&mut self, b: &[u8]) {
-        if let Some(rest) = b.strip_prefix(b"*** [ ") {
-            // trcsess: `*** [ Unix process pid: 9850 ]` starts a block of
-            // that process (Windows: `thread id`).
+        if b.starts_with(b"*** [ ") {
             self.meta.process_blocks += 1;
-            let digits: Vec<u8> = rest
-                .iter()
-                .skip_while(|c| !c.is_ascii_digit())
-                .take_while(|c| c.is_ascii_digit())
-                .copied()
-                .collect();
-            if let Some(pid) = cursor_key(&digits) {
+            if let Some(pid) = process_of(b) {
                 self.switch(pid);
             }
             return;
@@ -1030,7 +1003,7 @@ impl Collector {
                     gaps.push((prev, w.0));
                 }
             }
-            end = Some(end.map_or(w.1, |p: i64| p.max(w.1)));
+            end = Some(w.1);
         }
         self.gaps(&gaps);
     }
@@ -1038,12 +1011,34 @@ impl Collector {
     /// Adds the piece read after this state: its head first, then its sums;
     /// its state then goes on from where the piece ended.
     pub fn absorb(&mut self, piece: Piece) {
-        for ev in &piece.head {
-            self.event(&ev.view());
+        let start = self.pid;
+        let Piece { heads, col: o, .. } = piece;
+        let names: Vec<u32> = o.names.list.iter().map(|n| self.names.id(n)).collect();
+        let ids: Vec<u32> = o
+            .stmts
+            .iter()
+            .map(|s| self.stmt_entry(&s.stmt, s.first))
+            .collect();
+        let mut dyns: FxHashMap<Option<u64>, Dyn> = o.procs;
+        dyns.insert(o.pid, o.d);
+        // Each process's head, in the state that process had here (the
+        // process current at the piece's start is ours); then the process
+        // goes on from where the piece left it (a process whose head never
+        // ended left nothing else).
+        for h in &heads {
+            if let Some(pid) = h.pid.or(start) {
+                self.switch(pid);
+            }
+            for ev in &h.events {
+                self.event(&ev.view());
+            }
+            if h.started {
+                if let Some(d) = dyns.remove(&h.pid) {
+                    self.adopt(d, &ids);
+                }
+            }
         }
         self.flush_capture();
-        let o = piece.col;
-        let names: Vec<u32> = o.names.list.iter().map(|n| self.names.id(n)).collect();
         for (i, d) in o.comps.iter().enumerate() {
             if d.count == 0 {
                 continue;
@@ -1054,30 +1049,8 @@ impl Collector {
             }
             self.comps[id].merge(d);
         }
-        // Statements, by key.
-        let mut ids = Vec::with_capacity(o.stmts.len());
-        for s in o.stmts {
-            let key_dep = if s.stmt.placeholder { None } else { s.stmt.dep };
-            let id = match self.find_stmt(&s.stmt.sqlid, key_dep) {
-                Some(id) => {
-                    merge_stmt(&mut self.stmts[id as usize], s, &names);
-                    id
-                }
-                None => {
-                    let id = self.stmts.len() as u32;
-                    let mut s = s;
-                    for w in &mut s.waits {
-                        w.0 = names[w.0 as usize];
-                    }
-                    self.stmt_ids
-                        .entry(s.stmt.sqlid.as_str().into())
-                        .or_default()
-                        .push((key_dep, id));
-                    self.stmts.push(s);
-                    id
-                }
-            };
-            ids.push(id);
+        for (i, s) in o.stmts.into_iter().enumerate() {
+            merge_stmt(&mut self.stmts[ids[i] as usize], s, &names);
         }
         for ((p, c), e) in o.edges {
             let edge = self.edges.entry((ids[p as usize], ids[c as usize])).or_default();
@@ -1085,34 +1058,35 @@ impl Collector {
             edge.elapsed_us += e.elapsed_us;
             edge.cpu_us += e.cpu_us;
         }
-        for (n, d) in o.loose_waits {
-            match self.loose_waits.iter_mut().find(|(m, _)| *m == names[n as usize]) {
-                Some((_, x)) => x.merge(&d),
-                None => self.loose_waits.push((names[n as usize], d)),
-            }
+        for (n, d, at) in o.loose_waits {
+            merge_wait(&mut self.loose_waits, names[n as usize], &d, at);
         }
         self.timeline.merge(o.timeline, &names);
         merge_meta(&mut self.meta, o.meta);
-        if !piece.started {
-            // The whole piece was its head: nothing else to add.
-            return;
-        }
-        // The process current at the piece's start goes on from ours;
-        // those the piece switched to go on from theirs.
-        let mut dyns: Vec<(Option<u64>, Dyn)> = o.procs.into_iter().collect();
-        dyns.push((o.pid, o.d));
-        dyns.sort_by_key(|(p, _)| p.is_some());
-        for (pid, d) in dyns {
-            if let Some(pid) = pid {
-                self.switch(pid);
-            }
-            self.adopt(d, &ids);
-        }
-        if let Some(pid) = o.pid {
+        if let Some(pid) = o.pid.or(start) {
             self.switch(pid);
         }
         self.line_state = o.line_state;
         self.capture = o.capture;
+    }
+
+    /// The id of a statement, made (empty) if new.
+    fn stmt_entry(&mut self, stmt: &Statement, first: (u64, u64)) -> u32 {
+        let key_dep = if stmt.placeholder { None } else { stmt.dep };
+        if let Some(id) = self.find_stmt(&stmt.sqlid, key_dep) {
+            return id;
+        }
+        let id = self.stmts.len() as u32;
+        self.stmts.push(StmtAgg {
+            stmt: stmt.clone(),
+            first,
+            ..StmtAgg::default()
+        });
+        self.stmt_ids
+            .entry(stmt.sqlid.as_str().into())
+            .or_default()
+            .push((key_dep, id));
+        id
     }
 
     /// Makes `pid` the current process.
@@ -1228,6 +1202,19 @@ impl Collector {
     }
 }
 
+/// trcsess's `*** [ Unix process pid: 9850 ]`, which starts a block of
+/// that process (Windows: `thread id`): the process id.
+fn process_of(b: &[u8]) -> Option<u64> {
+    let rest = b.strip_prefix(b"*** [ ")?;
+    let digits: Vec<u8> = rest
+        .iter()
+        .skip_while(|c| !c.is_ascii_digit())
+        .take_while(|c| c.is_ascii_digit())
+        .copied()
+        .collect();
+    cursor_key(&digits)
+}
+
 /// The label of the think-time row.
 pub(crate) fn think_name(thinktime_us: i64) -> String {
     format!(
@@ -1242,14 +1229,25 @@ fn trim_secs(s: f64) -> String {
     t.to_string()
 }
 
-fn add_loose(v: &mut Vec<(u32, Dur)>, name: u32, us: i64) {
-    match v.iter_mut().find(|(n, _)| *n == name) {
-        Some((_, d)) => d.add(us),
+fn add_loose(v: &mut Vec<(u32, Dur, u64)>, name: u32, us: i64, offset: u64) {
+    match v.iter_mut().find(|(n, ..)| *n == name) {
+        Some((_, d, _)) => d.add(us),
         None => {
             let mut d = Dur::default();
             d.add(us);
-            v.push((name, d));
+            v.push((name, d, offset));
         }
+    }
+}
+
+/// Adds wait statistics `d` of name `name`, first seen at `at`.
+pub(crate) fn merge_wait(v: &mut Vec<(u32, Dur, u64)>, name: u32, d: &Dur, at: u64) {
+    match v.iter_mut().find(|(n, ..)| *n == name) {
+        Some((_, x, first)) => {
+            x.merge(d);
+            *first = (*first).min(at);
+        }
+        None => v.push((name, *d, at)),
     }
 }
 
@@ -1275,12 +1273,8 @@ fn merge_stmt(s: &mut StmtAgg, o: StmtAgg, names: &[u32]) {
     if s.plh == 0 {
         s.plh = o.plh;
     }
-    for (n, d) in o.waits {
-        let n = names[n as usize];
-        match s.waits.iter_mut().find(|(m, _)| *m == n) {
-            Some((_, x)) => x.merge(&d),
-            None => s.waits.push((n, d)),
-        }
+    for (n, d, at) in o.waits {
+        merge_wait(&mut s.waits, names[n as usize], &d, at);
     }
     for e in o.errors {
         if s.errors.len() < 20 && !s.errors.contains(&e) {
@@ -1350,20 +1344,31 @@ fn lossy(b: &[u8]) -> String {
 /// not claimed).
 const HEAD_MAX: usize = 100_000;
 
-/// One piece of a file: its head, and the collector that read the rest.
+/// The first events of one process in a piece, up to its first top-level
+/// call: what needs the state the pieces before left.
+pub(crate) struct Head {
+    /// The process (`None`: the one current at the piece's start).
+    pid: Option<u64>,
+    events: Vec<OwnedEv>,
+    started: bool,
+}
+
+/// One piece of a file: the head of each process, and the collector that
+/// read the rest.
 pub(crate) struct Piece {
-    pub head: Vec<OwnedEv>,
-    pub started: bool,
+    heads: Vec<Head>,
+    /// The process the piece is in (trcsess's blocks).
+    cur: Option<u64>,
     pub col: Collector,
-    /// The statement last copied into the head, by address.
+    /// The statement last copied into a head, by address.
     last_stmt: Option<(usize, Arc<Statement>)>,
 }
 
 impl Piece {
     pub fn new(thinktime_us: i64) -> Piece {
         Piece {
-            head: Vec::new(),
-            started: false,
+            heads: Vec::new(),
+            cur: None,
             col: Collector::new(thinktime_us, true),
             last_stmt: None,
         }
@@ -1372,7 +1377,29 @@ impl Piece {
     #[inline]
     pub fn on_call(&mut self, c: &Call<'_>) {
         let Some(ev) = Ev::from_call(c) else { return };
-        if self.started {
+        let h = match self.heads.last() {
+            Some(h) if h.pid == self.cur => self.heads.len() - 1,
+            _ => match self.heads.iter().position(|h| h.pid == self.cur) {
+                Some(i) => i,
+                None => {
+                    self.heads.push(Head {
+                        pid: self.cur,
+                        events: Vec::new(),
+                        started: false,
+                    });
+                    self.heads.len() - 1
+                }
+            },
+        };
+        if let Ev::Line { text, .. } = ev {
+            if let Some(pid) = process_of(text) {
+                // The collector switches process; so do the heads.
+                self.cur = Some(pid);
+                self.col.event(&ev);
+                return;
+            }
+        }
+        if self.heads[h].started {
             self.col.event(&ev);
             return;
         }
@@ -1395,14 +1422,13 @@ impl Piece {
             _ => false,
         };
         let owned = self.own(&ev);
-        self.head.push(owned);
-        if ends {
-            self.started = true;
-            if let Ev::Db { f, .. } = ev {
+        let head = &mut self.heads[h];
+        head.events.push(owned);
+        if ends || head.events.len() >= HEAD_MAX {
+            head.started = true;
+            if let (true, Ev::Db { f, .. }) = (ends, &ev) {
                 self.col.d.top_end = f.tim;
             }
-        } else if self.head.len() >= HEAD_MAX {
-            self.started = true;
         }
     }
 

@@ -282,9 +282,11 @@ impl FileProfile {
         for (r, &i) in order.iter().enumerate() {
             rank_of[i] = r;
         }
-        let wait_rows = |w: &[(u32, Dur)]| -> Vec<WaitRow> {
-            w.iter()
-                .map(|(n, d)| WaitRow {
+        let wait_rows = |w: &[(u32, Dur, u64)]| -> Vec<WaitRow> {
+            let mut w: Vec<&(u32, Dur, u64)> = w.iter().collect();
+            w.sort_by_key(|x| (x.2, x.0));
+            w.into_iter()
+                .map(|(n, d, _)| WaitRow {
                     name: names[*n as usize].to_string(),
                     times: d.count,
                     max_us: d.max_us,
@@ -327,7 +329,7 @@ impl FileProfile {
                         executions: s.binds.executions,
                         distinct: s.binds.distinct.len() as u64,
                         capped: s.binds.saturated,
-                        sets: s.binds.shown.clone(),
+                        sets: s.binds.sets(),
                     },
                     exec_histogram: s.exec_hist,
                     fetch_histogram: s.fetch_hist,
@@ -363,8 +365,8 @@ impl FileProfile {
         // tkprof's overall totals: statements at depth 0, and deeper.
         let mut non_recursive = Totals::default();
         let mut recursive = Totals::default();
-        let mut nr_waits: Vec<(u32, Dur)> = col.loose_waits.clone();
-        let mut r_waits: Vec<(u32, Dur)> = Vec::new();
+        let mut nr_waits: Vec<(u32, Dur, u64)> = col.loose_waits.clone();
+        let mut r_waits: Vec<(u32, Dur, u64)> = Vec::new();
         let mut by_first: Vec<&StmtAgg> = col.stmts.iter().collect();
         by_first.sort_by_key(|s| s.first.0);
         for s in by_first {
@@ -375,11 +377,8 @@ impl FileProfile {
                 (&mut non_recursive, &mut nr_waits)
             };
             t.calls.add(&s.calls);
-            for (n, d) in &s.waits {
-                match w.iter_mut().find(|(m, _)| m == n) {
-                    Some((_, x)) => x.merge(d),
-                    None => w.push((*n, *d)),
-                }
+            for (n, d, at) in &s.waits {
+                crate::collect::merge_wait(w, *n, d, *at);
             }
         }
         non_recursive.waits = wait_rows(&nr_waits);

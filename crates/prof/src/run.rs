@@ -198,7 +198,7 @@ fn read(
         depmin: Some(depmin),
         all_lines: true,
         chained: false,
-        line_numbers: false,
+        line_numbers: true,
         statements: true,
     };
     let (pieces, summary) = Reader::new(read_opts)
