@@ -1074,6 +1074,11 @@ impl Collector {
     fn stmt_entry(&mut self, stmt: &Statement, first: (u64, u64)) -> u32 {
         let key_dep = if stmt.placeholder { None } else { stmt.dep };
         if let Some(id) = self.find_stmt(&stmt.sqlid, key_dep) {
+            // A piece's head, added after its statements were, saw it first.
+            let s = &mut self.stmts[id as usize];
+            if first.0 < s.first.0 {
+                s.first = first;
+            }
             return id;
         }
         let id = self.stmts.len() as u32;

@@ -253,12 +253,12 @@ impl FileProfile {
                 .bins
                 .iter()
                 .map(|(k, v)| {
-                    (
-                        k << col.timeline.shift,
-                        v.iter()
-                            .filter_map(|(c, us)| comp_of[*c as usize].map(|i| (i, *us)))
-                            .collect(),
-                    )
+                    let mut parts: Vec<(usize, i64)> = v
+                        .iter()
+                        .filter_map(|(c, us)| comp_of[*c as usize].map(|i| (i, *us)))
+                        .collect();
+                    parts.sort_unstable();
+                    (k << col.timeline.shift, parts)
                 })
                 .collect(),
         };

@@ -50,17 +50,15 @@ impl Timeline {
         if first == last {
             add_to(self.bins.entry(first).or_default(), comp, us);
         } else {
+            // Each bin gets the share of `us` up to its end less the share
+            // up to its start: wider bins then hold exactly the sum of the
+            // narrower ones they replace (pieces of a file merge exactly).
             let span = (end - start).max(1);
-            let mut given = 0;
+            let upto = |t: i64| (us as i128 * (t - start) as i128 / span as i128) as i64;
             for b in first..=last {
                 let lo = (b << self.shift).max(start);
                 let hi = ((b + 1) << self.shift).min(end);
-                let part = if b == last {
-                    us - given
-                } else {
-                    (us as i128 * (hi - lo) as i128 / span as i128) as i64
-                };
-                given += part;
+                let part = upto(hi) - upto(lo);
                 add_to(self.bins.entry(b).or_default(), comp, part);
             }
         }
