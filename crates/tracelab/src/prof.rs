@@ -1,7 +1,6 @@
 //! `tracelab prof`: the response-time profile report of a trace (tkprof,
 //! TVD$XTAT, Method R Profiler), as text, JSON or one HTML page.
 
-use clap::ArgAction;
 use tracelab_prof::{profile, FileOutcome, Outcome, ProfOptions, TextOptions};
 
 use crate::exit::{self, Failure};
@@ -31,12 +30,12 @@ pub struct Args {
     #[arg(long, value_name = "FILE")]
     html: Option<String>,
     /// Write JSON instead of text.
-    #[arg(long, num_args = 0..=1, default_missing_value = "true", action = ArgAction::Set)]
-    json: Option<bool>,
+    #[arg(long)]
+    json: bool,
     /// tkprof's layout only (statements in the order they first appear, no
     /// profile, no tracelab additions), to compare with tkprof's own output.
-    #[arg(long, num_args = 0..=1, default_missing_value = "true", action = ArgAction::Set)]
-    tkprof: Option<bool>,
+    #[arg(long, conflicts_with = "json")]
+    tkprof: bool,
     /// Seconds of SQL*Net message from client that count as think time
     /// [default: 1].
     #[arg(long, value_name = "SECONDS")]
@@ -67,11 +66,6 @@ pub fn run(a: Args) -> Result<i32, Failure> {
         thinktime: a.thinktime.unwrap_or(1.0),
         jobs: a.jobs.unwrap_or(0),
     };
-    if a.json == Some(true) && a.tkprof == Some(true) {
-        return Err(Failure::Usage(
-            "prof: --json and --tkprof exclude each other".into(),
-        ));
-    }
     let total: u64 = a
         .files
         .iter()
@@ -84,11 +78,11 @@ pub fn run(a: Args) -> Result<i32, Failure> {
     let outcome = outcome?;
     warnings(&outcome);
     let profiles: Vec<_> = outcome.profiles().collect();
-    let text = if a.json == Some(true) {
+    let text = if a.json {
         tracelab_prof::to_json(&profiles)
     } else {
         let o = TextOptions {
-            tkprof: a.tkprof == Some(true),
+            tkprof: a.tkprof,
         };
         profiles
             .iter()
