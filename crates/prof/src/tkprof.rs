@@ -281,8 +281,12 @@ pub fn overall(out: &mut String, title: &str, t: &Totals, engine: &Engine) {
 
 /// The two OVERALL TOTALS sections and tkprof's closing summary.
 pub fn totals_and_summary(out: &mut String, p: &FileProfile) {
-    out.push_str(STARS);
-    out.push_str("\n\n");
+    // The last statement's block closed with a line of stars.
+    if !out.ends_with(&format!("{STARS}\n")) {
+        out.push_str(STARS);
+        out.push('\n');
+    }
+    out.push('\n');
     overall(
         out,
         "OVERALL TOTALS FOR ALL NON-RECURSIVE STATEMENTS",
