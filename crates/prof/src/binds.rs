@@ -182,7 +182,10 @@ mod tests {
             st.add(&b);
         }
         assert_eq!(b.values(), vec![Some("22401".to_string()), None]);
-        assert_eq!((st.executions, st.distinct.len(), st.shown.len()), (3, 2, 2));
+        assert_eq!(
+            (st.executions, st.distinct.len(), st.shown.len()),
+            (3, 2, 2)
+        );
         assert_eq!(st.sets()[0].executions, 2);
         b.start();
         b.bind();

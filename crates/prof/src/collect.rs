@@ -252,7 +252,8 @@ enum LineState {
 }
 
 /// A call as the collector sees it, borrowed from the reader or from a
-/// piece's head.
+/// piece's head. (Built on the stack per call: its size does not matter.)
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum Ev<'a> {
     Db {
         kind: CallKind,
@@ -317,7 +318,9 @@ impl<'a> Ev<'a> {
     }
 }
 
-/// An [`Ev`] kept by a piece until the pieces are added up.
+/// An [`Ev`] kept by a piece until the pieces are added up (a few per
+/// piece and process: boxing the big variant would not save anything).
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum OwnedEv {
     Db {
         kind: CallKind,
@@ -483,7 +486,8 @@ impl Collector {
         }
         let piece = self.piece;
         let st = self
-            .d.cursors
+            .d
+            .cursors
             .entry(k)
             .or_insert_with(|| CursorState::new(piece));
         st.stmt = Some(id);
@@ -725,7 +729,8 @@ impl Collector {
         // ±1 µs tolerance for rounding (reference §C.12).
         let inside = |w: &(i64, i64)| w.0 >= start - 1 && w.1 <= tim + 1;
         let waited: i64 = self
-            .d.pending_waits
+            .d
+            .pending_waits
             .iter()
             .filter(|w| inside(w))
             .map(|w| w.1 - w.0)
@@ -834,7 +839,8 @@ impl Collector {
                 if let Some(k) = cursor_key(&id[..end]) {
                     let piece = self.piece;
                     let st = self
-                        .d.cursors
+                        .d
+                        .cursors
                         .entry(k)
                         .or_insert_with(|| CursorState::new(piece));
                     st.binds.start();
@@ -854,15 +860,11 @@ impl Collector {
             b'P' if b.starts_with(b"PARSE ERROR ") => self.meta.parse_errors += 1,
             b'E' if b.starts_with(b"ERROR #") => self.error(b),
             b'*' if b.starts_with(b"***") => self.star(b),
-            b'T' if b.starts_with(b"Trace file ") => {
-                if self.meta.trace_name.is_none() {
-                    self.meta.trace_name = Some(lossy(&b[11..]));
-                }
+            b'T' if b.starts_with(b"Trace file ") && self.meta.trace_name.is_none() => {
+                self.meta.trace_name = Some(lossy(&b[11..]));
             }
-            b'D' if b.starts_with(b"Dump file ") => {
-                if self.meta.trace_name.is_none() {
-                    self.meta.trace_name = Some(lossy(&b[10..]));
-                }
+            b'D' if b.starts_with(b"Dump file ") && self.meta.trace_name.is_none() => {
+                self.meta.trace_name = Some(lossy(&b[10..]));
             }
             b't' if b.starts_with(b"tracelab ") => {
                 // `tracelab 0.1.0 client-side trace of postgres (timer: vdso)`
@@ -877,10 +879,11 @@ impl Collector {
                     self.meta.tracelab.get_or_insert((side, engine));
                 }
             }
-            b'O' if b.starts_with(b"Oracle") && memchr::memmem::find(b, b"Release").is_some() => {
-                if self.meta.oracle.is_none() {
-                    self.meta.oracle = Some(lossy(b));
-                }
+            b'O' if b.starts_with(b"Oracle")
+                && self.meta.oracle.is_none()
+                && memchr::memmem::find(b, b"Release").is_some() =>
+            {
+                self.meta.oracle = Some(lossy(b));
             }
             _ => {}
         }
@@ -928,7 +931,12 @@ impl Collector {
         let Some((k, lines)) = self.capture.take() else {
             return;
         };
-        match self.d.cursors.get(&k).and_then(|st| st.stmt.map(|s| (s, st.plh))) {
+        match self
+            .d
+            .cursors
+            .get(&k)
+            .and_then(|st| st.stmt.map(|s| (s, st.plh)))
+        {
             Some((sid, plh)) => add_capture(&mut self.stmts[sid as usize].plans, &lines, plh),
             None if self.piece => self.d.orphans.push(Orphan::Plan(k, lines)),
             None => self.meta.stat_unread += lines.len() as u64,
@@ -1053,7 +1061,10 @@ impl Collector {
             merge_stmt(&mut self.stmts[ids[i] as usize], s, &names);
         }
         for ((p, c), e) in o.edges {
-            let edge = self.edges.entry((ids[p as usize], ids[c as usize])).or_default();
+            let edge = self
+                .edges
+                .entry((ids[p as usize], ids[c as usize]))
+                .or_default();
             edge.calls += e.calls;
             edge.elapsed_us += e.elapsed_us;
             edge.cpu_us += e.cpu_us;
@@ -1167,7 +1178,8 @@ impl Collector {
     /// they go on the execution open here, which ends if the piece ended it.
     fn settle(&mut self, k: u64, stmt: u32, us: i64, ended: bool) {
         let open = self
-            .d.cursors
+            .d
+            .cursors
             .get_mut(&k)
             .and_then(|st| match &mut st.exec {
                 ExecState::Open(x) if x.stmt == stmt => {
@@ -1199,7 +1211,8 @@ impl Collector {
         } else {
             let piece = self.piece;
             let st = self
-                .d.cursors
+                .d
+                .cursors
                 .entry(k)
                 .or_insert_with(|| CursorState::new(piece));
             st.exec = ExecState::Open(x);
@@ -1292,7 +1305,10 @@ fn merge_stmt(s: &mut StmtAgg, o: StmtAgg, names: &[u32]) {
     s.execution_hist.merge(&o.execution_hist);
     s.executions.merge(&o.executions);
     if let Some(x) = o.slowest {
-        if s.slowest.as_ref().is_none_or(|m| x.elapsed_us > m.elapsed_us) {
+        if s.slowest
+            .as_ref()
+            .is_none_or(|m| x.elapsed_us > m.elapsed_us)
+        {
             s.slowest = Some(x);
         }
     }

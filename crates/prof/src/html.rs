@@ -46,7 +46,7 @@ body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;mar
 h1{font-size:1.5em}h2{font-size:1.25em;border-bottom:2px solid #4e79a7;padding-bottom:.2em;margin-top:2em}h3{font-size:1.05em;margin-top:1.6em}\n\
 table{border-collapse:collapse;font-size:.9em}th,td{padding:.2em .6em;border-bottom:1px solid #ddd;text-align:left;vertical-align:top}\n\
 td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}pre{background:#f7f7f7;padding:.6em;overflow-x:auto;font-size:.82em;line-height:1.3}\n\
-.facts{color:#555}.note{color:#666;font-size:.85em}.stmt{border-top:1px solid #bbb;margin-top:1.5em}\n\
+.facts{color:#555}td.t{max-width:38em;overflow:hidden;text-overflow:ellipsis;white-space:nowrap}.note{color:#666;font-size:.85em}.stmt{border-top:1px solid #bbb;margin-top:1.5em}\n\
 svg text{font-family:inherit;font-size:11px}a{color:#2b5b8a}\n\
 </style>\n</head>\n<body>\n<h1>tracelab prof</h1>\n",
     );
@@ -116,7 +116,7 @@ fn spenders<'a>(p: &'a FileProfile, name: &str) -> Vec<(&'a StatementReport, i64
             (us > 0).then_some((s, us))
         })
         .collect();
-    v.sort_by(|a, b| b.1.cmp(&a.1));
+    v.sort_by_key(|x| std::cmp::Reverse(x.1));
     v.truncate(3);
     v
 }
@@ -283,7 +283,7 @@ fn ranking(o: &mut String, f: usize, p: &FileProfile) {
         let text: String = s.sql.chars().take(90).collect();
         let _ = writeln!(
             o,
-            "<tr><td><a href=\"#{}\">#{}</a></td><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{:.1}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td>{}</td></tr>",
+            "<tr><td><a href=\"#{}\">#{}</a></td><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{:.1}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"t\">{}</td></tr>",
             anchor(f, s.rank),
             s.rank,
             esc(&short_id(s)),
@@ -314,7 +314,11 @@ fn histogram(o: &mut String, title: &str, h: &P10) {
     );
     for (i, &n) in h.counts.iter().enumerate() {
         let x = 5.0 + i as f64 * (bw + gap);
-        let bh = if max > 0 { n as f64 / max as f64 * hh } else { 0.0 };
+        let bh = if max > 0 {
+            n as f64 / max as f64 * hh
+        } else {
+            0.0
+        };
         let label = labels.get(i).map_or("", |l| l.as_str());
         let edge = label.split_whitespace().nth(2).unwrap_or("");
         let _ = write!(

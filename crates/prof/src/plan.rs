@@ -180,7 +180,10 @@ mod tests {
     #[test]
     fn stat_lines_parse_and_malformed_ones_do_not() {
         let s = parse_stat(b"STAT #140472196919200 id=2 cnt=1 pid=1 pos=1 obj=46 op='INDEX UNIQUE SCAN I_USER1 (cr=1 pr=0 pw=0 str=1 time=51 us cost=0 size=0 card=1)'").unwrap();
-        assert_eq!((s.cursor, s.id, s.cnt, s.pid, s.obj), (140472196919200, 2, 1, 1, 46));
+        assert_eq!(
+            (s.cursor, s.id, s.cnt, s.pid, s.obj),
+            (140472196919200, 2, 1, 1, 46)
+        );
         assert_eq!(op_name(&s.op), "INDEX UNIQUE SCAN I_USER1");
         assert!(parse_stat(b"STAT #1 (cr=0 pr=0 pw=0 str=1 time=29 us)'").is_none());
     }
@@ -200,7 +203,10 @@ mod tests {
         assert_eq!(plans.len(), 1);
         let p = &plans[0];
         assert_eq!(p.captures, 3);
-        assert_eq!((p.lines[1].rows_first, p.rows_avg(1), p.lines[1].rows_max), (10, 23, 40));
+        assert_eq!(
+            (p.lines[1].rows_first, p.rows_avg(1), p.lines[1].rows_max),
+            (10, 23, 40)
+        );
         assert_eq!((p.lines[0].depth, p.lines[1].depth), (0, 1));
     }
 }

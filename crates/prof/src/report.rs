@@ -39,7 +39,7 @@ impl Engine {
     pub fn missing(&self) -> String {
         match self {
             Engine::Oracle { .. } => String::new(),
-            Engine::Tracelab { engine, .. } => format!("n/a: {engine} has no such figure"),
+            Engine::Tracelab { engine, .. } => format!("{engine} has no such figure"),
         }
     }
 }
@@ -241,9 +241,7 @@ impl FileProfile {
                 .then_with(|| a.name.cmp(&b.name))
         });
         let comp_index = |id: u32| -> Option<usize> {
-            profile
-                .iter()
-                .position(|c| *c.name == *names[id as usize])
+            profile.iter().position(|c| *c.name == *names[id as usize])
         };
         let comp_of: Vec<Option<usize>> = (0..names.len() as u32).map(comp_index).collect();
         let timeline = TimelineReport {
@@ -337,7 +335,11 @@ impl FileProfile {
                     executions: s.executions,
                     slowest: s.slowest.as_ref().map(|x| Slowest {
                         elapsed_us: x.elapsed_us,
-                        line: if x.line == 0 { 0 } else { line(x.offset, x.line) },
+                        line: if x.line == 0 {
+                            0
+                        } else {
+                            line(x.offset, x.line)
+                        },
                         binds: x.binds.clone(),
                     }),
                     errors: s.errors.clone(),

@@ -221,7 +221,20 @@ mod tests {
     #[test]
     fn p10_agrees_with_skews_buckets() {
         let b = tracelab_skew::buckets::Buckets::parse("p10").unwrap();
-        for us in [0, 1, 9, 10, 99, 100, 101, 999, 1000, 123_456, 60_002_586, 5_000_000_000] {
+        for us in [
+            0,
+            1,
+            9,
+            10,
+            99,
+            100,
+            101,
+            999,
+            1000,
+            123_456,
+            60_002_586,
+            5_000_000_000,
+        ] {
             assert_eq!(P10::bucket(us), b.index_of(us as f64 * 1e-6), "{us} µs");
         }
     }
@@ -248,7 +261,15 @@ mod tests {
         };
         let n = s.net_of(&kids);
         assert_eq!(
-            (n.count, n.cpu_us, n.elapsed_us, n.disk, n.query, n.rows, n.misses),
+            (
+                n.count,
+                n.cpu_us,
+                n.elapsed_us,
+                n.disk,
+                n.query,
+                n.rows,
+                n.misses
+            ),
             (1, 60, 180, 0, 6, 7, 1)
         );
     }

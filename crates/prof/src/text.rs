@@ -48,7 +48,14 @@ pub fn table(head: &[&str], rows: &[Vec<String>], right: &[bool]) -> String {
         s
     };
     let mut out = line(&mut head.iter().copied());
-    out.push_str(&line(&mut width.iter().map(|w| "-".repeat(*w)).collect::<Vec<_>>().iter().map(String::as_str)));
+    out.push_str(&line(
+        &mut width
+            .iter()
+            .map(|w| "-".repeat(*w))
+            .collect::<Vec<_>>()
+            .iter()
+            .map(String::as_str),
+    ));
     for r in rows {
         out.push_str(&line(&mut r.iter().map(String::as_str)));
     }
@@ -127,7 +134,9 @@ fn ranking(p: &FileProfile) -> String {
                 format!("{:.1}%", s.percent_of_r),
                 secs6(s.self_cpu_us),
                 commify(&s.executions.count.to_string()),
-                commify(&(s.with_recursive.total().count + s.with_recursive.other.count).to_string()),
+                commify(
+                    &(s.with_recursive.total().count + s.with_recursive.other.count).to_string(),
+                ),
                 text_of(s, 60),
             ]
         })
@@ -183,7 +192,11 @@ fn hierarchy(p: &FileProfile) -> String {
             );
             if done[c.statement] {
                 if !p.statements[c.statement].children.is_empty() {
-                    let _ = writeln!(out, "{}  (its recursive statements are shown above)", "  ".repeat(depth));
+                    let _ = writeln!(
+                        out,
+                        "{}  (its recursive statements are shown above)",
+                        "  ".repeat(depth)
+                    );
                 }
                 continue;
             }
@@ -244,7 +257,12 @@ fn histograms(out: &mut String, s: &StatementReport) {
         "Skew: EXEC and FETCH calls, and executions (an EXEC and its FETCHes), by elapsed time:\n",
     );
     out.push_str(&table(
-        &["DURATION RANGE (s)", "EXEC calls", "FETCH calls", "executions"],
+        &[
+            "DURATION RANGE (s)",
+            "EXEC calls",
+            "FETCH calls",
+            "executions",
+        ],
         &rows,
         &[false, true, true, true],
     ));

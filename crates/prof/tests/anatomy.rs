@@ -92,7 +92,10 @@ fn comp(p: &FileProfile, name: &str) -> (i64, u64) {
 fn the_resource_profile_adds_up_to_the_session_by_hand() {
     let p = prof(TRACE);
     // From the first wait's start (1000000 - 2000000) to the last end.
-    assert_eq!((p.first_tim, p.last_tim), (Some(-1_000_000), Some(2_905_300)));
+    assert_eq!(
+        (p.first_tim, p.last_tim),
+        (Some(-1_000_000), Some(2_905_300))
+    );
     assert_eq!(p.response_time_us, 3_905_300);
     let think = "think time (SQL*Net message from client >= 1 s)";
     assert_eq!(comp(&p, think), (3_500_000, 2));
@@ -135,19 +138,42 @@ fn statements_with_and_without_their_recursive_calls_by_hand() {
     // As written (tkprof's figures).
     let w = &parent.with_recursive;
     assert_eq!(
-        (w.parse.count, w.parse.cpu_us, w.parse.elapsed_us, w.parse.disk, w.parse.query, w.parse.misses),
+        (
+            w.parse.count,
+            w.parse.cpu_us,
+            w.parse.elapsed_us,
+            w.parse.disk,
+            w.parse.query,
+            w.parse.misses
+        ),
         (1, 500, 1000, 2, 5, 1)
     );
-    assert_eq!((w.execute.count, w.execute.cpu_us, w.execute.elapsed_us), (3, 300, 320));
     assert_eq!(
-        (w.fetch.count, w.fetch.cpu_us, w.fetch.elapsed_us, w.fetch.query, w.fetch.rows),
+        (w.execute.count, w.execute.cpu_us, w.execute.elapsed_us),
+        (3, 300, 320)
+    );
+    assert_eq!(
+        (
+            w.fetch.count,
+            w.fetch.cpu_us,
+            w.fetch.elapsed_us,
+            w.fetch.query,
+            w.fetch.rows
+        ),
         (2, 500, 2300, 20, 8)
     );
     assert_eq!((w.other.count, w.other.elapsed_us), (1, 10));
     // Less the child's four calls inside the PARSE: c 90, e 215, p 2, cr 5.
     let n = &parent.without_recursive;
     assert_eq!(
-        (n.parse.count, n.parse.cpu_us, n.parse.elapsed_us, n.parse.disk, n.parse.query, n.parse.misses),
+        (
+            n.parse.count,
+            n.parse.cpu_us,
+            n.parse.elapsed_us,
+            n.parse.disk,
+            n.parse.query,
+            n.parse.misses
+        ),
         (1, 410, 785, 0, 0, 1)
     );
     assert_eq!(n.fetch, w.fetch);
@@ -155,10 +181,16 @@ fn statements_with_and_without_their_recursive_calls_by_hand() {
     assert_eq!((child.self_elapsed_us, child.self_cpu_us), (215, 90));
     assert_eq!(parent.children.len(), 1);
     let edge = &parent.children[0];
-    assert_eq!((edge.statement, edge.calls, edge.elapsed_us, edge.cpu_us), (1, 4, 215, 90));
+    assert_eq!(
+        (edge.statement, edge.calls, edge.elapsed_us, edge.cpu_us),
+        (1, 4, 215, 90)
+    );
     assert_eq!(child.parents, vec![0]);
     assert_eq!((parent.dep, child.dep), (Some(0), Some(1)));
-    assert_eq!((parent.optimizer_goal, parent.plan_hash, parent.uid), (Some(1), 22, Some(108)));
+    assert_eq!(
+        (parent.optimizer_goal, parent.plan_hash, parent.uid),
+        (Some(1), 22, Some(108))
+    );
     // Waits by cursor, as tkprof lists them.
     let wait = |s: &tracelab_prof::StatementReport, n: &str| {
         s.waits
@@ -166,7 +198,10 @@ fn statements_with_and_without_their_recursive_calls_by_hand() {
             .find(|w| w.name == n)
             .map(|w| (w.times, w.max_us, w.total_us))
     };
-    assert_eq!(wait(parent, "SQL*Net message from client"), Some((2, 1_500_000, 1_500_500)));
+    assert_eq!(
+        wait(parent, "SQL*Net message from client"),
+        Some((2, 1_500_000, 1_500_500))
+    );
     assert_eq!(wait(child, "db file sequential read"), Some((1, 100, 100)));
     // Bind sets: A, B, A.
     assert_eq!((parent.binds.executions, parent.binds.distinct), (3, 2));
@@ -201,7 +236,14 @@ fn statements_with_and_without_their_recursive_calls_by_hand() {
     assert_eq!(parent.plans.len(), 1);
     let plan = &parent.plans[0];
     assert_eq!((plan.captures, plan.plan_hash), (2, 22));
-    assert_eq!((plan.lines[0].rows_first, plan.rows_avg(0), plan.lines[0].rows_max), (3, 4, 5));
+    assert_eq!(
+        (
+            plan.lines[0].rows_first,
+            plan.rows_avg(0),
+            plan.lines[0].rows_max
+        ),
+        (3, 4, 5)
+    );
     // tkprof's totals: depth 0 and deeper; WAIT #0 counts as non-recursive.
     assert_eq!(p.non_recursive.calls, parent.with_recursive);
     assert_eq!(p.recursive.calls, child.with_recursive);
@@ -211,9 +253,17 @@ fn statements_with_and_without_their_recursive_calls_by_hand() {
         .iter()
         .find(|w| w.name == "SQL*Net message from client")
         .unwrap();
-    assert_eq!((snmfc.times, snmfc.max_us, snmfc.total_us), (3, 2_000_000, 3_500_500));
     assert_eq!(
-        (p.summary.user_statements, p.summary.internal_statements, p.summary.unique_statements, p.summary.elapsed_seconds),
+        (snmfc.times, snmfc.max_us, snmfc.total_us),
+        (3, 2_000_000, 3_500_500)
+    );
+    assert_eq!(
+        (
+            p.summary.user_statements,
+            p.summary.internal_statements,
+            p.summary.unique_statements,
+            p.summary.elapsed_seconds
+        ),
         (1, 1, 2, 3)
     );
 }

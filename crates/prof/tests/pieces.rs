@@ -73,7 +73,11 @@ fn pieces_add_up_to_the_whole_read() {
     assert!(v[0]["statements"].as_array().unwrap().len() > 20);
     if whole != pieces {
         let (a, b): (Vec<&str>, Vec<&str>) = (whole.lines().collect(), pieces.lines().collect());
-        let i = a.iter().zip(&b).position(|(x, y)| x != y).unwrap_or(a.len().min(b.len()));
+        let i = a
+            .iter()
+            .zip(&b)
+            .position(|(x, y)| x != y)
+            .unwrap_or(a.len().min(b.len()));
         panic!(
             "pieces differ from the whole read at JSON line {i}:\nwhole:  {}\npieces: {}\n(context: {})",
             a.get(i).unwrap_or(&""),

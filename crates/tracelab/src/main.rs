@@ -4,8 +4,8 @@
 
 mod db;
 mod exit;
-mod progress;
 mod prof;
+mod progress;
 mod proxy;
 mod run;
 mod skew;

@@ -81,9 +81,7 @@ pub fn run(a: Args) -> Result<i32, Failure> {
     let text = if a.json {
         tracelab_prof::to_json(&profiles)
     } else {
-        let o = TextOptions {
-            tkprof: a.tkprof,
-        };
+        let o = TextOptions { tkprof: a.tkprof };
         profiles
             .iter()
             .map(|p| tracelab_prof::render(p, o))

@@ -19,8 +19,7 @@ fn fixture(p: &str) -> String {
 }
 
 const DB_PING: &str = "db-ping/cdb1_ora_15440_PINGTEST.trc";
-const CRC_30561: &str =
-    "crc-local-force/orcl_ora_30561_RC-20230830160541-20230703160541.trc.gz";
+const CRC_30561: &str = "crc-local-force/orcl_ora_30561_RC-20230830160541-20230703160541.trc.gz";
 
 fn json(args: &[&str]) -> Value {
     let mut all = vec!["prof", "--json"];
@@ -62,9 +61,13 @@ fn the_profile_holds_mrskews_rows_and_adds_up_to_skews_unaccounted_total() {
     // With the time mrskew leaves out, the total is skew --unaccounted's.
     let (skew, _, _) = tracelab(&["skew", "--unaccounted", &fixture(DB_PING)]);
     let total = |t: &str| {
-        t.lines()
-            .find(|l| l.starts_with("TOTAL ("))
-            .map(|l| l.split_whitespace().skip(2).take(2).collect::<Vec<_>>().join(" "))
+        t.lines().find(|l| l.starts_with("TOTAL (")).map(|l| {
+            l.split_whitespace()
+                .skip(2)
+                .take(2)
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
     };
     assert_eq!(total(&out), total(&skew));
     assert_eq!(total(&out).as_deref(), Some("22.098316 100.0%"));
@@ -123,7 +126,11 @@ fn trctools_published_sums() {
     let v = json(&[&fixture("trctools/simple_trace.trc")]);
     assert_eq!(sums(&v[0]), (553, 598, 755, 5, 2));
     let s = &v[0]["statements"];
-    assert!(s.as_array().unwrap().iter().any(|s| s["sqlid"] == "atxg62s17nkj4"));
+    assert!(s
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|s| s["sqlid"] == "atxg62s17nkj4"));
     let v = json(&[&fixture("trctools/simple_trace_2x.trc")]);
     assert_eq!(sums(&v[0]), (1105, 1744, 1966, 12, 4));
     // Tracing began after the first PARSING IN CURSOR: the CPU of the
@@ -186,14 +193,22 @@ fn tkprof_layout_and_the_recursive_hierarchy() {
     let (tk, _, _) = tracelab(&["prof", "--tkprof", &fixture("trace-combine/main.trc")]);
     assert!(!tk.contains("RESOURCE PROFILE") && !tk.contains("tracelab: rank"));
     let first = tk.find("SQL ID: ").unwrap();
-    assert!(tk[first..].starts_with("SQL ID: 50vxqdkj4zu1w"), "{}", &tk[first..first + 40]);
+    assert!(
+        tk[first..].starts_with("SQL ID: 50vxqdkj4zu1w"),
+        "{}",
+        &tk[first..first + 40]
+    );
     // The PL/SQL block's EXEC less its recursive statements: the JSON
     // tables differ by exactly what the children claimed.
     let v = json(&[&fixture("trace-combine/main.trc")]);
     let top = &v[0]["statements"][0];
     assert_eq!(top["sqlid"], "9x825n14bw9r9");
-    let with = top["with_recursive"]["execute"]["elapsed_us"].as_i64().unwrap();
-    let without = top["without_recursive"]["execute"]["elapsed_us"].as_i64().unwrap();
+    let with = top["with_recursive"]["execute"]["elapsed_us"]
+        .as_i64()
+        .unwrap();
+    let without = top["without_recursive"]["execute"]["elapsed_us"]
+        .as_i64()
+        .unwrap();
     let kids: i64 = top["children"]
         .as_array()
         .unwrap()
@@ -219,7 +234,9 @@ fn the_html_page_is_self_contained_with_charts_and_links() {
     assert_eq!(code, 0, "{err}");
     let html = std::fs::read_to_string(&page).unwrap();
     assert!(html.starts_with("<!DOCTYPE html>"));
-    assert!(!html.contains("<script") && !html.contains("src=\"http") && !html.contains("href=\"http"));
+    assert!(
+        !html.contains("<script") && !html.contains("src=\"http") && !html.contains("href=\"http")
+    );
     assert!(html.contains("aria-label=\"resource profile\""));
     assert!(html.contains("aria-label=\"timeline\""));
     assert!(html.contains("by elapsed seconds (p10)"));
@@ -228,11 +245,17 @@ fn the_html_page_is_self_contained_with_charts_and_links() {
     let mut links = 0;
     for part in html.split("href=\"#").skip(1) {
         let id = &part[..part.find('"').unwrap()];
-        assert!(html.contains(&format!("id=\"{id}\"")), "no target for #{id}");
+        assert!(
+            html.contains(&format!("id=\"{id}\"")),
+            "no target for #{id}"
+        );
         links += 1;
     }
     assert!(links > 10);
-    assert!(html.contains("id=\"f1-s1\""), "the second trace has its own anchors");
+    assert!(
+        html.contains("id=\"f1-s1\""),
+        "the second trace has its own anchors"
+    );
 }
 
 #[test]
@@ -254,9 +277,12 @@ fn tracelabs_own_sqlite_trace_says_which_columns_it_lacks() {
     let trace: PathBuf = traces.join("tracelab_run_0.trc");
     let (out, err, code) = tracelab(&["prof", trace.to_str().unwrap()]);
     assert_eq!(code, 0, "{err}");
-    assert!(out.contains("tracelab client-side trace of sqlite"), "{out}");
     assert!(
-        out.contains("Misses in library cache during parse: n/a (n/a: sqlite has no such figure)"),
+        out.contains("tracelab client-side trace of sqlite"),
+        "{out}"
+    );
+    assert!(
+        out.contains("Misses in library cache during parse: n/a (sqlite has no such figure)"),
         "{out}"
     );
     // The disk, query and current cells say n/a rather than 0.
@@ -264,7 +290,11 @@ fn tracelabs_own_sqlite_trace_says_which_columns_it_lacks() {
         .lines()
         .find(|l| l.starts_with("Execute "))
         .expect("an Execute row");
-    assert_eq!(exec.split_whitespace().filter(|c| *c == "n/a").count(), 3, "{exec}");
+    assert_eq!(
+        exec.split_whitespace().filter(|c| *c == "n/a").count(),
+        3,
+        "{exec}"
+    );
     let v = json(&[trace.to_str().unwrap()]);
     assert_eq!(v[0]["engine"]["kind"], "tracelab");
     assert_eq!(v[0]["engine"]["engine"], "sqlite");
@@ -292,7 +322,10 @@ fn bad_input_is_named_and_the_rest_still_reported() {
     ]);
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("missing.trc"), "{err}");
-    assert!(err.contains("junk.txt") && err.contains("not an Oracle extended SQL trace"), "{err}");
+    assert!(
+        err.contains("junk.txt") && err.contains("not an Oracle extended SQL trace"),
+        "{err}"
+    );
     assert!(out.contains("Response time R = 22.098316 s"));
     // A damaged trace: warnings with file and line, the report written.
     let (out, err, code) = tracelab(&["prof", &fixture("trctools/malformed_stat.trc")]);
