@@ -471,7 +471,7 @@ impl Collector {
                 if let Some(id) = st.stmt {
                     // The same statement as last time on this cursor: the
                     // address alone could be a new statement's after a free.
-                    if st.stmt_ptr == ptr && self.stmts[id as usize].stmt.sqlid == stmt.sqlid {
+                    if st.stmt_ptr == ptr && same_stmt(&self.stmts[id as usize].stmt, stmt) {
                         return id;
                     }
                 }
@@ -978,8 +978,10 @@ impl Collector {
                 m.sessions.push(id);
             }
         } else if m.started.is_none() && b.len() > 8 && b[4].is_ascii_digit() {
+            // `*** 2024-03-26T18:41:12.322015-07:00 (PDB1(3))` or, up to
+            // 12.1, `*** 2013-04-09 12:19:17.047`.
             let s = lossy(&b[4..]);
-            m.started = Some(s.split(' ').next().unwrap_or("").to_string());
+            m.started = Some(s.split(" (").next().unwrap_or("").to_string());
         }
     }
 
@@ -1084,7 +1086,8 @@ impl Collector {
     /// The id of a statement, made (empty) if new.
     fn stmt_entry(&mut self, stmt: &Statement, first: (u64, u64)) -> u32 {
         let key_dep = if stmt.placeholder { None } else { stmt.dep };
-        if let Some(id) = self.find_stmt(&stmt.sqlid, key_dep) {
+        let key = stmt_key(stmt);
+        if let Some(id) = self.find_stmt(&key, key_dep) {
             // A piece's head, added after its statements were, saw it first.
             let s = &mut self.stmts[id as usize];
             if first.0 < s.first.0 {
@@ -1099,7 +1102,7 @@ impl Collector {
             ..StmtAgg::default()
         });
         self.stmt_ids
-            .entry(stmt.sqlid.as_str().into())
+            .entry(key.as_ref().into())
             .or_default()
             .push((key_dep, id));
         id
@@ -1218,6 +1221,29 @@ impl Collector {
             st.exec = ExecState::Open(x);
         }
     }
+}
+
+/// What makes two statements one: the SQL ID, or before 11.1 (no
+/// `sqlid=`, the reader then writes `#<cursor>:<file>`) the hash value:
+/// cursor numbers there are small and reused by every statement.
+pub(crate) fn stmt_key(s: &Statement) -> std::borrow::Cow<'_, str> {
+    if s.placeholder || !s.sqlid.starts_with('#') {
+        return s.sqlid.as_str().into();
+    }
+    match s.hv {
+        Some(hv) if hv != 0 => format!("hv={hv}").into(),
+        // DDL has hv=0: its text tells statements apart.
+        _ => {
+            use std::hash::Hasher;
+            let mut h = rustc_hash::FxHasher::default();
+            h.write(s.sql.as_bytes());
+            format!("hv=0/{:08x}", h.finish() as u32).into()
+        }
+    }
+}
+
+fn same_stmt(a: &Statement, b: &Statement) -> bool {
+    a.sqlid == b.sqlid && a.hv == b.hv
 }
 
 /// trcsess's `*** [ Unix process pid: 9850 ]`, which starts a block of
@@ -1457,7 +1483,7 @@ impl Piece {
         let mut arc = |s: &Statement| -> Arc<Statement> {
             let ptr = s as *const Statement as usize;
             match &self.last_stmt {
-                Some((p, a)) if *p == ptr && a.sqlid == s.sqlid => a.clone(),
+                Some((p, a)) if *p == ptr && same_stmt(a, s) => a.clone(),
                 _ => {
                     let a = Arc::new(s.clone());
                     self.last_stmt = Some((ptr, a.clone()));

@@ -307,7 +307,7 @@ impl FileProfile {
                 let se = self_e(s);
                 StatementReport {
                     rank: rank + 1,
-                    sqlid: s.stmt.sqlid.clone(),
+                    sqlid: crate::collect::stmt_key(&s.stmt).into_owned(),
                     sql: s.stmt.sql.clone(),
                     placeholder: s.stmt.placeholder,
                     dep: s.stmt.dep.or(s.dep_seen),
