@@ -52,7 +52,10 @@ impl BindBuf {
         if self.text.ends_with('\x1e') {
             self.text.pop();
         }
-        self.text.push_str(&String::from_utf8_lossy(v));
+        match std::str::from_utf8(v) {
+            Ok(t) => self.text.push_str(t),
+            Err(_) => self.text.push_str(&String::from_utf8_lossy(v)),
+        }
         self.text.push('\x1f');
         self.open_quote = v.first() == Some(&b'"') && (v.len() == 1 || !v.ends_with(b"\""));
     }

@@ -21,6 +21,9 @@ use crate::plan::{add_capture, parse_stat, Plan, StatLine};
 use crate::stats::{CallTable, ChildSums, ChildTable, Dur, P10};
 use crate::timeline::Timeline;
 
+/// Slots of the wait-name cache.
+const NAME_CACHE: usize = 32;
+
 /// Name of the resource-profile row for time inside database calls not
 /// covered by their CPU or their waits.
 pub const WITHIN: &str = tracelab_trace::PSEUDO_WITHIN;
@@ -260,7 +263,7 @@ pub(crate) enum Ev<'a> {
         name: &'a str,
         cursor: Option<u64>,
         stmt: &'a Statement,
-        f: DbFields,
+        f: &'a DbFields,
         depmin: i64,
         offset: u64,
         line: u64,
@@ -309,7 +312,7 @@ impl<'a> Ev<'a> {
                 name: c.name,
                 cursor,
                 stmt: c.stmt,
-                f: c.db,
+                f: &c.db,
                 depmin: c.depmin,
                 offset: c.offset,
                 line: c.line,
@@ -365,7 +368,7 @@ impl OwnedEv {
                 name,
                 cursor: *cursor,
                 stmt,
-                f: *f,
+                f,
                 depmin: *depmin,
                 offset: *offset,
                 line: *line,
@@ -402,6 +405,12 @@ pub(crate) struct Collector {
     pub thinktime_us: i64,
     pub think_name: String,
     pub names: Names,
+    /// Name ids of the calls whose name their kind fixes (by `CallKind as
+    /// usize`), and of recent wait names by address.
+    kind_names: [Option<u32>; 16],
+    name_cache: [(usize, usize, u32); NAME_CACHE],
+    /// Reused for the gaps a call closes.
+    gap_buf: Vec<(i64, i64)>,
     /// Resource profile rows by name id (top-level calls, all waits,
     /// unaccounted-for time).
     pub comps: Vec<Dur>,
@@ -422,6 +431,8 @@ pub(crate) struct Collector {
     pid: Option<u64>,
     procs: FxHashMap<Option<u64>, Dyn>,
     line_state: LineState,
+    /// Inside a quoted bind value that goes on over lines.
+    bind_quote: bool,
     capture: Option<(u64, Vec<StatLine>)>,
 }
 
@@ -431,6 +442,9 @@ impl Collector {
             thinktime_us,
             think_name: think_name(thinktime_us),
             names: Names::default(),
+            kind_names: [None; 16],
+            name_cache: [(0, 0, 0); NAME_CACHE],
+            gap_buf: Vec::new(),
             comps: Vec::new(),
             stmts: Vec::new(),
             stmt_ids: FxHashMap::default(),
@@ -443,6 +457,7 @@ impl Collector {
             pid: None,
             procs: FxHashMap::default(),
             line_state: LineState::Normal,
+            bind_quote: false,
             capture: None,
         }
     }
@@ -450,11 +465,51 @@ impl Collector {
     #[inline]
     fn comp(&mut self, name: &str, us: i64) -> u32 {
         let id = self.names.id(name);
+        self.comp_id(id, us);
+        id
+    }
+
+    #[inline]
+    fn comp_id(&mut self, id: u32, us: i64) {
         if self.comps.len() <= id as usize {
             self.comps.resize(id as usize + 1, Dur::default());
         }
         self.comps[id as usize].add(us);
-        id
+    }
+
+    /// The name id of a call: by its kind for the fixed names, from a small
+    /// cache by address for wait names (the reader keeps one copy of each;
+    /// the text is compared too, so a reused address cannot mislead).
+    #[inline]
+    fn name_of(&mut self, kind: CallKind, name: &str) -> u32 {
+        let slot = match kind {
+            CallKind::Lob | CallKind::Unaccounted | CallKind::Line => None,
+            CallKind::Wait => {
+                let h = (name.as_ptr() as usize >> 3) % NAME_CACHE;
+                let (ptr, len, id) = self.name_cache[h];
+                if ptr == name.as_ptr() as usize
+                    && len == name.len()
+                    && *self.names.list[id as usize] == *name
+                {
+                    return id;
+                }
+                let id = self.names.id(name);
+                self.name_cache[h] = (name.as_ptr() as usize, name.len(), id);
+                return id;
+            }
+            k => Some(k as usize),
+        };
+        match slot {
+            Some(i) => {
+                if let Some(id) = self.kind_names[i] {
+                    return id;
+                }
+                let id = self.names.id(name);
+                self.kind_names[i] = Some(id);
+                id
+            }
+            None => self.names.id(name),
+        }
     }
 
     fn seen(&mut self, start: i64, end: i64) {
@@ -567,7 +622,7 @@ impl Collector {
         name: &str,
         cursor: Option<u64>,
         stmt: &Statement,
-        f: DbFields,
+        f: &DbFields,
         depmin: i64,
         (offset, line): (u64, u64),
     ) {
@@ -579,11 +634,10 @@ impl Collector {
         if kind == CallKind::Close || f.plh.is_some() {
             self.meta.modern = true;
         }
-        let name_id = if top {
-            self.comp(name, f.c.unwrap_or(0))
-        } else {
-            self.names.id(name)
-        };
+        let name_id = self.name_of(kind, name);
+        if top {
+            self.comp_id(name_id, f.c.unwrap_or(0));
+        }
         match (f.tim, f.e) {
             (Some(tim), Some(e)) => {
                 self.seen(tim - e, tim);
@@ -608,7 +662,7 @@ impl Collector {
                 CallKind::Fetch => &mut s.calls.fetch,
                 _ => &mut s.calls.other,
             };
-            sums.add_call(&f);
+            sums.add_call(f);
             if matches!(kind, CallKind::Parse | CallKind::Exec | CallKind::Fetch) {
                 if s.og.is_none() {
                     s.og = f.og;
@@ -623,20 +677,28 @@ impl Collector {
                 _ => {}
             }
         }
-        if let Some(plh) = f.plh.filter(|&p| p != 0) {
-            if let Some(st) = self.d.cursors.get_mut(&k) {
-                st.plh = plh;
-            }
-        }
-        self.execution(kind, k, sid, e, (offset, line));
+        self.execution(kind, k, sid, e, f.plh, (offset, line));
         if let Some(d) = f.dep {
-            self.hierarchy(kind, sid, d, depmin, &f);
+            self.hierarchy(kind, sid, d, depmin, f);
         }
     }
 
     /// EXEC starts an execution, FETCH (and UNMAP) adds to it, PARSE and
     /// CLOSE end it.
-    fn execution(&mut self, kind: CallKind, k: u64, sid: u32, e: i64, (offset, line): (u64, u64)) {
+    fn execution(
+        &mut self,
+        kind: CallKind,
+        k: u64,
+        sid: u32,
+        e: i64,
+        plh: Option<i64>,
+        (offset, line): (u64, u64),
+    ) {
+        if let Some(plh) = plh.filter(|&p| p != 0) {
+            if let Some(st) = self.d.cursors.get_mut(&k) {
+                st.plh = plh;
+            }
+        }
         match kind {
             CallKind::Exec => {
                 self.end_exec(k);
@@ -740,7 +802,8 @@ impl Collector {
         // latest end: when `tim` goes back, as where traces were
         // concatenated, what follows starts a new clock walk).
         let mut end = self.d.top_end;
-        let mut gaps: Vec<(i64, i64)> = Vec::new();
+        let mut gaps = std::mem::take(&mut self.gap_buf);
+        gaps.clear();
         for w in self.d.pending_waits.iter().filter(|w| !inside(w)) {
             if let Some(prev) = end {
                 if w.0 > prev {
@@ -761,7 +824,10 @@ impl Collector {
             let id = self.comp(WITHIN, within);
             self.timeline.add(start, tim, id, within);
         }
-        self.gaps(&gaps);
+        if !gaps.is_empty() {
+            self.gaps(&gaps);
+        }
+        self.gap_buf = gaps;
     }
 
     fn gaps(&mut self, gaps: &[(i64, i64)]) {
@@ -783,6 +849,7 @@ impl Collector {
         tim: Option<i64>,
         (offset, line): (u64, u64),
     ) {
+        let name_id = self.name_of(CallKind::Wait, name);
         let think = ela >= self.thinktime_us && name == SNMFC;
         let comp = if think {
             let n = std::mem::take(&mut self.think_name);
@@ -790,14 +857,14 @@ impl Collector {
             self.think_name = n;
             id
         } else {
-            self.comp(name, ela)
+            self.comp_id(name_id, ela);
+            name_id
         };
         if let Some(t) = tim {
             self.d.pending_waits.push((t - ela, t));
             self.timeline.add(t - ela, t, comp, ela);
             self.seen(t - ela, t);
         }
-        let name_id = if think { self.names.id(name) } else { comp };
         match cursor.filter(|&k| k != 0) {
             Some(k) => {
                 let sid = self.stmt_for(k, stmt, offset, line);
@@ -844,6 +911,7 @@ impl Collector {
                         .entry(k)
                         .or_insert_with(|| CursorState::new(piece));
                     st.binds.start();
+                    self.bind_quote = false;
                     self.line_state = LineState::Binds(k);
                 }
             }
@@ -890,14 +958,19 @@ impl Collector {
     }
 
     fn bind_line(&mut self, k: u64, b: &[u8]) {
+        let t = b.trim_ascii_start();
+        // Most lines of a BINDS block are the bind's metadata.
+        if !(t.starts_with(b"Bind#") || t.starts_with(b"value=")) && !self.bind_quote {
+            return;
+        }
         let Some(st) = self.d.cursors.get_mut(&k) else {
             return;
         };
         if st.binds.open_quote {
             st.binds.more(b);
+            self.bind_quote = st.binds.open_quote;
             return;
         }
-        let t = b.trim_ascii_start();
         if t.starts_with(b"Bind#") {
             st.binds.bind();
             // A damaged dump may put `value=` on the Bind# line itself.
@@ -907,6 +980,7 @@ impl Collector {
         } else if let Some(v) = t.strip_prefix(b"value=") {
             st.binds.value(v);
         }
+        self.bind_quote = st.binds.open_quote;
     }
 
     fn stat(&mut self, b: &[u8]) {
@@ -998,6 +1072,7 @@ impl Collector {
                 self.finish_process();
             }
         }
+        self.timeline.finish();
     }
 
     fn finish_process(&mut self) {
@@ -1223,6 +1298,13 @@ impl Collector {
     }
 }
 
+fn ev_text<'a>(ev: &Ev<'a>) -> &'a [u8] {
+    match ev {
+        Ev::Line { text, .. } => text,
+        _ => b"",
+    }
+}
+
 /// What makes two statements one: the SQL ID, or before 11.1 (no
 /// `sqlid=`, the reader then writes `#<cursor>:<file>`) the hash value:
 /// cursor numbers there are small and reused by every statement.
@@ -1438,8 +1520,11 @@ impl Piece {
                 }
             },
         };
-        if let Ev::Line { text, .. } = ev {
-            if let Some(pid) = process_of(text) {
+        if let Ev::Line {
+            text: [b'*', ..], ..
+        } = ev
+        {
+            if let Some(pid) = process_of(ev_text(&ev)) {
                 // The collector switches process; so do the heads.
                 self.cur = Some(pid);
                 self.col.event(&ev);
@@ -1506,7 +1591,7 @@ impl Piece {
                 name: name.into(),
                 cursor,
                 stmt: arc(stmt),
-                f,
+                f: *f,
                 depmin,
                 offset,
                 line,

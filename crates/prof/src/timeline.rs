@@ -14,9 +14,36 @@ pub(crate) struct Timeline {
     pub shift: u32,
     /// Bin index (tim >> shift) → (component id, µs).
     pub bins: BTreeMap<i64, Vec<(u32, i64)>>,
+    /// The bin most calls fall in, kept out of the map until another is
+    /// needed (most calls land in the same bin as the one before).
+    cur: Option<(i64, Vec<(u32, i64)>)>,
 }
 
 impl Timeline {
+    /// Settles the current bin and keeps to `MAX_BINS`: before the bins are
+    /// read.
+    pub fn finish(&mut self) {
+        self.settle();
+        while self.bins.len() > MAX_BINS {
+            let s = self.shift + 1;
+            self.grow_to(s);
+        }
+    }
+
+    /// Puts the current bin into the map.
+    pub fn settle(&mut self) {
+        if let Some((k, v)) = self.cur.take() {
+            let slot = self.bins.entry(k).or_default();
+            if slot.is_empty() {
+                *slot = v;
+            } else {
+                for (c, us) in v {
+                    add_to(slot, c, us);
+                }
+            }
+        }
+    }
+
     pub fn width(&self) -> i64 {
         1i64 << self.shift
     }
@@ -25,6 +52,7 @@ impl Timeline {
         if shift <= self.shift {
             return;
         }
+        self.settle();
         let by = shift - self.shift;
         let old = std::mem::take(&mut self.bins);
         for (k, v) in old {
@@ -48,8 +76,18 @@ impl Timeline {
         }
         let (first, last) = (start >> self.shift, end >> self.shift);
         if first == last {
-            add_to(self.bins.entry(first).or_default(), comp, us);
+            match &mut self.cur {
+                Some((k, v)) if *k == first => {
+                    add_to(v, comp, us);
+                    return;
+                }
+                _ => {
+                    self.settle();
+                    self.cur = Some((first, vec![(comp, us)]));
+                }
+            }
         } else {
+            self.settle();
             // Each bin gets the share of `us` up to its end less the share
             // up to its start: wider bins then hold exactly the sum of the
             // narrower ones they replace (pieces of a file merge exactly).
@@ -71,6 +109,8 @@ impl Timeline {
     /// Adds another timeline whose component ids `map` translates.
     pub fn merge(&mut self, o: Timeline, map: &[u32]) {
         let mut o = o;
+        self.settle();
+        o.settle();
         let shift = self.shift.max(o.shift);
         self.grow_to(shift);
         o.grow_to(shift);
@@ -99,7 +139,8 @@ fn add_to(slot: &mut Vec<(u32, i64)>, comp: u32, us: i64) {
 mod tests {
     use super::*;
 
-    fn total(t: &Timeline) -> i64 {
+    fn total(t: &mut Timeline) -> i64 {
+        t.finish();
         t.bins.values().flatten().map(|(_, us)| us).sum()
     }
 
@@ -113,7 +154,7 @@ mod tests {
         }
         t.add(0, 60_000_000, 4, 60_000_000);
         sum += 60_000_000;
-        assert_eq!(total(&t), sum);
+        assert_eq!(total(&mut t), sum);
         assert!(t.bins.len() <= MAX_BINS);
     }
 
@@ -131,7 +172,7 @@ mod tests {
             }
         }
         a.merge(b, &[0]);
-        assert_eq!(total(&a), total(&whole));
+        assert_eq!(total(&mut a), total(&mut whole));
         assert_eq!(a.shift, whole.shift);
         assert_eq!(a.bins.len(), whole.bins.len());
     }
