@@ -411,6 +411,7 @@ pub(crate) struct Collector {
     name_cache: [(usize, usize, u32); NAME_CACHE],
     /// Reused for the gaps a call closes.
     gap_buf: Vec<(i64, i64)>,
+    fixed: Option<(u32, u32, u32, u32)>,
     /// Resource profile rows by name id (top-level calls, all waits,
     /// unaccounted-for time).
     pub comps: Vec<Dur>,
@@ -445,6 +446,7 @@ impl Collector {
             kind_names: [None; 16],
             name_cache: [(0, 0, 0); NAME_CACHE],
             gap_buf: Vec::new(),
+            fixed: None,
             comps: Vec::new(),
             stmts: Vec::new(),
             stmt_ids: FxHashMap::default(),
@@ -462,11 +464,22 @@ impl Collector {
         }
     }
 
+    /// Ids of the rows every call may add to: unaccounted-for within and
+    /// between calls, think time, and SQL*Net message from client.
     #[inline]
-    fn comp(&mut self, name: &str, us: i64) -> u32 {
-        let id = self.names.id(name);
-        self.comp_id(id, us);
-        id
+    fn fixed_ids(&mut self) -> (u32, u32, u32, u32) {
+        if let Some(ids) = self.fixed {
+            return ids;
+        }
+        let think = self.think_name.clone();
+        let ids = (
+            self.names.id(WITHIN),
+            self.names.id(BETWEEN),
+            self.names.id(&think),
+            self.names.id(SNMFC),
+        );
+        self.fixed = Some(ids);
+        ids
     }
 
     #[inline]
@@ -487,11 +500,14 @@ impl Collector {
             CallKind::Wait => {
                 let h = (name.as_ptr() as usize >> 3) % NAME_CACHE;
                 let (ptr, len, id) = self.name_cache[h];
-                if ptr == name.as_ptr() as usize
-                    && len == name.len()
-                    && *self.names.list[id as usize] == *name
-                {
+                // In a piece, wait names are the reader's one copy each, alive
+                // as long as the piece: the address says it all. Elsewhere
+                // (heads handed over) names are copies: no cache.
+                if self.piece && ptr == name.as_ptr() as usize && len == name.len() {
                     return id;
+                }
+                if !self.piece {
+                    return self.names.id(name);
                 }
                 let id = self.names.id(name);
                 self.name_cache[h] = (name.as_ptr() as usize, name.len(), id);
@@ -821,7 +837,8 @@ impl Collector {
         self.d.pending_waits.clear();
         self.timeline.add(start, tim, name_id, c);
         if within != 0 {
-            let id = self.comp(WITHIN, within);
+            let id = self.fixed_ids().0;
+            self.comp_id(id, within);
             self.timeline.add(start, tim, id, within);
         }
         if !gaps.is_empty() {
@@ -833,7 +850,8 @@ impl Collector {
     fn gaps(&mut self, gaps: &[(i64, i64)]) {
         let between: i64 = gaps.iter().map(|(a, b)| b - a).sum();
         if between != 0 {
-            let id = self.comp(BETWEEN, between);
+            let id = self.fixed_ids().1;
+            self.comp_id(id, between);
             for &(a, b) in gaps {
                 self.timeline.add(a, b, id, b - a);
             }
@@ -850,12 +868,11 @@ impl Collector {
         (offset, line): (u64, u64),
     ) {
         let name_id = self.name_of(CallKind::Wait, name);
-        let think = ela >= self.thinktime_us && name == SNMFC;
+        let (_, _, think_id, snmfc_id) = self.fixed_ids();
+        let think = ela >= self.thinktime_us && name_id == snmfc_id;
         let comp = if think {
-            let n = std::mem::take(&mut self.think_name);
-            let id = self.comp(&n, ela);
-            self.think_name = n;
-            id
+            self.comp_id(think_id, ela);
+            think_id
         } else {
             self.comp_id(name_id, ela);
             name_id
@@ -1324,8 +1341,15 @@ pub(crate) fn stmt_key(s: &Statement) -> std::borrow::Cow<'_, str> {
     }
 }
 
+/// Whether `b`, at the address `a` was last seen at, is still `a`: the
+/// reader frees a cursor's statement when the cursor is parsed again, so
+/// an address can come back with another statement. Hash value and text
+/// length tell them apart without comparing texts.
 fn same_stmt(a: &Statement, b: &Statement) -> bool {
-    a.sqlid == b.sqlid && a.hv == b.hv
+    a.hv == b.hv
+        && a.sql.len() == b.sql.len()
+        && a.placeholder == b.placeholder
+        && (a.hv.is_some() || a.sqlid == b.sqlid)
 }
 
 /// trcsess's `*** [ Unix process pid: 9850 ]`, which starts a block of

@@ -337,3 +337,43 @@ fn bad_input_is_named_and_the_rest_still_reported() {
     let (_, err, code) = tracelab(&["prof", "--thinktime", "-1", &fixture(DB_PING)]);
     assert_eq!(code, 2, "{err}");
 }
+
+#[test]
+fn traces_before_11g_keep_statements_apart_by_hash_value() {
+    // 9.2: no sqlid=, cursor numbers reused by every statement, DDL with
+    // hv=0. Expected: one statement per (hash value or DDL text, depth) of
+    // the PARSING IN CURSOR lines, counted here from the raw lines.
+    let path = fixture("oracle-samples/dokt_ora_26478.trc");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let mut want = std::collections::BTreeSet::new();
+    let mut lines = text.lines();
+    while let Some(l) = lines.next() {
+        if let Some(rest) = l.strip_prefix("PARSING IN CURSOR ") {
+            let field = |k: &str| {
+                rest.split(' ')
+                    .find_map(|w| w.strip_prefix(k))
+                    .unwrap_or("")
+                    .to_string()
+            };
+            let hv = field("hv=");
+            let key = if hv == "0" {
+                lines.next().unwrap_or("").to_string()
+            } else {
+                hv
+            };
+            want.insert((key, field("dep=")));
+        }
+    }
+    let v = json(&[&path]);
+    let got: Vec<&Value> = v[0]["statements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["placeholder"] == false)
+        .collect();
+    assert!(want.len() > 20, "{}", want.len());
+    assert_eq!(got.len(), want.len());
+    assert!(got
+        .iter()
+        .any(|s| s["sqlid"].as_str().unwrap().starts_with("hv=0/")));
+}
