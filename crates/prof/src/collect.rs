@@ -432,8 +432,8 @@ pub(crate) struct Collector {
     pid: Option<u64>,
     procs: FxHashMap<Option<u64>, Dyn>,
     line_state: LineState,
-    /// Inside a quoted bind value that goes on over lines.
-    bind_quote: bool,
+    /// The BINDS block being read.
+    cur_binds: BindBuf,
     capture: Option<(u64, Vec<StatLine>)>,
 }
 
@@ -459,7 +459,7 @@ impl Collector {
             pid: None,
             procs: FxHashMap::default(),
             line_state: LineState::Normal,
-            bind_quote: false,
+            cur_binds: BindBuf::default(),
             capture: None,
         }
     }
@@ -601,6 +601,11 @@ impl Collector {
     }
 
     pub fn event(&mut self, ev: &Ev<'_>) {
+        if let LineState::Binds(k) = self.line_state {
+            if !matches!(ev, Ev::Line { .. }) {
+                self.end_binds(k);
+            }
+        }
         if self.capture.is_some() {
             let stat = matches!(ev, Ev::Line { text, .. } if text.starts_with(b"STAT #"));
             if !stat {
@@ -900,17 +905,11 @@ impl Collector {
                 return;
             }
             LineState::Binds(k) => {
-                if b.is_empty() || b[0] == b' ' {
-                    self.bind_line(k, b);
+                if b.is_empty() || b[0] == b' ' || self.cur_binds.open_quote {
+                    self.bind_line(b);
                     return;
                 }
-                if let Some(st) = self.d.cursors.get_mut(&k) {
-                    if st.binds.open_quote {
-                        st.binds.more(b);
-                        return;
-                    }
-                }
-                self.line_state = LineState::Normal;
+                self.end_binds(k);
             }
             LineState::Normal => {}
         }
@@ -921,14 +920,7 @@ impl Collector {
                 let id = &b[7..];
                 let end = id.iter().position(|&c| c == b':').unwrap_or(id.len());
                 if let Some(k) = cursor_key(&id[..end]) {
-                    let piece = self.piece;
-                    let st = self
-                        .d
-                        .cursors
-                        .entry(k)
-                        .or_insert_with(|| CursorState::new(piece));
-                    st.binds.start();
-                    self.bind_quote = false;
+                    self.cur_binds.start();
                     self.line_state = LineState::Binds(k);
                 }
             }
@@ -974,30 +966,38 @@ impl Collector {
         }
     }
 
-    fn bind_line(&mut self, k: u64, b: &[u8]) {
+    /// A line of the BINDS block being read, into `cur_binds` (the block
+    /// goes to its cursor when it ends: one look-up per block).
+    fn bind_line(&mut self, b: &[u8]) {
+        let binds = &mut self.cur_binds;
+        if binds.open_quote {
+            binds.more(b);
+            return;
+        }
         let t = b.trim_ascii_start();
-        // Most lines of a BINDS block are the bind's metadata.
-        if !(t.starts_with(b"Bind#") || t.starts_with(b"value=")) && !self.bind_quote {
-            return;
-        }
-        let Some(st) = self.d.cursors.get_mut(&k) else {
-            return;
-        };
-        if st.binds.open_quote {
-            st.binds.more(b);
-            self.bind_quote = st.binds.open_quote;
-            return;
-        }
         if t.starts_with(b"Bind#") {
-            st.binds.bind();
+            binds.bind();
             // A damaged dump may put `value=` on the Bind# line itself.
             if let Some(i) = memchr::memmem::find(t, b"value=") {
-                st.binds.value(&t[i + 6..]);
+                binds.value(&t[i + 6..]);
             }
         } else if let Some(v) = t.strip_prefix(b"value=") {
-            st.binds.value(v);
+            binds.value(v);
         }
-        self.bind_quote = st.binds.open_quote;
+    }
+
+    /// The BINDS block of cursor `k` ended: it is the cursor's now.
+    fn end_binds(&mut self, k: u64) {
+        self.line_state = LineState::Normal;
+        let piece = self.piece;
+        let st = self
+            .d
+            .cursors
+            .entry(k)
+            .or_insert_with(|| CursorState::new(piece));
+        std::mem::swap(&mut st.binds, &mut self.cur_binds);
+        st.binds.fresh = true;
+        st.binds.open_quote = false;
     }
 
     fn stat(&mut self, b: &[u8]) {
@@ -1172,6 +1172,7 @@ impl Collector {
             self.switch(pid);
         }
         self.line_state = o.line_state;
+        self.cur_binds = o.cur_binds;
         self.capture = o.capture;
     }
 
@@ -1529,6 +1530,15 @@ impl Piece {
 
     #[inline]
     pub fn on_call(&mut self, c: &Call<'_>) {
+        // Most lines of a trace with binds are the binds' metadata
+        // (`  oacdty=…`, `  kxsbbbfp=…`): nothing reads them.
+        if c.kind == CallKind::Line
+            && c.text.starts_with(b"  ")
+            && !c.text[2..].starts_with(b"value=")
+            && !self.col.cur_binds.open_quote
+        {
+            return;
+        }
         let Some(ev) = Ev::from_call(c) else { return };
         let h = match self.heads.last() {
             Some(h) if h.pid == self.cur => self.heads.len() - 1,
