@@ -669,7 +669,16 @@ impl Collector {
             (Some(tim), None) => self.seen(tim, tim),
             _ => {}
         }
-        let Some(k) = cursor else { return };
+        let Some(k) = cursor else {
+            // The recursive calls a commit runs (XCTEND has no cursor and no
+            // depth) are its own: the next top-level call must not claim them.
+            if kind == CallKind::Xctend {
+                if let Some(p) = self.d.pending.get_mut(depmin.max(0) as usize + 1) {
+                    *p = Pending::default();
+                }
+            }
+            return;
+        };
         let sid = self.stmt_for(k, stmt, offset, line);
         let e = f.e.unwrap_or(0);
         {

@@ -98,6 +98,12 @@ fn file(o: &mut String, f: usize, p: &FileProfile) {
 
 /// The statements that spent most of a profile row's time, for its links.
 fn spenders<'a>(p: &'a FileProfile, name: &str) -> Vec<(&'a StatementReport, i64)> {
+    // Think time is SQL*Net message from client on the statements' cursors.
+    let name = if name.starts_with("think time") {
+        crate::collect::SNMFC
+    } else {
+        name
+    };
     let mut v: Vec<(&StatementReport, i64)> = p
         .statements
         .iter()
@@ -220,7 +226,7 @@ fn timeline(o: &mut String, p: &FileProfile) {
         o,
         "<svg width=\"{}\" height=\"{}\" role=\"img\" aria-label=\"timeline\">",
         w + left + 20.0,
-        h + top + 60.0
+        h + top + 80.0
     );
     let bw = (t.bin_us as f64 / span as f64 * w).max(1.0);
     for (start, parts) in &t.bins {
@@ -258,15 +264,16 @@ fn timeline(o: &mut String, p: &FileProfile) {
     );
     // Legend: the components in profile order.
     for (i, c) in p.profile.iter().enumerate().take(10) {
-        let x = left + (i % 5) as f64 * 200.0;
-        let y = top + h + 28.0 + (i / 5) as f64 * 14.0;
+        let x = left + (i % 4) as f64 * 250.0;
+        let y = top + h + 28.0 + (i / 4) as f64 * 14.0;
+        let name: String = c.name.chars().take(36).collect();
         let _ = write!(
             o,
             "<rect x=\"{x}\" y=\"{}\" width=\"10\" height=\"10\" fill=\"{}\"/><text x=\"{}\" y=\"{y}\">{}</text>",
             y - 9.0,
             PALETTE[i % PALETTE.len()],
             x + 14.0,
-            esc(&c.name)
+            esc(&name)
         );
     }
     o.push_str("</svg>\n");
