@@ -11,6 +11,7 @@
 #     BENCH_GB   size of the generated trace in GB (10^9 bytes), default 1.0
 #     BENCH_DIR  scratch/output directory, default bench/out (gitignored)
 #     BENCH_RUNS timed runs per case (median is reported), default 5
+#     BENCH_NO_BUILD=1  time the target/release/tracelab already built
 #
 # What it does:
 #   1. builds the inputs the way bench/skew.sh does (BENCH_PREPARE_ONLY=1:
@@ -52,8 +53,10 @@ quarter=$BENCH_DIR/quarter.trc
 big_bytes=$(stat -c %s "$big")
 quarter_bytes=$(stat -c %s "$quarter")
 
-log "cargo build --release -p tracelab"
-cargo build --release -p tracelab
+if [[ ${BENCH_NO_BUILD:-0} != 1 ]]; then
+    log "cargo build --release -p tracelab"
+    cargo build --release -p tracelab
+fi
 [[ -x $TL ]] || die "$TL was not produced by the build"
 
 WORK=$(mktemp -d "$BENCH_DIR/.prof.XXXXXX")
