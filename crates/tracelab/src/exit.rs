@@ -8,6 +8,7 @@
 //! (the summary is still printed).
 
 use tracelab_db::DbError;
+use tracelab_prof::ProfError;
 use tracelab_skew::SkewError;
 use tracelab_study::StudyError;
 
@@ -27,6 +28,8 @@ pub enum Failure {
     #[error(transparent)]
     Skew(#[from] SkewError),
     #[error(transparent)]
+    Prof(#[from] ProfError),
+    #[error(transparent)]
     Db(#[from] DbError),
     #[error(transparent)]
     Study(StudyError),
@@ -45,7 +48,7 @@ pub enum Failure {
 impl Failure {
     fn status(&self) -> i32 {
         match self {
-            Failure::Skew(_) | Failure::Usage(_) => USAGE,
+            Failure::Skew(_) | Failure::Usage(_) | Failure::Prof(_) => USAGE,
             // A `-c` the engine cannot take: the command line was wrong.
             Failure::Db(DbError::Setting { .. }) => USAGE,
             Failure::Db(_) => DB,

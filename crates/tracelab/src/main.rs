@@ -4,6 +4,7 @@
 
 mod db;
 mod exit;
+mod prof;
 mod progress;
 mod proxy;
 mod run;
@@ -29,6 +30,10 @@ enum Command {
     /// Profile Oracle extended SQL trace files (10046) the way mrskew does:
     /// filter, group and aggregate calls.
     Skew(Box<skew::Args>),
+    /// The response-time profile report of a trace (tkprof, TVD$XTAT, Method R
+    /// Profiler): resource profile, statements ranked with tkprof's call
+    /// statistics, plans, binds, skew; text, JSON, HTML.
+    Prof(Box<prof::Args>),
     /// Start, stop or look at a private, throw-away PostgreSQL or MariaDB for runs and
     /// studies.
     Db(db::Args),
@@ -58,6 +63,7 @@ fn main() {
     let cli = Cli::parse_from(args);
     let status = match cli.command {
         Command::Skew(a) => skew::run(*a),
+        Command::Prof(a) => prof::run(*a),
         Command::Db(a) => db::run(a),
         Command::Run(a) => run::run(*a),
         Command::Study(a) => study::run(*a),

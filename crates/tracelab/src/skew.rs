@@ -266,7 +266,9 @@ pub fn run(a: Args) -> Result<i32, Failure> {
     })
 }
 
-fn write_report(path: Option<&str>, text: &str) -> Result<(), Failure> {
+/// Writes a report to `path`, or to standard output (a closed pipe is no
+/// error).
+pub fn write_report(path: Option<&str>, text: &str) -> Result<(), Failure> {
     let result = match path {
         Some(p) => std::fs::write(p, text),
         None => {
