@@ -7,6 +7,7 @@
 //! server could not be started, stopped or found; 130 stopped by Ctrl-C
 //! (the summary is still printed).
 
+use tracelab_calls::CallsError;
 use tracelab_db::DbError;
 use tracelab_skew::SkewError;
 use tracelab_study::StudyError;
@@ -28,6 +29,8 @@ pub enum Failure {
     Skew(#[from] SkewError),
     #[error(transparent)]
     Db(#[from] DbError),
+    #[error(transparent)]
+    Calls(#[from] CallsError),
     #[error(transparent)]
     Study(StudyError),
     #[error("{0}")]
@@ -57,6 +60,8 @@ impl Failure {
                 StudyError::Database(_) | StudyError::Server(_) => DB,
             },
             Failure::Proxy(_) => TROUBLE,
+            Failure::Calls(CallsError::Write { .. }) => OUTPUT,
+            Failure::Calls(_) => USAGE,
         }
     }
 }
