@@ -2,7 +2,7 @@
 export, computed by DuckDB or by PySpark (local mode), for
 crates/tracelab/tests/calls_engines.rs to compare with `tracelab skew --json`.
 
-usage: python3 profile.py duckdb|spark CASES.json
+usage: python3 group_export.py duckdb|spark CASES.json
 
 CASES.json: [{"id": ..., "calls": PATH, "layout": "dir"|"file", "format":
 "parquet"|"csv"|"jsonl", "where": SQL, "group": {"duckdb": SQL, "spark": SQL}}]
@@ -16,7 +16,7 @@ INSTALL = "pip install duckdb pyspark  (scripts/test.sh installs them)"
 
 
 def missing(engine, err):
-    print(f"profile.py: {engine} is not installed ({err}): {INSTALL}", file=sys.stderr)
+    print(f"group_export.py: {engine} is not installed ({err}): {INSTALL}", file=sys.stderr)
     sys.exit(3)
 
 
@@ -54,18 +54,21 @@ def spark_rows(cases):
         SparkSession.builder.master("local[2]")
         .appName("tracelab-calls-test")
         .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "4")
         .config("spark.driver.memory", "1g")
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")
     out = {}
+    frames = {}
     try:
         for c in cases:
-            if c["layout"] == "dir":
-                df = spark.read.parquet(c["calls"] + "/calls")
-            else:
-                df = spark.read.parquet(c["calls"])
+            # Each export is read once and kept in memory for its cases.
+            path = c["calls"] + ("/calls" if c["layout"] == "dir" else "")
+            if path not in frames:
+                frames[path] = spark.read.parquet(path).cache()
+            df = frames[path]
             rows = (
                 df.where(F.expr(c["where"]))
                 .groupBy(F.expr(c["group"]["spark"]).cast("string").alias("g"))
