@@ -11,7 +11,8 @@
 #     BENCH_GB=0.05 bash bench/calls.sh          # a quick run
 #
 # Environment: BENCH_GB (default 1.0), BENCH_DIR (default bench/out),
-# BENCH_RUNS timed runs per case, median reported (default 3).
+# BENCH_RUNS timed runs per case, median reported (default 3), BENCH_TL a
+# binary to measure instead of building one.
 # The input is bench/skew.sh's (BENCH_PREPARE_ONLY=1 builds it): the 20
 # real 19c traces of tests/fixtures/crc-local-force/ concatenated to size.
 # Needs python3 with duckdb (scripts/test.sh installs it).
@@ -21,7 +22,8 @@ set -euo pipefail
 BENCH_GB=${BENCH_GB:-1.0}
 BENCH_DIR=${BENCH_DIR:-bench/out}
 BENCH_RUNS=${BENCH_RUNS:-3}
-TL=target/release/tracelab
+# BENCH_TL: measure this binary instead of building target/release/tracelab.
+TL=${BENCH_TL:-target/release/tracelab}
 
 die() { echo "bench/calls.sh: $*" >&2; exit 1; }
 log() { echo "==> $*" >&2; }
@@ -30,8 +32,10 @@ log() { echo "==> $*" >&2; }
 python3 -c 'import duckdb' 2>/dev/null || die "needs DuckDB for Python: python3 -m pip install duckdb"
 
 BENCH_GB=$BENCH_GB BENCH_DIR=$BENCH_DIR BENCH_PREPARE_ONLY=1 bash bench/skew.sh
-log "cargo build --release -p tracelab"
-cargo build --release -p tracelab
+if [[ -z ${BENCH_TL:-} ]]; then
+    log "cargo build --release -p tracelab"
+    cargo build --release -p tracelab
+fi
 big=$BENCH_DIR/big.trc
 gz=$BENCH_DIR/big.trc.gz
 parts=("$BENCH_DIR"/split/part-?.trc)

@@ -29,7 +29,7 @@ pub struct FileContext<'a> {
 }
 
 fn utc() -> DataType {
-    DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into()))
+    DataType::Timestamp(TimeUnit::Microsecond, Some("+00:00".into()))
 }
 
 fn bind_item() -> Field {
@@ -93,12 +93,31 @@ pub fn schema(with_file_id: bool) -> SchemaRef {
     Arc::new(Schema::new(fields))
 }
 
-/// Columns whose values are nearly all distinct: Parquet's dictionary
-/// would only be built to be dropped.
+/// Columns whose values are mostly distinct: a Parquet dictionary would
+/// be built only to be dropped when it grows past its page.
 pub const NOT_DICTIONARY: &[&str] = &[
     "line",
     "parse_id",
     "exec_id",
+    "af",
+    "dur",
+    "e",
+    "c",
+    "ela",
+    "tim",
+    "start_time",
+    "end_time",
+    "p2",
+];
+
+/// Columns with row-group statistics, for engines to skip row groups by
+/// time, line, statement or name.
+pub const STATISTICS: &[&str] = &[
+    "file_id",
+    "line",
+    "name",
+    "sqlid",
+    "dep",
     "tim",
     "start_time",
     "end_time",
@@ -170,7 +189,7 @@ impl CallColumns {
         let n = BATCH_ROWS;
         let ints = || Int64Builder::with_capacity(n);
         let strs = |bytes: usize| StringBuilder::with_capacity(n, n * bytes);
-        let times = || TimestampMicrosecondBuilder::with_capacity(n).with_timezone("UTC");
+        let times = || TimestampMicrosecondBuilder::with_capacity(n).with_timezone("+00:00");
         CallColumns {
             schema: schema(with_file_id),
             file_id: with_file_id.then(|| Int32Builder::with_capacity(n)),
@@ -268,7 +287,8 @@ impl CallColumns {
         self.tim.append_option(tim);
         let end = tim.and_then(|t| f.tim_offset_us.map(|o| o + t));
         self.end_time.append_option(end);
-        self.start_time.append_option(end.map(|e| e - call.dur_us()));
+        self.start_time
+            .append_option(end.map(|e| e - call.dur_us()));
         let d = &call.db;
         self.r.append_option(d.r);
         self.p.append_option(d.p);

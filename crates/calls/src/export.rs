@@ -20,7 +20,7 @@ use arrow_schema::SchemaRef;
 use tracelab_skew::{CallVars, NameCache, Query, SkewError, SkewOptions};
 use tracelab_trace::{open, open_counted, Call, Diagnostics, ReadOptions, Reader, Source};
 
-use crate::columns::{schema, CallColumns, FileContext, NOT_DICTIONARY};
+use crate::columns::{schema, CallColumns, FileContext, NOT_DICTIONARY, STATISTICS};
 use crate::error::CallsError;
 use crate::header::Header;
 use crate::sink::{Format, TableWriter};
@@ -177,7 +177,7 @@ fn write_table(
     schema: SchemaRef,
     rx: Receiver<RecordBatch>,
 ) -> Result<(), CallsError> {
-    let mut w = TableWriter::create(path, format, &schema, NOT_DICTIONARY)?;
+    let mut w = TableWriter::create(path, format, &schema, NOT_DICTIONARY, STATISTICS)?;
     for b in rx {
         w.write(&b)?;
     }
@@ -185,7 +185,7 @@ fn write_table(
 }
 
 fn write_one(path: &Path, format: Format, batch: &RecordBatch) -> Result<(), CallsError> {
-    let mut w = TableWriter::create(path, format, &batch.schema(), &[])?;
+    let mut w = TableWriter::create(path, format, &batch.schema(), &[], &[])?;
     w.write(batch)?;
     w.finish()
 }
@@ -300,7 +300,9 @@ impl Shared<'_> {
                     fe.flush();
                 }
             }
-            let FileExport { rows, errors, tx, .. } = fe;
+            let FileExport {
+                rows, errors, tx, ..
+            } = fe;
             drop(tx);
             out.rows = rows;
             let unkept = errors.total - errors.kept.len() as u64;
@@ -318,7 +320,13 @@ impl Shared<'_> {
     /// At the end of a file: sends what was held while `$depmin` was not
     /// known if it was judged right, or reads the file again with the
     /// file's `$depmin` (all of it, or the part before it was known).
-    fn settle(&self, fe: &mut FileExport<'_, '_>, source: &Source, depmin: i64, out: &mut FileOutcome) {
+    fn settle(
+        &self,
+        fe: &mut FileExport<'_, '_>,
+        source: &Source,
+        depmin: i64,
+        out: &mut FileOutcome,
+    ) {
         if fe.tentative {
             fe.tentative = false;
             let right = fe.used.is_none_or(|(lo, hi)| lo == depmin && hi == depmin);
@@ -352,7 +360,8 @@ impl Shared<'_> {
                 .map_err(|e| e.to_string())
         });
         if let Err(e) = again {
-            out.warnings.push(&out.name, 0, format!("reading the start again: {e}"));
+            out.warnings
+                .push(&out.name, 0, format!("reading the start again: {e}"));
         }
         fe.flush();
     }

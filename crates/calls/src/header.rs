@@ -95,7 +95,10 @@ impl Header {
         } else if let Some(v) = after("Instance name:") {
             self.instance.get_or_insert(v);
         } else if let Some(v) = after("Unix process pid:") {
-            let pid = v.split(|ch: char| !ch.is_ascii_digit()).next().unwrap_or("");
+            let pid = v
+                .split(|ch: char| !ch.is_ascii_digit())
+                .next()
+                .unwrap_or("");
             self.pid = self.pid.or(pid.parse().ok());
         } else if let Some(rest) = line.strip_prefix("*** ") {
             self.star_line(rest);
@@ -144,10 +147,9 @@ pub fn parse_timestamp(s: &str) -> Option<(i64, Option<i32>)> {
     let b = s.as_bytes();
     let num = |from: usize, len: usize| -> Option<u32> {
         let d = b.get(from..from + len)?;
-        d.iter().all(u8::is_ascii_digit).then(|| {
-            d.iter()
-                .fold(0u32, |n, &ch| n * 10 + u32::from(ch - b'0'))
-        })
+        d.iter()
+            .all(u8::is_ascii_digit)
+            .then(|| d.iter().fold(0u32, |n, &ch| n * 10 + u32::from(ch - b'0')))
     };
     let (y, mo, d) = (num(0, 4)?, num(5, 2)?, num(8, 2)?);
     if b.get(4) != Some(&b'-') || !matches!(b.get(10), Some(b'T') | Some(b' ')) {

@@ -130,7 +130,10 @@ impl Layout {
             || output.as_os_str().to_string_lossy().ends_with('/')
             || named.is_none();
         if is_dir {
-            return Ok((Layout::Dir(output.to_path_buf()), format.unwrap_or(Format::Parquet)));
+            return Ok((
+                Layout::Dir(output.to_path_buf()),
+                format.unwrap_or(Format::Parquet),
+            ));
         }
         match (named, format) {
             (Some(n), Some(f)) if n != f => Err(CallsError::Usage(format!(
@@ -163,10 +166,9 @@ impl Layout {
         match self {
             Layout::Dir(d) => d.join(format!("{table}.{}", format.extension())),
             Layout::File(f) => {
-                let stem = f.file_stem().map_or_else(
-                    || "calls".to_string(),
-                    |s| s.to_string_lossy().into_owned(),
-                );
+                let stem = f
+                    .file_stem()
+                    .map_or_else(|| "calls".to_string(), |s| s.to_string_lossy().into_owned());
                 f.with_file_name(format!("{stem}.{table}.{}", format.extension()))
             }
         }

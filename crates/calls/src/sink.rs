@@ -61,33 +61,49 @@ pub struct TableWriter {
     inner: Inner,
 }
 
-fn parquet_properties(no_dictionary: &[&str]) -> WriterProperties {
+fn parquet_properties(no_dictionary: &[&str], stats: &[&str]) -> WriterProperties {
     let mut b = WriterProperties::builder()
         .set_compression(Compression::ZSTD(ZstdLevel::default()))
         .set_max_row_group_row_count(Some(ROW_GROUP_ROWS))
+        .set_write_batch_size(8192)
         .set_dictionary_enabled(true)
-        .set_statistics_enabled(EnabledStatistics::Chunk);
+        // Statistics (min/max per row group) only where engines prune by
+        // them; computing them for every column costs more than it saves.
+        .set_statistics_enabled(if stats.is_empty() {
+            EnabledStatistics::Chunk
+        } else {
+            EnabledStatistics::None
+        });
     for c in no_dictionary {
         b = b.set_column_dictionary_enabled(ColumnPath::from(*c), false);
+    }
+    for c in stats {
+        b = b.set_column_statistics_enabled(ColumnPath::from(*c), EnabledStatistics::Chunk);
     }
     b.build()
 }
 
 impl TableWriter {
     /// Creates `path` for batches of `schema`; `no_dictionary` names the
-    /// columns not worth a Parquet dictionary.
+    /// columns not worth a Parquet dictionary, `stats` those that get
+    /// statistics (all when empty).
     pub fn create(
         path: &Path,
         format: Format,
         schema: &Arc<Schema>,
         no_dictionary: &[&str],
+        stats: &[&str],
     ) -> Result<TableWriter, CallsError> {
         let err = |e: &dyn std::fmt::Display| CallsError::write(path, e);
         let file = File::create(path).map_err(|e| err(&e))?;
         let inner = match format {
             Format::Parquet => Inner::Parquet(
-                ArrowWriter::try_new(file, schema.clone(), Some(parquet_properties(no_dictionary)))
-                    .map_err(|e| err(&e))?,
+                ArrowWriter::try_new(
+                    file,
+                    schema.clone(),
+                    Some(parquet_properties(no_dictionary, stats)),
+                )
+                .map_err(|e| err(&e))?,
             ),
             Format::Csv => Inner::Csv(
                 arrow_csv::WriterBuilder::new()
@@ -121,10 +137,9 @@ impl TableWriter {
         let r = match self.inner {
             Inner::Parquet(w) => w.close().map(|_| ()).map_err(|e| e.to_string()),
             Inner::Csv(w) => std::io::Write::flush(&mut w.into_inner()).map_err(|e| e.to_string()),
-            Inner::Jsonl(mut w) => w
-                .finish()
-                .map_err(|e| e.to_string())
-                .and_then(|_| std::io::Write::flush(&mut w.into_inner()).map_err(|e| e.to_string())),
+            Inner::Jsonl(mut w) => w.finish().map_err(|e| e.to_string()).and_then(|_| {
+                std::io::Write::flush(&mut w.into_inner()).map_err(|e| e.to_string())
+            }),
         };
         r.map_err(|e| CallsError::write(&path, &e))
     }

@@ -101,7 +101,7 @@ pub fn files_schema() -> SchemaRef {
         s("client_id"),
         Field::new(
             "start_time",
-            DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into())),
+            DataType::Timestamp(TimeUnit::Microsecond, Some("+00:00".into())),
             true,
         ),
         Field::new("utc_offset_s", DataType::Int32, true),
@@ -114,7 +114,7 @@ pub fn files_batch(files: &[FileOutcome]) -> RecordBatch {
     let mut strs: Vec<StringBuilder> = (0..14).map(|_| StringBuilder::new()).collect();
     let mut ints: Vec<Int64Builder> = (0..5).map(|_| Int64Builder::new()).collect();
     let mut pid = Int64Builder::new();
-    let mut start = TimestampMicrosecondBuilder::new().with_timezone("UTC");
+    let mut start = TimestampMicrosecondBuilder::new().with_timezone("+00:00");
     let mut utc_offset = Int32Builder::new();
     let mut tim_offset = Int64Builder::new();
     let none = Header::default();
@@ -126,32 +126,25 @@ pub fn files_batch(files: &[FileOutcome]) -> RecordBatch {
         strs[basename].append_option(f.basename.as_deref());
         strs[compression].append_option(f.compression.as_deref());
         strs[skipped].append_option(f.skipped.as_deref());
-        for (b, v) in ints.iter_mut().zip([
-            f.warnings.total,
-            f.lines,
-            f.calls,
-            f.rows,
-            f.depmin as u64,
-        ]) {
+        for (b, v) in
+            ints.iter_mut()
+                .zip([f.warnings.total, f.lines, f.calls, f.rows, f.depmin as u64])
+        {
             b.append_value(v as i64);
         }
-        for (b, v) in strs[4..].iter_mut().zip([
-            &h.trace_name,
-            &h.banner,
-            &h.version,
-            &h.host,
-            &h.instance,
-        ]) {
+        for (b, v) in
+            strs[4..]
+                .iter_mut()
+                .zip([&h.trace_name, &h.banner, &h.version, &h.host, &h.instance])
+        {
             b.append_option(v.as_deref());
         }
         pid.append_option(h.pid);
-        for (b, v) in strs[9..].iter_mut().zip([
-            &h.session,
-            &h.service,
-            &h.module,
-            &h.action,
-            &h.client_id,
-        ]) {
+        for (b, v) in
+            strs[9..]
+                .iter_mut()
+                .zip([&h.session, &h.service, &h.module, &h.action, &h.client_id])
+        {
             b.append_option(v.as_deref());
         }
         start.append_option(h.wall_us);
@@ -159,7 +152,9 @@ pub fn files_batch(files: &[FileOutcome]) -> RecordBatch {
         tim_offset.append_option(h.tim_offset_us);
     }
     let mut cols: Vec<ArrayRef> = vec![Arc::new(file_id.finish())];
-    let mut strs = strs.into_iter().map(|mut b| Arc::new(b.finish()) as ArrayRef);
+    let mut strs = strs
+        .into_iter()
+        .map(|mut b| Arc::new(b.finish()) as ArrayRef);
     cols.extend(strs.by_ref().take(4));
     cols.extend(ints.iter_mut().map(|b| Arc::new(b.finish()) as ArrayRef));
     cols.extend(strs.by_ref().take(5));

@@ -64,7 +64,10 @@ fn text(b: &RecordBatch, col: &str, row: usize) -> Option<String> {
 
 /// `key=value` of a trace line (`ela= 5` too), read here by hand.
 fn field(line: &str, key: &str) -> Option<i64> {
-    let words: Vec<&str> = line.split([',', ':', ' ']).filter(|w| !w.is_empty()).collect();
+    let words: Vec<&str> = line
+        .split([',', ':', ' '])
+        .filter(|w| !w.is_empty())
+        .collect();
     let want = format!("{key}=");
     let i = words.iter().position(|w| w.starts_with(&want))?;
     let v = match &words[i][want.len()..] {
@@ -140,9 +143,7 @@ fn every_row_holds_the_numbers_written_on_its_line() {
 fn header_facts_and_wall_clock_times() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("x");
-    let crc = fixture(
-        "crc-local-force/orcl_ora_30537_RC-20230830160541-20230703160541.trc.gz",
-    );
+    let crc = fixture("crc-local-force/orcl_ora_30537_RC-20230830160541-20230703160541.trc.gz");
     let ping = fixture("db-ping/cdb1_ora_15440_PINGTEST.trc");
     export(&opts(&out), &[crc.clone(), ping], None).unwrap();
     let f = read(&out.join("files.parquet"));
@@ -166,22 +167,37 @@ fn header_facts_and_wall_clock_times() {
     assert_eq!(s("instance", 1).as_deref(), Some("cdb1"));
     assert_eq!(s("session", 1).as_deref(), Some("1183.18399"));
     assert_eq!(s("module", 1).as_deref(), Some("SQL*Plus"));
-    let off = f.column_by_name("utc_offset_s").unwrap().as_primitive::<Int32Type>();
+    let off = f
+        .column_by_name("utc_offset_s")
+        .unwrap()
+        .as_primitive::<Int32Type>();
     assert_eq!((off.value(0), off.value(1)), (0, -7 * 3600));
-    let ids = f.column_by_name("file_id").unwrap().as_primitive::<Int32Type>();
+    let ids = f
+        .column_by_name("file_id")
+        .unwrap()
+        .as_primitive::<Int32Type>();
     assert_eq!((ids.value(0), ids.value(1)), (0, 1));
 
     // The first call after the header's timestamp ends at that moment;
     // every call starts `dur` before it ends.
     let c = read(&out.join("calls/file_id=1/part-0.parquet"));
-    let start = c.column_by_name("start_time").unwrap().as_primitive::<TimestampMicrosecondType>();
-    let end = c.column_by_name("end_time").unwrap().as_primitive::<TimestampMicrosecondType>();
+    let start = c
+        .column_by_name("start_time")
+        .unwrap()
+        .as_primitive::<TimestampMicrosecondType>();
+    let end = c
+        .column_by_name("end_time")
+        .unwrap()
+        .as_primitive::<TimestampMicrosecondType>();
     // 2022-09-01T17:39:34.556684-07:00
     assert_eq!(end.value(0), 1_662_079_174_556_684);
     for r in 0..c.num_rows() {
         assert_eq!(end.value(r) - start.value(r), int(&c, "dur", r).unwrap());
         let tim = int(&c, "tim", r).unwrap();
-        assert_eq!(end.value(r) - tim, 1_662_079_174_556_684 - 9_578_274_564_137);
+        assert_eq!(
+            end.value(r) - tim,
+            1_662_079_174_556_684 - 9_578_274_564_137
+        );
     }
     assert_eq!(text(&c, "session", 0).as_deref(), Some("1183.18399"));
 }
@@ -190,9 +206,7 @@ fn header_facts_and_wall_clock_times() {
 fn statements_hold_the_text_of_every_sqlid_the_calls_name() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("x.parquet");
-    let crc = fixture(
-        "crc-local-force/orcl_ora_30537_RC-20230830160541-20230703160541.trc.gz",
-    );
+    let crc = fixture("crc-local-force/orcl_ora_30537_RC-20230830160541-20230703160541.trc.gz");
     let outcome = export(&opts(&out), &[crc], None).unwrap();
     assert_eq!(outcome.layout, Some(Layout::File(out.clone())));
     let calls = read(&out);
@@ -200,7 +214,10 @@ fn statements_hold_the_text_of_every_sqlid_the_calls_name() {
     assert!(dir.path().join("x.files.parquet").exists());
     let mut text_of = HashMap::new();
     for r in 0..st.num_rows() {
-        text_of.insert(text(&st, "sqlid", r).unwrap(), text(&st, "text", r).unwrap());
+        text_of.insert(
+            text(&st, "sqlid", r).unwrap(),
+            text(&st, "text", r).unwrap(),
+        );
     }
     assert_eq!(st.num_rows(), outcome.statements);
     for r in 0..calls.num_rows() {
@@ -208,7 +225,10 @@ fn statements_hold_the_text_of_every_sqlid_the_calls_name() {
         assert!(text_of.contains_key(&id), "{id} has no statement row");
     }
     assert!(text_of["7cmmb5pvfds2d"].starts_with("SELECT H.* FROM HOLIDAY H WHERE"));
-    let ids = calls.column_by_name("file_id").unwrap().as_primitive::<Int32Type>();
+    let ids = calls
+        .column_by_name("file_id")
+        .unwrap()
+        .as_primitive::<Int32Type>();
     assert!(ids.iter().all(|i| i == Some(0)));
 }
 
@@ -225,7 +245,9 @@ fn starts_recursive() -> String {
             100 + i
         ));
     }
-    t.push_str("WAIT #1: nam='db file sequential read' ela= 7 file#=1 block#=2 blocks=1 obj#=5 tim=200\n");
+    t.push_str(
+        "WAIT #1: nam='db file sequential read' ela= 7 file#=1 block#=2 blocks=1 obj#=5 tim=200\n",
+    );
     t.push_str("EXEC #2:c=40,e=50,p=0,cr=0,cu=0,mis=0,r=0,dep=0,og=1,plh=0,tim=300\n");
     t.push_str("EXEC #2:c=60,e=70,p=0,cr=0,cu=0,mis=0,r=0,dep=0,og=1,plh=0,tim=400\n");
     t
@@ -262,9 +284,16 @@ fn depmin_known_late_is_applied_to_the_calls_before() {
     );
     assert_eq!(outcome.rows, 3);
     // Wait parameters are typed: file#, block#, blocks.
-    let w = (0..b.num_rows()).find(|&r| text(&b, "call", r).as_deref() == Some("WAIT")).unwrap();
+    let w = (0..b.num_rows())
+        .find(|&r| text(&b, "call", r).as_deref() == Some("WAIT"))
+        .unwrap();
     assert_eq!(
-        (int(&b, "p1", w), int(&b, "p2", w), int(&b, "p3", w), int(&b, "obj", w)),
+        (
+            int(&b, "p1", w),
+            int(&b, "p2", w),
+            int(&b, "p3", w),
+            int(&b, "obj", w)
+        ),
         (Some(1), Some(2), Some(1), Some(5))
     );
 }
@@ -295,7 +324,9 @@ fn layouts_formats_and_refusals() {
     // A filter error names the option and the column.
     let mut bad = opts(&p("bad"));
     bad.where0 = "$af < (1".into();
-    let e = export(&bad, &[trace.clone()], None).unwrap_err().to_string();
+    let e = export(&bad, &[trace.clone()], None)
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("--where"), "{e}");
     // A file that is not a trace is reported and the others exported.
     let junk = p("junk.trc");

@@ -73,7 +73,10 @@ fn export(args: &[&str], files: &[String]) {
     a.extend(args);
     a.extend(files.iter().map(String::as_str));
     let (_, err, code) = tracelab(&a);
-    assert!(code == 0 || code == 1, "tracelab {a:?} failed ({code}): {err}");
+    assert!(
+        code == 0 || code == 1,
+        "tracelab {a:?} failed ({code}): {err}"
+    );
 }
 
 fn exports() -> &'static Exports {
@@ -91,7 +94,10 @@ fn exports() -> &'static Exports {
         };
         export(&["--output", &e.default], &all_traces());
         export(&["--alldepths", "--output", &e.alldepths], &all_traces());
-        export(&["--where", "$dur < 1", "--output", &e.dur_lt_1], &crc_traces());
+        export(
+            &["--where", "$dur < 1", "--output", &e.dur_lt_1],
+            &crc_traces(),
+        );
         export(&["--output", &e.csv], &crc_traces());
         export(&["--output", &e.jsonl], &crc_traces());
         e
@@ -186,7 +192,10 @@ fn engine_profiles(engine: &str, cases: &[Case]) -> BTreeMap<String, Profile> {
                 let g = r[0].as_str().unwrap_or("").to_string();
                 let n = |i: usize| r[i].as_i64().unwrap();
                 let stats = (n(1), n(2), n(3), n(4));
-                assert!(p.insert(g.clone(), stats).is_none(), "{engine}, {id}: '{g}' twice");
+                assert!(
+                    p.insert(g.clone(), stats).is_none(),
+                    "{engine}, {id}: '{g}' twice"
+                );
             }
             (id, p)
         })
@@ -206,8 +215,8 @@ fn cases() -> Vec<Case> {
     let all = all_traces();
     let crc = crc_traces();
     let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
-    let dir = |id, calls: &String, where_sql, g_duck, g_spark, skew: &[&str], files: &[String]| {
-        Case {
+    let dir =
+        |id, calls: &String, where_sql, g_duck, g_spark, skew: &[&str], files: &[String]| Case {
             id,
             calls: calls.clone(),
             layout: "dir",
@@ -217,8 +226,7 @@ fn cases() -> Vec<Case> {
             group_spark: g_spark,
             skew: s(skew),
             files: files.to_vec(),
-        }
-    };
+        };
     let crc_where = "file LIKE '%crc-local-force%'";
     vec![
         // mrskew's default profile.
@@ -233,7 +241,15 @@ fn cases() -> Vec<Case> {
             &[],
             &all,
         ),
-        dir("alldepths", &e.alldepths, "true", "name", "name", &["--alldepths"], &all),
+        dir(
+            "alldepths",
+            &e.alldepths,
+            "true",
+            "name",
+            "name",
+            &["--alldepths"],
+            &all,
+        ),
         // The README's worked example, filtered in SQL.
         dir(
             "dur-lt-1-sql",
@@ -245,7 +261,15 @@ fn cases() -> Vec<Case> {
             &crc,
         ),
         // Time by statement.
-        dir("sqlid", &e.default, "true", "sqlid", "sqlid", &["--group=$sqlid"], &all),
+        dir(
+            "sqlid",
+            &e.default,
+            "true",
+            "sqlid",
+            "sqlid",
+            &["--group=$sqlid"],
+            &all,
+        ),
         // Which lines hold the 60-second waits (FILE:LINE).
         dir(
             "file-line",
@@ -253,7 +277,10 @@ fn cases() -> Vec<Case> {
             "af >= 1000000 AND dur < 65000000",
             "concat(basename, ':', cast(line AS string))",
             "concat(basename, ':', cast(line AS string))",
-            &["--where=$af >= 1 and $dur < 65", "--group=qq{$basename:$line}"],
+            &[
+                "--where=$af >= 1 and $dur < 65",
+                "--group=qq{$basename:$line}",
+            ],
             &all,
         ),
         // The powers-of-ten histogram of client round trips.
@@ -301,15 +328,7 @@ fn cases() -> Vec<Case> {
             ..dir("jsonl", &e.jsonl, "true", "name", "name", &[], &crc)
         },
         // A subset of the fleet, chosen in SQL by file.
-        dir(
-            "crc-only",
-            &e.default,
-            crc_where,
-            "name",
-            "name",
-            &[],
-            &crc,
-        ),
+        dir("crc-only", &e.default, crc_where, "name", "name", &[], &crc),
     ]
 }
 
@@ -318,7 +337,9 @@ fn check(engine: &str, cases: Vec<Case>) {
     for c in &cases {
         let want = skew_profile(c);
         assert!(!want.is_empty(), "case {}: skew found no calls", c.id);
-        let have = got.get(c.id).unwrap_or_else(|| panic!("{engine}: no case {}", c.id));
+        let have = got
+            .get(c.id)
+            .unwrap_or_else(|| panic!("{engine}: no case {}", c.id));
         assert_eq!(have, &want, "{engine}, case {}: engine vs skew", c.id);
     }
 }
