@@ -84,7 +84,7 @@ fn every_row_holds_the_numbers_written_on_its_line() {
     let trace = fixture("trctools/lobread.trc");
     let mut o = opts(&out);
     o.where1 = "1".into();
-    let outcome = export(&o, &[trace.clone()], None).unwrap();
+    let outcome = export(&o, std::slice::from_ref(&trace), None).unwrap();
     let b = read(&out.join("calls/file_id=0/part-0.parquet"));
     assert_eq!(b.num_rows() as u64, outcome.rows);
     assert!(b.num_rows() > 20, "{} rows", b.num_rows());
@@ -316,15 +316,15 @@ fn layouts_formats_and_refusals() {
     ));
     let trace = fixture("db-ping/cdb1_ora_15440_PINGTEST.trc");
     let out: PathBuf = p("again");
-    export(&opts(&out), &[trace.clone()], None).unwrap();
-    match export(&opts(&out), &[trace.clone()], None) {
+    export(&opts(&out), std::slice::from_ref(&trace), None).unwrap();
+    match export(&opts(&out), std::slice::from_ref(&trace), None) {
         Err(CallsError::Usage(m)) => assert!(m.contains("exists"), "{m}"),
         other => panic!("a second export into {out:?} must be refused: {other:?}"),
     }
     // A filter error names the option and the column.
     let mut bad = opts(&p("bad"));
     bad.where0 = "$af < (1".into();
-    let e = export(&bad, &[trace.clone()], None)
+    let e = export(&bad, std::slice::from_ref(&trace), None)
         .unwrap_err()
         .to_string();
     assert!(e.contains("--where"), "{e}");
