@@ -86,22 +86,7 @@ fn options(a: &Args) -> Result<CallsOptions, Failure> {
 
 fn warnings(o: &Outcome) {
     for f in &o.files {
-        if let Some(why) = &f.skipped {
-            eprintln!("tracelab: skipped {why}");
-        }
-        for d in &f.warnings.kept {
-            eprintln!("tracelab: warning: {d}");
-        }
-        let more = f
-            .warnings
-            .total
-            .saturating_sub(f.warnings.kept.len() as u64);
-        if more > 0 {
-            eprintln!(
-                "tracelab: warning: {}: {more} more warnings not shown",
-                f.name
-            );
-        }
+        crate::skew::file_warnings(&f.name, f.skipped.as_deref(), &f.warnings);
     }
 }
 
