@@ -10,6 +10,7 @@ prints {id: [[group, sum_af, calls, min_af, max_af], ...]} as JSON.
 A missing engine exits 3 with the command that installs it.
 """
 import json
+import os
 import sys
 
 INSTALL = "pip install duckdb pyspark  (scripts/test.sh installs them)"
@@ -50,8 +51,13 @@ def spark_rows(cases):
         from pyspark.sql import SparkSession, functions as F
     except ImportError as e:
         missing("pyspark", e)
+    # Loopback only: the driver listens on 127.0.0.1, not on the machine's
+    # interface address Spark would pick.
+    os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
     spark = (
         SparkSession.builder.master("local[2]")
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.driver.bindAddress", "127.0.0.1")
         .appName("tracelab-calls-test")
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
