@@ -16,6 +16,7 @@ mod vars;
 pub use aggregate::{Agg, Groups};
 pub use error::SkewError;
 pub use options::{Format, SkewOptions, Sort};
-pub use query::Query;
+pub use query::{NameCache, Query};
 pub use report::{Report, Row, Stats};
 pub use run::{profile, FileOutcome, Outcome};
+pub use vars::{secs, CallVars};

@@ -7,6 +7,7 @@
 //! server could not be started, stopped or found; 130 stopped by Ctrl-C
 //! (the summary is still printed).
 
+use tracelab_calls::CallsError;
 use tracelab_db::DbError;
 use tracelab_prof::ProfError;
 use tracelab_skew::SkewError;
@@ -31,6 +32,8 @@ pub enum Failure {
     Prof(#[from] ProfError),
     #[error(transparent)]
     Db(#[from] DbError),
+    #[error(transparent)]
+    Calls(#[from] CallsError),
     #[error(transparent)]
     Study(StudyError),
     #[error("{0}")]
@@ -60,6 +63,8 @@ impl Failure {
                 StudyError::Database(_) | StudyError::Server(_) => DB,
             },
             Failure::Proxy(_) => TROUBLE,
+            Failure::Calls(CallsError::Write { .. }) => OUTPUT,
+            Failure::Calls(_) => USAGE,
         }
     }
 }

@@ -2,6 +2,7 @@
 //! dispatches; each subcommand lives in a file of its own, and `exit.rs`
 //! turns every error into a message and an exit status.
 
+mod calls;
 mod db;
 mod exit;
 mod prof;
@@ -47,6 +48,9 @@ enum Command {
     /// A PostgreSQL wire-protocol proxy: add network latency (netem-like)
     /// and write a server-side 10046 trace per client connection.
     Proxy(Box<proxy::Args>),
+    /// Write every call as a row (Parquet, CSV or JSON lines), with the
+    /// statements and files tables, for DuckDB and Spark.
+    Calls(Box<calls::Args>),
 }
 
 fn main() {
@@ -68,6 +72,7 @@ fn main() {
         Command::Run(a) => run::run(*a),
         Command::Study(a) => study::run(*a),
         Command::Proxy(a) => proxy::run(*a),
+        Command::Calls(a) => calls::run(*a),
     };
     match status {
         Ok(code) => std::process::exit(code),

@@ -211,22 +211,22 @@ fn listing(o: &Outcome) {
 
 fn warnings(o: &Outcome) {
     for f in &o.files {
-        if let Some(why) = &f.skipped {
-            eprintln!("tracelab: skipped {why}");
-        }
-        for d in &f.warnings.kept {
-            eprintln!("tracelab: warning: {d}");
-        }
-        let more = f
-            .warnings
-            .total
-            .saturating_sub(f.warnings.kept.len() as u64);
-        if more > 0 {
-            eprintln!(
-                "tracelab: warning: {}: {more} more warnings not shown",
-                f.name
-            );
-        }
+        file_warnings(&f.name, f.skipped.as_deref(), &f.warnings);
+    }
+}
+
+/// One input file's trouble on stderr: why it was skipped, its first
+/// warnings and how many more there were (skew and calls alike).
+pub fn file_warnings(name: &str, skipped: Option<&str>, w: &tracelab_trace::Diagnostics) {
+    if let Some(why) = skipped {
+        eprintln!("tracelab: skipped {why}");
+    }
+    for d in &w.kept {
+        eprintln!("tracelab: warning: {d}");
+    }
+    let more = w.total.saturating_sub(w.kept.len() as u64);
+    if more > 0 {
+        eprintln!("tracelab: warning: {name}: {more} more warnings not shown");
     }
 }
 
