@@ -11,6 +11,7 @@ mod engine;
 mod error;
 mod invalidate;
 mod live;
+mod pace;
 mod session;
 pub mod sql;
 mod summary;

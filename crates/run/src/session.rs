@@ -626,6 +626,7 @@ async fn drive<C: Conn>(
         .map(|r| r / opts.sessions as f64)
         .filter(|r| *r > 0.0);
     let mut intended = own_start;
+    let mut pacer = per_session_rate.map(|_| crate::pace::Pacer::new());
     let mut in_batch = 0u64;
     let mut i = 0usize;
     let mut values: Vec<Option<&str>> = Vec::new();
@@ -667,17 +668,13 @@ async fn drive<C: Conn>(
         // due an exponential gap after the previous one was due, and its
         // latency counts from when it was due (pgbench's -R), so a driver
         // that falls behind shows it.
-        let due = match per_session_rate {
-            Some(rate) => {
+        let due = match (per_session_rate, pacer.as_mut()) {
+            (Some(rate), Some(pacer)) => {
                 intended += (-(1.0 - rng.f64()).ln() / rate * 1e6) as i64;
-                let now = clock.now();
-                if intended > now {
-                    tokio::time::sleep(std::time::Duration::from_micros((intended - now) as u64))
-                        .await;
-                }
+                pacer.sleep_until(&clock, intended).await;
                 Some(intended)
             }
-            None => None,
+            _ => None,
         };
         let k = w.pick(i as u64, &mut rng);
         let st = &w.statements[k];
@@ -777,6 +774,10 @@ async fn drive<C: Conn>(
                 let start = if wrapped { began } else { start };
                 ss.s.executions += 1;
                 let latency = end - due.unwrap_or(start);
+                if let Some(due) = due {
+                    // pgbench's schedule lag: how late the call started.
+                    let _ = ss.s.lag.record((start - due).max(0) as u64);
+                }
                 let counts = &mut ss.s.statements[k];
                 counts.executions += 1;
                 let _ = counts.latency.record(latency.max(1) as u64);

@@ -50,6 +50,9 @@ pub struct SessionSummary {
     pub failure: Option<String>,
     #[serde(skip)]
     pub latency: Histogram<u64>,
+    /// With `--rate`: how late each call started after it was due, µs.
+    #[serde(skip)]
+    pub lag: Histogram<u64>,
     #[serde(skip)]
     pub errors_by_code: BTreeMap<String, (u64, String)>,
     /// Per workload statement: executions, errors and latencies.
@@ -98,6 +101,7 @@ impl SessionSummary {
             elapsed_us: 0,
             failure: None,
             latency: Histogram::new(3).expect("3 significant digits is valid"),
+            lag: Histogram::new(3).expect("3 significant digits is valid"),
             errors_by_code: BTreeMap::new(),
             statements: Vec::new(),
         }
@@ -132,6 +136,11 @@ pub struct Summary {
     pub executions: u64,
     pub tps: f64,
     pub latency_us: Latency,
+    /// With `--rate`: how late calls started after they were due
+    /// (pgbench's schedule lag), µs; their latency counts from the due
+    /// time, so it includes this.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub schedule_lag_us: Option<Latency>,
     pub errors: u64,
     /// Errors of the SQLSTATEs the run was told to ignore.
     pub ignored_errors: u64,
@@ -173,9 +182,11 @@ impl Summary {
             })
             .collect();
         let mut all = Histogram::<u64>::new(3).expect("3 significant digits is valid");
+        let mut lag = Histogram::<u64>::new(3).expect("3 significant digits is valid");
         let mut by_code: BTreeMap<String, (u64, String)> = BTreeMap::new();
         for s in &per_session {
             let _ = all.add(&s.latency);
+            let _ = lag.add(&s.lag);
             for (k, (n, m)) in &s.errors_by_code {
                 by_code.entry(k.clone()).or_insert((0, m.clone())).0 += n;
             }
@@ -193,6 +204,7 @@ impl Summary {
                 0.0
             },
             latency_us: Latency::of(&all),
+            schedule_lag_us: (!lag.is_empty()).then(|| Latency::of(&lag)),
             errors: per_session.iter().map(|s| s.errors).sum(),
             ignored_errors: per_session.iter().map(|s| s.ignored).sum(),
             errors_by_code: by_code,
@@ -217,6 +229,12 @@ impl Summary {
             "sessions: {}\nruntime: {:.3} s\ntransactions: {}\nexecutions: {}\ntps: {:.1}\nlatency (µs): p50 {}  p90 {}  p99 {}  p99.9 {}  max {}\nerrors: {}\n",
             self.sessions, self.runtime_s, self.transactions, self.executions, self.tps, l.p50, l.p90, l.p99, l.p99_9, l.max, self.errors
         );
+        if let Some(l) = &self.schedule_lag_us {
+            t.push_str(&format!(
+                "schedule lag (µs): p50 {}  p90 {}  p99 {}  p99.9 {}  max {}\n",
+                l.p50, l.p90, l.p99, l.p99_9, l.max
+            ));
+        }
         if self.ignored_errors > 0 {
             t.push_str(&format!("ignored errors: {}\n", self.ignored_errors));
         }

@@ -7,10 +7,17 @@ pub fn tracelab(args: &[&str]) -> (String, String, i32) {
     tracelab_env(args, &[])
 }
 
+/// The binary under test: this build's, or `$TRACELAB_TEST_BIN` when set
+/// (to show that a test fails on an older build).
+#[allow(dead_code)]
+pub fn bin() -> String {
+    std::env::var("TRACELAB_TEST_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_tracelab").to_string())
+}
+
 /// As [`tracelab`], with environment variables set.
 #[allow(dead_code)]
 pub fn tracelab_env(args: &[&str], env: &[(&str, &str)]) -> (String, String, i32) {
-    let out = Command::new(env!("CARGO_BIN_EXE_tracelab"))
+    let out = Command::new(bin())
         .args(args)
         .envs(env.iter().copied())
         .output()
