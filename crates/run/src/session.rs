@@ -226,6 +226,7 @@ impl<C: Conn> Session<C> {
                 );
             }
             let _ = t.exec(cursor, times);
+            trace_error(t, cursor, &r.result, r.end);
         }
         r.result
     }
@@ -256,6 +257,9 @@ impl<C: Conn> Session<C> {
             _ => None,
         };
         self.trace_exec(cursor, binds, r.times(), rows);
+        if let Some(t) = self.trace.as_mut() {
+            trace_error(t, cursor, &r.result, r.end);
+        }
         r.result?;
         let Some((fetch, close)) = later else {
             return Ok((start, self.last_end));
@@ -271,6 +275,7 @@ impl<C: Conn> Session<C> {
                         ..f.times()
                     },
                 );
+                trace_error(t, cursor, &f.result, f.end);
             }
             f.result?;
             if rows < fetch_size as u64 {
@@ -280,6 +285,7 @@ impl<C: Conn> Session<C> {
         let c = round_trip!(self, cursor, |c| c.query_text(close));
         if let Some(t) = self.trace.as_mut() {
             let _ = t.close(cursor, c.times());
+            trace_error(t, cursor, &c.result, c.end);
         }
         c.result?;
         Ok((start, self.last_end))
@@ -326,6 +332,9 @@ impl<C: Conn> Session<C> {
         let r = round_trip!(self, cursor, |c| c.fetch_rows(handle, binds));
         let rows = r.result.as_ref().ok().map(|rows| rows.len() as u64);
         self.trace_exec(cursor, binds, r.times(), rows);
+        if let Some(t) = self.trace.as_mut() {
+            trace_error(t, cursor, &r.result, r.end);
+        }
         let rows = r.result?;
         Ok((r.start, r.end, rows))
     }
@@ -338,6 +347,27 @@ impl<C: Conn> Session<C> {
         }
         false
     }
+}
+
+/// After the line of a call that failed, Oracle's `ERROR #c:err=N tim=T`
+/// with the engine's code (SQLSTATE, MariaDB error number, SQLite result
+/// code), as the proxy writes it: so a profile counts the errors, and the
+/// failed call's time stays in its EXEC (or FETCH) line. Failures found by
+/// the client get the SQLSTATE that says so: 08006 (connection failure)
+/// for a lost connection, 07001 (wrong number of parameters) for bind
+/// values that do not fit the statement, HY000 otherwise.
+fn trace_error<T>(t: &mut TraceWriter<File>, cursor: u64, r: &Result<T, DbError>, tim: i64) {
+    let Err(e) = r else { return };
+    let c = e.code.as_bytes();
+    let engine_code = (!c.is_empty() && c.iter().all(u8::is_ascii_digit))
+        || (c.len() == 5 && c.iter().all(|b| b.is_ascii_digit() || b.is_ascii_uppercase()));
+    let code = match e.code.as_str() {
+        _ if engine_code => e.code.as_str(),
+        "connection" => "08006",
+        "binds" => "07001",
+        _ => "HY000",
+    };
+    let _ = t.error(cursor, code, tim);
 }
 
 /// Runs session `index` and returns what it measured.

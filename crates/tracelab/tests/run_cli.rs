@@ -615,3 +615,62 @@ fn a_paced_call_is_not_late_by_a_timer_tick() {
     assert!(lag["max"].as_u64().unwrap() >= lag["p50"].as_u64().unwrap());
 }
 
+/// A statement that fails is traced as Oracle traces it: its EXEC (with
+/// its time) and then `ERROR #c:err=CODE tim=T`, so that a profile counts
+/// the errors and their time.
+#[test]
+fn a_failed_call_is_traced_with_an_error_line() {
+    let base = tempfile::Builder::new()
+        .prefix("tracelab-runcli-")
+        .tempdir_in("/tmp")
+        .unwrap();
+    let binds = base.path().join("d.csv");
+    std::fs::write(&binds, "1\n0\n2\n").unwrap();
+    let traces = base.path().join("traces");
+    let (out, err, code) = tracelab(&[
+        "run",
+        "--engine",
+        "postgres",
+        "--sql",
+        "select 10 / :1::int",
+        "--binds",
+        binds.to_str().unwrap(),
+        "--transactions",
+        "6",
+        "--trace",
+        traces.to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(code, 1, "errors make the exit 1: {err}");
+    let v: serde_json::Value = serde_json::from_str(&out).expect("JSON summary");
+    assert_eq!(v["errors"], 2, "{out}");
+    assert_eq!(v["executions"], 4, "{out}");
+    let text = std::fs::read_to_string(traces.join("tracelab_run_0.trc")).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let errors: Vec<usize> = (0..lines.len())
+        .filter(|&i| lines[i].starts_with("ERROR #"))
+        .collect();
+    assert_eq!(errors.len(), 2, "{text}");
+    for &i in &errors {
+        assert!(
+            lines[i].starts_with("ERROR #1:err=22012 tim="),
+            "{}",
+            lines[i]
+        );
+        assert!(lines[i - 1].starts_with("EXEC #1:"), "{}", lines[i - 1]);
+        // The ERROR line is dated at the end of the call it belongs to.
+        let tim = |l: &str| l.rsplit("tim=").next().unwrap().trim().to_string();
+        assert_eq!(tim(lines[i]), tim(lines[i - 1]), "{}", lines[i]);
+    }
+    // Every execution's time is in the profile, the failed ones too.
+    let (prof, err, code) = tracelab(&[
+        "skew",
+        "--name=^EXEC$",
+        "--csv",
+        "--nohead",
+        traces.join("tracelab_run_0.trc").to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(prof.starts_with("EXEC,") && prof.contains(",6,"), "{prof}");
+}
+
