@@ -378,6 +378,7 @@ pub async fn run(
     clock: Clock,
     (live, worker): (&Live, usize),
     cache: Option<&ResultCache>,
+    trace_first: usize,
 ) -> SessionSummary {
     let mut summary = SessionSummary::new(index);
     // Counts this session in for a tsunami start and the pause at exit,
@@ -402,6 +403,7 @@ pub async fn run(
         worker,
         engine,
         cache,
+        trace_first,
     };
     let connected = match engine {
         Engine::Postgres => match engine::postgres::connect(&opts.url, opts.simple).await {
@@ -431,6 +433,8 @@ struct Env<'a> {
     worker: usize,
     engine: Engine,
     cache: Option<&'a ResultCache>,
+    /// The number of the run's first trace file (see traces.rs).
+    trace_first: usize,
 }
 
 /// A transaction ended: what it wrote is visible to all (or gone), so the
@@ -504,9 +508,10 @@ async fn drive<C: Conn>(
         worker,
         engine,
         cache,
+        trace_first,
     } = env;
     let trace = opts.trace_dir.as_ref().and_then(|dir| {
-        let name = format!("tracelab_run_{index}.trc");
+        let name = crate::traces::name(trace_first + index);
         let f = File::create(dir.join(&name)).ok()?;
         TraceWriter::new(
             f,

@@ -108,6 +108,12 @@ pub struct Args {
     /// (profile them with `tracelab skew`).
     #[arg(long, value_name = "DIR")]
     trace: Option<PathBuf>,
+    /// The --trace directory may hold traces of an earlier run that this
+    /// one would not replace: keep them, and number this run's traces
+    /// after them (without it such a directory is refused, so that one
+    /// profile never mixes two runs).
+    #[arg(long, requires = "trace")]
+    trace_append: bool,
     /// Error codes (comma-separated) of statement errors to count apart
     /// rather than as errors: SQLSTATEs on PostgreSQL (23505,40001), error
     /// numbers on MariaDB (1062), result codes on SQLite (1555).
@@ -258,6 +264,7 @@ pub fn run(a: Args) -> Result<i32, Failure> {
         stop: stop_at,
         exe_delay: Duration::from_secs_f64(a.exe_delay.max(0.0)),
         trace_dir: a.trace.clone(),
+        trace_append: a.trace_append,
         per_commit: if a.autocommit {
             0
         } else {

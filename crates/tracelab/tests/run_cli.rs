@@ -674,3 +674,61 @@ fn a_failed_call_is_traced_with_an_error_line() {
     assert!(prof.starts_with("EXEC,") && prof.contains(",6,"), "{prof}");
 }
 
+/// A trace directory holding an earlier run's traces that this run would
+/// not replace (it had more sessions) is refused before anything runs, so
+/// that `skew DIR/*.trc` never mixes two runs; --trace-append keeps them
+/// and numbers the new ones after them.
+#[test]
+fn a_reused_trace_directory_is_refused_unless_appending() {
+    let base = tempfile::Builder::new()
+        .prefix("tracelab-runcli-")
+        .tempdir_in("/tmp")
+        .unwrap();
+    let traces = base.path().join("traces");
+    let dir = traces.to_str().unwrap();
+    let run = |sessions: &str, extra: &[&str]| {
+        let mut args = vec![
+            "run",
+            "--engine",
+            "sqlite",
+            "--sql",
+            "select 1",
+            "--sessions",
+            sessions,
+            "--transactions",
+            "3",
+            "--trace",
+            dir,
+        ];
+        args.extend_from_slice(extra);
+        tracelab(&args)
+    };
+    let (_, err, code) = run("4", &[]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(trace_files(&traces).len(), 4);
+    // The same run again replaces its own files.
+    let (_, err, code) = run("4", &[]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(trace_files(&traces).len(), 4);
+    // Fewer sessions would leave two of the earlier files beside them.
+    let (out, err, code) = run("2", &[]);
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(
+        err.contains("tracelab_run_2.trc, tracelab_run_3.trc") && err.contains("--trace-append"),
+        "{err}"
+    );
+    assert!(out.is_empty(), "nothing ran: {out}");
+    let (_, err, code) = run("2", &["--trace-append"]);
+    assert_eq!(code, 0, "{err}");
+    let mut files: Vec<String> = trace_files(&traces)
+        .iter()
+        .map(|f| f.rsplit('/').next().unwrap().to_string())
+        .collect();
+    files.sort();
+    assert_eq!(
+        files,
+        (0..6)
+            .map(|n| format!("tracelab_run_{n}.trc"))
+            .collect::<Vec<_>>()
+    );
+}
