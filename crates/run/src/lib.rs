@@ -23,7 +23,7 @@ pub use cache::{
     parse_tables, read_tables_file, CacheMode, CacheOptions, CacheStats, ResultHook, Rows, Seen,
 };
 pub use clock::Timer;
-pub use engine::{redact, Engine};
+pub use engine::{check_url, redact, Engine};
 pub use error::RunError;
 pub use invalidate::setup_sql as result_cache_setup_sql;
 pub use summary::{Latency, SessionSummary, StatementSummary, Summary};
@@ -148,7 +148,7 @@ impl Default for RunOptions {
 /// statement, a lost connection) are counted in the summary, not returned:
 /// what was measured is never lost.
 pub fn run(opts: &RunOptions, workload: &Workload) -> Result<Summary, RunError> {
-    let engine = Engine::of_url(&opts.url)?;
+    let engine = engine::check_url(&opts.url)?;
     let trace_first = match &opts.trace_dir {
         Some(dir) => {
             std::fs::create_dir_all(dir).map_err(|source| RunError::Io {

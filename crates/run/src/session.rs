@@ -358,16 +358,23 @@ impl<C: Conn> Session<C> {
 /// values that do not fit the statement, HY000 otherwise.
 fn trace_error<T>(t: &mut TraceWriter<File>, cursor: u64, r: &Result<T, DbError>, tim: i64) {
     let Err(e) = r else { return };
-    let c = e.code.as_bytes();
-    let engine_code = (!c.is_empty() && c.iter().all(u8::is_ascii_digit))
-        || (c.len() == 5 && c.iter().all(|b| b.is_ascii_digit() || b.is_ascii_uppercase()));
     let code = match e.code.as_str() {
-        _ if engine_code => e.code.as_str(),
+        c if is_engine_code(c) => c,
         "connection" => "08006",
         "binds" => "07001",
         _ => "HY000",
     };
     let _ = t.error(cursor, code, tim);
+}
+
+/// Whether an error code is the engine's own (a SQLSTATE, an error or
+/// result number) rather than one the driver made up (`connection`).
+fn is_engine_code(code: &str) -> bool {
+    let c = code.as_bytes();
+    (!c.is_empty() && c.iter().all(u8::is_ascii_digit))
+        || (c.len() == 5
+            && c.iter()
+                .all(|b| b.is_ascii_digit() || b.is_ascii_uppercase()))
 }
 
 /// Runs session `index` and returns what it measured.
@@ -419,7 +426,22 @@ pub async fn run(
             Err(e) => e,
         },
     };
-    summary.fail(format!("cannot connect: {}", connected.message));
+    // One message per cause, naming the target (never its password); the
+    // failed connection counts as an error, with the server's SQLSTATE
+    // when it refused the login, else 08001 (unable to connect).
+    let code = if is_engine_code(&connected.code) {
+        connected.code.as_str()
+    } else {
+        "08001"
+    };
+    summary.fail_with(
+        code,
+        format!(
+            "cannot connect to {}: {}",
+            engine::redact(&opts.url),
+            connected.message
+        ),
+    );
     summary
 }
 
@@ -544,7 +566,10 @@ async fn drive<C: Conn>(
     ss.s.backend_pid = ss.conn.backend_id().and_then(|id| i32::try_from(id).ok());
     for (name, value) in &opts.settings {
         if let Err(e) = ss.conn.set(name, value).await {
-            ss.s.fail(format!("cannot set {name} = {value}: {}", e.message));
+            ss.s.fail_with(
+                &e.code,
+                format!("cannot set {name} = {value}: {}", e.message),
+            );
             ss.conn.close().await;
             return ss.s;
         }
@@ -560,10 +585,10 @@ async fn drive<C: Conn>(
                     cacheable[k] = cache::classify(c, &st.sql, is_query(&st.sql), &tables)
                 }
                 Err(e) => {
-                    ss.s.fail(format!(
-                        "cannot look up the tables of `{}`: {}",
-                        st.sql, e.message
-                    ));
+                    ss.s.fail_with(
+                        &e.code,
+                        format!("cannot look up the tables of `{}`: {}", st.sql, e.message),
+                    );
                     ss.conn.close().await;
                     return ss.s;
                 }
@@ -608,7 +633,10 @@ async fn drive<C: Conn>(
                 }
             }
             (_, Err(e)) => {
-                ss.s.fail(format!("cannot prepare `{}`: {}", st.sql, e.message));
+                ss.s.fail_with(
+                    &e.code,
+                    format!("cannot prepare `{}`: {}", st.sql, e.message),
+                );
                 ss.conn.close().await;
                 return ss.s;
             }

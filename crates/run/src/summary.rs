@@ -117,6 +117,13 @@ impl SessionSummary {
         self.failure = Some(why);
     }
 
+    /// The session ended early because a step before its work failed
+    /// (connecting, a setting, preparing): that counts as an error too.
+    pub(crate) fn fail_with(&mut self, code: &str, why: String) {
+        self.error(code, why.clone());
+        self.fail(why);
+    }
+
     /// Counts an error of SQLSTATE `code`, keeping its first message.
     pub(crate) fn error(&mut self, code: &str, message: String) {
         self.errors += 1;
@@ -219,6 +226,49 @@ impl Summary {
         self.per_session.iter().any(|s| s.failure.is_some())
     }
 
+    /// Whether every session ended early without executing anything (it
+    /// could not connect, set up or prepare): the figures are all zero
+    /// and only the reasons say something.
+    pub fn ran_nothing(&self) -> bool {
+        self.executions == 0
+            && self.ignored_errors == 0
+            && !self.per_session.is_empty()
+            && self.per_session.iter().all(|s| s.failure.is_some())
+    }
+
+    /// Why sessions ended early: one line per cause, naming the sessions
+    /// ("all 20 sessions", "sessions 3, 7"), not one line per session.
+    pub fn failures(&self) -> Vec<String> {
+        let mut causes: Vec<(&str, Vec<usize>)> = Vec::new();
+        for s in &self.per_session {
+            let Some(why) = s.failure.as_deref() else {
+                continue;
+            };
+            match causes.iter_mut().find(|(w, _)| *w == why) {
+                Some((_, who)) => who.push(s.session),
+                None => causes.push((why, vec![s.session])),
+            }
+        }
+        causes
+            .into_iter()
+            .map(|(why, who)| {
+                let sessions = match who.len() {
+                    1 if self.sessions == 1 => "the session".to_string(),
+                    n if n == self.sessions => format!("all {n} sessions"),
+                    1 => format!("session {}", who[0]),
+                    _ => format!(
+                        "sessions {}",
+                        who.iter()
+                            .map(usize::to_string)
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                };
+                format!("{sessions} ended early: {why}")
+            })
+            .collect()
+    }
+
     pub fn json(&self) -> String {
         serde_json::to_string_pretty(self).unwrap_or_default() + "\n"
     }
@@ -265,12 +315,9 @@ impl Summary {
                 ));
             }
         }
-        for s in self.per_session.iter().filter(|s| s.failure.is_some()) {
-            t.push_str(&format!(
-                "session {} ended early: {}\n",
-                s.session,
-                s.failure.as_deref().unwrap_or("")
-            ));
+        for line in self.failures() {
+            t.push_str(&line);
+            t.push('\n');
         }
         t
     }

@@ -55,7 +55,11 @@ pub(crate) fn first_number(dir: &Path, sessions: usize, append: bool) -> Result<
     others.sort_by_key(|f| (f.len(), f.clone()));
     let shown = match others.len() {
         1..=3 => others.join(", "),
-        n => format!("{}, ... {} ({n} files)", others[..2].join(", "), others[n - 1]),
+        n => format!(
+            "{}, ... {} ({n} files)",
+            others[..2].join(", "),
+            others[n - 1]
+        ),
     };
     Err(RunError::Usage(format!(
         "--trace {}: holds traces this run would not replace ({shown}), so `tracelab skew {}/*.trc` \

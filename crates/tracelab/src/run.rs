@@ -156,6 +156,11 @@ pub struct Args {
 }
 
 pub fn run(a: Args) -> Result<i32, Failure> {
+    // A URL that cannot be read is a mistake on the command line, said
+    // before anything starts.
+    if let Some(url) = &a.db {
+        tracelab_run::check_url(url).map_err(|e| Failure::Usage(e.to_string()))?;
+    }
     let stop_at = match (a.runtime, a.transactions) {
         (Some(s), _) if s > 0.0 && s.is_finite() => Stop::Runtime(Duration::from_secs_f64(s)),
         (Some(s), _) => {
@@ -321,6 +326,12 @@ pub fn run(a: Args) -> Result<i32, Failure> {
     }
     if a.json {
         print!("{}", summary.json());
+    } else if summary.ran_nothing() {
+        // No session got to work: the zero figures say nothing, the cause
+        // does (one line per cause, not per session).
+        for line in summary.failures() {
+            eprintln!("tracelab: {line}");
+        }
     } else {
         print!("{}", summary.text());
     }

@@ -600,7 +600,10 @@ fn a_paced_call_is_not_late_by_a_timer_tick() {
         }
     }
     let o = cmd.output().expect("run tracelab");
-    let (out, err) = (String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    let (out, err) = (
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr),
+    );
     assert_eq!(o.status.code(), Some(0), "{err}");
     let v: serde_json::Value = serde_json::from_str(&out).expect("JSON summary");
     let n = v["transactions"].as_u64().unwrap();
@@ -609,7 +612,10 @@ fn a_paced_call_is_not_late_by_a_timer_tick() {
     // Without a real-time priority the wake-ups wait for the CPU too: a
     // bound that still fails a millisecond timer on a quiet machine.
     let bound = if realtime { 250 } else { 450 };
-    assert!(p50 < bound, "p50 latency {p50} µs (real-time: {realtime}): {out}");
+    assert!(
+        p50 < bound,
+        "p50 latency {p50} µs (real-time: {realtime}): {out}"
+    );
     let lag = &v["schedule_lag_us"];
     assert!(lag["p50"].as_u64().unwrap() <= p50, "{out}");
     assert!(lag["max"].as_u64().unwrap() >= lag["p50"].as_u64().unwrap());
@@ -730,5 +736,111 @@ fn a_reused_trace_directory_is_refused_unless_appending() {
         (0..6)
             .map(|n| format!("tracelab_run_{n}.trc"))
             .collect::<Vec<_>>()
+    );
+}
+
+/// When no session can connect (or prepare), the run says so in one line
+/// naming the target without its password and the cause once, counts the
+/// failures as errors and exits 1; a URL that cannot be read is a usage
+/// error (exit 2) before anything starts.
+#[test]
+fn connection_and_prepare_failures_read_as_one_line() {
+    let one_line = |err: &str| {
+        let lines: Vec<&str> = err.lines().collect();
+        assert_eq!(lines.len(), 1, "{err}");
+        lines[0].to_string()
+    };
+    let (out, err, code) = tracelab(&[
+        "run",
+        "--db",
+        "postgres://app:pw-123@127.0.0.1:1/x",
+        "--sql",
+        "select 1",
+        "--sessions",
+        "3",
+    ]);
+    assert_eq!(code, 1, "{err}");
+    assert!(out.is_empty(), "no zeroed summary: {out}");
+    let line = one_line(&err);
+    assert!(
+        line.contains("all 3 sessions")
+            && line.contains("cannot connect to postgres://app:***@127.0.0.1:1/x")
+            && line.contains("Connection refused"),
+        "{line}"
+    );
+    assert!(!err.contains("pw-123"), "{err}");
+    let (out, err, code) = tracelab(&[
+        "run",
+        "--db",
+        "postgres://app:pw-123@127.0.0.1:1/x",
+        "--sql",
+        "select 1",
+        "--sessions",
+        "3",
+        "--json",
+    ]);
+    assert_eq!(code, 1, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).expect("JSON summary");
+    assert_eq!(v["errors"], 3, "{out}");
+    assert_eq!(v["errors_by_code"]["08001"][0], 3, "{out}");
+    // mysql_async's error, said once.
+    let (_, err, code) = tracelab(&[
+        "run",
+        "--db",
+        "mysql://app:pw-123@127.0.0.1:1/x",
+        "--sql",
+        "select 1",
+        "--sessions",
+        "2",
+    ]);
+    assert_eq!(code, 1, "{err}");
+    let line = one_line(&err);
+    assert!(
+        line.contains("cannot connect to mysql://app:***@127.0.0.1:1/x: Connection refused"),
+        "{line}"
+    );
+    assert_eq!(line.matches("Input/output error").count(), 0, "{line}");
+    // A URL the client cannot read: exit 2, before anything runs.
+    let (out, err, code) = tracelab(&[
+        "run",
+        "--db",
+        "postgres://app:pw-123@127.0.0.1:notaport/x",
+        "--sql",
+        "select 1",
+    ]);
+    assert_eq!(code, 2, "{out}{err}");
+    let line = one_line(&err);
+    assert!(
+        line.contains("postgres://app:***@127.0.0.1:notaport/x") && line.contains("`port`"),
+        "{line}"
+    );
+    assert!(!line.contains("invalid connection string: invalid connection string"));
+    // A statement that does not prepare: one line, the errors counted.
+    let (out, err, code) = tracelab(&[
+        "run",
+        "--engine",
+        "sqlite",
+        "--sql",
+        "selec 1",
+        "--sessions",
+        "2",
+        "--json",
+    ]);
+    assert_eq!(code, 1, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).expect("JSON summary");
+    assert_eq!(v["errors"], 2, "{out}");
+    let (_, err, _) = tracelab(&[
+        "run",
+        "--engine",
+        "sqlite",
+        "--sql",
+        "selec 1",
+        "--sessions",
+        "2",
+    ]);
+    let line = one_line(&err);
+    assert!(
+        line.contains("all 2 sessions ended early: cannot prepare `selec 1`"),
+        "{line}"
     );
 }

@@ -150,9 +150,12 @@ impl Wire {
     /// (trust, password, md5, SCRAM-SHA-256) and waits for the server to
     /// be ready. Errors never hold the password.
     pub(crate) async fn connect(url: &str) -> Result<Wire, DbError> {
-        let cfg: tokio_postgres::Config = url
-            .parse()
-            .map_err(|e| lost(format!("invalid connection string: {e}")))?;
+        let cfg: tokio_postgres::Config = url.parse().map_err(|e| {
+            lost(format!(
+                "invalid connection string: {}",
+                super::innermost(&e)
+            ))
+        })?;
         if cfg.get_ssl_mode() == SslMode::Require {
             return Err(lost(
                 "sslmode=require: tracelab run speaks to PostgreSQL without TLS \

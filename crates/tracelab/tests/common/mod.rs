@@ -11,7 +11,8 @@ pub fn tracelab(args: &[&str]) -> (String, String, i32) {
 /// (to show that a test fails on an older build).
 #[allow(dead_code)]
 pub fn bin() -> String {
-    std::env::var("TRACELAB_TEST_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_tracelab").to_string())
+    std::env::var("TRACELAB_TEST_BIN")
+        .unwrap_or_else(|_| env!("CARGO_BIN_EXE_tracelab").to_string())
 }
 
 /// As [`tracelab`], with environment variables set.
