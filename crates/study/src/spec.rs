@@ -271,6 +271,10 @@ pub struct Column {
     /// Include in the statistics section (ratios, tests).
     #[serde(default = "yes")]
     pub stats: bool,
+    /// The least value the quantity can take (0 for a time, a rate or a
+    /// size): a value below it is shown with a note saying how it arose,
+    /// and an interval stops there.
+    pub min: Option<f64>,
 }
 
 fn two() -> usize {
