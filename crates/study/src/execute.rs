@@ -107,6 +107,8 @@ pub fn run_study(given: &Loaded, o: &Options, obs: &dyn Observer) -> Result<Outc
         (given.clone(), p, None)
     };
     let study = &loaded.study;
+    // Every report expression names something the runs will produce.
+    loaded.check_measurements()?;
     let scratch = tempfile::Builder::new()
         .prefix("tracelab-study-")
         .tempdir_in("/tmp")
@@ -865,19 +867,9 @@ fn run_one(
     }
 
     // The run's own figures.
-    let elapsed_us = summary
-        .per_session
-        .iter()
-        .map(|s| s.elapsed_us)
-        .max()
-        .unwrap_or(0);
-    m.insert("elapsed_ms".into(), elapsed_us as f64 / 1000.0);
-    m.insert("run_ms".into(), summary.runtime_s * 1000.0);
-    m.insert("statements".into(), summary.executions as f64);
-    m.insert("transactions".into(), summary.transactions as f64);
-    m.insert("tps".into(), summary.tps);
-    m.insert("p50_us".into(), summary.latency_us.p50 as f64);
-    m.insert("p99_us".into(), summary.latency_us.p99 as f64);
+    for (name, v) in measure::run_figures(&summary) {
+        m.insert(name.into(), v);
+    }
     // The run's own ids of its server sessions (PostgreSQL backend pids,
     // MariaDB connection ids): the watcher must have read those.
     let run_ids: Option<Vec<i64>> = summary

@@ -11,6 +11,7 @@ mod engine;
 mod error;
 mod execute;
 mod measure;
+mod names;
 mod plan;
 mod report;
 mod script;

@@ -215,6 +215,43 @@ fn a_mistake_in_a_study_file_names_file_line_and_key() {
     );
 }
 
+/// A report column naming a measurement the study will not produce is
+/// refused before the first run (it printed `—` after every run), with
+/// the nearest name it does produce.
+#[test]
+fn a_report_expression_naming_an_unknown_measurement_is_refused_before_any_run() {
+    let dir = tmp("tracelab-study-expr-");
+    let file = dir.path().join("cb.toml");
+    let out = dir.path().join("out");
+    let (text, _, code) = tracelab(&["study", "show", "commit-batch"]);
+    assert_eq!(code, 0);
+    let bad = text.replace(
+        "expr = \"$elapsed_ms / $statements\"",
+        "expr = \"$elapsed_msx / $statements\"",
+    );
+    assert_ne!(bad, text);
+    std::fs::write(&file, &bad).unwrap();
+    let t0 = Instant::now();
+    let (_, err, code) = tracelab(&[
+        "study",
+        "run",
+        file.to_str().unwrap(),
+        "--quick",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains(
+            "key `report.columns.expr`: column `response`: `$elapsed_msx` is not a measurement"
+        ) && err.contains("did you mean `$elapsed_ms`?"),
+        "{err}"
+    );
+    assert!(!out.join("results.sqlite").exists(), "no run, no store");
+    // Refused before any server started (a start takes seconds).
+    assert!(t0.elapsed() < Duration::from_secs(2), "{:?}", t0.elapsed());
+}
+
 #[test]
 fn a_missing_engine_is_named_with_its_remedy_before_any_run() {
     let dir = tmp("tracelab-study-eng-");
