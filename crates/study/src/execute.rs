@@ -28,6 +28,9 @@ pub struct Options {
     pub resume: bool,
     /// Set by Ctrl-C: stop after the current run.
     pub interrupt: Arc<AtomicBool>,
+    /// Consent to what the study creates, drops or changes on a `--db`
+    /// database (named, and refused without it, before anything runs).
+    pub yes: bool,
 }
 
 /// Told about progress (the CLI draws a bar).
@@ -55,6 +58,11 @@ struct Engine {
     applied: BTreeMap<String, String>,
     setup_done: bool,
     probe: Option<postgres::Client>,
+    /// Probes not taken on this engine (their `needs` are not met).
+    skipped_probes: BTreeSet<String>,
+    /// What every run's notes say about this engine (settings the study
+    /// wanted and a database of the user's does not have).
+    notes: Vec<String>,
 }
 
 impl Engine {
@@ -141,6 +149,30 @@ pub fn run_study(given: &Loaded, o: &Options, obs: &dyn Observer) -> Result<Outc
             )));
         }
     }
+    // A database of the user's: name what the study would change there,
+    // and go on only with consent.
+    if !o.yes {
+        let mut told = Vec::new();
+        for e in &engines {
+            let Some(url) = db_for(e) else { continue };
+            let changes = loaded.changes(e)?;
+            if changes.is_empty() {
+                continue;
+            }
+            told.push(format!(
+                "study {} would change {} ({e}), a database that is not tracelab's own:",
+                study.name,
+                redact(url)
+            ));
+            for (when, what) in changes {
+                told.push(format!("  {when}: {}", what.join(", ")));
+            }
+        }
+        if !told.is_empty() {
+            told.push("Nothing was run; run it again with --yes to go ahead.".into());
+            return Err(StudyError::Usage(told.join("\n")));
+        }
+    }
     let mut problems = Vec::new();
     for e in &engines {
         let restarts =
@@ -161,6 +193,7 @@ pub fn run_study(given: &Loaded, o: &Options, obs: &dyn Observer) -> Result<Outc
         }
         for eng in engs.values_mut() {
             facts.extend(engine_facts(eng));
+            check_needs(eng, &loaded);
         }
         let mut store = match store.take() {
             Some(s) => {
@@ -222,6 +255,17 @@ pub fn run_study(given: &Loaded, o: &Options, obs: &dyn Observer) -> Result<Outc
         })
     })();
     for eng in engs.values_mut() {
+        // Server settings the levels changed on a database of the user's
+        // go back to what they were.
+        if eng.private.is_none() && eng.name == "postgres" && !eng.applied.is_empty() {
+            let keys: Vec<String> = eng.applied.keys().cloned().collect();
+            if let Ok(c) = eng.client() {
+                for k in keys {
+                    let _ = c.batch_execute(&format!("ALTER SYSTEM RESET {k}"));
+                }
+                let _ = c.batch_execute("SELECT pg_reload_conf()");
+            }
+        }
         eng.probe = None;
         if let Some(s) = &eng.private {
             let _ = stop(&s.dir);
@@ -311,6 +355,8 @@ fn open_engine(
         applied: BTreeMap::new(),
         setup_done: false,
         probe: None,
+        skipped_probes: BTreeSet::new(),
+        notes: Vec::new(),
     };
     // A database that cannot be reached fails the study before any run.
     if e == "postgres" {
@@ -322,6 +368,63 @@ fn open_engine(
         }
     }
     Ok(eng)
+}
+
+/// The server's value of a setting (PostgreSQL), or `None` when it
+/// cannot be read.
+fn setting(eng: &mut Engine, name: &str) -> Option<String> {
+    let c = eng.client().ok()?;
+    c.query_one("SELECT current_setting($1, true)", &[&name])
+        .ok()?
+        .get::<_, Option<String>>(0)
+}
+
+/// Whether a server's value is the one wanted (`on` and `true` alike).
+fn same_setting(have: &str, want: &str) -> bool {
+    let norm = |v: &str| match v.trim().to_ascii_lowercase().as_str() {
+        "true" | "yes" | "1" => "on".to_string(),
+        "false" | "no" | "0" => "off".to_string(),
+        other => other.to_string(),
+    };
+    norm(have) == norm(want)
+}
+
+/// Probes whose `needs` the server does not meet are not taken, and
+/// every run of the engine says why; on a database of the user's, the
+/// study's `[server]` settings it lacks are noted too (its private server
+/// would have had them). PostgreSQL only: the other engines have no
+/// probe connection here.
+fn check_needs(eng: &mut Engine, l: &Loaded) {
+    if eng.name != "postgres" {
+        return;
+    }
+    for pr in &l.study.probes {
+        for (k, want) in &pr.needs {
+            let Some(have) = setting(eng, k) else {
+                continue;
+            };
+            if !same_setting(&have, want) {
+                eng.skipped_probes.insert(pr.name.clone());
+                eng.notes.push(format!(
+                    "probe {} not taken: it needs {k} = {want}, and the server has {k} = {have} \
+                     (its figures would read 0; ALTER SYSTEM SET {k} = '{want}' and a reload turn it on)",
+                    pr.name
+                ));
+            }
+        }
+    }
+    if eng.private.is_none() {
+        for (k, want) in &l.study.server {
+            let Some(have) = setting(eng, k) else {
+                continue;
+            };
+            if !same_setting(&have, want) {
+                eng.notes.push(format!(
+                    "the study runs its private server with {k} = {want}; this database has {k} = {have}"
+                ));
+            }
+        }
+    }
 }
 
 /// Version and relevant settings of an engine, for the report.
@@ -650,7 +753,7 @@ fn run_one(
     let levels = levels_of(l, &p.cell);
     let vars = run_vars(l, quick, &p.cell, &levels);
     let e = eng.name.clone();
-    let mut notes = Vec::new();
+    let mut notes = eng.notes.clone();
     let mut m: BTreeMap<String, f64> = BTreeMap::new();
 
     apply_server(eng, &levels, restart_keys, l, obs)?;
@@ -748,7 +851,7 @@ fn run_one(
     flush_stats(eng);
     let mut first: BTreeMap<String, f64> = BTreeMap::new();
     for pr in &s.probes {
-        if pr.when == When::After {
+        if pr.when == When::After || eng.skipped_probes.contains(&pr.name) {
             continue;
         }
         if let Some(q) = sql_of(l, "probes.sql", &pr.sql, &e, &vars)? {
@@ -911,7 +1014,7 @@ fn run_one(
     // After: the probes' second look, the after scripts, the after probes.
     flush_stats(eng);
     for pr in &s.probes {
-        if pr.when != When::Delta {
+        if pr.when != When::Delta || eng.skipped_probes.contains(&pr.name) {
             continue;
         }
         if let Some(q) = sql_of(l, "probes.sql", &pr.sql, &e, &vars)? {
@@ -930,7 +1033,7 @@ fn run_one(
     }
     flush_stats(eng);
     for pr in &s.probes {
-        if pr.when != When::After {
+        if pr.when != When::After || eng.skipped_probes.contains(&pr.name) {
             continue;
         }
         if let Some(q) = sql_of(l, "probes.sql", &pr.sql, &e, &vars)? {

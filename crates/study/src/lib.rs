@@ -6,6 +6,7 @@
 //! compared.
 
 pub mod builtin;
+mod changes;
 mod columns;
 mod engine;
 mod error;

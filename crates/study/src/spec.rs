@@ -198,6 +198,12 @@ pub struct Probe {
     /// `delta` (after − before), `after` or `before`.
     #[serde(default)]
     pub when: When,
+    /// Server settings the probe's figures depend on (PostgreSQL:
+    /// `track_wal_io_timing = "on"` for WAL timings): where the server
+    /// has other values, the probe is not taken and the report says why,
+    /// rather than showing a 0 that was never measured.
+    #[serde(default)]
+    pub needs: BTreeMap<String, String>,
 }
 
 #[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq)]

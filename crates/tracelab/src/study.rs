@@ -66,6 +66,10 @@ struct RunArgs {
     /// Seed of a random run order (recorded in the store).
     #[arg(long, value_name = "N")]
     seed: Option<u64>,
+    /// Go ahead with what the study creates, drops or changes on a --db
+    /// database (without it, that is listed and nothing runs).
+    #[arg(long)]
+    yes: bool,
 }
 
 impl From<StudyError> for Failure {
@@ -185,6 +189,7 @@ fn run_one(r: RunArgs) -> Result<i32, Failure> {
         out: out.clone(),
         resume: r.resume,
         interrupt: interrupt.clone(),
+        yes: r.yes,
     };
     let bar = Bar(bar);
     let outcome = run_study(&loaded, &opts, &bar);

@@ -252,6 +252,75 @@ fn a_report_expression_naming_an_unknown_measurement_is_refused_before_any_run()
     assert!(t0.elapsed() < Duration::from_secs(2), "{:?}", t0.elapsed());
 }
 
+/// On a database of the user's (`--db`), commit-batch's setup drops and
+/// creates `ins_t`: the study names what it would change and runs only
+/// with --yes. There `track_wal_io_timing` is off (its default): the WAL
+/// flush time is not measured, and the report says why instead of
+/// showing 0.0000.
+#[test]
+fn a_study_on_your_database_names_what_it_changes_and_needs_yes() {
+    let dir = tmp("tracelab-study-yes-");
+    let pg = dir.path().join("pg");
+    let (url, err, code) = tracelab(&["db", "start", "--dir", pg.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let url = url.trim().to_string();
+    struct Stop(std::path::PathBuf);
+    impl Drop for Stop {
+        fn drop(&mut self) {
+            let _ = tracelab(&["db", "stop", "--dir", self.0.to_str().unwrap()]);
+        }
+    }
+    let _stop = Stop(pg.clone());
+    let mut c = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    c.batch_execute("CREATE TABLE ins_t (mine text); INSERT INTO ins_t VALUES ('keep me')")
+        .unwrap();
+    let out = dir.path().join("out");
+    let args = [
+        "study",
+        "run",
+        "commit-batch",
+        "--quick",
+        "--reps",
+        "2",
+        "--level",
+        "batch=256,4096",
+        "--db",
+        &url,
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    let (_, err, code) = tracelab(&args);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("would change postgres://postgres@127.0.0.1")
+            && err.contains("once, before the first run: drop table ins_t, create table ins_t")
+            && err.contains("before each run: truncate ins_t")
+            && err.contains("--yes"),
+        "{err}"
+    );
+    let mine: String = c.query_one("SELECT mine FROM ins_t", &[]).unwrap().get(0);
+    assert_eq!(mine, "keep me", "nothing ran");
+    assert!(!out.join("results.sqlite").exists());
+    let mut yes = args.to_vec();
+    yes.push("--yes");
+    let (report, err, code) = tracelab(&yes);
+    assert_eq!(code, 0, "{err}");
+    let sync = report
+        .lines()
+        .find(|l| l.starts_with("4096 "))
+        .unwrap_or_else(|| panic!("{report}"));
+    assert!(
+        sync.trim_end().contains("—"),
+        "log sync not measured: {sync}"
+    );
+    assert!(!sync.contains("0.0000"), "{sync}");
+    assert!(
+        report.contains("probe wal_timing not taken: it needs track_wal_io_timing = on")
+            && report.contains("the server has track_wal_io_timing = off"),
+        "{report}"
+    );
+}
+
 #[test]
 fn a_missing_engine_is_named_with_its_remedy_before_any_run() {
     let dir = tmp("tracelab-study-eng-");
