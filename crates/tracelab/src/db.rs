@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use tracelab_db::{start_mariadb, start_postgres, status, stop, MariaOptions, PgOptions, Status};
 
 use crate::exit::{self, Failure};
+use crate::output::{out, say};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -78,26 +79,26 @@ pub fn run(a: Args) -> Result<i32, Failure> {
                 })?;
                 (s, "PostgreSQL")
             };
-            eprintln!(
+            say!(
                 "tracelab: {name} running in {} (stop it with `tracelab db stop --dir {}`)",
                 state.dir.display(),
                 state.dir.display()
             );
-            println!("{}", state.url);
+            out(&format!("{}\n", state.url))?;
             Ok(exit::OK)
         }
         Command::Stop { dir } => {
             let state = stop(&dir)?;
-            eprintln!("tracelab: stopped the server in {}", state.dir.display());
+            say!("tracelab: stopped the server in {}", state.dir.display());
             Ok(exit::OK)
         }
         Command::Status { dir } => match status(&dir)? {
             Status::Running(s) => {
-                println!("running {} {}", s.engine, s.url);
+                out(&format!("running {} {}\n", s.engine, s.url))?;
                 Ok(exit::OK)
             }
             Status::Stopped(s) => {
-                println!("stopped {} {}", s.engine, s.dir.display());
+                out(&format!("stopped {} {}\n", s.engine, s.dir.display()))?;
                 Ok(exit::STOPPED)
             }
         },

@@ -63,6 +63,6 @@ impl Failure {
 
 /// Prints the error on stderr and exits with its status.
 pub fn fail(f: Failure) -> ! {
-    eprintln!("tracelab: {f}");
+    crate::output::say!("tracelab: {f}");
     std::process::exit(f.status())
 }

@@ -4,6 +4,7 @@
 
 mod db;
 mod exit;
+mod output;
 mod progress;
 mod proxy;
 mod run;

@@ -13,6 +13,7 @@ use tracelab_run::{
 };
 
 use crate::exit::{self, Failure};
+use crate::output::{out, say};
 
 /// Options of `tracelab run`.
 #[derive(clap::Args, Debug)]
@@ -321,19 +322,19 @@ pub fn run(a: Args) -> Result<i32, Failure> {
             .and_then(|mut f| std::io::Write::write_all(&mut f, lines.as_bytes()));
         if let Err(source) = appended {
             // The summary still goes out below: nothing measured is lost.
-            eprintln!("tracelab: cannot write {}: {source}", path.display());
+            say!("tracelab: cannot write {}: {source}", path.display());
         }
     }
     if a.json {
-        print!("{}", summary.json());
+        out(&summary.json())?;
     } else if summary.ran_nothing() {
         // No session got to work: the zero figures say nothing, the cause
         // does (one line per cause, not per session).
         for line in summary.failures() {
-            eprintln!("tracelab: {line}");
+            say!("tracelab: {line}");
         }
     } else {
-        print!("{}", summary.text());
+        out(&summary.text())?;
     }
     Ok(if interrupt.load(Ordering::Relaxed) {
         exit::INTERRUPTED

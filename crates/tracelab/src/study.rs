@@ -13,6 +13,7 @@ use tracelab_study::{
 };
 
 use crate::exit::{self, Failure};
+use crate::output::{out, say};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -101,29 +102,31 @@ impl Observer for Bar {
 pub fn run(a: Args) -> Result<i32, Failure> {
     match a.command {
         Command::List => {
+            let mut t = String::new();
             for (name, text, _) in builtin::STUDIES {
                 let title = tracelab_study::Loaded::parse(name, text, None, &[])
                     .map(|l| l.study.title)
                     .unwrap_or_default();
-                println!("{name:<14} {title}");
+                t.push_str(&format!("{name:<14} {title}\n"));
             }
+            out(&t)?;
             Ok(exit::OK)
         }
         Command::Show { name } => match builtin::text(&name).or_else(|| builtin::sql_file(&name)) {
             Some(t) => {
-                print!("{t}");
+                out(t)?;
                 Ok(exit::OK)
             }
             None => Err(Failure::Study(StudyError::NoStudy(name))),
         },
         Command::Report { dir, format } => {
-            print!("{}", report_dir(&dir, parse_format(&format))?);
+            out(&report_dir(&dir, parse_format(&format))?)?;
             Ok(exit::OK)
         }
         Command::Compare { a, b } => {
             let sa = Store::open(&a, false)?.load()?;
             let sb = Store::open(&b, false)?.load()?;
-            print!("{}", compare_stores(&sa, &sb)?);
+            out(&compare_stores(&sa, &sb)?)?;
             Ok(exit::OK)
         }
         Command::Run(r) => run_one(r),
@@ -202,7 +205,7 @@ fn run_one(r: RunArgs) -> Result<i32, Failure> {
                 .and_then(|s| s.done())
                 .is_ok_and(|d| !d.is_empty());
             if has_runs {
-                eprintln!(
+                say!(
                     "tracelab: the runs done are in {}; after fixing the cause, continue with `tracelab study run {} --out {} --resume`",
                     out.display(),
                     r.study,
@@ -225,15 +228,15 @@ fn run_one(r: RunArgs) -> Result<i32, Failure> {
             source,
         })?;
     }
-    print!("{}", render(&stored, Format::Text)?);
-    eprintln!(
+    crate::output::out(&render(&stored, Format::Text)?)?;
+    say!(
         "tracelab: {} runs done now, {} before; results in {} (report.md, report.html)",
         outcome.ran,
         outcome.skipped,
         out.display()
     );
     if outcome.interrupted {
-        eprintln!(
+        say!(
             "tracelab: interrupted; continue with `tracelab study run {} --out {} --resume`",
             r.study,
             out.display()
