@@ -178,7 +178,6 @@ pub fn start_mariadb(opts: &MariaOptions) -> Result<ServerState, DbError> {
             source,
         })
         .map_err(|e| hint_traversal(e, &dir, run_as))?;
-    wait_ready(child, port, &socket, &log)?;
     let state = ServerState {
         engine: "mariadb".into(),
         url: format!("mysql://root@127.0.0.1:{port}/{MARIADB_DATABASE}"),
@@ -191,8 +190,39 @@ pub fn start_mariadb(opts: &MariaOptions) -> Result<ServerState, DbError> {
             .map(Path::to_path_buf)
             .unwrap_or_default(),
     };
+    // The directory is a tracelab server's from here on, running or not.
     state.save()?;
+    wait_ready(child, port, &socket, &log).map_err(|e| refused_option(e, &opts.settings))?;
     Ok(state)
+}
+
+/// A server that exits at once because of a `-c` option it does not know
+/// or cannot take ("unknown variable 'x=1'"): a mistake on the command
+/// line, said as such (the options are for this start only, so the
+/// directory stays usable).
+fn refused_option(e: DbError, settings: &[(String, String)]) -> DbError {
+    let DbError::Command { output, .. } = &e else {
+        return e;
+    };
+    let said = output.lines().find(|l| {
+        l.contains("unknown variable")
+            || l.contains("unknown option")
+            || l.contains("Incorrect argument")
+    });
+    let Some(line) = said else { return e };
+    let what = line.split("[ERROR]").nth(1).unwrap_or(line).trim();
+    let name = settings
+        .iter()
+        .map(|(k, _)| k)
+        .find(|k| what.contains(k.as_str()))
+        .or(settings.first().map(|(k, _)| k));
+    match name {
+        Some(name) => DbError::Setting {
+            name: name.clone(),
+            what: format!("MariaDB refuses it: {what}"),
+        },
+        None => e,
+    }
 }
 
 /// Waits until the server greets a client on its port and its socket

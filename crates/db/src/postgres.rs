@@ -56,6 +56,7 @@ pub fn start_postgres(opts: &PgOptions) -> Result<ServerState, DbError> {
     }
     let port = free_port()?;
     let conf = data.join("postgresql.conf");
+    let before = std::fs::metadata(&conf).map_err(io(&conf))?.len();
     let mut f = std::fs::OpenOptions::new()
         .append(true)
         .open(&conf)
@@ -69,6 +70,33 @@ pub fn start_postgres(opts: &PgOptions) -> Result<ServerState, DbError> {
     }
     f.write_all(text.as_bytes()).map_err(io(&conf))?;
     drop(f);
+    let state = ServerState {
+        engine: "postgres".into(),
+        url: format!("postgres://postgres@127.0.0.1:{port}/postgres"),
+        dir,
+        port,
+        socket_dir,
+        bindir: bins.bindir.clone(),
+    };
+    // The directory is a tracelab server's from here on, running or not:
+    // `status`, `start` and `stop` all know it, whatever happens next.
+    state.save()?;
+    if !opts.settings.is_empty() {
+        // `postgres -C` reads the configuration as a start would and stops
+        // there: a setting it refuses (an unknown name, a bad value) is
+        // taken back out, so that the next start works, and said plainly.
+        let mut check = Command::new(bins.tool("postgres"));
+        run_as.apply(&mut check);
+        check.arg("-D").arg(&data).args(["-C", "port"]);
+        if let Err(DbError::Command { output, .. }) = run(check, "postgres -C") {
+            let restored = std::fs::OpenOptions::new()
+                .write(true)
+                .open(&conf)
+                .and_then(|f| f.set_len(before));
+            restored.map_err(io(&conf))?;
+            return Err(refused_setting(&output, &opts.settings));
+        }
+    }
     if !log.exists() {
         std::fs::write(&log, "").map_err(io(&log))?;
     }
@@ -82,20 +110,47 @@ pub fn start_postgres(opts: &PgOptions) -> Result<ServerState, DbError> {
         .arg(&log)
         .args(["-w", "-t", "60", "start"]);
     if let Err(e) = run(pg_ctl, "pg_ctl start") {
+        let status = match e {
+            DbError::Command { status, .. } => status,
+            other => other.to_string(),
+        };
         return Err(DbError::Command {
             program: "pg_ctl start".into(),
-            status: e.to_string(),
+            status,
             output: log_tail(&log, 15),
         });
     }
-    let state = ServerState {
-        engine: "postgres".into(),
-        url: format!("postgres://postgres@127.0.0.1:{port}/postgres"),
-        dir,
-        port,
-        socket_dir,
-        bindir: bins.bindir,
-    };
-    state.save()?;
     Ok(state)
+}
+
+/// The setting PostgreSQL refused, from its complaint about the
+/// configuration file ("unrecognized configuration parameter "x"",
+/// "invalid value for parameter "work_mem": "x"" and any HINT), without
+/// timestamps.
+fn refused_setting(output: &str, settings: &[(String, String)]) -> DbError {
+    let said: Vec<&str> = output
+        .lines()
+        .filter_map(|l| {
+            ["LOG:", "HINT:", "DETAIL:"]
+                .iter()
+                .find_map(|tag| l.split_once(tag).map(|(_, rest)| rest.trim()))
+        })
+        .map(|l| l.split(" in file \"").next().unwrap_or(l))
+        .collect();
+    let name = settings
+        .iter()
+        .map(|(k, _)| k)
+        .find(|k| said.iter().any(|l| l.contains(&format!("\"{k}\""))))
+        .or(settings.first().map(|(k, _)| k))
+        .cloned()
+        .unwrap_or_default();
+    let what = if said.is_empty() {
+        output.trim().to_string()
+    } else {
+        said.join("; ")
+    };
+    DbError::Setting {
+        name,
+        what: format!("PostgreSQL refuses it: {what}"),
+    }
 }

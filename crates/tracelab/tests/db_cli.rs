@@ -133,3 +133,50 @@ fn mariadb_start_status_stop() {
     let (_, err, code) = tracelab(&["db", "start", "--engine", "oracle", "--dir", &dir]);
     assert_eq!(code, 2, "{err}");
 }
+
+/// A setting the engine refuses is a mistake on the command line (exit
+/// 2), said in one plain line, and the directory stays usable: `status`,
+/// `start` and `stop` know it (they said "no tracelab-db.json" after an
+/// exit 4 with a nested, doubled message).
+#[test]
+fn a_setting_the_engine_refuses_is_exit_2_and_the_directory_stays_usable() {
+    let base = tempfile::Builder::new()
+        .prefix("tracelab-dbcli-")
+        .tempdir_in("/tmp")
+        .unwrap();
+    for (engine, bad) in [
+        ("postgres", "no_such_setting=1"),
+        ("postgres", "work_mem=lots"),
+        ("mariadb", "no_such_setting=1"),
+    ] {
+        let dir = base
+            .path()
+            .join(format!("{engine}-{}", bad.split('=').next().unwrap()))
+            .to_string_lossy()
+            .into_owned();
+        let _t = Teardown(dir.clone());
+        let (out, err, code) =
+            tracelab(&["db", "start", "--engine", engine, "--dir", &dir, "-c", bad]);
+        assert_eq!(code, 2, "{engine} -c {bad}: {out}{err}");
+        let name = bad.split('=').next().unwrap();
+        let lines: Vec<&str> = err.lines().collect();
+        assert_eq!(lines.len(), 1, "{err}");
+        assert!(
+            lines[0].starts_with(&format!("tracelab: -c {name}: "))
+                && lines[0].contains("refuses it"),
+            "{err}"
+        );
+        assert!(!err.contains("its output"), "{err}");
+        let (out, err, code) = tracelab(&["db", "status", "--dir", &dir]);
+        assert_eq!(
+            (code, out.split(' ').next()),
+            (1, Some("stopped")),
+            "{out}{err}"
+        );
+        let (url, err, code) = tracelab(&["db", "start", "--engine", engine, "--dir", &dir]);
+        assert_eq!(code, 0, "{engine}: the next start works: {err}");
+        assert!(!url.trim().is_empty());
+        let (_, err, code) = tracelab(&["db", "stop", "--dir", &dir]);
+        assert_eq!(code, 0, "{err}");
+    }
+}
