@@ -17,7 +17,9 @@ use nix::unistd::Pid;
 
 use crate::binaries::MariaBinaries;
 use crate::error::{io, DbError};
-use crate::launch::{check_free, free_port, hint_traversal, log_tail, run, server_dir};
+use crate::launch::{
+    check_free, free_port, hint_traversal, log_tail, run, server_dir, undo_interrupted,
+};
 use crate::privilege::RunAs;
 use crate::state::ServerState;
 
@@ -100,7 +102,17 @@ fn server_options(settings: &[(String, String)]) -> Result<Vec<String>, DbError>
 pub fn start_mariadb(opts: &MariaOptions) -> Result<ServerState, DbError> {
     let bins = MariaBinaries::find()?;
     let options = server_options(&opts.settings)?;
-    let dir = server_dir(opts.dir.as_deref())?;
+    let (dir, made) = server_dir(opts.dir.as_deref())?;
+    let r = start_in(opts, &bins, &options, dir.clone());
+    undo_interrupted(r, &dir, made)
+}
+
+fn start_in(
+    opts: &MariaOptions,
+    bins: &MariaBinaries,
+    options: &[String],
+    dir: PathBuf,
+) -> Result<ServerState, DbError> {
     check_free(&dir, "mariadb")?;
     let run_as = RunAs::choose_among(&["mysql", "postgres", "nobody"])?;
     let data = dir.join("data");
@@ -137,7 +149,13 @@ pub fn start_mariadb(opts: &MariaOptions) -> Result<ServerState, DbError> {
                 "--skip-test-db",
                 "--skip-name-resolve",
             ]);
-        run(install, "mariadb-install-db").map_err(|e| hint_traversal(e, &dir, run_as))?;
+        if let Err(e) = run(install, "mariadb-install-db") {
+            if let DbError::Interrupted(_) = e {
+                // A half-made data directory would be taken for a made one.
+                let _ = std::fs::remove_dir_all(&data);
+            }
+            return Err(hint_traversal(e, &dir, run_as));
+        }
     }
     let port = free_port()?;
     let socket = socket_dir.join(SOCKET);
@@ -166,7 +184,7 @@ pub fn start_mariadb(opts: &MariaOptions) -> Result<ServerState, DbError> {
         .arg(format!("--pid-file={}", dir.join(PID_FILE).display()))
         .arg(format!("--log-error={}", log.display()))
         .arg(format!("--init-file={}", init.display()))
-        .args(&options)
+        .args(options)
         .stdin(Stdio::null())
         .stdout(out)
         .stderr(err)
@@ -243,6 +261,10 @@ fn wait_ready(mut child: Child, port: u16, socket: &Path, log: &Path) -> Result<
         }
         if socket.exists() && greets(port) {
             break;
+        }
+        if crate::launch::interrupted() {
+            crate::launch::stop_group(&mut child);
+            return Err(DbError::Interrupted("mariadbd started".into()));
         }
         if Instant::now() > deadline {
             let _ = kill(Pid::from_raw(child.id() as i32), Signal::SIGTERM);

@@ -6,7 +6,9 @@ use std::process::Command;
 
 use crate::binaries::PgBinaries;
 use crate::error::{io, DbError};
-use crate::launch::{check_free, free_port, hint_traversal, log_tail, run, server_dir};
+use crate::launch::{
+    check_free, free_port, hint_traversal, log_tail, run, server_dir, undo_interrupted,
+};
 use crate::privilege::RunAs;
 use crate::state::ServerState;
 
@@ -29,7 +31,12 @@ fn conf_value(v: &str) -> String {
 /// connections. Returns its state (with the connection URL).
 pub fn start_postgres(opts: &PgOptions) -> Result<ServerState, DbError> {
     let bins = PgBinaries::find()?;
-    let dir = server_dir(opts.dir.as_deref())?;
+    let (dir, made) = server_dir(opts.dir.as_deref())?;
+    let r = start_in(opts, &bins, dir.clone());
+    undo_interrupted(r, &dir, made)
+}
+
+fn start_in(opts: &PgOptions, bins: &PgBinaries, dir: PathBuf) -> Result<ServerState, DbError> {
     check_free(&dir, "postgres")?;
     let run_as = RunAs::choose()?;
     let data = dir.join("data");
@@ -52,7 +59,14 @@ pub fn start_postgres(opts: &PgOptions) -> Result<ServerState, DbError> {
             "--locale=C",
             "--no-sync",
         ]);
-        run(initdb, "initdb").map_err(|e| hint_traversal(e, &dir, run_as))?;
+        if let Err(e) = run(initdb, "initdb") {
+            if let DbError::Interrupted(_) = e {
+                // A half-made cluster would make the next initdb refuse
+                // the directory.
+                let _ = std::fs::remove_dir_all(&data);
+            }
+            return Err(hint_traversal(e, &dir, run_as));
+        }
     }
     let port = free_port()?;
     let conf = data.join("postgresql.conf");
@@ -110,6 +124,18 @@ pub fn start_postgres(opts: &PgOptions) -> Result<ServerState, DbError> {
         .arg(&log)
         .args(["-w", "-t", "60", "start"]);
     if let Err(e) = run(pg_ctl, "pg_ctl start") {
+        if let DbError::Interrupted(_) = e {
+            // The postmaster may be up or on its way: down at once, so
+            // that its directory can go.
+            let mut halt = Command::new(bins.tool("pg_ctl"));
+            run_as.apply(&mut halt);
+            let _ = halt
+                .arg("-D")
+                .arg(&data)
+                .args(["-m", "immediate", "-w", "-t", "30", "stop"])
+                .output();
+            return Err(e);
+        }
         let status = match e {
             DbError::Command { status, .. } => status,
             other => other.to_string(),

@@ -102,8 +102,20 @@ pub fn release_when(
                 std::io::stderr(),
                 "tracelab: all {sessions} sessions done and still connected; press Enter to let them go"
             );
-            let mut line = String::new();
-            let _ = std::io::stdin().read_line(&mut line);
+            // The read blocks: it waits on a thread of its own, so that an
+            // interrupted run (its sessions leave the pause) ends too.
+            let entered = std::sync::Arc::new(AtomicBool::new(false));
+            {
+                let entered = entered.clone();
+                std::thread::spawn(move || {
+                    let mut line = String::new();
+                    let _ = std::io::stdin().read_line(&mut line);
+                    entered.store(true, Ordering::Relaxed);
+                });
+            }
+            while !entered.load(Ordering::Relaxed) && !done.load(Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_millis(50));
+            }
         }
     }
     live.released.store(true, Ordering::Release);

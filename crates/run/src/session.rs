@@ -910,7 +910,12 @@ async fn drive<C: Conn>(
         // Stay connected, so that server statistics of the sessions can be
         // read, until the run is released.
         paused.arrive();
-        while !live.released.load(Ordering::Acquire) && !ss.conn.is_closed() {
+        let interrupted = || {
+            opts.interrupt
+                .as_ref()
+                .is_some_and(|f| f.load(Ordering::Relaxed))
+        };
+        while !live.released.load(Ordering::Acquire) && !ss.conn.is_closed() && !interrupted() {
             tokio::time::sleep(std::time::Duration::from_millis(20)).await;
         }
     }

@@ -117,10 +117,15 @@ pub fn run_study(given: &Loaded, o: &Options, obs: &dyn Observer) -> Result<Outc
     let study = &loaded.study;
     // Every report expression names something the runs will produce.
     loaded.check_measurements()?;
+    // The study's private servers live here, marked as this process's:
+    // should it be killed, the next tracelab to start a server removes
+    // them.
+    let tmp = std::env::temp_dir();
     let scratch = tempfile::Builder::new()
         .prefix("tracelab-study-")
-        .tempdir_in("/tmp")
-        .map_err(crate::error::io("/tmp"))?;
+        .tempdir_in(&tmp)
+        .map_err(crate::error::io(&tmp))?;
+    tracelab_db::mark_owner(scratch.path())?;
     // The private server runs as an unprivileged user, who must reach it.
     {
         use std::os::unix::fs::PermissionsExt;

@@ -66,6 +66,9 @@ pub fn run(a: Args) -> Result<i32, Failure> {
                 };
                 parsed.push((k.trim().to_string(), v.trim().to_string()));
             }
+            // Ctrl-C, SIGTERM or SIGHUP while the server is made stops its
+            // tools and removes what this start made.
+            crate::signals::install();
             let (state, name) = if engine == "mariadb" {
                 let s = start_mariadb(&MariaOptions {
                     dir,

@@ -8,6 +8,7 @@ mod output;
 mod progress;
 mod proxy;
 mod run;
+mod signals;
 mod skew;
 mod study;
 

@@ -2,11 +2,13 @@
 //! against a private server started for the run.
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use tracelab_db::{start_mariadb, start_postgres, stop, MariaOptions, PgOptions};
+use tracelab_db::{
+    private_dir, remove_orphans, start_mariadb, start_postgres, stop, MariaOptions, PgOptions,
+    ServerState,
+};
 use tracelab_run::{
     cast_placeholders, read_typed_binds, run as drive, CacheOptions, ConnectMode, ExeMode,
     RunOptions, Stop, Timer, Workload,
@@ -14,6 +16,7 @@ use tracelab_run::{
 
 use crate::exit::{self, Failure};
 use crate::output::{out, say};
+use crate::signals;
 
 /// Options of `tracelab run`.
 #[derive(clap::Args, Debug)]
@@ -201,13 +204,10 @@ pub fn run(a: Args) -> Result<i32, Failure> {
             ))
         }
     };
-    // Ctrl-C stops the sessions after their current call; the summary is
-    // printed and the private server torn down all the same.
-    let interrupt = Arc::new(AtomicBool::new(false));
-    {
-        let flag = interrupt.clone();
-        let _ = ctrlc::set_handler(move || flag.store(true, Ordering::Relaxed));
-    }
+    // Ctrl-C, SIGTERM and SIGHUP stop the sessions after their current
+    // call (or the private server being made); the summary is printed and
+    // the private server torn down all the same.
+    let interrupt = signals::install();
     let result_cache = if a.result_cache || a.result_cache_setup {
         let mut tables = match &a.result_cache_config {
             Some(p) => tracelab_run::read_tables_file(p).map_err(Failure::Usage)?,
@@ -248,9 +248,9 @@ pub fn run(a: Args) -> Result<i32, Failure> {
     // The private server lives only as long as the run.
     let private = match (&a.db, a.engine.as_str()) {
         (Some(_), _) | (None, "sqlite") => None,
-        (None, "mariadb") => Some(start_mariadb(&MariaOptions::default())?),
-        (None, _) => Some(start_postgres(&PgOptions::default())?),
+        (None, engine) => Some(Private::start(engine)?),
     };
+    let private = private.as_ref().map(|p| &p.state);
     let scratch = match (&a.db, a.engine.as_str()) {
         (None, "sqlite") => Some(
             tempfile::tempdir()
@@ -304,10 +304,6 @@ pub fn run(a: Args) -> Result<i32, Failure> {
         on_result: None,
     };
     let result = drive(&opts, &workload);
-    if let Some(s) = &private {
-        let _ = stop(&s.dir);
-        let _ = std::fs::remove_dir_all(&s.dir);
-    }
     let summary = result.map_err(|e| Failure::Usage(e.to_string()))?;
     if let Some(path) = &a.xact_tally_file {
         let lines: String = summary
@@ -337,12 +333,57 @@ pub fn run(a: Args) -> Result<i32, Failure> {
         out(&summary.text())?;
     }
     Ok(if interrupt.load(Ordering::Relaxed) {
-        exit::INTERRUPTED
+        signals::status()
     } else if summary.failed() || summary.errors > 0 {
         exit::TROUBLE
     } else {
         exit::OK
     })
+}
+
+/// The run's private server, in a directory of its own marked as this
+/// process's (so that, should the process be killed, the next start
+/// removes it): stopped and removed when the run ends, however it ends.
+struct Private {
+    state: ServerState,
+}
+
+impl Private {
+    fn start(engine: &str) -> Result<Private, Failure> {
+        for dir in remove_orphans() {
+            say!(
+                "tracelab: removed an orphaned private server whose tracelab was killed: {}",
+                dir.display()
+            );
+        }
+        let dir = private_dir()?;
+        let started = if engine == "mariadb" {
+            start_mariadb(&MariaOptions {
+                dir: Some(dir.clone()),
+                ..MariaOptions::default()
+            })
+        } else {
+            start_postgres(&PgOptions {
+                dir: Some(dir.clone()),
+                ..PgOptions::default()
+            })
+        };
+        match started {
+            Ok(state) => Ok(Private { state }),
+            Err(e) => {
+                let _ = stop(&dir);
+                let _ = std::fs::remove_dir_all(&dir);
+                Err(e.into())
+            }
+        }
+    }
+}
+
+impl Drop for Private {
+    fn drop(&mut self) {
+        let _ = stop(&self.state.dir);
+        let _ = std::fs::remove_dir_all(&self.state.dir);
+    }
 }
 
 /// A size in bytes with an optional K, M or G suffix (powers of 1024), as

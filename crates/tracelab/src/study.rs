@@ -3,8 +3,6 @@
 use std::collections::BTreeMap;
 use std::io::IsTerminal;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 
 use indicatif::{ProgressBar, ProgressStyle};
 use tracelab_study::{
@@ -164,10 +162,14 @@ fn run_one(r: RunArgs) -> Result<i32, Failure> {
             .map_or(0, |d| d.as_secs());
         PathBuf::from(format!("study-{}-{stamp}", loaded.study.name))
     });
-    let interrupt = Arc::new(AtomicBool::new(false));
-    {
-        let flag = interrupt.clone();
-        let _ = ctrlc::set_handler(move || flag.store(true, Ordering::Relaxed));
+    // Ctrl-C, SIGTERM and SIGHUP stop the study after the run in flight
+    // (or the private server being made); its server goes all the same.
+    let interrupt = crate::signals::install();
+    for dir in tracelab_db::remove_orphans() {
+        say!(
+            "tracelab: removed an orphaned private server whose tracelab was killed: {}",
+            dir.display()
+        );
     }
     let bar = if std::io::stderr().is_terminal() {
         let b = ProgressBar::new(0);
@@ -241,7 +243,7 @@ fn run_one(r: RunArgs) -> Result<i32, Failure> {
             r.study,
             out.display()
         );
-        return Ok(exit::INTERRUPTED);
+        return Ok(crate::signals::status());
     }
     Ok(exit::OK)
 }
