@@ -59,7 +59,9 @@ pub struct Args {
           value_parser = ["sequential", "semi-random", "truly-random"])]
     exe_mode: String,
     /// Bind values, one execution per line, comma-separated, NULL for
-    /// NULL; cycled.
+    /// NULL. Cycled: a run longer than the file uses its rows again (an
+    /// INSERT of the same keys then fails; --transactions sets how many
+    /// rows a run uses).
     #[arg(long, value_name = "FILE")]
     binds: Option<PathBuf>,
     /// Bind rows in file order, or in a random order of each session's own.
@@ -68,10 +70,12 @@ pub struct Args {
     /// Concurrent sessions.
     #[arg(long, visible_alias = "max-sessions", default_value_t = 1)]
     sessions: usize,
-    /// Seconds each session runs, from its own start.
+    /// Seconds each session runs, from its own start [default: 10 when
+    /// --transactions is not given either].
     #[arg(long, value_name = "SECONDS", conflicts_with = "transactions")]
     runtime: Option<f64>,
-    /// Transactions per session.
+    /// Transactions per session (with --tx-per-commit N, commits of N
+    /// statements) [default: run for --runtime instead].
     #[arg(long, value_name = "N")]
     transactions: Option<u64>,
     /// How sessions connect: all at once (flood), one every --connect-delay
@@ -92,14 +96,15 @@ pub struct Args {
     #[arg(long, value_name = "PROTOCOL", default_value = "extended", value_parser = ["extended", "prepared", "simple"])]
     protocol: String,
     /// Target transactions per second of the whole run: Poisson arrivals,
-    /// latency counted from each call's intended start (pgbench's -R).
+    /// latency counted from each call's intended start (pgbench's -R)
+    /// [default: as fast as the sessions go].
     #[arg(long, value_name = "TPS")]
     rate: Option<f64>,
     /// Think time between calls, in seconds.
     #[arg(long, value_name = "SECONDS", default_value_t = 0.0)]
     exe_delay: f64,
-    /// Statements per transaction (BEGIN ... COMMIT around every N);
-    /// without it each statement commits on its own (autocommit).
+    /// Statements per transaction (BEGIN ... COMMIT around every N)
+    /// [default: each statement commits on its own (autocommit)].
     #[arg(long, value_name = "N", conflicts_with = "autocommit")]
     tx_per_commit: Option<u64>,
     /// How batches end.
@@ -321,6 +326,9 @@ pub fn run(a: Args) -> Result<i32, Failure> {
             say!("tracelab: cannot write {}: {source}", path.display());
         }
     }
+    if let Some(hint) = reused_binds_hint(&workload, &summary) {
+        say!("tracelab: {hint}");
+    }
     if a.json {
         out(&summary.json())?;
     } else if summary.ran_nothing() {
@@ -339,6 +347,45 @@ pub fn run(a: Args) -> Result<i32, Failure> {
     } else {
         exit::OK
     })
+}
+
+/// Unique-key violations after the bind rows ran out and were used again
+/// (they cycle): the likely cause, said once, with the remedy.
+fn reused_binds_hint(w: &Workload, s: &tracelab_run::Summary) -> Option<String> {
+    // 23505 PostgreSQL, 1062 MariaDB, 1555 and 2067 SQLite (primary key,
+    // unique).
+    let dups: u64 = s
+        .errors_by_code
+        .iter()
+        .filter(|(c, _)| ["23505", "1062", "1555", "2067"].contains(&c.as_str()))
+        .map(|(_, (n, _))| n)
+        .sum();
+    let rows = w
+        .statements
+        .iter()
+        .map(|st| st.binds.len())
+        .max()
+        .unwrap_or(0) as u64;
+    if dups == 0 || rows == 0 {
+        return None;
+    }
+    let most = s
+        .per_session
+        .iter()
+        .map(|p| p.executions + p.errors + p.ignored)
+        .max()
+        .unwrap_or(0);
+    let mut why = Vec::new();
+    if most > rows {
+        why.push(format!(
+            "a session made {most} executions with a bind file of {rows} rows, so it used rows \
+             again (they cycle; --transactions sets how many a session runs)"
+        ));
+    }
+    if s.sessions > 1 {
+        why.push("every session walks the same bind rows".to_string());
+    }
+    (!why.is_empty()).then(|| format!("{dups} duplicate-key errors: {}", why.join("; and ")))
 }
 
 /// The run's private server, in a directory of its own marked as this

@@ -844,3 +844,78 @@ fn connection_and_prepare_failures_read_as_one_line() {
         "{line}"
     );
 }
+
+/// The README's SQLite example, as written there: each id inserted once,
+/// no error (it ran the default 10 s, cycled the binds and failed on the
+/// primary key hundreds of thousands of times). The same run without
+/// --transactions says why its inserts fail.
+#[test]
+fn the_readme_sqlite_example_is_sound() {
+    let dir = tempfile::tempdir().unwrap();
+    let ids = dir.path().join("ids.csv");
+    std::fs::write(
+        &ids,
+        (1..=10_000).map(|i| format!("{i}\n")).collect::<String>(),
+    )
+    .unwrap();
+    let db = format!("sqlite:{}", dir.path().join("app.db").display());
+    let readme = include_str!("../../../README.md");
+    assert!(
+        readme.contains("--sql 'insert into t values (:1)' --binds ids.csv --tx-per-commit 100 --transactions 100"),
+        "the README's example is the one tested here"
+    );
+    let (_, err, code) = tracelab(&[
+        "run",
+        "--db",
+        &db,
+        "--sql",
+        "create table if not exists t (id int primary key)",
+        "--transactions",
+        "1",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let insert = [
+        "run",
+        "--db",
+        &db,
+        "-s",
+        "journal_mode=wal",
+        "-s",
+        "synchronous=full",
+        "--sql",
+        "insert into t values (:1)",
+        "--binds",
+        ids.to_str().unwrap(),
+        "--tx-per-commit",
+        "100",
+    ];
+    let mut args = insert.to_vec();
+    args.extend(["--transactions", "100", "--json"]);
+    let (out, err, code) = tracelab(&args);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        (v["executions"].as_u64(), v["errors"].as_u64()),
+        (Some(10_000), Some(0)),
+        "{out}"
+    );
+    // For a second with a file of 50 ids: the rows run out and come
+    // round again.
+    let few = dir.path().join("few.csv");
+    std::fs::write(
+        &few,
+        (20_001..=20_050)
+            .map(|i| format!("{i}\n"))
+            .collect::<String>(),
+    )
+    .unwrap();
+    let mut args = insert.to_vec();
+    args[10] = few.to_str().unwrap();
+    args.extend(["--runtime", "1"]);
+    let (_, err, code) = tracelab(&args);
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("duplicate-key errors") && err.contains("--transactions sets how many"),
+        "{err}"
+    );
+}
