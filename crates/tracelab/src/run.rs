@@ -416,7 +416,19 @@ impl Private {
             })
         };
         match started {
-            Ok(state) => Ok(Private { state }),
+            Ok(state) => {
+                say!(
+                    "tracelab: started a private {} in {} ({}), removed after the run",
+                    if engine == "mariadb" {
+                        "MariaDB"
+                    } else {
+                        "PostgreSQL"
+                    },
+                    state.dir.display(),
+                    state.url
+                );
+                Ok(Private { state })
+            }
             Err(e) => {
                 let _ = stop(&dir);
                 let _ = std::fs::remove_dir_all(&dir);

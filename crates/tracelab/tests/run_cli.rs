@@ -132,8 +132,14 @@ fn ctrl_c_stops_every_session_with_a_summary() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    // Give the private server time to start and the run to begin.
-    std::thread::sleep(std::time::Duration::from_secs(4));
+    // Once the private server has started (a Ctrl-C before that removes
+    // it and prints no summary: signals_cli.rs), give the run a moment.
+    let mut child = child;
+    let mut err = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut err, &mut line).unwrap();
+    assert!(line.contains("started a private PostgreSQL"), "{line}");
+    std::thread::sleep(std::time::Duration::from_millis(500));
     let status = std::process::Command::new("kill")
         .args(["-INT", &child.id().to_string()])
         .status()
@@ -141,12 +147,7 @@ fn ctrl_c_stops_every_session_with_a_summary() {
     assert!(status.success());
     let out = child.wait_with_output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(
-        out.status.code(),
-        Some(130),
-        "{stdout} {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_eq!(out.status.code(), Some(130), "{stdout}");
     assert!(stdout.contains("transactions: "), "{stdout}");
     let runtime: f64 = stdout
         .lines()
@@ -918,4 +919,28 @@ fn the_readme_sqlite_example_is_sound() {
         err.contains("duplicate-key errors") && err.contains("--transactions sets how many"),
         "{err}"
     );
+}
+
+/// A run that starts a private server says so on stderr, in one line with
+/// where it is and its URL (it said nothing).
+#[test]
+fn a_run_says_where_it_started_its_private_server() {
+    let (out, err, code) = tracelab(&["run", "--sql", "select 1", "--transactions", "2", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    serde_json::from_str::<serde_json::Value>(&out).expect("stdout is the JSON alone");
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 1, "{err}");
+    assert!(
+        lines[0].starts_with("tracelab: started a private PostgreSQL in ")
+            && lines[0].contains("tracelab-db-")
+            && lines[0].contains("(postgres://postgres@127.0.0.1:")
+            && lines[0].ends_with("removed after the run"),
+        "{err}"
+    );
+    let dir = lines[0]
+        .trim_start_matches("tracelab: started a private PostgreSQL in ")
+        .split(" (")
+        .next()
+        .unwrap();
+    assert!(!std::path::Path::new(dir).exists(), "removed: {dir}");
 }
