@@ -532,23 +532,39 @@ async fn drive<C: Conn>(
         cache,
         trace_first,
     } = env;
-    let trace = opts.trace_dir.as_ref().and_then(|dir| {
-        let name = crate::traces::name(trace_first + index);
-        let f = File::create(dir.join(&name)).ok()?;
-        TraceWriter::new(
-            f,
-            &Header {
-                name: &name,
-                engine: engine.name(),
-                side: "client",
-                timer: clock.timer().name(),
-                // Oracle 12.2+ writes the zone as an offset, not `Z`.
-                started: &humantime::format_rfc3339_micros(SystemTime::now())
-                    .to_string()
-                    .replace('Z', "+00:00"),
-            },
-        )
-        .ok()
+    let mut summary = summary;
+    let trace_path = opts
+        .trace_dir
+        .as_ref()
+        .map(|dir| dir.join(crate::traces::name(trace_first + index)));
+    // A trace that cannot be made is said in the summary (and the exit
+    // status): the run goes on without it.
+    let trace = trace_path.as_ref().and_then(|path| {
+        let name = path
+            .file_name()
+            .map_or(String::new(), |n| n.to_string_lossy().into_owned());
+        let made = File::create(path).and_then(|f| {
+            TraceWriter::new(
+                f,
+                &Header {
+                    name: &name,
+                    engine: engine.name(),
+                    side: "client",
+                    timer: clock.timer().name(),
+                    // Oracle 12.2+ writes the zone as an offset, not `Z`.
+                    started: &humantime::format_rfc3339_micros(SystemTime::now())
+                        .to_string()
+                        .replace('Z', "+00:00"),
+                },
+            )
+        });
+        match made {
+            Ok(t) => Some(t),
+            Err(e) => {
+                summary.trace_error = Some(format!("{}: {e}", path.display()));
+                None
+            }
+        }
     });
     let mut ss = Session {
         conn,
@@ -925,7 +941,16 @@ async fn drive<C: Conn>(
         let _ = ss.s.latency.add(&st.latency);
     }
     if let Some(t) = ss.trace.as_mut() {
-        let _ = t.flush();
+        // Every write of the session loop lands here: the first that
+        // failed (a full disk) is reported once, naming the file.
+        if let Err(e) = t.flush() {
+            ss.s.trace_error = Some(format!(
+                "{}: {e} (the trace is incomplete)",
+                trace_path
+                    .as_ref()
+                    .map_or(String::new(), |p| p.display().to_string())
+            ));
+        }
     }
     let Session { conn, s, .. } = ss;
     conn.close().await;

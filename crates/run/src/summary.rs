@@ -48,6 +48,9 @@ pub struct SessionSummary {
     pub elapsed_us: i64,
     /// Why the session ended early, if it did.
     pub failure: Option<String>,
+    /// Its trace could not be written completely: the file and why.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trace_error: Option<String>,
     #[serde(skip)]
     pub latency: Histogram<u64>,
     /// With `--rate`: how late each call started after it was due, µs.
@@ -100,6 +103,7 @@ impl SessionSummary {
             backend_pid: None,
             elapsed_us: 0,
             failure: None,
+            trace_error: None,
             latency: Histogram::new(3).expect("3 significant digits is valid"),
             lag: Histogram::new(3).expect("3 significant digits is valid"),
             errors_by_code: BTreeMap::new(),
@@ -226,6 +230,14 @@ impl Summary {
         self.per_session.iter().any(|s| s.failure.is_some())
     }
 
+    /// Traces that could not be written completely: the file and why.
+    pub fn trace_errors(&self) -> Vec<&str> {
+        self.per_session
+            .iter()
+            .filter_map(|s| s.trace_error.as_deref())
+            .collect()
+    }
+
     /// Whether every session ended early without executing anything (it
     /// could not connect, set up or prepare): the figures are all zero
     /// and only the reasons say something.
@@ -318,6 +330,9 @@ impl Summary {
         for line in self.failures() {
             t.push_str(&line);
             t.push('\n');
+        }
+        for e in self.trace_errors() {
+            t.push_str(&format!("trace not written completely: {e}\n"));
         }
         t
     }

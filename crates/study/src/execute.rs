@@ -966,6 +966,11 @@ fn run_one(
     if let Some(st) = strace {
         m.extend(st.finish());
     }
+    for e in summary.trace_errors() {
+        notes.push(format!(
+            "trace not written completely, its profile is short: {e}"
+        ));
+    }
     if s.measure.trace {
         match measure::trace_profile(&trace_dir) {
             Ok(t) => m.extend(t),

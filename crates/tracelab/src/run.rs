@@ -310,6 +310,13 @@ pub fn run(a: Args) -> Result<i32, Failure> {
     };
     let result = drive(&opts, &workload);
     let summary = result.map_err(|e| Failure::Usage(e.to_string()))?;
+    // Output that could not be written completely: named, and the exit
+    // status says so (what was measured is still printed).
+    let mut unwritten = false;
+    for e in summary.trace_errors() {
+        say!("tracelab: cannot write the trace {e}");
+        unwritten = true;
+    }
     if let Some(path) = &a.xact_tally_file {
         let lines: String = summary
             .per_session
@@ -324,6 +331,7 @@ pub fn run(a: Args) -> Result<i32, Failure> {
         if let Err(source) = appended {
             // The summary still goes out below: nothing measured is lost.
             say!("tracelab: cannot write {}: {source}", path.display());
+            unwritten = true;
         }
     }
     if let Some(hint) = reused_binds_hint(&workload, &summary) {
@@ -342,6 +350,8 @@ pub fn run(a: Args) -> Result<i32, Failure> {
     }
     Ok(if interrupt.load(Ordering::Relaxed) {
         signals::status()
+    } else if unwritten {
+        exit::OUTPUT
     } else if summary.failed() || summary.errors > 0 {
         exit::TROUBLE
     } else {

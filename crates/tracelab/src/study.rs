@@ -219,16 +219,19 @@ fn run_one(r: RunArgs) -> Result<i32, Failure> {
     };
     // The report is built from the store, as `study report` builds it.
     let stored = Store::open(&out, false)?.load()?;
+    // A report that cannot be written is named and makes the exit 3; the
+    // others, and the text on stdout, are still written.
+    let mut unwritten = false;
     for (fmt, file) in [
         (Format::Markdown, "report.md"),
         (Format::Html, "report.html"),
     ] {
         let text = render(&stored, fmt)?;
         let path = out.join(file);
-        std::fs::write(&path, text).map_err(|source| Failure::Output {
-            what: path.display().to_string(),
-            source,
-        })?;
+        if let Err(e) = std::fs::write(&path, text) {
+            say!("tracelab: cannot write {}: {e}", path.display());
+            unwritten = true;
+        }
     }
     crate::output::out(&render(&stored, Format::Text)?)?;
     say!(
@@ -245,5 +248,5 @@ fn run_one(r: RunArgs) -> Result<i32, Failure> {
         );
         return Ok(crate::signals::status());
     }
-    Ok(exit::OK)
+    Ok(if unwritten { exit::OUTPUT } else { exit::OK })
 }

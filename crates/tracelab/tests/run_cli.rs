@@ -944,3 +944,56 @@ fn a_run_says_where_it_started_its_private_server() {
         .unwrap();
     assert!(!std::path::Path::new(dir).exists(), "removed: {dir}");
 }
+
+/// Output that could not be written completely makes the exit non-zero
+/// (3) and names the file, while the summary still goes out: a trace on a
+/// full file system (here /dev/full, which refuses every write with
+/// ENOSPC) exited 0 with the trace cut short, and a failed tally write
+/// exited 0.
+#[test]
+fn a_trace_or_tally_that_cannot_be_written_is_exit_3_naming_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let traces = dir.path().join("traces");
+    std::fs::create_dir_all(&traces).unwrap();
+    std::os::unix::fs::symlink("/dev/full", traces.join("tracelab_run_0.trc")).unwrap();
+    let (out, err, code) = tracelab(&[
+        "run",
+        "--engine",
+        "sqlite",
+        "--sql",
+        "select 1",
+        "--transactions",
+        "20000",
+        "--trace",
+        traces.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 3, "{out}{err}");
+    assert!(
+        out.contains("transactions: 20000"),
+        "the summary still: {out}"
+    );
+    assert!(
+        err.contains(&format!(
+            "cannot write the trace {}: No space left on device",
+            traces.join("tracelab_run_0.trc").display()
+        )),
+        "{err}"
+    );
+    let (out, err, code) = tracelab(&[
+        "run",
+        "--engine",
+        "sqlite",
+        "--sql",
+        "select 1",
+        "--transactions",
+        "5",
+        "--xact-tally-file",
+        "/dev/full",
+    ]);
+    assert_eq!(code, 3, "{out}{err}");
+    assert!(out.contains("transactions: 5"), "{out}");
+    assert!(
+        err.contains("cannot write /dev/full: No space left on device"),
+        "{err}"
+    );
+}

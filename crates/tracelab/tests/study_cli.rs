@@ -321,6 +321,55 @@ fn a_study_on_your_database_names_what_it_changes_and_needs_yes() {
     );
 }
 
+/// A report that cannot be written (a full disk: /dev/full) is named and
+/// makes the exit 3; the store, the other report and the text are still
+/// written.
+#[test]
+fn a_report_that_cannot_be_written_is_exit_3_naming_it() {
+    let dir = tmp("tracelab-study-full-");
+    let file = dir.path().join("tiny.toml");
+    std::fs::write(
+        &file,
+        r#"
+name = "tiny"
+reps = 1
+[workload]
+sql = "select 1"
+statements = 2
+[[factors]]
+name = "n"
+values = [1, 2]
+[report]
+rows = "n"
+columns = [{ name = "e", label = "elapsed ms", expr = "$elapsed_ms" }]
+"#,
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    std::os::unix::fs::symlink("/dev/full", out.join("report.md")).unwrap();
+    let db = format!("sqlite:{}", dir.path().join("s.sqlite").display());
+    let (text, err, code) = tracelab(&[
+        "study",
+        "run",
+        file.to_str().unwrap(),
+        "--db",
+        &db,
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 3, "{err}");
+    assert!(
+        err.contains(&format!(
+            "cannot write {}: No space left on device",
+            out.join("report.md").display()
+        )),
+        "{err}"
+    );
+    assert!(text.contains("2 of 2 runs"), "{text}");
+    assert!(out.join("report.html").metadata().unwrap().len() > 0);
+}
+
 #[test]
 fn a_missing_engine_is_named_with_its_remedy_before_any_run() {
     let dir = tmp("tracelab-study-eng-");
