@@ -115,8 +115,16 @@ pub fn run_study(given: &Loaded, o: &Options, obs: &dyn Observer) -> Result<Outc
         (given.clone(), p, None)
     };
     let study = &loaded.study;
-    // Every report expression names something the runs will produce.
+    // Every report expression names something the runs will produce, and
+    // every cell's amounts are sound, before anything runs.
     loaded.check_measurements()?;
+    let mut cells_seen = BTreeSet::new();
+    for p in &planned {
+        if cells_seen.insert(cell_key(&p.cell)) {
+            let levels = levels_of(&loaded, &p.cell);
+            amounts(&loaded, &run_vars(&loaded, quick, &p.cell, &levels))?;
+        }
+    }
     // The study's private servers live here, marked as this process's:
     // should it be killed, the next tracelab to start a server removes
     // them.
@@ -153,6 +161,9 @@ pub fn run_study(given: &Loaded, o: &Options, obs: &dyn Observer) -> Result<Outc
                 redact(u)
             )));
         }
+        // A URL the engine's client cannot read: said now, not as a
+        // failed session later.
+        tracelab_run::check_url(u).map_err(|e| StudyError::Usage(e.to_string()))?;
     }
     // A database of the user's: name what the study would change there,
     // and go on only with consent.
@@ -514,6 +525,81 @@ fn num(l: &Loaded, key: &str, n: &Num, vars: &BTreeMap<String, String>) -> Resul
     }
 }
 
+/// How much one run does, checked: a count is a whole number in its
+/// range (`sessions = 0` and `sessions = 1.5` were taken as 1), a runtime
+/// a positive number of seconds.
+struct Amounts {
+    sessions: usize,
+    per_commit: u64,
+    stop: Stop,
+    warmup: u64,
+}
+
+/// The most sessions a run may open.
+const MAX_SESSIONS: u64 = 10_000;
+/// The most statements or transactions a count may name.
+const MAX_COUNT: u64 = 1_000_000_000_000;
+
+fn whole(
+    l: &Loaded,
+    key: &str,
+    n: &Num,
+    vars: &BTreeMap<String, String>,
+    least: u64,
+    most: u64,
+) -> Result<u64, StudyError> {
+    let x = num(l, key, n, vars)?;
+    if x.is_finite() && x.fract() == 0.0 && x >= least as f64 && x <= most as f64 {
+        Ok(x as u64)
+    } else {
+        Err(l.error(
+            key,
+            format!("{x}: expected a whole number from {least} to {most}"),
+        ))
+    }
+}
+
+fn amounts(l: &Loaded, vars: &BTreeMap<String, String>) -> Result<Amounts, StudyError> {
+    let w = &l.study.workload;
+    let sessions = whole(l, "workload.sessions", &w.sessions, vars, 1, MAX_SESSIONS)? as usize;
+    let per_commit = whole(
+        l,
+        "workload.tx_per_commit",
+        &w.tx_per_commit,
+        vars,
+        0,
+        MAX_COUNT,
+    )?;
+    let stop = if let Some(n) = &w.statements {
+        let n = whole(l, "workload.statements", n, vars, 1, MAX_COUNT)?;
+        Stop::Transactions(if per_commit > 0 {
+            n.div_ceil(per_commit)
+        } else {
+            n
+        })
+    } else if let Some(n) = &w.transactions {
+        Stop::Transactions(whole(l, "workload.transactions", n, vars, 1, MAX_COUNT)?)
+    } else if let Some(r) = &w.runtime {
+        let secs = num(l, "workload.runtime", r, vars)?;
+        if !(secs > 0.0 && secs <= 7.0 * 86400.0) {
+            return Err(l.error(
+                "workload.runtime",
+                format!("{secs}: expected seconds, more than 0 and at most a week"),
+            ));
+        }
+        Stop::Runtime(Duration::from_secs_f64(secs))
+    } else {
+        Stop::Transactions(1)
+    };
+    let warmup = whole(l, "workload.warmup", &w.warmup, vars, 0, MAX_COUNT)?;
+    Ok(Amounts {
+        sessions,
+        per_commit,
+        stop,
+        warmup,
+    })
+}
+
 fn sql_of(
     l: &Loaded,
     key: &str,
@@ -787,24 +873,12 @@ fn run_one(
         }
         None => Vec::new(),
     };
-    let sessions = num(l, "workload.sessions", &w.sessions, &vars)?.max(1.0) as usize;
-    let per_commit = num(l, "workload.tx_per_commit", &w.tx_per_commit, &vars)?.max(0.0) as u64;
-    let stop = if let Some(n) = &w.statements {
-        let n = num(l, "workload.statements", n, &vars)?.max(1.0) as u64;
-        Stop::Transactions(if per_commit > 0 {
-            n.div_ceil(per_commit)
-        } else {
-            n
-        })
-    } else if let Some(n) = &w.transactions {
-        Stop::Transactions(num(l, "workload.transactions", n, &vars)?.max(1.0) as u64)
-    } else if let Some(r) = &w.runtime {
-        Stop::Runtime(Duration::from_secs_f64(
-            num(l, "workload.runtime", r, &vars)?.max(0.01),
-        ))
-    } else {
-        Stop::Transactions(1)
-    };
+    let Amounts {
+        sessions,
+        per_commit,
+        stop,
+        warmup: warm,
+    } = amounts(l, &vars)?;
     let mut settings: Vec<(String, String)> = w.settings.clone().into_iter().collect();
     for lv in &levels {
         settings.extend(lv.settings.clone());
@@ -830,7 +904,6 @@ fn run_one(
     };
 
     // Warm up: the same work, shorter, not measured.
-    let warm = num(l, "workload.warmup", &w.warmup, &vars)? as u64;
     if warm > 0 {
         let n = if per_commit > 0 {
             warm.div_ceil(per_commit)

@@ -370,6 +370,80 @@ columns = [{ name = "e", label = "elapsed ms", expr = "$elapsed_ms" }]
     assert!(out.join("report.html").metadata().unwrap().len() > 0);
 }
 
+/// Amounts and names a study cannot mean are refused before anything
+/// runs (exit 2), naming the file, line and key: `reps = 4294967295`
+/// planned runs until memory ran out, `sessions = 0` and `sessions = 1.5`
+/// ran one session, `name = ""` was accepted, a file that is not UTF-8
+/// was an I/O error (exit 3), and a --db URL that cannot be read failed
+/// as a session.
+#[test]
+fn impossible_amounts_names_and_files_are_refused_before_any_run() {
+    let dir = tmp("tracelab-study-limits-");
+    let file = dir.path().join("s.toml");
+    let good = TINY.replace("pg_sleep(0.05)", "1");
+    let cases = [
+        ("reps = 3", "reps = 4294967295", "reps"),
+        (
+            "statements = 4",
+            "statements = 4\nsessions = 0",
+            "workload.sessions",
+        ),
+        (
+            "statements = 4",
+            "statements = 4\nsessions = 1.5",
+            "workload.sessions",
+        ),
+        (
+            "statements = 4",
+            "statements = \"{n}\"\nsessions = \"{n}\"\ntx_per_commit = -1",
+            "workload.tx_per_commit",
+        ),
+        ("name = \"tiny\"", "name = \"\"", "name"),
+    ];
+    for (from, to, key) in cases {
+        let text = good.replace(from, to);
+        assert_ne!(text, good);
+        std::fs::write(&file, &text).unwrap();
+        let t0 = Instant::now();
+        let (_, err, code) = tracelab(&[
+            "study",
+            "run",
+            file.to_str().unwrap(),
+            "--out",
+            dir.path().join("o").to_str().unwrap(),
+        ]);
+        assert_eq!(code, 2, "{to}: {err}");
+        assert!(
+            err.contains(&format!("{}:", file.display())) && err.contains(&format!("key `{key}`")),
+            "{to}: {err}"
+        );
+        assert!(
+            t0.elapsed() < Duration::from_secs(3),
+            "before any server: {to}"
+        );
+        assert!(!dir.path().join("o").join("results.sqlite").exists());
+    }
+    let mut bytes = good.clone().into_bytes();
+    bytes.extend_from_slice(b"# \xff\n");
+    std::fs::write(&file, bytes).unwrap();
+    let (_, err, code) = tracelab(&["study", "run", file.to_str().unwrap()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("not UTF-8 text"), "{err}");
+    std::fs::write(&file, &good).unwrap();
+    let (_, err, code) = tracelab(&["study", "run", file.to_str().unwrap(), "--reps", "1000000"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--reps 1000000: expected 1 to 1000"), "{err}");
+    let (_, err, code) = tracelab(&[
+        "study",
+        "run",
+        file.to_str().unwrap(),
+        "--db",
+        "postgres://u:pw@127.0.0.1:notaport/x",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("`port`") && !err.contains("pw@"), "{err}");
+}
+
 #[test]
 fn a_missing_engine_is_named_with_its_remedy_before_any_run() {
     let dir = tmp("tracelab-study-eng-");
