@@ -128,6 +128,37 @@ pub(crate) fn free_port() -> Result<u16, DbError> {
     Ok(port)
 }
 
+/// Whether the process exists and has not exited. A zombie leader counts
+/// as alive while other threads of it still run: mariadbd's main thread
+/// can end before its shutdown is done.
+pub(crate) fn alive(pid: u32) -> bool {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return false;
+    };
+    // "pid (comm) S ...": the state follows the last parenthesis.
+    let state = stat
+        .rsplit_once(')')
+        .and_then(|(_, rest)| rest.trim_start().chars().next());
+    match state {
+        None | Some('X') => false,
+        Some('Z') => std::fs::read_dir(format!("/proc/{pid}/task"))
+            .map(|d| d.count() > 1)
+            .unwrap_or(false),
+        Some(_) => true,
+    }
+}
+
+/// The port for a server in `dir`: the one it had before if nothing
+/// listens there now (so that URLs in scripts keep working after a
+/// restart, or after the server was killed), else a free one.
+pub(crate) fn port_for(dir: &Path) -> Result<u16, DbError> {
+    let before = crate::state::ServerState::load(dir).ok().map(|s| s.port);
+    match before.filter(|p| TcpListener::bind(("127.0.0.1", *p)).is_ok()) {
+        Some(p) => Ok(p),
+        None => free_port(),
+    }
+}
+
 /// The server's directory: the given one (created, made absolute) or a new
 /// temporary one, which outlives this process; and whether this call made
 /// it (an interrupted start removes what it made).

@@ -18,7 +18,7 @@ use nix::unistd::Pid;
 use crate::binaries::MariaBinaries;
 use crate::error::{io, DbError};
 use crate::launch::{
-    check_free, free_port, hint_traversal, log_tail, run, server_dir, undo_interrupted,
+    check_free, hint_traversal, log_tail, port_for, run, server_dir, undo_interrupted,
 };
 use crate::privilege::RunAs;
 use crate::state::ServerState;
@@ -157,7 +157,7 @@ fn start_in(
             return Err(hint_traversal(e, &dir, run_as));
         }
     }
-    let port = free_port()?;
+    let port = port_for(&dir)?;
     let socket = socket_dir.join(SOCKET);
     // The server's early complaints (before it opens --log-error) go to
     // stderr: keep them in the log too.
@@ -312,33 +312,13 @@ pub(crate) fn running_pid(state: &ServerState) -> Option<u32> {
         .trim()
         .parse()
         .ok()?;
-    if !alive(pid) {
+    if !crate::launch::alive(pid) {
         return None;
     }
     let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
     let want = format!("--datadir={}", state.data_dir().display());
     let ours = cmdline.split(|&b| b == 0).any(|arg| arg == want.as_bytes());
     ours.then_some(pid)
-}
-
-/// Whether the process exists and has not exited. A zombie leader counts
-/// as alive while other threads of it still run: mariadbd's main thread
-/// can end before its shutdown is done.
-fn alive(pid: u32) -> bool {
-    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-        return false;
-    };
-    // "pid (comm) S ...": the state follows the last parenthesis.
-    let state = stat
-        .rsplit_once(')')
-        .and_then(|(_, rest)| rest.trim_start().chars().next());
-    match state {
-        None | Some('X') => false,
-        Some('Z') => std::fs::read_dir(format!("/proc/{pid}/task"))
-            .map(|d| d.count() > 1)
-            .unwrap_or(false),
-        Some(_) => true,
-    }
 }
 
 /// Asks the server to shut down (SIGTERM: a normal shutdown, sessions are
@@ -358,7 +338,7 @@ pub(crate) fn shut_down(state: &ServerState) -> Result<(), DbError> {
         }
     }
     let deadline = Instant::now() + PATIENCE;
-    while alive(pid) {
+    while crate::launch::alive(pid) {
         if Instant::now() > deadline {
             return Err(DbError::Command {
                 program: "mariadbd shutdown".into(),
@@ -398,8 +378,8 @@ mod tests {
 
     #[test]
     fn our_own_process_is_alive_and_a_made_up_one_is_not() {
-        assert!(alive(std::process::id()));
+        assert!(crate::launch::alive(std::process::id()));
         // Above the kernel's pid_max (at most 2^22).
-        assert!(!alive(1 << 23));
+        assert!(!crate::launch::alive(1 << 23));
     }
 }

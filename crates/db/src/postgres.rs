@@ -1,13 +1,13 @@
 //! Starting a private PostgreSQL cluster.
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::binaries::PgBinaries;
 use crate::error::{io, DbError};
 use crate::launch::{
-    check_free, free_port, hint_traversal, log_tail, run, server_dir, undo_interrupted,
+    check_free, hint_traversal, log_tail, port_for, run, server_dir, undo_interrupted,
 };
 use crate::privilege::RunAs;
 use crate::state::ServerState;
@@ -68,7 +68,7 @@ fn start_in(opts: &PgOptions, bins: &PgBinaries, dir: PathBuf) -> Result<ServerS
             return Err(hint_traversal(e, &dir, run_as));
         }
     }
-    let port = free_port()?;
+    let port = port_for(&dir)?;
     let conf = data.join("postgresql.conf");
     let before = std::fs::metadata(&conf).map_err(io(&conf))?.len();
     let mut f = std::fs::OpenOptions::new()
@@ -115,6 +115,7 @@ fn start_in(opts: &PgOptions, bins: &PgBinaries, dir: PathBuf) -> Result<ServerS
         std::fs::write(&log, "").map_err(io(&log))?;
     }
     run_as.give(&log)?;
+    wait_for_reaping(&data);
     let mut pg_ctl = Command::new(bins.tool("pg_ctl"));
     run_as.apply(&mut pg_ctl);
     pg_ctl
@@ -147,6 +148,26 @@ fn start_in(opts: &PgOptions, bins: &PgBinaries, dir: PathBuf) -> Result<ServerS
         });
     }
     Ok(state)
+}
+
+/// A postmaster killed with SIGKILL stays a zombie until its parent (init,
+/// once pg_ctl has gone) reaps it, and PostgreSQL takes the pid in its
+/// lock file for a live postmaster until then: wait (10 s at most) for
+/// the reaping rather than fail the start.
+fn wait_for_reaping(data: &Path) {
+    let Some(pid) = std::fs::read_to_string(data.join("postmaster.pid"))
+        .ok()
+        .and_then(|t| t.lines().next().and_then(|l| l.trim().parse::<u32>().ok()))
+    else {
+        return;
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !crate::launch::alive(pid)
+        && std::path::Path::new(&format!("/proc/{pid}")).exists()
+        && std::time::Instant::now() < deadline
+    {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
 }
 
 /// The setting PostgreSQL refused, from its complaint about the
