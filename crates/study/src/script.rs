@@ -6,33 +6,45 @@
 //! (quotes, dollar quotes, comments: `tracelab_run::sql`), and no crate
 //! does just that.
 
-/// The statements of `sql`, trimmed, without empty ones.
-pub fn statements(sql: &str) -> Vec<String> {
+/// Calls `visit` with each byte of `sql` from `from` on that lies outside
+/// literals, comments and quoted identifiers, with its position; `visit`
+/// says how many more bytes to pass over (`Some(0)` to go on with the
+/// next), or `None` to stop there. Returns where the scan stopped.
+fn scan(sql: &str, from: usize, mut visit: impl FnMut(usize, u8) -> Option<usize>) -> usize {
     let b = sql.as_bytes();
-    let mut out = Vec::new();
-    let mut start = 0;
-    let mut i = 0;
+    let mut i = from;
     while i < b.len() {
         if let Some(end) = tracelab_run::sql::skip_literal_or_comment(sql, i) {
             i = end;
             continue;
         }
-        match b[i] {
-            b'"' => {
-                i += 1;
-                while i < b.len() && b[i] != b'"' {
-                    i += 1;
-                }
+        if b[i] == b'"' {
+            i += 1;
+            while i < b.len() && b[i] != b'"' {
                 i += 1;
             }
-            b';' => {
-                push(&mut out, &sql[start..i]);
-                i += 1;
-                start = i;
-            }
-            _ => i += 1,
+            i += 1;
+            continue;
+        }
+        match visit(i, b[i]) {
+            Some(skip) => i += 1 + skip,
+            None => return i,
         }
     }
+    b.len()
+}
+
+/// The statements of `sql`, trimmed, without empty ones.
+pub fn statements(sql: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    scan(sql, 0, |i, c| {
+        if c == b';' {
+            push(&mut out, &sql[start..i]);
+            start = i + 1;
+        }
+        Some(0)
+    });
     push(&mut out, &sql[start.min(sql.len())..]);
     out
 }
@@ -142,20 +154,8 @@ pub fn output_names(statement: &str) -> Option<Vec<String>> {
     // The select list: up to the first top-level clause keyword.
     let mut items: Vec<&str> = Vec::new();
     let (mut depth, mut start) = (0usize, i);
-    while i < b.len() {
-        if let Some(end) = tracelab_run::sql::skip_literal_or_comment(statement, i) {
-            i = end;
-            continue;
-        }
-        match b[i] {
-            b'"' => {
-                i += 1;
-                while i < b.len() && b[i] != b'"' {
-                    i += 1;
-                }
-                i += 1;
-                continue;
-            }
+    let end = scan(statement, i, |i, c| {
+        match c {
             b'(' => depth += 1,
             b')' => depth = depth.saturating_sub(1),
             b',' if depth == 0 => {
@@ -181,16 +181,15 @@ pub fn output_names(statement: &str) -> Option<Vec<String>> {
                     "except",
                 ];
                 if ENDS.contains(&w.as_str()) {
-                    break;
+                    return None;
                 }
-                i += w.len();
-                continue;
+                return Some(w.len() - 1);
             }
             _ => {}
         }
-        i += 1;
-    }
-    items.push(&statement[start..i.min(b.len())]);
+        Some(0)
+    });
+    items.push(&statement[start..end]);
     let mut names = Vec::new();
     for (k, item) in items.iter().enumerate() {
         let mut item = item.trim();

@@ -58,24 +58,7 @@ fn a_closed_standard_output_ends_quietly() {
     assert_eq!(code, 1, "{err}");
     assert!(err.is_empty(), "{err}");
     // `study report` of a store.
-    let study = dir.path().join("tiny.toml");
-    std::fs::write(
-        &study,
-        r#"
-name = "tiny"
-reps = 1
-[workload]
-sql = "select 1"
-statements = 2
-[[factors]]
-name = "n"
-values = [1, 2]
-[report]
-rows = "n"
-columns = [{ name = "e", label = "elapsed ms", expr = "$elapsed_ms" }]
-"#,
-    )
-    .unwrap();
+    let study = common::small_study(dir.path(), "select 1", 1);
     let out = dir.path().join("out");
     let db = format!("sqlite:{}", dir.path().join("s.sqlite").display());
     let (_, err, code) = tracelab(&[

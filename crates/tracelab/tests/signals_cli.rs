@@ -69,6 +69,31 @@ fn processes_in(dir: &Path) -> Vec<String> {
         .collect()
 }
 
+/// What is left in `tmp` of tracelab's own (`tracelab-db-*`, ...).
+fn left_behind(tmp: &Path, prefix: &str) -> Vec<PathBuf> {
+    entries(tmp)
+        .into_iter()
+        .filter(|p| p.file_name().unwrap().to_string_lossy().starts_with(prefix))
+        .collect()
+}
+
+/// Nothing of tracelab's in `tmp`, no process running there.
+fn nothing_left(tmp: &Path, prefix: &str) {
+    let left = left_behind(tmp, prefix);
+    assert!(left.is_empty(), "{left:?}");
+    let running = processes_in(tmp);
+    assert!(running.is_empty(), "{running:?}");
+}
+
+/// Waits until initdb is at work: the cluster's directories appear.
+fn initdb_at_work(tmp: &Path) {
+    wait_for("initdb at work", || {
+        entries(tmp)
+            .iter()
+            .any(|d| d.join("data").join("base").exists())
+    });
+}
+
 fn signal(child: &Child, sig: i32, group: bool) {
     let pid = child.id() as i32;
     // SAFETY: kill takes plain integers.
@@ -120,21 +145,7 @@ fn sigterm_and_sighup_end_a_run_as_ctrl_c_does() {
         assert!(out.contains("transactions: "), "a summary: {out}");
         let tally = std::fs::read_to_string(&tally).unwrap();
         assert!(tally.starts_with("tracelab_run_0: "), "{tally}");
-        let left: Vec<PathBuf> = entries(tmp.path())
-            .into_iter()
-            .filter(|p| {
-                p.file_name()
-                    .unwrap()
-                    .to_string_lossy()
-                    .starts_with("tracelab-db-")
-            })
-            .collect();
-        assert!(left.is_empty(), "{left:?}");
-        assert!(
-            processes_in(tmp.path()).is_empty(),
-            "{:?}",
-            processes_in(tmp.path())
-        );
+        nothing_left(tmp.path(), "tracelab-db-");
     }
 }
 
@@ -147,11 +158,7 @@ fn ctrl_c_while_the_private_server_is_made_leaves_nothing() {
     let tmp = tmpdir("tracelab-sig-make-");
     let child = spawn(&["run", "--sql", "select 1", "--runtime", "5"], tmp.path());
     // initdb is at work once the cluster's directories appear.
-    wait_for("initdb at work", || {
-        entries(tmp.path())
-            .iter()
-            .any(|d| d.join("data").join("base").exists())
-    });
+    initdb_at_work(tmp.path());
     signal(&child, libc::SIGINT, true);
     let (out, err, code) = finish(child);
     assert_eq!(code, 130, "{out}{err}");
@@ -159,12 +166,7 @@ fn ctrl_c_while_the_private_server_is_made_leaves_nothing() {
         err.lines().count() <= 1 && !err.contains("initdb failed"),
         "{err}"
     );
-    assert!(entries(tmp.path()).is_empty(), "{:?}", entries(tmp.path()));
-    assert!(
-        processes_in(tmp.path()).is_empty(),
-        "{:?}",
-        processes_in(tmp.path())
-    );
+    nothing_left(tmp.path(), "");
 }
 
 /// `db start` without --dir, interrupted while it makes the server: its
@@ -173,16 +175,11 @@ fn ctrl_c_while_the_private_server_is_made_leaves_nothing() {
 fn an_interrupted_db_start_removes_what_it_made() {
     let tmp = tmpdir("tracelab-sig-db-");
     let child = spawn(&["db", "start"], tmp.path());
-    wait_for("initdb at work", || {
-        entries(tmp.path())
-            .iter()
-            .any(|d| d.join("data").join("base").exists())
-    });
+    initdb_at_work(tmp.path());
     signal(&child, libc::SIGTERM, false);
     let (out, err, code) = finish(child);
     assert_eq!(code, 143, "{out}{err}");
-    assert!(entries(tmp.path()).is_empty(), "{:?}", entries(tmp.path()));
-    assert!(processes_in(tmp.path()).is_empty());
+    nothing_left(tmp.path(), "");
 }
 
 /// After a SIGKILL nothing can clean up: the private server keeps running
@@ -209,15 +206,7 @@ fn after_a_sigkill_the_next_start_removes_the_orphaned_server() {
     });
     child.kill().unwrap();
     let _ = child.wait();
-    let orphan: Vec<PathBuf> = entries(tmp.path())
-        .into_iter()
-        .filter(|p| {
-            p.file_name()
-                .unwrap()
-                .to_string_lossy()
-                .starts_with("tracelab-db-")
-        })
-        .collect();
+    let orphan = left_behind(tmp.path(), "tracelab-db-");
     assert_eq!(orphan.len(), 1, "{orphan:?}");
     assert!(
         !processes_in(&orphan[0]).is_empty(),
@@ -250,24 +239,7 @@ fn after_a_sigkill_the_next_start_removes_the_orphaned_server() {
 #[test]
 fn sigterm_ends_a_study_as_ctrl_c_does() {
     let tmp = tmpdir("tracelab-sig-study-");
-    let file = tmp.path().join("s.toml");
-    std::fs::write(
-        &file,
-        r#"
-name = "slow"
-reps = 20
-[workload]
-sql = "SELECT pg_sleep(0.2)"
-statements = 2
-[[factors]]
-name = "n"
-values = [1, 2]
-[report]
-rows = "n"
-columns = [{ name = "e", label = "elapsed ms", expr = "$elapsed_ms" }]
-"#,
-    )
-    .unwrap();
+    let file = common::small_study(tmp.path(), "SELECT pg_sleep(0.2)", 20);
     let out = tmp.path().join("out");
     let child = spawn(
         &[
@@ -290,19 +262,5 @@ columns = [{ name = "e", label = "elapsed ms", expr = "$elapsed_ms" }]
     assert_eq!(code, 143, "{err}");
     assert!(report.contains("elapsed ms"), "{report}");
     assert!(err.contains("--resume"), "{err}");
-    let left: Vec<PathBuf> = entries(tmp.path())
-        .into_iter()
-        .filter(|p| {
-            p.file_name()
-                .unwrap()
-                .to_string_lossy()
-                .starts_with("tracelab-")
-        })
-        .collect();
-    assert!(left.is_empty(), "{left:?}");
-    assert!(
-        processes_in(tmp.path()).is_empty(),
-        "{:?}",
-        processes_in(tmp.path())
-    );
+    nothing_left(tmp.path(), "tracelab-");
 }

@@ -327,24 +327,7 @@ fn a_study_on_your_database_names_what_it_changes_and_needs_yes() {
 #[test]
 fn a_report_that_cannot_be_written_is_exit_3_naming_it() {
     let dir = tmp("tracelab-study-full-");
-    let file = dir.path().join("tiny.toml");
-    std::fs::write(
-        &file,
-        r#"
-name = "tiny"
-reps = 1
-[workload]
-sql = "select 1"
-statements = 2
-[[factors]]
-name = "n"
-values = [1, 2]
-[report]
-rows = "n"
-columns = [{ name = "e", label = "elapsed ms", expr = "$elapsed_ms" }]
-"#,
-    )
-    .unwrap();
+    let file = common::small_study(dir.path(), "select 1", 1);
     let out = dir.path().join("out");
     std::fs::create_dir_all(&out).unwrap();
     std::os::unix::fs::symlink("/dev/full", out.join("report.md")).unwrap();
