@@ -773,11 +773,7 @@ columns = [
             .lines()
             .filter(|l| l.starts_with("t ") || l.starts_with("q "))
         {
-            let ci = l
-                .split("  ")
-                .filter(|c| c.contains(" .. "))
-                .next()
-                .unwrap_or("");
+            let ci = l.split("  ").find(|c| c.contains(" .. ")).unwrap_or("");
             assert!(!ci.trim_start().starts_with('-'), "{l}");
         }
         // The interval shown and the verdict are one test's.
