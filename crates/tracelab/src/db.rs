@@ -69,6 +69,12 @@ pub fn run(a: Args) -> Result<i32, Failure> {
             // Ctrl-C, SIGTERM or SIGHUP while the server is made stops its
             // tools and removes what this start made.
             crate::signals::install();
+            for dir in tracelab_db::remove_orphans() {
+                say!(
+                    "tracelab: removed an orphaned private server whose tracelab was killed: {}",
+                    dir.display()
+                );
+            }
             let (state, name) = if engine == "mariadb" {
                 let s = start_mariadb(&MariaOptions {
                     dir,
