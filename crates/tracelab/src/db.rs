@@ -69,12 +69,7 @@ pub fn run(a: Args) -> Result<i32, Failure> {
             // Ctrl-C, SIGTERM or SIGHUP while the server is made stops its
             // tools and removes what this start made.
             crate::signals::install();
-            for dir in tracelab_db::remove_orphans() {
-                say!(
-                    "tracelab: removed an orphaned private server whose tracelab was killed: {}",
-                    dir.display()
-                );
-            }
+            remove_orphans();
             let (state, name) = if engine == "mariadb" {
                 let s = start_mariadb(&MariaOptions {
                     dir,
@@ -111,5 +106,17 @@ pub fn run(a: Args) -> Result<i32, Failure> {
                 Ok(exit::STOPPED)
             }
         },
+    }
+}
+
+/// Stops and removes the private servers of tracelab processes that were
+/// killed (their directories name their owner), saying so: run before a
+/// command starts a server of its own.
+pub fn remove_orphans() {
+    for dir in tracelab_db::remove_orphans() {
+        say!(
+            "tracelab: removed an orphaned private server whose tracelab was killed: {}",
+            dir.display()
+        );
     }
 }

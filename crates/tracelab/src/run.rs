@@ -6,8 +6,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use tracelab_db::{
-    private_dir, remove_orphans, start_mariadb, start_postgres, stop, MariaOptions, PgOptions,
-    ServerState,
+    private_dir, start_mariadb, start_postgres, stop, MariaOptions, PgOptions, ServerState,
 };
 use tracelab_run::{
     cast_placeholders, read_typed_binds, run as drive, CacheOptions, ConnectMode, ExeMode,
@@ -407,12 +406,7 @@ struct Private {
 
 impl Private {
     fn start(engine: &str) -> Result<Private, Failure> {
-        for dir in remove_orphans() {
-            say!(
-                "tracelab: removed an orphaned private server whose tracelab was killed: {}",
-                dir.display()
-            );
-        }
+        crate::db::remove_orphans();
         let dir = private_dir()?;
         let started = if engine == "mariadb" {
             start_mariadb(&MariaOptions {

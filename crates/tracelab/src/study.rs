@@ -165,12 +165,7 @@ fn run_one(r: RunArgs) -> Result<i32, Failure> {
     // Ctrl-C, SIGTERM and SIGHUP stop the study after the run in flight
     // (or the private server being made); its server goes all the same.
     let interrupt = crate::signals::install();
-    for dir in tracelab_db::remove_orphans() {
-        say!(
-            "tracelab: removed an orphaned private server whose tracelab was killed: {}",
-            dir.display()
-        );
-    }
+    crate::db::remove_orphans();
     let bar = if std::io::stderr().is_terminal() {
         let b = ProgressBar::new(0);
         b.set_style(
