@@ -65,6 +65,18 @@ impl Agg {
         }
     }
 
+    /// A group built elsewhere from whole microseconds (prof's resource
+    /// profile), printed by skew's renderer.
+    pub fn micros(sum_us: i128, calls: u64, min_us: i64, max_us: i64, first: First) -> Agg {
+        Agg {
+            sum_us,
+            min_us,
+            max_us,
+            calls,
+            ..Agg::empty(first)
+        }
+    }
+
     /// Whether every value was a whole number of microseconds.
     pub fn exact(&self) -> bool {
         self.floats == 0

@@ -3,9 +3,9 @@
 //! JSON), over any number of plain or compressed trace files, in parallel.
 
 mod aggregate;
-mod buckets;
+pub mod buckets;
 mod error;
-mod number;
+pub mod number;
 mod options;
 mod query;
 pub mod rc;
@@ -13,9 +13,11 @@ mod report;
 mod run;
 mod vars;
 
+pub use aggregate::{Agg, Groups};
 pub use error::SkewError;
 pub use number::{Num, PercentFormat};
 pub use options::{Format, SkewOptions, Sort, Units};
-pub use query::Query;
+pub use query::{NameCache, Query};
 pub use report::{Nums, Report, Row, Stats};
 pub use run::{profile, FileOutcome, Outcome};
+pub use vars::{CallVars, Conversions};

@@ -18,6 +18,7 @@ mod fields;
 mod input;
 mod lines;
 mod reader;
+mod secrets;
 pub mod shareable;
 mod writer;
 
@@ -29,5 +30,6 @@ pub use diag::{Diagnostic, Diagnostics};
 pub use input::{open, open_counted, Compression, OpenError, Source, TraceFile};
 pub use lines::DEFAULT_MAX_LINE;
 pub use reader::{ReadError, ReadOptions, ReadSummary, Reader, Timeline, MIN_SPLIT};
+pub use secrets::{mentions_password, redact_message, redact_sql};
 pub use shareable::Shareable;
 pub use writer::{sqlid, CallTimes, Header, TraceWriter};

@@ -727,7 +727,10 @@ fn not_binary(name: &str) -> ReadError {
 /// file has `***` lines and a header, but no line of event 10046.
 fn not_a_sql_trace(name: &str, lines: u64, image: Option<&str>) -> ReadError {
     let kind = image.map_or_else(
-        || "another kind of Oracle trace (an optimizer 10053 trace, a background process's)".to_string(),
+        || {
+            "another kind of Oracle trace (an optimizer 10053 trace, a background process's)"
+                .to_string()
+        },
         |p| format!("the trace of Oracle process {p}"),
     );
     ReadError::NotATrace {

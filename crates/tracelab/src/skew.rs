@@ -1,11 +1,10 @@
 //! `tracelab skew`: mrskew's options in, mrskew's table out.
 
-use std::io::Write;
-
 use clap::ArgAction;
 use tracelab_skew::{profile, Format, Outcome, PercentFormat, SkewError, SkewOptions, Sort, Units};
 
 use crate::exit::{self, Failure};
+use crate::output::{out, say};
 use crate::progress::Progress;
 
 const AFTER_HELP: &str = "\
@@ -264,14 +263,16 @@ fn parse_bytes(s: &str) -> Option<usize> {
     n.checked_mul(1 << shift).filter(|&b| b >= 1024)
 }
 
-fn list_rc() {
+fn list_rc() -> Result<(), Failure> {
+    let mut t = String::new();
     for (name, text) in tracelab_skew::rc::BUILTIN {
-        println!("{name} (built-in):");
+        t.push_str(&format!("{name} (built-in):\n"));
         for l in text.lines() {
-            println!("    {l}");
+            t.push_str(&format!("    {l}\n"));
         }
     }
-    println!("rc files are looked up as named, in ~/.tracelab/rc/, in $TRACELAB_RCPATH, then among the built-ins.");
+    t.push_str("rc files are looked up as named, in ~/.tracelab/rc/, in $TRACELAB_RCPATH, then among the built-ins.\n");
+    out(&t)
 }
 
 /// Mrskew's diagnostic listing, on stderr.
@@ -291,28 +292,28 @@ fn listing(o: &Outcome) {
     }
     let names: Vec<String> = o.matched_names.iter().map(|n| format!("'{n}'")).collect();
     e.push_str(&format!("\nmatched call names:\n\t{}\n\n", names.join(" ")));
-    eprint!("{e}");
+    crate::output::err(format_args!("{e}"));
 }
 
 fn warnings(o: &Outcome) {
     for f in &o.files {
-        if let Some(why) = &f.skipped {
-            eprintln!("tracelab: skipped {why}");
-        }
         notes(f);
-        for d in &f.warnings.kept {
-            eprintln!("tracelab: warning: {d}");
-        }
-        let more = f
-            .warnings
-            .total
-            .saturating_sub(f.warnings.kept.len() as u64);
-        if more > 0 {
-            eprintln!(
-                "tracelab: warning: {}: {more} more warnings not shown",
-                f.name
-            );
-        }
+        file_warnings(&f.name, f.skipped.as_deref(), &f.warnings);
+    }
+}
+
+/// One input file's trouble on stderr: why it was skipped, its first
+/// warnings and how many more there were (skew and calls alike).
+pub fn file_warnings(name: &str, skipped: Option<&str>, w: &tracelab_trace::Diagnostics) {
+    if let Some(why) = skipped {
+        say!("tracelab: skipped {why}");
+    }
+    for d in &w.kept {
+        say!("tracelab: warning: {d}");
+    }
+    let more = w.total.saturating_sub(w.kept.len() as u64);
+    if more > 0 {
+        say!("tracelab: warning: {name}: {more} more warnings not shown");
     }
 }
 
@@ -322,7 +323,7 @@ fn notes(f: &tracelab_skew::FileOutcome) {
     let t = &f.timeline;
     let secs = |us: i128| tracelab_skew::Num::micros(us).fixed(6);
     if t.overlaps > 0 {
-        eprintln!(
+        say!(
             "tracelab: note: {}: {} calls or waits start before the one before them ended ({} s of overlap in all); that time is counted once, taken out of the unaccounted-for rows",
             f.name,
             t.overlaps,
@@ -330,7 +331,7 @@ fn notes(f: &tracelab_skew::FileOutcome) {
         );
     }
     if t.session_switches > 0 {
-        eprintln!(
+        say!(
             "tracelab: note: {}: {} sessions take turns in this file (a shared server's or a trcsess merge): the {} s across its {} changes of session belong to other sessions and are left out of 'unaccounted-for between calls'",
             f.name,
             t.sessions,
@@ -342,7 +343,7 @@ fn notes(f: &tracelab_skew::FileOutcome) {
 
 pub fn run(a: Args) -> Result<i32, Failure> {
     if a.listrc == Some(true) {
-        list_rc();
+        list_rc()?;
         return Ok(exit::OK);
     }
     let opts = options(&a)?;
@@ -366,7 +367,7 @@ pub fn run(a: Args) -> Result<i32, Failure> {
     // (CSV, JSON). When no file could be read at all, the skip messages
     // said why.
     if none && outcome.files.iter().any(|f| f.skipped.is_none()) {
-        eprintln!(
+        say!(
             "tracelab: no calls match where '{}' is true",
             outcome.query.effective_where
         );
@@ -381,20 +382,14 @@ pub fn run(a: Args) -> Result<i32, Failure> {
     })
 }
 
-fn write_report(path: Option<&str>, text: &str) -> Result<(), Failure> {
-    let result = match path {
-        Some(p) => std::fs::write(p, text),
-        None => {
-            let mut out = std::io::stdout().lock();
-            match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
-                // A closed pipe (| head) is the reader's choice, not an error.
-                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-                r => r,
-            }
-        }
-    };
-    result.map_err(|source| Failure::Output {
-        what: path.unwrap_or("standard output").to_string(),
-        source,
-    })
+/// Writes a report to `path`, or to standard output (a closed pipe is no
+/// error: see `crate::output`).
+pub fn write_report(path: Option<&str>, text: &str) -> Result<(), Failure> {
+    match path {
+        Some(p) => std::fs::write(p, text).map_err(|source| Failure::Output {
+            what: p.to_string(),
+            source,
+        }),
+        None => out(text),
+    }
 }
