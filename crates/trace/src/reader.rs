@@ -513,6 +513,12 @@ fn drive<R: Read>(
     }
     if let Some((source, cut)) = lines.take_error() {
         if run.recognised == 0 {
+            // A small compressed file is often one block (bzip2's 900 KB,
+            // zstd's 128 KB): cut short, none of it decodes.
+            let source = std::io::Error::new(
+                source.kind(),
+                format!("{source}: the file is damaged or cut short before its first trace line"),
+            );
             return Err(ReadError::Io {
                 file: run.file.to_string(),
                 line: no + 1,

@@ -137,6 +137,20 @@ fn a_truncated_compressed_trace_is_profiled_up_to_the_damage() {
         assert_eq!(out, want, "{name}");
         assert!(out.lines().count() > 5, "{out}");
     }
+    // A small file is one block of bzip2 or zstd: cut short, none of it
+    // decodes. It is skipped with a reason, the other files reported.
+    let small = std::fs::read(db_ping()).unwrap();
+    let zst = zstd::encode_all(&small[..], 1).unwrap();
+    let cut = write(&dir, "small.trc.zst", &zst[..zst.len() / 2]);
+    let other = write(&dir, "other.trc", &small);
+    let (out, err, code) = tracelab(&["skew", &cut, &other]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains(&format!("tracelab: skipped {cut}:1: read error: "))
+            && err.contains("the file is damaged or cut short before its first trace line"),
+        "{err}"
+    );
+    assert_eq!(out, tracelab(&["skew", &other]).0);
     std::fs::remove_dir_all(dir).unwrap();
 }
 
