@@ -187,6 +187,10 @@ pub struct Level {
     pub after: Option<Sql>,
     #[serde(default)]
     pub vars: BTreeMap<String, toml::Value>,
+    /// The engine this level belongs to: a cell that pairs it with another
+    /// engine is not run (`model = serial` is a PostgreSQL level,
+    /// `pool-of-threads` a MariaDB one).
+    pub engine: Option<String>,
 }
 
 /// A query whose columns become measurements, before and/or after a run.
@@ -225,6 +229,19 @@ pub struct Measure {
     /// `commit`, `sql_net_message_from_client`, ...) and `trace_total_s`.
     #[serde(default)]
     pub trace: bool,
+    /// Runs per cell with `strace -c -f` attached, apart from the timed
+    /// runs (strace slows the server): they come after the timed rounds,
+    /// store the strace table (the `syscalls` table of the store, and
+    /// `syscalls`, `syscall_NAME`) and keep their other figures under a
+    /// `strace_` prefix (`strace_elapsed_ms`), out of the timed columns.
+    #[serde(default)]
+    pub strace_runs: u32,
+    /// Counters of every server process or thread that need no ptrace,
+    /// on every run: context switches and read/write syscalls from /proc,
+    /// server CPU, tasks started, and `perf stat -e context-switches`
+    /// where perf works (`crate::server_counters`).
+    #[serde(default)]
+    pub server_counters: bool,
 }
 
 impl Default for Measure {
@@ -233,6 +250,8 @@ impl Default for Measure {
             backend_cpu: true,
             strace: false,
             trace: false,
+            strace_runs: 0,
+            server_counters: false,
         }
     }
 }
@@ -248,10 +267,37 @@ fn yes() -> bool {
 pub struct ReportSpec {
     /// The factor whose levels are the rows.
     pub rows: String,
-    /// The level of `rows` that % changes and ratios compare with.
-    pub baseline: Option<String>,
+    /// The level of `rows` that % changes and ratios compare with; a list
+    /// when tables have different levels (one engine's models each): a
+    /// table's baseline is the first listed level it has.
+    pub baseline: Option<Baseline>,
     pub columns: Vec<Column>,
     pub chart: Option<Chart>,
+}
+
+/// One baseline level, or several (the first one a table has).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum Baseline {
+    One(String),
+    Many(Vec<String>),
+}
+
+impl Baseline {
+    pub fn names(&self) -> Vec<&str> {
+        match self {
+            Baseline::One(s) => vec![s.as_str()],
+            Baseline::Many(v) => v.iter().map(String::as_str).collect(),
+        }
+    }
+
+    /// The baseline of a table whose levels are `levels`.
+    pub fn pick<'a>(&self, levels: impl Iterator<Item = &'a str> + Clone) -> Option<String> {
+        self.names()
+            .into_iter()
+            .find(|b| levels.clone().any(|l| l == *b))
+            .map(str::to_string)
+    }
 }
 
 /// One column: an expression over the run's measurements and vars
@@ -447,16 +493,40 @@ impl Loaded {
                 format!("expected the name of a factor, found `{}`", s.report.rows),
             ));
         }
-        if let (Some(b), Some(f)) = (
+        if let (Some(bs), Some(f)) = (
             &s.report.baseline,
             s.factors.iter().find(|f| f.name == s.report.rows),
         ) {
-            if !f.level_names().contains(b) {
-                return Err(self.error(
-                    "report.baseline",
-                    format!("factor `{}` has no level `{b}`", f.name),
-                ));
+            for b in bs.names() {
+                if !f.level_names().iter().any(|n| n == b) {
+                    return Err(self.error(
+                        "report.baseline",
+                        format!("factor `{}` has no level `{b}`", f.name),
+                    ));
+                }
             }
+        }
+        for f in &s.factors {
+            for lv in &f.levels {
+                if let Some(e) = &lv.engine {
+                    if !crate::engine::ENGINES.contains(&e.as_str()) {
+                        return Err(self.error(
+                            "factors.levels.engine",
+                            format!(
+                                "level `{}`: engine `{e}`: expected one of {}",
+                                lv.name,
+                                crate::engine::ENGINES.join(", ")
+                            ),
+                        ));
+                    }
+                }
+            }
+        }
+        if s.measure.strace && s.measure.strace_runs > 0 {
+            return Err(self.error(
+                "measure.strace_runs",
+                "expected either `strace = true` (strace on every run) or `strace_runs` (separate runs under strace), not both",
+            ));
         }
         for c in &s.report.columns {
             crate::columns::compile(&c.expr).map_err(|e| {
