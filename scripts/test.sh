@@ -51,4 +51,5 @@ apt_need 'command -v java' openjdk-17-jre-headless
 pip_need duckdb duckdb
 pip_need pyspark pyspark
 
-cargo test --workspace "$@"
+# --no-fail-fast: one failing test binary does not hide the others.
+cargo test --workspace --no-fail-fast "$@"

@@ -6,12 +6,14 @@
 //! compared.
 
 pub mod builtin;
+mod changes;
 mod columns;
 mod engine;
 mod error;
 mod execute;
 mod mariadb;
 mod measure;
+mod names;
 mod plan;
 mod report;
 mod script;

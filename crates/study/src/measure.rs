@@ -364,9 +364,19 @@ impl Strace {
         })
     }
 
-    /// Detaches and returns the whole table (`.measurements()` gives the
-    /// `syscalls` total and `syscall_NAME` counts).
-    pub fn finish_table(mut self) -> StraceTable {
+    /// Detaches and returns `syscalls` (total) and `syscall_NAME` counts.
+    pub fn finish(self) -> BTreeMap<String, f64> {
+        parse_strace(&self.detach())
+    }
+
+    /// Detaches and returns the whole table.
+    pub fn finish_table(self) -> StraceTable {
+        parse_strace_table(&self.detach())
+    }
+
+    /// Stops strace (SIGINT: it detaches and writes its table) and
+    /// returns what it wrote.
+    fn detach(mut self) -> String {
         // SAFETY: sending SIGINT to our own child, whose pid we hold.
         unsafe {
             libc::kill(self.child.id() as i32, libc::SIGINT);
@@ -382,8 +392,49 @@ impl Strace {
         let _ = self.child.wait();
         let text = std::fs::read_to_string(&self.out).unwrap_or_default();
         let _ = std::fs::remove_file(&self.out);
-        parse_strace_table(&text)
+        text
     }
+}
+
+/// The figures every run has, from its summary (their names are what
+/// report expressions check against before a study runs).
+pub const RUN_FIGURES: [&str; 7] = [
+    "elapsed_ms",
+    "run_ms",
+    "statements",
+    "transactions",
+    "tps",
+    "p50_us",
+    "p99_us",
+];
+
+/// The values of [`RUN_FIGURES`] for one run, in that order: elapsed
+/// (the longest session, first call to end of last) and the run's time
+/// with connecting, in ms; statements; transactions; tps; p50 and p99
+/// latency in µs.
+pub fn run_figures(summary: &tracelab_run::Summary) -> impl Iterator<Item = (&'static str, f64)> {
+    let elapsed_us = summary
+        .per_session
+        .iter()
+        .map(|s| s.elapsed_us)
+        .max()
+        .unwrap_or(0);
+    let values = [
+        elapsed_us as f64 / 1000.0,
+        summary.runtime_s * 1000.0,
+        summary.executions as f64,
+        summary.transactions as f64,
+        summary.tps,
+        summary.latency_us.p50 as f64,
+        summary.latency_us.p99 as f64,
+    ];
+    RUN_FIGURES.into_iter().zip(values)
+}
+
+/// The `strace -c` table as measurements: `syscalls` (total) and
+/// `syscall_NAME` counts (see [`StraceTable::measurements`]).
+pub fn parse_strace(text: &str) -> BTreeMap<String, f64> {
+    parse_strace_table(text).measurements()
 }
 
 /// The `strace -c` table: `% time seconds usecs/call calls [errors]

@@ -31,6 +31,18 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+/// The measurements a [`ServerWatch`] gives (`perf_context_switches` only
+/// where perf counts).
+pub const COUNTERS: [&str; 7] = [
+    "voluntary_ctxt_switches",
+    "nonvoluntary_ctxt_switches",
+    "tasks_started",
+    "syscr",
+    "syscw",
+    "server_cpu_ms",
+    "perf_context_switches",
+];
+
 /// How often tasks are read during the run.
 const EVERY: Duration = Duration::from_millis(50);
 

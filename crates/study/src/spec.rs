@@ -202,6 +202,12 @@ pub struct Probe {
     /// `delta` (after − before), `after` or `before`.
     #[serde(default)]
     pub when: When,
+    /// Server settings the probe's figures depend on (PostgreSQL:
+    /// `track_wal_io_timing = "on"` for WAL timings): where the server
+    /// has other values, the probe is not taken and the report says why,
+    /// rather than showing a 0 that was never measured.
+    #[serde(default)]
+    pub needs: BTreeMap<String, String>,
 }
 
 #[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq)]
@@ -267,36 +273,25 @@ fn yes() -> bool {
 pub struct ReportSpec {
     /// The factor whose levels are the rows.
     pub rows: String,
-    /// The level of `rows` that % changes and ratios compare with; a list
-    /// when tables have different levels (one engine's models each): a
-    /// table's baseline is the first listed level it has.
-    pub baseline: Option<Baseline>,
+    /// The level of `rows` that % changes and ratios compare with.
+    pub baseline: Option<String>,
+    /// Baselines of tables with different levels (one engine's models
+    /// each): a table's baseline is the first of `baseline` and these
+    /// that it has.
+    #[serde(default)]
+    pub baselines: Vec<String>,
     pub columns: Vec<Column>,
     pub chart: Option<Chart>,
 }
 
-/// One baseline level, or several (the first one a table has).
-#[derive(Debug, Clone, Deserialize)]
-#[serde(untagged)]
-pub enum Baseline {
-    One(String),
-    Many(Vec<String>),
-}
-
-impl Baseline {
-    pub fn names(&self) -> Vec<&str> {
-        match self {
-            Baseline::One(s) => vec![s.as_str()],
-            Baseline::Many(v) => v.iter().map(String::as_str).collect(),
-        }
-    }
-
+impl ReportSpec {
     /// The baseline of a table whose levels are `levels`.
-    pub fn pick<'a>(&self, levels: impl Iterator<Item = &'a str> + Clone) -> Option<String> {
-        self.names()
-            .into_iter()
-            .find(|b| levels.clone().any(|l| l == *b))
-            .map(str::to_string)
+    pub fn baseline_of<'a>(&self, levels: impl Iterator<Item = &'a str> + Clone) -> Option<String> {
+        self.baseline
+            .iter()
+            .chain(&self.baselines)
+            .find(|b| levels.clone().any(|l| l == b.as_str()))
+            .cloned()
     }
 }
 
@@ -317,6 +312,10 @@ pub struct Column {
     /// Include in the statistics section (ratios, tests).
     #[serde(default = "yes")]
     pub stats: bool,
+    /// The least value the quantity can take (0 for a time, a rate or a
+    /// size): a value below it is shown with a note saying how it arose,
+    /// and an interval stops there.
+    pub min: Option<f64>,
 }
 
 fn two() -> usize {
@@ -388,7 +387,22 @@ impl Loaded {
 
     /// Reads a study file from disk.
     pub fn from_path(path: &Path) -> Result<Loaded, StudyError> {
-        let text = std::fs::read_to_string(path).map_err(crate::error::io(path))?;
+        let bytes = std::fs::read(path).map_err(crate::error::io(path))?;
+        let text = String::from_utf8(bytes).map_err(|e| {
+            let good = &e.as_bytes()[..e.utf8_error().valid_up_to()];
+            let line = good.iter().filter(|&&b| b == b'\n').count() + 1;
+            let column =
+                good.len() - good.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1) + 1;
+            StudyError::File {
+                file: path.display().to_string(),
+                line,
+                key: "(file)".into(),
+                what: format!(
+                    "not UTF-8 text (byte 0x{:02x} at column {column}): a study file is UTF-8 TOML",
+                    e.as_bytes()[good.len()]
+                ),
+            }
+        })?;
         Loaded::parse(
             &path.display().to_string(),
             &text,
@@ -435,8 +449,23 @@ impl Loaded {
     /// Checks what serde cannot: names that must refer to each other.
     fn check(&self) -> Result<(), StudyError> {
         let s = &self.study;
-        if s.reps == 0 {
-            return Err(self.error("reps", "expected at least 1 repetition"));
+        let max = crate::plan::MAX_REPS;
+        for (key, reps) in [("reps", Some(s.reps)), ("quick_reps", s.quick_reps)] {
+            if let Some(r) = reps.filter(|r| !(1..=max).contains(r)) {
+                return Err(self.error(key, format!("{r}: expected 1 to {max} repetitions")));
+            }
+        }
+        // The name is stored, checked on --resume and part of the default
+        // results directory's name.
+        let good = |c: char| c.is_ascii_alphanumeric() || "-_.".contains(c);
+        if s.name.is_empty() || s.name.starts_with('.') || !s.name.chars().all(good) {
+            return Err(self.error(
+                "name",
+                format!(
+                    "{:?}: expected a name of letters, digits, `-`, `_` and `.` (not starting with `.`)",
+                    s.name
+                ),
+            ));
         }
         let mut names = std::collections::BTreeSet::new();
         for f in &s.factors {
@@ -493,16 +522,11 @@ impl Loaded {
                 format!("expected the name of a factor, found `{}`", s.report.rows),
             ));
         }
-        if let (Some(bs), Some(f)) = (
-            &s.report.baseline,
-            s.factors.iter().find(|f| f.name == s.report.rows),
-        ) {
-            for b in bs.names() {
-                if !f.level_names().iter().any(|n| n == b) {
-                    return Err(self.error(
-                        "report.baseline",
-                        format!("factor `{}` has no level `{b}`", f.name),
-                    ));
+        if let Some(f) = s.factors.iter().find(|f| f.name == s.report.rows) {
+            let named = s.report.baseline.iter().map(|b| ("report.baseline", b));
+            for (key, b) in named.chain(s.report.baselines.iter().map(|b| ("report.baselines", b))) {
+                if !f.level_names().contains(b) {
+                    return Err(self.error(key, format!("factor `{}` has no level `{b}`", f.name)));
                 }
             }
         }
@@ -666,6 +690,34 @@ columns = [{ name = "r", label = "r", expr = "$elapsed_ms" }]
             .to_string();
         assert!(e.starts_with("t.toml:5: key `workload.statments`:"), "{e}");
         assert!(e.contains("unknown field"), "{e}");
+    }
+
+    #[test]
+    fn limits_and_names_are_checked() {
+        for (from, to, key) in [
+            ("name = \"t\"", "name = \"\"", "name"),
+            ("name = \"t\"", "name = \"../x\"", "name"),
+            ("name = \"t\"", "name = \"t\"\nreps = 4294967295", "reps"),
+            ("name = \"t\"", "name = \"t\"\nreps = 0", "reps"),
+        ] {
+            let bad = GOOD.replace(from, to);
+            let e = Loaded::parse("t.toml", &bad, None, &[])
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(&format!("key `{key}`")), "{to}: {e}");
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("s.toml");
+        let mut bytes = GOOD.as_bytes().to_vec();
+        bytes.extend_from_slice(b"# caf\xe9\n");
+        std::fs::write(&p, bytes).unwrap();
+        let e = Loaded::from_path(&p).unwrap_err();
+        assert!(matches!(e, StudyError::File { line: 12, .. }), "{e}");
+        assert!(
+            e.to_string()
+                .contains("not UTF-8 text (byte 0xe9 at column 6)"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -275,7 +275,6 @@ impl Store {
         vars: &BTreeMap<String, f64>,
         summary_json: &str,
         measurements: &BTreeMap<String, f64>,
-        syscalls: &[Syscall],
         notes: &str,
     ) -> Result<(), StudyError> {
         let path = self.path.clone();
@@ -305,6 +304,21 @@ impl Store {
                 .map_err(&e)?;
             }
         }
+        tx.commit().map_err(&e)
+    }
+
+    /// Records the strace table of a run, written before the run itself
+    /// ([`Store::record`]): a run stopped between the two is run again by
+    /// --resume, which replaces these rows.
+    pub fn record_syscalls(&mut self, seq: usize, syscalls: &[Syscall]) -> Result<(), StudyError> {
+        let path = self.path.clone();
+        let e = move |e: rusqlite::Error| StudyError::Store {
+            path: path.clone(),
+            what: e.to_string(),
+        };
+        let tx = self.conn.transaction().map_err(&e)?;
+        tx.execute("DELETE FROM syscalls WHERE seq = ?1", params![seq as i64])
+            .map_err(&e)?;
         for c in syscalls {
             tx.execute(
                 "INSERT INTO syscalls (seq, name, calls, errors, seconds) VALUES (?1, ?2, ?3, ?4, ?5)",

@@ -61,16 +61,10 @@ fn level(name: &str, runs: &[&StoredRun]) -> Level {
         })
         .collect();
     rows.sort_by(|a, b| b.calls.cmp(&a.calls).then_with(|| a.name.cmp(&b.name)));
-    // Runs with strace on every run keep `elapsed_ms`; separate strace
-    // runs keep it as `strace_elapsed_ms`.
+    // A run under strace keeps its figures under a `strace_` prefix.
     let el: Vec<f64> = runs
         .iter()
-        .filter_map(|r| {
-            r.values
-                .get("strace_elapsed_ms")
-                .or_else(|| r.values.get("elapsed_ms"))
-                .copied()
-        })
+        .filter_map(|r| r.values.get("strace_elapsed_ms").copied())
         .collect();
     Level {
         name: name.to_string(),
@@ -200,14 +194,13 @@ pub fn render(study: &Study, runs: &[StoredRun], format: Format, out: &mut Strin
         return;
     }
     let rows_f = &study.report.rows;
-    let separate = runs.iter().any(|r| r.strace);
     let intro = format!(
-        "The strace -c -f table of the server during each run (every thread of mariadbd; the postmaster and the backends and parallel workers it starts), per {rows_f}, means of its runs, sorted by calls. {} Marked *: the syscalls whose calls differ most between the {rows_f} levels (largest difference, at least twofold).",
-        if separate {
-            "strace stops the server at every syscall, so these are runs of their own: their elapsed (shown) is not in the timed figures above."
-        } else {
-            "strace was attached to every run: it slows the server, and the elapsed figures above include its cost."
-        }
+        "The strace -c -f table of the server during the query (every thread of mariadbd; the \
+         postmaster and the backends and parallel workers it starts), per {rows_f}, means of its \
+         runs under strace, sorted by calls. strace stops the server at every syscall, so these \
+         are runs of their own, after the timed ones: their elapsed (shown) is not in the \
+         figures above. Marked *: the syscalls whose calls differ most between the {rows_f} \
+         levels (largest difference, at least twofold)."
     );
     match format {
         Format::Text => {

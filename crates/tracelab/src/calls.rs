@@ -1,6 +1,7 @@
 //! `tracelab calls`: the call model as Parquet (or CSV, JSON lines), for
 //! DuckDB on one machine and Spark on a cluster.
 
+use crate::output::say;
 use clap::ArgAction;
 use tracelab_calls::{export, CallsOptions, Format, Layout, Outcome};
 
@@ -109,7 +110,7 @@ pub fn run(a: Args) -> Result<i32, Failure> {
         Some(Layout::File(f)) => f.display().to_string(),
         None => String::new(),
     };
-    eprintln!(
+    say!(
         "tracelab: {} calls of {files} file{} and {} statements written to {place}",
         outcome.rows,
         if files == 1 { "" } else { "s" },

@@ -5,10 +5,12 @@
 mod calls;
 mod db;
 mod exit;
+mod output;
 mod prof;
 mod progress;
 mod proxy;
 mod run;
+mod signals;
 mod skew;
 mod study;
 

@@ -1,6 +1,7 @@
 //! `tracelab prof`: the response-time profile report of a trace (tkprof,
 //! TVD$XTAT, Method R Profiler), as text, JSON or one HTML page.
 
+use crate::output::say;
 use tracelab_prof::{profile, FileOutcome, Outcome, ProfOptions, TextOptions};
 
 use crate::exit::{self, Failure};
@@ -51,10 +52,10 @@ pub struct Args {
 fn warnings(o: &Outcome) {
     for f in &o.files {
         match f {
-            FileOutcome::Skipped { why, .. } => eprintln!("tracelab: skipped {why}"),
+            FileOutcome::Skipped { why, .. } => say!("tracelab: skipped {why}"),
             FileOutcome::Profiled(p) => {
                 for w in &p.warnings {
-                    eprintln!("tracelab: warning: {w}");
+                    say!("tracelab: warning: {w}");
                 }
             }
         }
