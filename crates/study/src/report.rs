@@ -761,6 +761,8 @@ columns = [
                     .into_iter()
                     .collect(),
                     notes: String::new(),
+                    strace: false,
+                    syscalls: Vec::new(),
                 })
                 .collect(),
         }
