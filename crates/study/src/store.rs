@@ -54,7 +54,7 @@ CREATE TABLE IF NOT EXISTS strace_runs (  -- planned runs under strace, apart fr
     seq INTEGER PRIMARY KEY REFERENCES plan(seq)
 );
 CREATE TABLE IF NOT EXISTS syscalls (     -- the strace -c table of a run, one row per syscall
-    seq INTEGER NOT NULL REFERENCES runs(seq),
+    seq INTEGER NOT NULL REFERENCES plan(seq),
     name TEXT NOT NULL,
     calls INTEGER NOT NULL,
     errors INTEGER NOT NULL,
