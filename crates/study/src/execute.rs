@@ -14,8 +14,8 @@ use crate::engine::{engine_of_url, redact, requirement};
 use crate::error::{pg, StudyError};
 use crate::measure::{self, CpuWatch, Strace, Syscall};
 use crate::plan::{cell_key, plan, Choice, Planned};
-use crate::server_counters::{Server, ServerWatch};
 use crate::script::{statements, substitute};
+use crate::server_counters::{Server, ServerWatch};
 use crate::spec::{value_text, Level, Loaded, Num, Sql, When, WorkloadSpec};
 use crate::store::{Header, Store};
 
@@ -1044,11 +1044,7 @@ fn run_one(
     // The server's processes: the postmaster (its backends and workers
     // are its children) or mariadbd (its sessions are threads).
     let wants_server = s.measure.strace || p.strace || s.measure.server_counters;
-    let server = if wants_server {
-        server_of(eng)?
-    } else {
-        None
-    };
+    let server = if wants_server { server_of(eng)? } else { None };
     if wants_server && server.is_none() {
         notes.push(format!(
             "server counters and syscalls not taken: {}",
@@ -1065,8 +1061,7 @@ fn run_one(
                 Strace::attach(srv.top(), &scratch.join("strace.txt"))
             } else {
                 notes.push(
-                    "syscalls not counted: strace not installed (apt-get install -y strace)"
-                        .into(),
+                    "syscalls not counted: strace not installed (apt-get install -y strace)".into(),
                 );
                 None
             }

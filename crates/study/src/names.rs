@@ -57,8 +57,11 @@ impl Loaded {
             p.prefixes.extend(["syscall_", "strace_"]);
         }
         if s.measure.server_counters {
-            p.names
-                .extend(crate::server_counters::COUNTERS.iter().map(|n| n.to_string()));
+            p.names.extend(
+                crate::server_counters::COUNTERS
+                    .iter()
+                    .map(|n| n.to_string()),
+            );
         }
         p.names.extend(s.vars.keys().cloned());
         p.names.extend(s.quick.vars.keys().cloned());

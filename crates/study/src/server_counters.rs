@@ -186,10 +186,9 @@ impl Seen {
                 }
             }
             if let Some(s) = switches(&path) {
-                if !self.first.contains_key(&t) {
+                if let std::collections::btree_map::Entry::Vacant(v) = self.first.entry(t) {
                     // A task started during the run counts from 0.
-                    let first = if at_start { s } else { Switches::default() };
-                    self.first.insert(t, first);
+                    v.insert(if at_start { s } else { Switches::default() });
                     if !at_start {
                         self.born.insert(t);
                     }
@@ -326,7 +325,8 @@ struct Perf {
 impl Perf {
     fn start(pid: i32, out: &Path) -> Result<Perf, String> {
         let stderr = out.with_extension("err");
-        let err = std::fs::File::create(&stderr).map_err(|e| format!("{}: {e}", stderr.display()))?;
+        let err =
+            std::fs::File::create(&stderr).map_err(|e| format!("{}: {e}", stderr.display()))?;
         let child = Command::new("perf")
             .args(["stat", "-x,", "-e", "context-switches", "-o"])
             .arg(out)
@@ -370,8 +370,14 @@ impl Perf {
         let _ = std::fs::remove_file(&self.out);
         let _ = std::fs::remove_file(&self.stderr);
         parse_perf_csv(&text).ok_or_else(|| {
-            let why = err.lines().chain(text.lines()).find(|l| !l.trim().is_empty() && !l.starts_with('#'));
-            format!("perf stat counted nothing ({})", why.unwrap_or("no output").trim())
+            let why = err
+                .lines()
+                .chain(text.lines())
+                .find(|l| !l.trim().is_empty() && !l.starts_with('#'));
+            format!(
+                "perf stat counted nothing ({})",
+                why.unwrap_or("no output").trim()
+            )
         })
     }
 }
@@ -394,7 +400,8 @@ mod tests {
 
     #[test]
     fn reads_perf_csv_and_its_refusals() {
-        let ok = "# started on Mon Nov 23 22:08:13 2026\n\n5950,,context-switches,3559339658,100.00,,\n";
+        let ok =
+            "# started on Mon Nov 23 22:08:13 2026\n\n5950,,context-switches,3559339658,100.00,,\n";
         assert_eq!(parse_perf_csv(ok), Some(5950));
         assert_eq!(
             parse_perf_csv("<not supported>,,context-switches,0,100.00,,\n"),

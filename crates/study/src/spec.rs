@@ -524,7 +524,8 @@ impl Loaded {
         }
         if let Some(f) = s.factors.iter().find(|f| f.name == s.report.rows) {
             let named = s.report.baseline.iter().map(|b| ("report.baseline", b));
-            for (key, b) in named.chain(s.report.baselines.iter().map(|b| ("report.baselines", b))) {
+            for (key, b) in named.chain(s.report.baselines.iter().map(|b| ("report.baselines", b)))
+            {
                 if !f.level_names().contains(b) {
                     return Err(self.error(key, format!("factor `{}` has no level `{b}`", f.name)));
                 }

@@ -141,7 +141,13 @@ fn strace_block(l: &Level, marked: &[String]) -> Vec<String> {
             if mark { "* " } else { "  " }
         )
     };
-    let pct = |s: f64| if total_s > 0.0 { s * 100.0 / total_s } else { 0.0 };
+    let pct = |s: f64| {
+        if total_s > 0.0 {
+            s * 100.0 / total_s
+        } else {
+            0.0
+        }
+    };
     let mut out = vec![
         format!(
             "  {} ({} run{} under strace{})",
@@ -165,7 +171,14 @@ fn strace_block(l: &Level, marked: &[String]) -> Vec<String> {
         ));
     }
     out.push(rule);
-    out.push(line(false, 100.0, total_s, total_calls, total_errors, "total"));
+    out.push(line(
+        false,
+        100.0,
+        total_s,
+        total_calls,
+        total_errors,
+        "total",
+    ));
     out
 }
 
@@ -320,9 +333,7 @@ pub fn render(study: &Study, runs: &[StoredRun], format: Format, out: &mut Strin
                     })
                     .collect();
                 out.push_str(&svg::line_chart(
-                    &format!("Top system calls per {rows_f} {}", t.title)
-                        .trim()
-                        .to_string(),
+                    format!("Top system calls per {rows_f} {}", t.title).trim(),
                     "syscall",
                     "calls",
                     false,
@@ -351,7 +362,10 @@ mod tests {
         let a = Level {
             name: "processes".into(),
             runs: 1,
-            rows: vec![sc("getrusage", 159, 0, 0.000318), sc("times", 12, 0, 0.000024)],
+            rows: vec![
+                sc("getrusage", 159, 0, 0.000318),
+                sc("times", 12, 0, 0.000024),
+            ],
             elapsed_ms: Some(11980.0),
         };
         let b = Level {

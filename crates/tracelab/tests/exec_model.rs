@@ -146,7 +146,11 @@ fn each_model_is_in_effect_the_strace_tables_add_up_and_the_report_rebuilds() {
             let table = syscalls(&out, r.seq);
             assert!(table.len() >= 3, "{what}: {table:?}");
             let sum: i64 = table.values().sum();
-            assert_eq!(Some(&(sum as f64)), r.m.get("syscalls"), "{what}: {table:?}");
+            assert_eq!(
+                Some(&(sum as f64)),
+                r.m.get("syscalls"),
+                "{what}: {table:?}"
+            );
             for (name, calls) in &table {
                 assert_eq!(r.m.get(&format!("syscall_{name}")), Some(&(*calls as f64)));
             }
@@ -174,9 +178,15 @@ fn each_model_is_in_effect_the_strace_tables_add_up_and_the_report_rebuilds() {
 
     // The report: the timed table with its baseline per engine, and the
     // strace tables side by side in strace's layout.
-    assert!(stdout.contains("System calls (engine=mariadb sessions=8)"), "{stdout}");
+    assert!(
+        stdout.contains("System calls (engine=mariadb sessions=8)"),
+        "{stdout}"
+    );
     assert!(stdout.contains("% time     seconds  usecs/call     calls    errors syscall"));
-    assert!(stdout.contains("pool-of-threads (1 run under strace"), "{stdout}");
+    assert!(
+        stdout.contains("pool-of-threads (1 run under strace"),
+        "{stdout}"
+    );
     // Rebuilt byte for byte from the store alone, in every format.
     let (again, err, code) = tracelab(&["study", "report", out_s]);
     assert_eq!(code, 0, "{err}");
