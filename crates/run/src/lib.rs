@@ -175,7 +175,11 @@ pub fn run(opts: &RunOptions, workload: &Workload) -> Result<Summary, RunError> 
                         .into(),
                 ));
             }
-            let n = if c.per_session { opts.sessions.max(1) } else { 1 };
+            let n = if c.per_session {
+                opts.sessions.max(1)
+            } else {
+                1
+            };
             (0..n)
                 .map(|_| Arc::new(cache::ResultCache::new(c.clone())))
                 .collect()

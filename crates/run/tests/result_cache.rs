@@ -190,15 +190,19 @@ fn postgres_no_stale_results_beyond_the_lag_with_a_concurrent_writer() {
 fn a_cache_per_session_fills_and_counts_on_its_own_and_stays_fresh() {
     let srv = postgres();
     let mut writer = postgres::Client::connect(&srv.state.url, postgres::NoTls).unwrap();
-    let (sum, obs, changes) =
-        with_writer_scoped(&srv.state.url, Duration::from_secs(3), true, |chair, name| {
+    let (sum, obs, changes) = with_writer_scoped(
+        &srv.state.url,
+        Duration::from_secs(3),
+        true,
+        |chair, name| {
             writer
                 .execute(
                     "update chair set name = $1 where chair = $2",
                     &[&name, &(chair as i32)],
                 )
                 .unwrap();
-        });
+        },
+    );
     assert_eq!(sum.errors, 0, "{:?}", sum.errors_by_code);
     check(&obs, &changes);
     // Four caches, four channels listening: each session filled its own
@@ -212,7 +216,10 @@ fn a_cache_per_session_fills_and_counts_on_its_own_and_stays_fresh() {
     assert_eq!(per.len(), 4);
     for (i, st) in per.iter().enumerate() {
         assert!(st.create_count_success >= 20, "session {i}: {st:?}");
-        assert!(st.find_count > 0 && st.invalidation_count > 0, "session {i}: {st:?}");
+        assert!(
+            st.find_count > 0 && st.invalidation_count > 0,
+            "session {i}: {st:?}"
+        );
         assert_eq!(st.block_count_max, (1 << 20) / 256, "session {i}");
     }
     let total = sum.result_cache.clone().unwrap();
