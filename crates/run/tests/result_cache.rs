@@ -337,3 +337,35 @@ fn sqlite_and_missing_annotations_are_refused_clearly() {
     .to_string();
     assert!(e.contains("PostgreSQL and MariaDB"), "{e}");
 }
+
+#[test]
+fn a_long_lag_neither_delays_the_start_nor_holds_the_end_and_hits_count_in_elapsed() {
+    let srv = postgres();
+    let (hook, seen) = recorder();
+    let (mut opts, w) = lookups(&srv.state.url, hook, Duration::from_secs(2));
+    if let Some(c) = opts.result_cache.as_mut() {
+        c.lag = Duration::from_secs(60);
+        c.per_session = true;
+    }
+    let t0 = Instant::now();
+    let sum = run(&opts, &w).unwrap();
+    let took = t0.elapsed();
+    // A quarter lag is 15 s: the sessions used to wait 10 s for the
+    // channel's second heartbeat, and the run's end for the channel's
+    // sleep between heartbeats; now a 2 s run takes about 2 s.
+    assert!(took < Duration::from_secs(8), "a 2 s run took {took:?}");
+    let st = sum.result_cache.clone().unwrap();
+    let hits = seen.lock().unwrap().iter().filter(|o| o.3).count() as u64;
+    assert!(st.find_count > 1000 && st.find_count == hits, "{st:?}");
+    // A session that serves itself from the cache works until the end of
+    // its runtime: its elapsed time counts the hits after its last call
+    // to the server.
+    for s in &sum.per_session {
+        assert!(
+            s.elapsed_us > 1_800_000 && s.elapsed_us < 4_000_000,
+            "session {}: elapsed {} µs",
+            s.session,
+            s.elapsed_us
+        );
+    }
+}
