@@ -21,15 +21,15 @@ pub enum Format {
 }
 
 /// A table in any format.
-struct Table {
-    head: Vec<String>,
-    rows: Vec<Vec<String>>,
+pub(crate) struct Table {
+    pub head: Vec<String>,
+    pub rows: Vec<Vec<String>>,
     /// Columns aligned left (the others right).
-    left: usize,
+    pub left: usize,
 }
 
 impl Table {
-    fn text(&self, out: &mut String) {
+    pub fn text(&self, out: &mut String) {
         let n = self.head.len();
         let mut w = vec![0; n];
         for r in std::iter::once(&self.head).chain(&self.rows) {
@@ -64,7 +64,7 @@ impl Table {
         }
     }
 
-    fn markdown(&self, out: &mut String) {
+    pub fn markdown(&self, out: &mut String) {
         let cell = |c: &String| c.replace('|', "\\|");
         let line = |r: &Vec<String>| r.iter().map(cell).collect::<Vec<_>>().join(" | ");
         let _ = writeln!(out, "| {} |", line(&self.head));
@@ -81,7 +81,7 @@ impl Table {
         }
     }
 
-    fn html(&self, out: &mut String) {
+    pub fn html(&self, out: &mut String) {
         out.push_str("<table>\n<thead><tr>");
         for h in &self.head {
             let _ = write!(out, "<th>{}</th>", esc(h));
@@ -429,6 +429,12 @@ pub fn render(st: &Stored, format: Format) -> Result<String, StudyError> {
             }
         }
     }
+    // The sections a study asks for beyond its table.
+    crate::published::section(st, study, format, &mut out);
+    crate::sessions::section(st, study, format, &mut out);
+    crate::profile::section(st, study, format, &mut out);
+    crate::freshness::section(st, study, format, &mut out);
+    crate::sessions::tallies(st, study, format, &mut out);
     // Column definitions, notes and facts.
     let defs = Table {
         head: vec!["column".into(), "label".into(), "expression".into()],
