@@ -188,9 +188,12 @@ pub(crate) fn postgres_from(
 ) -> Result<tokio_postgres::Config, String> {
     let env = src.env;
     let (base, own) = split_params(url);
-    let mut cfg: tokio_postgres::Config = base
-        .parse()
-        .map_err(|e| format!("cannot read the connection string `{}`: {e}", redact(url)))?;
+    let mut cfg: tokio_postgres::Config = base.parse().map_err(|e| {
+        format!(
+            "invalid connection string: {}",
+            crate::engine::innermost(&e)
+        )
+    })?;
     // The service: what the URL left out, before the environment.
     let mut service: HashMap<String, String> = HashMap::new();
     if let Some(name) = own.get("service").cloned().or_else(|| env("PGSERVICE")) {

@@ -12,18 +12,20 @@ mod engine;
 mod error;
 mod invalidate;
 mod live;
+mod pace;
 mod resolve;
 mod session;
 pub mod sql;
 mod summary;
 mod thread_cpu;
+mod traces;
 mod workload;
 
 pub use cache::{
     parse_tables, read_tables_file, CacheMode, CacheOptions, CacheStats, ResultHook, Rows, Seen,
 };
 pub use clock::Timer;
-pub use engine::{redact, Engine};
+pub use engine::{check_url, redact, Engine};
 pub use error::RunError;
 pub use invalidate::setup_sql as result_cache_setup_sql;
 pub use summary::{Latency, SessionSummary, StatementSummary, Summary};
@@ -72,6 +74,10 @@ pub struct RunOptions {
     pub exe_delay: Duration,
     /// Write one trace per session here.
     pub trace_dir: Option<PathBuf>,
+    /// The trace directory may hold traces this run would not replace:
+    /// keep them, and number this run's after them. Without it such a
+    /// directory is refused, so that one profile never mixes two runs.
+    pub trace_append: bool,
     /// Statements per transaction; 0 is autocommit (each statement its
     /// own transaction).
     pub per_commit: u64,
@@ -120,6 +126,7 @@ impl Default for RunOptions {
             stop: Stop::Transactions(1),
             exe_delay: Duration::ZERO,
             trace_dir: None,
+            trace_append: false,
             per_commit: 0,
             rollback: false,
             interrupt: None,
@@ -143,13 +150,17 @@ impl Default for RunOptions {
 /// statement, a lost connection) are counted in the summary, not returned:
 /// what was measured is never lost.
 pub fn run(opts: &RunOptions, workload: &Workload) -> Result<Summary, RunError> {
-    let engine = Engine::of_url(&opts.url)?;
-    if let Some(dir) = &opts.trace_dir {
-        std::fs::create_dir_all(dir).map_err(|source| RunError::Io {
-            path: dir.clone(),
-            source,
-        })?;
-    }
+    let engine = engine::check_url(&opts.url)?;
+    let trace_first = match &opts.trace_dir {
+        Some(dir) => {
+            std::fs::create_dir_all(dir).map_err(|source| RunError::Io {
+                path: dir.clone(),
+                source,
+            })?;
+            traces::first_number(dir, opts.sessions, opts.trace_append)?
+        }
+        None => 0,
+    };
     // Sessions are tasks on one thread per core, each thread with its own
     // single-threaded runtime, as pgbench's -j threads multiplex their
     // connections: twenty blocking threads on two cores spend their time
@@ -256,6 +267,7 @@ pub fn run(opts: &RunOptions, workload: &Workload) -> Result<Summary, RunError> 
         workload.clone(),
         live::Live::new(if opts.progress { workers } else { 0 }),
         caches.clone(),
+        trace_first,
     ));
     let done = AtomicBool::new(false);
     let mut results: Vec<SessionSummary> = std::thread::scope(|s| {
@@ -312,6 +324,7 @@ pub fn run(opts: &RunOptions, workload: &Workload) -> Result<Summary, RunError> 
                                         (&shared.2, wk),
                                         (!shared.3.is_empty())
                                             .then(|| &*shared.3[i % shared.3.len()]),
+                                        shared.4,
                                     )
                                     .await
                                 })

@@ -226,6 +226,7 @@ impl<C: Conn> Session<C> {
                 );
             }
             let _ = t.exec(cursor, times);
+            trace_error(t, cursor, &r.result, r.end);
         }
         r.result
     }
@@ -256,6 +257,9 @@ impl<C: Conn> Session<C> {
             _ => None,
         };
         self.trace_exec(cursor, binds, r.times(), rows);
+        if let Some(t) = self.trace.as_mut() {
+            trace_error(t, cursor, &r.result, r.end);
+        }
         r.result?;
         let Some((fetch, close)) = later else {
             return Ok((start, self.last_end));
@@ -271,6 +275,7 @@ impl<C: Conn> Session<C> {
                         ..f.times()
                     },
                 );
+                trace_error(t, cursor, &f.result, f.end);
             }
             f.result?;
             if rows < fetch_size as u64 {
@@ -280,6 +285,7 @@ impl<C: Conn> Session<C> {
         let c = round_trip!(self, cursor, |c| c.query_text(close));
         if let Some(t) = self.trace.as_mut() {
             let _ = t.close(cursor, c.times());
+            trace_error(t, cursor, &c.result, c.end);
         }
         c.result?;
         Ok((start, self.last_end))
@@ -326,6 +332,9 @@ impl<C: Conn> Session<C> {
         let r = round_trip!(self, cursor, |c| c.fetch_rows(handle, binds));
         let rows = r.result.as_ref().ok().map(|rows| rows.len() as u64);
         self.trace_exec(cursor, binds, r.times(), rows);
+        if let Some(t) = self.trace.as_mut() {
+            trace_error(t, cursor, &r.result, r.end);
+        }
         let rows = r.result?;
         Ok((r.start, r.end, rows))
     }
@@ -340,6 +349,34 @@ impl<C: Conn> Session<C> {
     }
 }
 
+/// After the line of a call that failed, Oracle's `ERROR #c:err=N tim=T`
+/// with the engine's code (SQLSTATE, MariaDB error number, SQLite result
+/// code), as the proxy writes it: so a profile counts the errors, and the
+/// failed call's time stays in its EXEC (or FETCH) line. Failures found by
+/// the client get the SQLSTATE that says so: 08006 (connection failure)
+/// for a lost connection, 07001 (wrong number of parameters) for bind
+/// values that do not fit the statement, HY000 otherwise.
+fn trace_error<T>(t: &mut TraceWriter<File>, cursor: u64, r: &Result<T, DbError>, tim: i64) {
+    let Err(e) = r else { return };
+    let code = match e.code.as_str() {
+        c if is_engine_code(c) => c,
+        "connection" => "08006",
+        "binds" => "07001",
+        _ => "HY000",
+    };
+    let _ = t.error(cursor, code, tim);
+}
+
+/// Whether an error code is the engine's own (a SQLSTATE, an error or
+/// result number) rather than one the driver made up (`connection`).
+fn is_engine_code(code: &str) -> bool {
+    let c = code.as_bytes();
+    (!c.is_empty() && c.iter().all(u8::is_ascii_digit))
+        || (c.len() == 5
+            && c.iter()
+                .all(|b| b.is_ascii_digit() || b.is_ascii_uppercase()))
+}
+
 /// Runs session `index` and returns what it measured.
 pub async fn run(
     index: usize,
@@ -348,6 +385,7 @@ pub async fn run(
     clock: Clock,
     (live, worker): (&Live, usize),
     cache: Option<&ResultCache>,
+    trace_first: usize,
 ) -> SessionSummary {
     let mut summary = SessionSummary::new(index);
     // Counts this session in for a tsunami start and the pause at exit,
@@ -372,6 +410,7 @@ pub async fn run(
         worker,
         engine,
         cache,
+        trace_first,
     };
     let connected = match engine {
         Engine::Postgres => match engine::postgres::connect(&opts.url, opts.simple).await {
@@ -387,7 +426,22 @@ pub async fn run(
             Err(e) => e,
         },
     };
-    summary.fail(format!("cannot connect: {}", connected.message));
+    // One message per cause, naming the target (never its password); the
+    // failed connection counts as an error, with the server's SQLSTATE
+    // when it refused the login, else 08001 (unable to connect).
+    let code = if is_engine_code(&connected.code) {
+        connected.code.as_str()
+    } else {
+        "08001"
+    };
+    summary.fail_with(
+        code,
+        format!(
+            "cannot connect to {}: {}",
+            engine::redact(&opts.url),
+            connected.message
+        ),
+    );
     summary
 }
 
@@ -401,6 +455,8 @@ struct Env<'a> {
     worker: usize,
     engine: Engine,
     cache: Option<&'a ResultCache>,
+    /// The number of the run's first trace file (see traces.rs).
+    trace_first: usize,
 }
 
 /// A transaction ended: what it wrote is visible to all (or gone), so the
@@ -483,24 +539,41 @@ async fn drive<C: Conn>(
         worker,
         engine,
         cache,
+        trace_first,
     } = env;
-    let trace = opts.trace_dir.as_ref().and_then(|dir| {
-        let name = format!("tracelab_run_{index}.trc");
-        let f = File::create(dir.join(&name)).ok()?;
-        TraceWriter::new(
-            f,
-            &Header {
-                name: &name,
-                engine: engine.name(),
-                side: "client",
-                timer: clock.timer().name(),
-                // Oracle 12.2+ writes the zone as an offset, not `Z`.
-                started: &humantime::format_rfc3339_micros(SystemTime::now())
-                    .to_string()
-                    .replace('Z', "+00:00"),
-            },
-        )
-        .ok()
+    let mut summary = summary;
+    let trace_path = opts
+        .trace_dir
+        .as_ref()
+        .map(|dir| dir.join(crate::traces::name(trace_first + index)));
+    // A trace that cannot be made is said in the summary (and the exit
+    // status): the run goes on without it.
+    let trace = trace_path.as_ref().and_then(|path| {
+        let name = path
+            .file_name()
+            .map_or(String::new(), |n| n.to_string_lossy().into_owned());
+        let made = File::create(path).and_then(|f| {
+            TraceWriter::new(
+                f,
+                &Header {
+                    name: &name,
+                    engine: engine.name(),
+                    side: "client",
+                    timer: clock.timer().name(),
+                    // Oracle 12.2+ writes the zone as an offset, not `Z`.
+                    started: &humantime::format_rfc3339_micros(SystemTime::now())
+                        .to_string()
+                        .replace('Z', "+00:00"),
+                },
+            )
+        });
+        match made {
+            Ok(t) => Some(t),
+            Err(e) => {
+                summary.trace_error = Some(format!("{}: {e}", path.display()));
+                None
+            }
+        }
     });
     let mut ss = Session {
         conn,
@@ -518,7 +591,10 @@ async fn drive<C: Conn>(
     ss.s.backend_pid = ss.conn.backend_id().and_then(|id| i32::try_from(id).ok());
     for (name, value) in &opts.settings {
         if let Err(e) = ss.conn.set(name, value).await {
-            ss.s.fail(format!("cannot set {name} = {value}: {}", e.message));
+            ss.s.fail_with(
+                &e.code,
+                format!("cannot set {name} = {value}: {}", e.message),
+            );
             ss.conn.close().await;
             return ss.s;
         }
@@ -569,7 +645,7 @@ async fn drive<C: Conn>(
                 }
             }
             (_, Err(e)) => {
-                ss.s.fail(shown(&st.sql, &e.message, "cannot prepare", ""));
+                ss.s.fail_with(&e.code, shown(&st.sql, &e.message, "cannot prepare", ""));
                 ss.conn.close().await;
                 return ss.s;
             }
@@ -622,6 +698,7 @@ async fn drive<C: Conn>(
         .map(|r| r / opts.sessions as f64)
         .filter(|r| *r > 0.0);
     let mut intended = own_start;
+    let mut pacer = per_session_rate.map(|_| crate::pace::Pacer::new());
     let mut in_batch = 0u64;
     let mut i = 0usize;
     let mut values: Vec<Option<&str>> = Vec::new();
@@ -663,17 +740,13 @@ async fn drive<C: Conn>(
         // due an exponential gap after the previous one was due, and its
         // latency counts from when it was due (pgbench's -R), so a driver
         // that falls behind shows it.
-        let due = match per_session_rate {
-            Some(rate) => {
+        let due = match (per_session_rate, pacer.as_mut()) {
+            (Some(rate), Some(pacer)) => {
                 intended += (-(1.0 - rng.f64()).ln() / rate * 1e6) as i64;
-                let now = clock.now();
-                if intended > now {
-                    tokio::time::sleep(std::time::Duration::from_micros((intended - now) as u64))
-                        .await;
-                }
+                pacer.sleep_until(&clock, intended).await;
                 Some(intended)
             }
-            None => None,
+            _ => None,
         };
         let k = w.pick(i as u64, &mut rng);
         let st = &w.statements[k];
@@ -786,6 +859,10 @@ async fn drive<C: Conn>(
                 let start = if wrapped { began } else { start };
                 ss.s.executions += 1;
                 let latency = end - due.unwrap_or(start);
+                if let Some(due) = due {
+                    // pgbench's schedule lag: how late the call started.
+                    let _ = ss.s.lag.record((start - due).max(0) as u64);
+                }
                 let counts = &mut ss.s.statements[k];
                 counts.executions += 1;
                 let _ = counts.latency.record(latency.max(1) as u64);
@@ -856,7 +933,12 @@ async fn drive<C: Conn>(
         // Stay connected, so that server statistics of the sessions can be
         // read, until the run is released.
         paused.arrive();
-        while !live.released.load(Ordering::Acquire) && !ss.conn.is_closed() {
+        let interrupted = || {
+            opts.interrupt
+                .as_ref()
+                .is_some_and(|f| f.load(Ordering::Relaxed))
+        };
+        while !live.released.load(Ordering::Acquire) && !ss.conn.is_closed() && !interrupted() {
             tokio::time::sleep(std::time::Duration::from_millis(20)).await;
         }
     }
@@ -866,7 +948,16 @@ async fn drive<C: Conn>(
         let _ = ss.s.latency.add(&st.latency);
     }
     if let Some(t) = ss.trace.as_mut() {
-        let _ = t.flush();
+        // Every write of the session loop lands here: the first that
+        // failed (a full disk) is reported once, naming the file.
+        if let Err(e) = t.flush() {
+            ss.s.trace_error = Some(format!(
+                "{}: {e} (the trace is incomplete)",
+                trace_path
+                    .as_ref()
+                    .map_or(String::new(), |p| p.display().to_string())
+            ));
+        }
     }
     let Session { conn, s, .. } = ss;
     conn.close().await;

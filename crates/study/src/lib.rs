@@ -6,12 +6,14 @@
 //! compared.
 
 pub mod builtin;
+mod changes;
 mod columns;
 mod engine;
 mod error;
 mod execute;
 mod freshness;
 mod measure;
+mod names;
 mod plan;
 mod profile;
 mod proxy;

@@ -239,9 +239,13 @@ pub fn section(st: &Stored, study: &Study, format: Format, out: &mut String) {
                 };
                 let here = compare(&values(&lv, re), &values(&p.levels(base), re)).map_or(
                     "—".into(),
-                    |c| match c.ratio_ci {
-                        Some((lo, hi)) => format!("{:.1}x (95% CI {:.1}..{:.1})", c.ratio, lo, hi),
-                        None => format!("{:.1}x", c.ratio),
+                    // The interval is the ratio's only when the test was
+                    // on the log scale; a difference's interval is no ratio.
+                    |c| match (c.test, c.ci) {
+                        (crate::stats::Test::LogRatio, Some((lo, hi))) => {
+                            format!("{:.1}x (95% CI {:.1}..{:.1})", c.ratio, lo, hi)
+                        }
+                        _ => format!("{:.1}x", c.ratio),
                     },
                 );
                 let mut row: Vec<String> = lv

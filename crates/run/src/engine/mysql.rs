@@ -179,7 +179,7 @@ fn error(e: &mysql_async::Error) -> DbError {
         },
         other => DbError {
             code: "connection".into(),
-            message: other.to_string(),
+            message: super::innermost(other),
         },
     }
 }
