@@ -269,6 +269,14 @@ pub fn start_for(
     Ok(Some((px, traced)))
 }
 
+/// The counters [`collect`] measures of every proxy (its traces' profile
+/// adds `proxy_trace_*`).
+pub const MEASUREMENTS: [&str; 3] = [
+    "proxy_connections",
+    "proxy_delay_ms",
+    "proxy_upstream_errors",
+];
+
 /// Stops the proxy and collects what it leaves: its counters
 /// (`proxy_connections`, `proxy_delay_ms`: the delay it added, both
 /// directions, summed over chunks), the profile of its traces (all calls
@@ -277,13 +285,16 @@ pub fn start_for(
 pub fn collect(px: InPath, traced: bool, filter: &str, keep: Option<&Path>) -> Collected {
     let dir = px.trace_dir.clone();
     let c = px.stop();
-    let mut m = BTreeMap::new();
-    m.insert("proxy_connections".into(), c.connections as f64);
-    m.insert(
-        "proxy_delay_ms".into(),
+    let values = [
+        c.connections as f64,
         (c.delay_to_server_us + c.delay_to_client_us) as f64 / 1000.0,
-    );
-    m.insert("proxy_upstream_errors".into(), c.upstream_errors as f64);
+        c.upstream_errors as f64,
+    ];
+    let m: BTreeMap<String, f64> = MEASUREMENTS
+        .iter()
+        .map(|n| n.to_string())
+        .zip(values)
+        .collect();
     let mut out = Collected {
         measurements: m,
         profile: Vec::new(),

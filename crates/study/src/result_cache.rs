@@ -92,6 +92,18 @@ pub fn measurements(summary: &Summary) -> BTreeMap<String, f64> {
     m
 }
 
+/// The names [`measurements`] gives a run with a cache, known before the
+/// first run (crate::names).
+pub fn measurement_names() -> Vec<String> {
+    let mut v: Vec<String> = tracelab_run::CacheStats::default()
+        .rows()
+        .iter()
+        .map(|(name, _)| format!("rc_{}", crate::profile::measurement_name(name)))
+        .collect();
+    v.push("rc_channel_failures".into());
+    v
+}
+
 /// Each session's values: its tally (`executions`, as sqlrun's
 /// --xact-tally counts them; `transactions`), and its cache's statistics
 /// under Oracle's names when it had a cache of its own.
