@@ -740,6 +740,9 @@ columns = [
                     notes: String::new(),
                 })
                 .collect(),
+            session_values: Vec::new(),
+            profiles: Vec::new(),
+            freshness: BTreeMap::new(),
         }
     }
 

@@ -34,15 +34,18 @@ fn inserted(sql: &str, table: &str) -> Vec<Vec<String>> {
             }
             ('\'', true) => quoted = false,
             (c, true) => cur.push(c),
+            // Outside quotes, blanks only separate (inside, CHAR padding
+            // is the value's).
             ('(', false) => {}
+            (c, false) if c.is_whitespace() => {}
             (',', false) => {
-                if !cur.trim().is_empty() || !row.is_empty() {
-                    row.push(cur.trim().to_string());
+                if !cur.is_empty() || !row.is_empty() {
+                    row.push(cur.clone());
                 }
                 cur.clear();
             }
             (')', false) => {
-                row.push(cur.trim().to_string());
+                row.push(cur.clone());
                 cur.clear();
                 rows.push(std::mem::take(&mut row));
             }

@@ -17,9 +17,14 @@ fn shortened(dir: &Path, vars: &[(&str, &str)], lag: &str) -> std::path::PathBuf
     let (text, err, code) = tracelab(&["study", "show", "result-cache"]);
     assert_eq!(code, 0, "{err}");
     let mut out = String::new();
+    // Only vars: `runtime = "{fresh_runtime}"` of [freshness] is no var.
+    let mut in_vars = false;
     for line in text.lines() {
+        if line.starts_with('[') {
+            in_vars = line == "[vars]" || line == "[quick.vars]";
+        }
         let key = line.split(" = ").next().unwrap_or("");
-        let line = match vars.iter().find(|(k, _)| *k == key) {
+        let line = match vars.iter().find(|(k, _)| *k == key && in_vars) {
             Some((k, v)) => format!("{k} = {v}"),
             None => line.to_string(),
         };
