@@ -192,7 +192,11 @@ impl Loaded {
                 }
             }
         }
-        if let Some(text) = s.freshness.as_ref().and_then(|fr| fr.write.for_engine(engine)) {
+        if let Some(text) = s
+            .freshness
+            .as_ref()
+            .and_then(|fr| fr.write.for_engine(engine))
+        {
             for st in statements(text) {
                 if let Some(c) = change(&st) {
                     add(FRESHNESS, c);

@@ -120,14 +120,7 @@ struct Checker {
 }
 
 impl Checker {
-    fn see(
-        &self,
-        session: usize,
-        binds: &[Option<&str>],
-        rows: &Rows,
-        cached: bool,
-        at: Instant,
-    ) {
+    fn see(&self, session: usize, binds: &[Option<&str>], rows: &Rows, cached: bool, at: Instant) {
         let v = version(rows, self.column, &self.prefix, &self.suffix);
         let stale = self
             .commits

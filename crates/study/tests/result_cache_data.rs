@@ -115,6 +115,9 @@ fn binds_and_licences_are_the_originals() {
         "LICENSE-pythian-blog-files.MIT.txt",
         "LICENSE-sqlrun-tests.MIT.txt",
     ] {
-        assert!(study_file(l).contains("MIT License") || study_file(l).contains("Permission is hereby granted"));
+        assert!(
+            study_file(l).contains("MIT License")
+                || study_file(l).contains("Permission is hereby granted")
+        );
     }
 }

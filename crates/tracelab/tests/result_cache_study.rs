@@ -30,7 +30,10 @@ fn shortened(dir: &Path, vars: &[(&str, &str)], lag: &str) -> std::path::PathBuf
         };
         // The freshness check's own lag and pace: short, for a short run.
         let line = line
-            .replace("vars = { lag = 5000 }", &format!("vars = {{ lag = {lag} }}"))
+            .replace(
+                "vars = { lag = 5000 }",
+                &format!("vars = {{ lag = {lag} }}"),
+            )
             .replace("every_ms = 2000", "every_ms = 300");
         out.push_str(&line);
         out.push('\n');
@@ -87,11 +90,7 @@ fn result_cache_study_on_postgres_and_mariadb() {
     let lag_ms = 1500.0;
     let file = shortened(
         dir.path(),
-        &[
-            ("sessions", "4"),
-            ("runtime", "2"),
-            ("fresh_runtime", "8"),
-        ],
+        &[("sessions", "4"), ("runtime", "2"), ("fresh_runtime", "8")],
         "1500",
     );
     let out = dir.path().join("out");
@@ -132,7 +131,10 @@ fn result_cache_study_on_postgres_and_mariadb() {
         // The proxy held the requests back by 6 ms each on average.
         let m = &find(&all, engine, "off", "6ms").2;
         let per_tx = m["proxy_delay_ms"] / m["transactions"];
-        assert!(per_tx > 4.0 && per_tx < 12.0, "{engine}: {per_tx} ms per transaction");
+        assert!(
+            per_tx > 4.0 && per_tx < 12.0,
+            "{engine}: {per_tx} ms per transaction"
+        );
     }
 
     // The proxy's server-side traces are kept, and `tracelab skew` prints
@@ -191,7 +193,9 @@ fn result_cache_study_on_postgres_and_mariadb() {
             .unwrap();
         let mut by: BTreeMap<i64, BTreeMap<String, f64>> = BTreeMap::new();
         for r in st
-            .query_map([seq], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?, r.get(2)?)))
+            .query_map([seq], |r| {
+                Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?, r.get(2)?))
+            })
             .unwrap()
         {
             let (s, n, v) = r.unwrap();
@@ -199,7 +203,10 @@ fn result_cache_study_on_postgres_and_mariadb() {
         }
         assert_eq!(by.len(), 4, "{engine}: {by:?}");
         for (s, v) in &by {
-            assert_eq!(v["Create Count Success"], 21.0, "{engine} session {s}: {v:?}");
+            assert_eq!(
+                v["Create Count Success"], 21.0,
+                "{engine} session {s}: {v:?}"
+            );
             assert_eq!(v["Block Size"], 256.0);
             assert_eq!(v["Block Count Max"], 4096.0);
             assert!(v["Find Count"] > 0.0 && v["executions"] >= v["Find Count"]);
@@ -207,10 +214,7 @@ fn result_cache_study_on_postgres_and_mariadb() {
         let finds: f64 = by.values().map(|v| v["Find Count"]).sum();
         assert_eq!(finds, m["rc_find_count"], "{engine}");
         // The tally lines of the report are the sessions' executions.
-        let line = format!(
-            "RC-{engine}-on-6ms-r1: {:.0}",
-            by[&0]["executions"]
-        );
+        let line = format!("RC-{engine}-on-6ms-r1: {:.0}", by[&0]["executions"]);
         assert!(stdout.contains(&line), "{line} in\n{stdout}");
     }
 
@@ -222,7 +226,12 @@ fn result_cache_study_on_postgres_and_mariadb() {
     let mut fresh: BTreeMap<(String, i64), BTreeMap<String, f64>> = BTreeMap::new();
     for r in st
         .query_map([], |r| {
-            Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?, r.get::<_, String>(2)?, r.get(3)?))
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, i64>(1)?,
+                r.get::<_, String>(2)?,
+                r.get(3)?,
+            ))
         })
         .unwrap()
     {
@@ -239,7 +248,10 @@ fn result_cache_study_on_postgres_and_mariadb() {
         assert!(w["max_visible_ms"] <= lag_ms, "{engine}: {w:?}");
         for s in 0..4 {
             let v = &fresh[&(engine.to_string(), s)];
-            assert_eq!(v["highest_change"], w["changes"], "{engine} session {s}: {v:?}");
+            assert_eq!(
+                v["highest_change"], w["changes"],
+                "{engine} session {s}: {v:?}"
+            );
             assert!(v["cached_reads"] > 0.0, "{engine} session {s}: {v:?}");
         }
     }
@@ -247,12 +259,20 @@ fn result_cache_study_on_postgres_and_mariadb() {
 
     // The report, rebuilt from the store alone, is the same byte for byte.
     for (fmt, file) in [("markdown", "report.md"), ("html", "report.html")] {
-        let (again, err, code) = tracelab(&["study", "report", out.to_str().unwrap(), "--format", fmt]);
+        let (again, err, code) =
+            tracelab(&["study", "report", out.to_str().unwrap(), "--format", fmt]);
         assert_eq!(code, 0, "{err}");
-        assert_eq!(again, std::fs::read_to_string(out.join(file)).unwrap(), "{fmt}");
+        assert_eq!(
+            again,
+            std::fs::read_to_string(out.join(file)).unwrap(),
+            "{fmt}"
+        );
     }
     let (text, _, _) = tracelab(&["study", "report", out.to_str().unwrap()]);
     assert_eq!(text, stdout);
     let html = std::fs::read_to_string(out.join("report.html")).unwrap();
-    assert!(html.contains("Transactions per session by cell"), "the chart");
+    assert!(
+        html.contains("Transactions per session by cell"),
+        "the chart"
+    );
 }
