@@ -156,15 +156,15 @@ impl Checker {
 
 /// A connection that makes the changes, straight to the server.
 enum Writer {
-    Postgres(postgres::Client),
-    Mariadb(tokio::runtime::Runtime, mysql_async::Conn),
+    Postgres(Box<postgres::Client>),
+    Mariadb(tokio::runtime::Runtime, Box<mysql_async::Conn>),
 }
 
 impl Writer {
     fn connect(engine: &str, url: &str) -> Result<Writer, String> {
         match engine {
             "postgres" => postgres::Client::connect(url, postgres::NoTls)
-                .map(Writer::Postgres)
+                .map(|c| Writer::Postgres(Box::new(c)))
                 .map_err(|e| e.to_string()),
             "mariadb" => {
                 let rt = tokio::runtime::Builder::new_current_thread()
@@ -175,7 +175,7 @@ impl Writer {
                 let c = rt
                     .block_on(mysql_async::Conn::new(opts))
                     .map_err(|e| e.to_string())?;
-                Ok(Writer::Mariadb(rt, c))
+                Ok(Writer::Mariadb(rt, Box::new(c)))
             }
             other => Err(format!("no freshness check on {other}")),
         }

@@ -167,11 +167,15 @@ pub fn keep_or_remove(dir: &Path, keep: Option<&Path>, notes: &mut Vec<String>) 
     }
 }
 
+/// A call name's duration, calls, least and greatest call, summed over
+/// runs.
+type Sums = (f64, u64, f64, f64);
+
 /// mrskew's table of a cell: the rows of its runs added up (durations and
 /// calls summed, the least minimum, the greatest maximum), sorted by
 /// duration, the rest past `top` folded into `N others`.
 pub fn table(rows: &[&ProfileRow], top: usize) -> String {
-    let mut by: BTreeMap<&str, (f64, u64, f64, f64)> = BTreeMap::new();
+    let mut by: BTreeMap<&str, Sums> = BTreeMap::new();
     for r in rows {
         let e = by
             .entry(r.name.as_str())
@@ -190,17 +194,17 @@ pub fn table(rows: &[&ProfileRow], top: usize) -> String {
         min,
         max,
     };
-    let mut all: Vec<(&str, (f64, u64, f64, f64))> = by.into_iter().collect();
+    let mut all: Vec<(&str, Sums)> = by.into_iter().collect();
     all.sort_by(|a, b| b.1 .0.total_cmp(&a.1 .0).then_with(|| a.0.cmp(b.0)));
     let n = all.len();
     let shown = if top == 0 || n <= top + 1 { n } else { top };
-    let fold = |part: &[(&str, (f64, u64, f64, f64))]| {
+    let fold = |part: &[(&str, Sums)]| {
         part.iter()
             .fold((0.0, 0u64, f64::INFINITY, 0.0f64), |a, (_, v)| {
                 (a.0 + v.0, a.1 + v.1, a.2.min(v.2), a.3.max(v.3))
             })
     };
-    let row = |label: String, v: (f64, u64, f64, f64)| Row {
+    let row = |label: String, v: Sums| Row {
         label,
         stats: Some(stats(v.0, v.1, v.2, v.3)),
     };

@@ -274,7 +274,7 @@ pub fn section(st: &Stored, study: &Study, format: Format, out: &mut String) {
             .map(|_| "cell".to_string())
             .collect();
         rhead.extend([
-            format!("{rows_f}"),
+            rows_f.to_string(),
             format!("{} ratio (original)", ratio_col.map_or("", |s| s.as_str())),
             format!("{} ratio (here)", ratio_col.map_or("", |s| s.as_str())),
         ]);

@@ -43,8 +43,11 @@ fn shortened(dir: &Path, vars: &[(&str, &str)], lag: &str) -> std::path::PathBuf
     path
 }
 
+/// A run: its seq, its cell (factor: level) and its measurements.
+type Run = (i64, BTreeMap<String, String>, BTreeMap<String, f64>);
+
 /// Each run's cell and measurements.
-fn runs(store: &Path) -> Vec<(i64, BTreeMap<String, String>, BTreeMap<String, f64>)> {
+fn runs(store: &Path) -> Vec<Run> {
     let c = rusqlite::Connection::open(store.join("results.sqlite")).unwrap();
     let mut st = c
         .prepare("SELECT p.seq, p.levels FROM plan p JOIN runs r ON r.seq = p.seq ORDER BY p.seq")
@@ -70,12 +73,7 @@ fn runs(store: &Path) -> Vec<(i64, BTreeMap<String, String>, BTreeMap<String, f6
         .collect()
 }
 
-fn find<'a>(
-    all: &'a [(i64, BTreeMap<String, String>, BTreeMap<String, f64>)],
-    engine: &str,
-    cache: &str,
-    latency: &str,
-) -> &'a (i64, BTreeMap<String, String>, BTreeMap<String, f64>) {
+fn find<'a>(all: &'a [Run], engine: &str, cache: &str, latency: &str) -> &'a Run {
     all.iter()
         .find(|(_, c, _)| c["engine"] == engine && c["cache"] == cache && c["latency"] == latency)
         .unwrap_or_else(|| panic!("no run engine={engine} cache={cache} latency={latency}"))
