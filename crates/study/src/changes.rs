@@ -241,14 +241,19 @@ mod tests {
         );
     }
 
+    /// Every change on PostgreSQL as `when: what`.
+    fn flat(l: &Loaded) -> Vec<String> {
+        l.changes("postgres")
+            .unwrap()
+            .iter()
+            .flat_map(|(w, v)| v.iter().map(move |x| format!("{w}: {x}")))
+            .collect()
+    }
+
     #[test]
     fn result_cache_names_its_triggers_and_the_writer() {
         let l = crate::load("result-cache").unwrap();
-        let c = l.changes("postgres").unwrap();
-        let flat: Vec<String> = c
-            .iter()
-            .flat_map(|(w, v)| v.iter().map(move |x| format!("{w}: {x}")))
-            .collect();
+        let flat = flat(&l);
         assert!(
             flat.contains(&"once, before the first run: drop table holiday".to_string()),
             "{flat:?}"
@@ -268,11 +273,7 @@ mod tests {
     #[test]
     fn commit_batch_names_its_table() {
         let l = crate::load("commit-batch").unwrap();
-        let c = l.changes("postgres").unwrap();
-        let flat: Vec<String> = c
-            .iter()
-            .flat_map(|(w, v)| v.iter().map(move |x| format!("{w}: {x}")))
-            .collect();
+        let flat = flat(&l);
         assert!(
             flat.contains(&"once, before the first run: drop table ins_t".to_string()),
             "{flat:?}"

@@ -407,17 +407,7 @@ pub fn section(st: &crate::store::Stored, study: &Study, format: Format, out: &m
         return;
     }
     let title = "Freshness: a writer changes a cached table during a cached run";
-    match format {
-        Format::Text => {
-            let _ = writeln!(out, "{title}\n");
-        }
-        Format::Markdown => {
-            let _ = writeln!(out, "## {title}\n");
-        }
-        Format::Html => {
-            let _ = writeln!(out, "<h2>{}</h2>", esc(title));
-        }
-    }
+    crate::sessions::heading(out, format, 2, title);
     let cell = study
         .freshness
         .as_ref()

@@ -286,17 +286,7 @@ pub fn section(
         if cells.is_empty() {
             continue;
         }
-        match format {
-            Format::Text => {
-                let _ = writeln!(out, "{title}\n");
-            }
-            Format::Markdown => {
-                let _ = writeln!(out, "## {title}\n");
-            }
-            Format::Html => {
-                let _ = writeln!(out, "<h2>{}</h2>", esc(&title));
-            }
-        }
+        crate::sessions::heading(out, format, 2, &title);
         for (key, seqs) in &cells {
             let rows: Vec<&ProfileRow> = st
                 .profiles

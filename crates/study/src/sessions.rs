@@ -121,7 +121,8 @@ fn by_session(st: &Stored, seq: usize) -> BTreeMap<usize, BTreeMap<&str, f64>> {
     out
 }
 
-fn heading(out: &mut String, format: Format, level: usize, title: &str) {
+/// A heading of `level` (2: a section) in the report's format.
+pub(crate) fn heading(out: &mut String, format: Format, level: usize, title: &str) {
     match format {
         Format::Text => {
             let _ = writeln!(out, "{title}\n");
