@@ -48,6 +48,10 @@ pub struct SessionSummary {
     pub elapsed_us: i64,
     /// Why the session ended early, if it did.
     pub failure: Option<String>,
+    /// CLIENT_RESULT_CACHE_STATS$ of the session's own cache, with a cache
+    /// per session.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub result_cache: Option<crate::cache::CacheStats>,
     /// Its trace could not be written completely: the file and why.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub trace_error: Option<String>,
@@ -103,6 +107,7 @@ impl SessionSummary {
             backend_pid: None,
             elapsed_us: 0,
             failure: None,
+            result_cache: None,
             trace_error: None,
             latency: Histogram::new(3).expect("3 significant digits is valid"),
             lag: Histogram::new(3).expect("3 significant digits is valid"),

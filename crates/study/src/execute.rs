@@ -29,6 +29,9 @@ pub struct Options {
     pub resume: bool,
     /// Set by Ctrl-C: stop after the current run.
     pub interrupt: Arc<AtomicBool>,
+    /// Keep every run's traces (client, proxy) in `out/traces/SEQ-SIDE/`
+    /// rather than remove them once profiled.
+    pub keep_traces: bool,
     /// Consent to what the study creates, drops or changes on a `--db`
     /// database (named, and refused without it, before anything runs).
     pub yes: bool,
@@ -51,9 +54,9 @@ pub struct Outcome {
 }
 
 /// One engine's connection state during a study.
-struct Engine {
-    name: String,
-    url: String,
+pub(crate) struct Engine {
+    pub(crate) name: String,
+    pub(crate) url: String,
     private: Option<ServerState>,
     /// Server settings applied with ALTER SYSTEM, as the levels want.
     applied: BTreeMap<String, String>,
@@ -251,7 +254,17 @@ pub fn run_study(given: &Loaded, o: &Options, obs: &dyn Observer) -> Result<Outc
             }
         };
         let done = store.done()?;
-        obs.begin(planned.len(), done.len());
+        // The freshness check runs once per engine after the plan.
+        let checks: Vec<&String> = if study.freshness.is_some() {
+            engines.iter().collect()
+        } else {
+            Vec::new()
+        };
+        let checked = store.freshness_done()?;
+        obs.begin(
+            planned.len() + checks.len(),
+            done.len() + checks.iter().filter(|e| checked.contains(**e)).count(),
+        );
         let mut ran = 0;
         let mut interrupted = false;
         for p in &planned {
@@ -267,10 +280,21 @@ pub fn run_study(given: &Loaded, o: &Options, obs: &dyn Observer) -> Result<Outc
             let eng = engs
                 .get_mut(&e)
                 .ok_or_else(|| StudyError::Usage(format!("engine {e} not started")))?;
-            let r = run_one(&loaded, quick, p, eng, &restart_keys, scratch.path(), obs)?;
+            let keep = o.keep_traces.then(|| o.out.join("traces"));
+            let r = run_one(
+                &loaded,
+                quick,
+                p,
+                eng,
+                &restart_keys,
+                scratch.path(),
+                keep.as_deref(),
+                obs,
+            )?;
             if !r.syscalls.is_empty() {
                 store.record_syscalls(p.seq, &r.syscalls)?;
             }
+            store.record_details(p.seq, &r.sessions, &r.profiles)?;
             store.record(
                 p.seq,
                 t0.elapsed().as_secs_f64(),
@@ -281,6 +305,29 @@ pub fn run_study(given: &Loaded, o: &Options, obs: &dyn Observer) -> Result<Outc
             )?;
             ran += 1;
             obs.run_done(&cell_key(&p.cell));
+        }
+        if let Some(fr) = study.freshness.as_ref().filter(|_| !interrupted) {
+            for e in checks.into_iter().filter(|e| !checked.contains(*e)) {
+                if o.interrupt.load(Ordering::Relaxed) {
+                    interrupted = true;
+                    break;
+                }
+                let eng = engs
+                    .get_mut(e)
+                    .ok_or_else(|| StudyError::Usage(format!("engine {e} not started")))?;
+                let values = crate::freshness::run(
+                    &loaded,
+                    quick,
+                    &o.choice,
+                    fr,
+                    eng,
+                    &restart_keys,
+                    scratch.path(),
+                    obs,
+                )?;
+                store.record_freshness(e, &values)?;
+                obs.run_done(&format!("freshness check engine={e}"));
+            }
         }
         Ok(Outcome {
             store: store.path().to_path_buf(),
@@ -319,13 +366,13 @@ fn uses_restart(l: &Loaded, planned: &[Planned], engine: &str) -> bool {
     })
 }
 
-fn engine_of(cell: &[(String, String)]) -> String {
+pub(crate) fn engine_of(cell: &[(String, String)]) -> String {
     cell.iter()
         .find(|(f, _)| f == "engine")
         .map_or("postgres".to_string(), |(_, l)| l.clone())
 }
 
-fn levels_of(l: &Loaded, cell: &[(String, String)]) -> Vec<Level> {
+pub(crate) fn levels_of(l: &Loaded, cell: &[(String, String)]) -> Vec<Level> {
     cell.iter()
         .filter_map(|(f, name)| {
             l.study
@@ -501,11 +548,14 @@ struct RunResult {
     syscalls: Vec<Syscall>,
     summary: String,
     notes: Vec<String>,
+    /// (session, name, value): each session's tally and cache statistics.
+    sessions: Vec<(usize, String, f64)>,
+    profiles: Vec<crate::profile::ProfileRow>,
 }
 
 /// The text of each var for this run: study vars (quick ones over them),
 /// each factor's level name under the factor's name, the levels' vars.
-fn run_vars(
+pub(crate) fn run_vars(
     l: &Loaded,
     quick: bool,
     cell: &[(String, String)],
@@ -536,7 +586,12 @@ fn run_vars(
     v
 }
 
-fn num(l: &Loaded, key: &str, n: &Num, vars: &BTreeMap<String, String>) -> Result<f64, StudyError> {
+pub(crate) fn num(
+    l: &Loaded,
+    key: &str,
+    n: &Num,
+    vars: &BTreeMap<String, String>,
+) -> Result<f64, StudyError> {
     match n {
         Num::Int(i) => Ok(*i as f64),
         Num::Float(f) => Ok(*f),
@@ -624,7 +679,7 @@ fn amounts(l: &Loaded, vars: &BTreeMap<String, String>) -> Result<Amounts, Study
     })
 }
 
-fn sql_of(
+pub(crate) fn sql_of(
     l: &Loaded,
     key: &str,
     sql: &Sql,
@@ -885,45 +940,62 @@ fn apply_server(
     Ok(())
 }
 
-fn run_one(
+/// Brings the engine to a cell's levels: its server settings, and the
+/// study's setup the first time.
+pub(crate) fn ready(
     l: &Loaded,
-    quick: bool,
-    p: &Planned,
+    levels: &[Level],
+    vars: &BTreeMap<String, String>,
     eng: &mut Engine,
     restart_keys: &BTreeSet<String>,
-    scratch: &std::path::Path,
     obs: &dyn Observer,
-) -> Result<RunResult, StudyError> {
-    let s = &l.study;
-    let w = &s.workload;
-    let levels = levels_of(l, &p.cell);
-    let vars = run_vars(l, quick, &p.cell, &levels);
-    let e = eng.name.clone();
-    let mut notes = eng.notes.clone();
-    let mut m: BTreeMap<String, f64> = BTreeMap::new();
-
-    apply_server(eng, &levels, restart_keys, l, obs)?;
+) -> Result<(), StudyError> {
+    apply_server(eng, levels, restart_keys, l, obs)?;
     if !eng.setup_done {
-        if let Some(sql) = s.setup.as_ref() {
-            if let Some(t) = sql_of(l, "setup", sql, &e, &vars)? {
+        if let Some(sql) = l.study.setup.as_ref() {
+            if let Some(t) = sql_of(l, "setup", sql, &eng.name, vars)? {
                 script(eng, &t, "setup", &mut BTreeMap::new())?;
             }
         }
         eng.setup_done = true;
     }
+    Ok(())
+}
 
-    // The workload of this cell.
+/// A cell's run as `tracelab run` takes it, before the measured run's own
+/// touches (its application_name, pause, traces, a proxy).
+pub(crate) struct Prepared {
+    pub base: RunOptions,
+    pub workload: Workload,
+    pub sessions: usize,
+    pub per_commit: u64,
+    /// Transactions of the unmeasured warm-up run.
+    pub warmup: u64,
+    /// The sessions' settings (in the URL on PostgreSQL).
+    pub settings: Vec<(String, String)>,
+}
+
+/// The workload, options and settings of a cell's levels with `vars`.
+pub(crate) fn prepare(
+    l: &Loaded,
+    levels: &[Level],
+    vars: &BTreeMap<String, String>,
+    eng: &Engine,
+    scratch: &std::path::Path,
+) -> Result<Prepared, StudyError> {
+    let w = &l.study.workload;
+    let e = eng.name.as_str();
     let mut sql_spec = &w.sql;
-    for lv in &levels {
+    for lv in levels {
         if let Some(x) = &lv.sql {
             sql_spec = x;
         }
     }
-    let sql = sql_of(l, "workload.sql", sql_spec, &e, &vars)?
+    let sql = sql_of(l, "workload.sql", sql_spec, e, vars)?
         .ok_or_else(|| l.error("workload.sql", format!("no SQL for engine {e}")))?;
     let binds = match &w.binds {
         Some(b) => {
-            let path = l.dir.clone().unwrap_or_default().join(b);
+            let path = l.data_file("workload.binds", b, scratch)?;
             read_binds(&path).map_err(|e| l.error("workload.binds", e.to_string()))?
         }
         None => Vec::new(),
@@ -932,13 +1004,14 @@ fn run_one(
         sessions,
         per_commit,
         stop,
-        warmup: warm,
-    } = amounts(l, &vars)?;
+        warmup,
+    } = amounts(l, vars)?;
     let mut settings: Vec<(String, String)> = w.settings.clone().into_iter().collect();
-    for lv in &levels {
+    for lv in levels {
         settings.extend(lv.settings.clone());
     }
     let workload = Workload::postgres(&sql, binds);
+    let result_cache = crate::result_cache::options(levels, |k, n| num(l, k, n, vars))?;
     let base = RunOptions {
         // PostgreSQL sessions get their settings in the URL (below).
         url: if e == "postgres" {
@@ -955,8 +1028,47 @@ fn run_one(
         } else {
             settings.clone()
         },
+        result_cache,
         ..RunOptions::default()
     };
+    Ok(Prepared {
+        base,
+        workload,
+        sessions,
+        per_commit,
+        warmup,
+        settings,
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run_one(
+    l: &Loaded,
+    quick: bool,
+    p: &Planned,
+    eng: &mut Engine,
+    restart_keys: &BTreeSet<String>,
+    scratch: &std::path::Path,
+    keep: Option<&std::path::Path>,
+    obs: &dyn Observer,
+) -> Result<RunResult, StudyError> {
+    let s = &l.study;
+    let w = &s.workload;
+    let levels = levels_of(l, &p.cell);
+    let vars = run_vars(l, quick, &p.cell, &levels);
+    let e = eng.name.clone();
+    let mut notes = eng.notes.clone();
+    let mut m: BTreeMap<String, f64> = BTreeMap::new();
+
+    ready(l, &levels, &vars, eng, restart_keys, obs)?;
+    let Prepared {
+        base,
+        workload,
+        sessions,
+        per_commit,
+        warmup: warm,
+        settings,
+    } = prepare(l, &levels, &vars, eng, scratch)?;
 
     // Warm up: the same work, shorter, not measured.
     if warm > 0 {
@@ -1083,6 +1195,12 @@ fn run_one(
         let _ = std::fs::remove_dir_all(&trace_dir);
         opts.trace_dir = Some(trace_dir.clone());
     }
+    // A proxy in the path: the sessions (and a cache's channels) go to it.
+    let proxy_dir = scratch.join(format!("proxy-{}", p.seq));
+    let in_path = crate::proxy::start_for(&levels, &e, &eng.url, Some(&proxy_dir))?;
+    if let Some((px, _)) = &in_path {
+        opts.url = px.url(&opts.url)?;
+    }
     let cpu0 = measure::self_cpu_ns();
     let summary: Summary = tracelab_run::run(&opts, &workload)
         .map_err(|e| StudyError::Database(format!("run {}: {e}", cell_key(&p.cell))))?;
@@ -1136,13 +1254,26 @@ fn run_one(
             "trace not written completely, its profile is short: {e}"
         ));
     }
+    let filter = s.measure.profile_where.as_deref().unwrap_or("1");
+    let kept = |what: &str| keep.map(|k| k.join(format!("{}-{}", p.seq, what)));
+    let mut profiles = Vec::new();
+    if let Some((px, traced)) = in_path {
+        let c = crate::proxy::collect(px, traced, filter, kept("proxy").as_deref());
+        m.extend(c.measurements);
+        profiles.extend(c.profile);
+        notes.extend(c.notes);
+    }
     if s.measure.trace {
         match measure::trace_profile(&trace_dir) {
             Ok(t) => m.extend(t),
             Err(e) => notes.push(format!("traces not profiled: {e}")),
         }
-        let _ = std::fs::remove_dir_all(&trace_dir);
+        if let Ok(rows) = crate::profile::of_dir(&trace_dir, filter) {
+            profiles.extend(crate::profile::tagged(rows, "client"));
+        }
+        crate::profile::keep_or_remove(&trace_dir, kept("client").as_deref(), &mut notes);
     }
+    m.extend(crate::result_cache::measurements(&summary));
 
     // The run's own figures.
     for (name, v) in measure::run_figures(&summary) {
@@ -1238,6 +1369,8 @@ fn run_one(
         syscalls,
         summary: summary.json(),
         notes,
+        sessions: crate::result_cache::session_values(&summary),
+        profiles,
     })
 }
 
@@ -1265,7 +1398,7 @@ fn server_of(eng: &mut Engine) -> Result<Option<Server>, StudyError> {
 /// the study finds its backends) and carries its settings (`options=-c
 /// name=value`), which every PostgreSQL client library passes on at
 /// connection time.
-fn with_params(url: &str, tag: &str, settings: &[(String, String)]) -> String {
+pub(crate) fn with_params(url: &str, tag: &str, settings: &[(String, String)]) -> String {
     let enc = |s: &str| -> String {
         s.bytes()
             .map(|b| {

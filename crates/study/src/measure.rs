@@ -548,48 +548,8 @@ fn fsync_rate(dir: &Path) -> Option<f64> {
 /// measurements: `trace_NAME_s`,
 /// `trace_NAME_calls`, `trace_total_s`.
 pub fn trace_profile(dir: &Path) -> Result<BTreeMap<String, f64>, String> {
-    let mut files: Vec<String> = std::fs::read_dir(dir)
-        .map_err(|e| format!("{}: {e}", dir.display()))?
-        .filter_map(|e| e.ok())
-        .map(|e| e.path().to_string_lossy().into_owned())
-        .filter(|p| p.ends_with(".trc"))
-        .collect();
-    files.sort();
-    if files.is_empty() {
-        return Err(format!("{}: no trace files", dir.display()));
-    }
-    let opts = tracelab_skew::SkewOptions {
-        top: 0,
-        jobs: 1,
-        ..tracelab_skew::SkewOptions::default()
-    };
-    let out = tracelab_skew::profile(&opts, &files, None).map_err(|e| e.to_string())?;
-    let mut m = BTreeMap::new();
-    for row in &out.report.rows {
-        if let Some(st) = &row.stats {
-            let name = measurement_name(&row.label);
-            m.insert(format!("trace_{name}_s"), st.duration);
-            m.insert(format!("trace_{name}_calls"), st.calls as f64);
-        }
-    }
-    if let Some(st) = &out.report.total.stats {
-        m.insert("trace_total_s".into(), st.duration);
-    }
-    Ok(m)
-}
-
-/// A call name as a measurement name usable in expressions:
-/// "SQL*Net message from client" → `sql_net_message_from_client`.
-fn measurement_name(label: &str) -> String {
-    let mut out = String::new();
-    for c in label.trim().chars() {
-        if c.is_ascii_alphanumeric() {
-            out.push(c.to_ascii_lowercase());
-        } else if !out.ends_with('_') {
-            out.push('_');
-        }
-    }
-    out.trim_matches('_').to_string()
+    let rows = crate::profile::of_dir(dir, "1")?;
+    Ok(crate::profile::measurements(&rows, "trace_"))
 }
 
 #[cfg(test)]
@@ -639,15 +599,6 @@ mod tests {
         assert_eq!(total.calls, t.rows.iter().map(|r| r.calls).sum::<u64>());
         assert_eq!(total.errors, 36);
         assert!(parse_strace_table("no table at all\n").total.is_none());
-    }
-
-    #[test]
-    fn call_names_become_measurement_names() {
-        assert_eq!(
-            measurement_name("SQL*Net message from client"),
-            "sql_net_message_from_client"
-        );
-        assert_eq!(measurement_name("EXEC"), "exec");
     }
 
     #[test]

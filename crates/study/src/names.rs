@@ -63,6 +63,17 @@ impl Loaded {
                     .map(|n| n.to_string()),
             );
         }
+        // A proxy in a level's path: its counters and its traces' profile
+        // (crate::proxy::collect); a result cache: Oracle's statistics
+        // (crate::result_cache::measurements).
+        let levels = || s.factors.iter().flat_map(|f| f.all_levels());
+        if levels().any(|l| l.proxy.is_some()) {
+            p.names.extend(crate::proxy::MEASUREMENTS.map(String::from));
+            p.prefixes.push("proxy_trace_");
+        }
+        if levels().any(|l| l.result_cache.is_some()) {
+            p.names.extend(crate::result_cache::measurement_names());
+        }
         p.names.extend(s.vars.keys().cloned());
         p.names.extend(s.quick.vars.keys().cloned());
         for f in &s.factors {

@@ -565,6 +565,12 @@ pub fn render(st: &Stored, format: Format) -> Result<String, StudyError> {
         }
     }
     crate::syscall_report::render(study, &st.runs, format, &mut out);
+    // The sections a study asks for beyond its table.
+    crate::published::section(st, study, format, &mut out);
+    crate::sessions::section(st, study, format, &mut out);
+    crate::profile::section(st, study, format, &mut out);
+    crate::freshness::section(st, study, format, &mut out);
+    crate::sessions::tallies(st, study, format, &mut out);
     // Column definitions, notes and facts.
     let defs = Table {
         head: vec!["column".into(), "label".into(), "expression".into()],
@@ -765,6 +771,9 @@ columns = [
                     syscalls: Vec::new(),
                 })
                 .collect(),
+            session_values: Vec::new(),
+            profiles: Vec::new(),
+            freshness: BTreeMap::new(),
         }
     }
 

@@ -48,6 +48,9 @@ pub struct Study {
     #[serde(default)]
     pub measure: Measure,
     pub report: ReportSpec,
+    /// A check run after the plan: a writer changes a cached table while
+    /// the sessions read, and every result is checked for staleness.
+    pub freshness: Option<crate::freshness::FreshnessSpec>,
 }
 
 fn three() -> u32 {
@@ -191,6 +194,11 @@ pub struct Level {
     /// engine is not run (`model = serial` is a PostgreSQL level,
     /// `pool-of-threads` a MariaDB one).
     pub engine: Option<String>,
+    /// tracelab proxy between the run's sessions and the server, with the
+    /// link it emulates; its server-side traces are profiled.
+    pub proxy: Option<crate::proxy::ProxyLevel>,
+    /// A client result cache for the run's sessions (`run --result-cache`).
+    pub result_cache: Option<crate::result_cache::CacheLevel>,
 }
 
 /// A query whose columns become measurements, before and/or after a run.
@@ -248,6 +256,11 @@ pub struct Measure {
     /// where perf works (`crate::server_counters`).
     #[serde(default)]
     pub server_counters: bool,
+    /// The filter (mrskew's `--where`) of the profile tables the report
+    /// shows of the client's and a proxy's traces, e.g. `$af < 1` to
+    /// leave out the long idle waits; the `trace_*` measurements are of
+    /// every call.
+    pub profile_where: Option<String>,
 }
 
 impl Default for Measure {
@@ -258,6 +271,7 @@ impl Default for Measure {
             trace: false,
             strace_runs: 0,
             server_counters: false,
+            profile_where: None,
         }
     }
 }
@@ -282,6 +296,13 @@ pub struct ReportSpec {
     pub baselines: Vec<String>,
     pub columns: Vec<Column>,
     pub chart: Option<Chart>,
+    /// The original study's figures, shown next to these.
+    pub published: Option<crate::published::Published>,
+    /// Per-session tables: the tally of each run (sqlrun's rc.log), the
+    /// cache statistics, a chart of the sessions' values by cell.
+    pub sessions: Option<crate::sessions::SessionsSpec>,
+    /// mrskew's table of the traces of each cell (client and proxy).
+    pub profiles: Option<crate::profile::ProfilesSpec>,
 }
 
 impl ReportSpec {
@@ -446,6 +467,39 @@ impl Loaded {
         }
     }
 
+    /// A data file the study names (a bind file, say): next to the study
+    /// file, or, for a built-in study (or a copy of one naming its files),
+    /// its embedded text written into `scratch`.
+    pub fn data_file(&self, key: &str, name: &str, scratch: &Path) -> Result<PathBuf, StudyError> {
+        let on_disk = self.dir.as_ref().map(|d| d.join(name));
+        if let Some(p) = on_disk.as_ref().filter(|p| p.is_file()) {
+            return Ok(p.clone());
+        }
+        let embedded = self
+            .embedded
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, t)| *t)
+            .or_else(|| crate::builtin::sql_file(name));
+        match embedded {
+            Some(text) => {
+                let path = scratch.join(name.replace('/', "_"));
+                std::fs::write(&path, text).map_err(crate::error::io(&path))?;
+                Ok(path)
+            }
+            None => Err(self.error(
+                key,
+                format!(
+                    "no file {name} {}",
+                    on_disk.map_or("in this study".to_string(), |p| format!(
+                        "({} does not exist)",
+                        p.display()
+                    ))
+                ),
+            )),
+        }
+    }
+
     /// Checks what serde cannot: names that must refer to each other.
     fn check(&self) -> Result<(), StudyError> {
         let s = &self.study;
@@ -570,6 +624,30 @@ impl Loaded {
         }
         if !["extended", "prepared", "simple"].contains(&s.workload.protocol.as_str()) {
             return Err(self.error("workload.protocol", "expected `extended` or `simple`"));
+        }
+        for f in &s.factors {
+            for lv in &f.levels {
+                if let Some(p) = &lv.proxy {
+                    p.check()
+                        .map_err(|e| self.error("factors.levels.proxy", e))?;
+                }
+                if let Some(c) = &lv.result_cache {
+                    c.check()
+                        .map_err(|e| self.error("factors.levels.result_cache", e))?;
+                }
+            }
+        }
+        if let Some(w) = &s.measure.profile_where {
+            crate::profile::check_where(w).map_err(|e| self.error("measure.profile_where", e))?;
+        }
+        if let Some(p) = &s.report.published {
+            p.check(s).map_err(|e| self.error("report.published", e))?;
+        }
+        if let Some(x) = &s.report.sessions {
+            x.check(s).map_err(|e| self.error("report.sessions", e))?;
+        }
+        if let Some(fr) = &s.freshness {
+            fr.check(s).map_err(|e| self.error("freshness", e))?;
         }
         Ok(())
     }

@@ -157,6 +157,11 @@ pub struct Args {
     /// (PostgreSQL: NOTIFY; MariaDB: a change-counter table).
     #[arg(long)]
     result_cache_setup: bool,
+    /// One cache, with its own invalidation channel and statistics, per
+    /// session rather than one shared by the run's sessions: as each of
+    /// sqlrun's sessions was a process with a client cache of its own.
+    #[arg(long)]
+    result_cache_per_session: bool,
     /// Append one line per session to this file at the end, as sqlrun's
     /// --xact-tally does: `<session id>: <successful executions>`.
     #[arg(long, value_name = "FILE")]
@@ -212,7 +217,7 @@ pub fn run(a: Args) -> Result<i32, Failure> {
     // call (or the private server being made); the summary is printed and
     // the private server torn down all the same.
     let interrupt = signals::install();
-    let result_cache = if a.result_cache || a.result_cache_setup {
+    let result_cache = if a.result_cache || a.result_cache_setup || a.result_cache_per_session {
         let mut tables = match &a.result_cache_config {
             Some(p) => tracelab_run::read_tables_file(p).map_err(Failure::Usage)?,
             None => Vec::new(),
@@ -235,6 +240,7 @@ pub fn run(a: Args) -> Result<i32, Failure> {
             lag: Duration::from_millis(a.result_cache_lag),
             tables,
             setup: a.result_cache_setup,
+            per_session: a.result_cache_per_session,
         })
     } else {
         None

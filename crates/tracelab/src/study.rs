@@ -65,6 +65,11 @@ struct RunArgs {
     /// Seed of a random run order (recorded in the store).
     #[arg(long, value_name = "N")]
     seed: Option<u64>,
+    /// Keep every run's traces (the client's, and a proxy's server-side
+    /// ones) in DIR/traces/SEQ-client/ and SEQ-proxy/, for `tracelab
+    /// skew`, rather than remove them once profiled.
+    #[arg(long)]
+    keep_traces: bool,
     /// Go ahead with what the study creates, drops or changes on a --db
     /// database (without it, that is listed and nothing runs).
     #[arg(long)]
@@ -189,6 +194,7 @@ fn run_one(r: RunArgs) -> Result<i32, Failure> {
         out: out.clone(),
         resume: r.resume,
         interrupt: interrupt.clone(),
+        keep_traces: r.keep_traces,
         yes: r.yes,
     };
     let bar = Bar(bar);
