@@ -39,11 +39,11 @@ TLS: SSLRequest and GSSENCRequest are answered 'N'; clients with sslmode=prefer
 pub struct Args {
     /// Address to accept clients on, e.g. 127.0.0.1:6432 (port 0 picks
     /// one; the address is printed on stderr).
-    #[arg(long)]
+    #[arg(long, value_name = "ADDR")]
     listen: String,
     /// The PostgreSQL server: HOST:PORT, or a unix socket file
     /// (…/.s.PGSQL.5432).
-    #[arg(long)]
+    #[arg(long, value_name = "HOST:PORT|SOCKET")]
     upstream: String,
     /// Round-trip time added per exchange, e.g. 6ms, 500us.
     #[arg(long, default_value = "0ms", value_parser = humantime::parse_duration)]
