@@ -70,11 +70,7 @@ fn options(a: &Args) -> Result<CallsOptions, Failure> {
     let d = CallsOptions::default();
     Ok(CallsOptions {
         where0: a.where0.clone().unwrap_or(d.where0),
-        where1: if a.alldepths {
-            "1".into()
-        } else {
-            d.where1
-        },
+        where1: if a.alldepths { "1".into() } else { d.where1 },
         name: a.name.clone().unwrap_or(d.name),
         thinktime: a.thinktime.unwrap_or(d.thinktime),
         depmin: a.depmin,

@@ -170,8 +170,7 @@ fn help_describes_every_argument() {
         for line in help.lines() {
             let t = line.trim_end();
             assert!(
-                !(t.trim_start().starts_with('<')
-                    && t.trim_start().split_whitespace().count() == 1),
+                !(t.trim_start().starts_with('<') && t.split_whitespace().count() == 1),
                 "{cmd:?}: undescribed argument: {t}"
             );
             assert!(
