@@ -21,7 +21,7 @@ modes=(--quick)
 [[ -n ${FULL:-} ]] && modes+=(full)
 echo "study | mode | runs | wall s"
 echo "---|---|---:|---:"
-for study in commit-batch redo-undo; do
+for study in commit-batch redo-undo exec-model; do
   for mode in "${modes[@]}"; do
     args=()
     [[ $mode == --quick ]] && args+=(--quick)

@@ -11,15 +11,18 @@ mod columns;
 mod engine;
 mod error;
 mod execute;
+mod mariadb;
 mod measure;
 mod names;
 mod plan;
 mod report;
 mod script;
+mod server_counters;
 mod spec;
 mod stats;
 mod store;
 mod svg;
+mod syscall_report;
 
 pub use engine::{redact, ENGINES};
 pub use error::StudyError;
