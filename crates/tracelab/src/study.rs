@@ -137,7 +137,13 @@ pub fn run(a: Args) -> Result<i32, Failure> {
         Command::Compare { a, b } => {
             let sa = Store::open(&a, false)?.load()?;
             let sb = Store::open(&b, false)?.load()?;
-            out(&compare_stores(&sa, &sb)?)?;
+            // Which store is which, before the table that says A and B.
+            out(&format!(
+                "A: {}\nB: {}\n{}",
+                a.display(),
+                b.display(),
+                compare_stores(&sa, &sb)?
+            ))?;
             Ok(exit::OK)
         }
         Command::Run(r) => run_one(r),

@@ -105,6 +105,16 @@ fn every_html_page_loads_draws_its_charts_and_its_links_resolve() {
         "html",
     ]);
     assert_eq!(code, 0, "{err}");
+    // The study's page: its description's Markdown rendered (raw HTML in
+    // it shown as text), a whisker (95 % interval) on every point of its
+    // chart, the chart's title apart from the cell's name.
+    let html = std::fs::read_to_string(&study_page).unwrap();
+    assert!(
+        html.contains("<em>small</em>") && html.contains("<li>two levels</li>"),
+        "{html}"
+    );
+    assert_eq!(html.matches("class=\"whisker\"").count(), 2, "{html}");
+    assert!(html.contains(">Elapsed (engine=sqlite)</text>"), "{html}");
     let rebuilt_page = d.join("rebuilt.html");
     std::fs::write(&rebuilt_page, rebuilt).unwrap();
 
