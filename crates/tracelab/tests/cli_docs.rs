@@ -191,7 +191,11 @@ fn help_describes_every_argument() {
             !help.contains("possible values: true, false"),
             "{cmd}: {help}"
         );
-        assert!(!help.contains("[<"), "{cmd}: {help}");
+        // An optional value is a flag's only there (run's
+        // `--pause-at-exit [<FILE>]` is a real optional value).
+        if cmd == "skew" || cmd == "calls" {
+            assert!(!help.contains("[<"), "{cmd}: {help}");
+        }
     }
     let (help, _, _) = tracelab(&["skew", "--help"]);
     for said in ["--alldepths", "--nocommas", "--nohead", "--[no]histogram"] {
@@ -214,6 +218,15 @@ fn help_describes_every_argument() {
         args.push(trace);
         let (without, err, code) = tracelab(&args);
         assert_eq!(code, 0, "{no:?}: {err}");
-        assert_eq!(without, with.replace(',', ""), "{no:?}");
+        // The same figures without separators (the columns narrower).
+        let squeeze = |s: &str| {
+            s.lines()
+                .filter(|l| !l.starts_with('-'))
+                .flat_map(str::split_whitespace)
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        assert!(!without.contains(','), "{no:?}: {without}");
+        assert_eq!(squeeze(&without), squeeze(&with.replace(',', "")), "{no:?}");
     }
 }
