@@ -12,9 +12,10 @@ use tracelab_run::{read_binds, RunOptions, Stop, Summary, Workload};
 
 use crate::engine::{engine_of_url, redact, requirement};
 use crate::error::{pg, StudyError};
-use crate::measure::{self, CpuWatch, Strace};
+use crate::measure::{self, CpuWatch, Strace, Syscall};
 use crate::plan::{cell_key, plan, Choice, Planned};
 use crate::script::{statements, substitute};
+use crate::server_counters::{Server, ServerWatch};
 use crate::spec::{value_text, Level, Loaded, Num, Sql, When, WorkloadSpec};
 use crate::store::{Header, Store};
 
@@ -28,6 +29,9 @@ pub struct Options {
     pub resume: bool,
     /// Set by Ctrl-C: stop after the current run.
     pub interrupt: Arc<AtomicBool>,
+    /// Keep every run's traces (client, proxy) in `out/traces/SEQ-SIDE/`
+    /// rather than remove them once profiled.
+    pub keep_traces: bool,
     /// Consent to what the study creates, drops or changes on a `--db`
     /// database (named, and refused without it, before anything runs).
     pub yes: bool,
@@ -50,9 +54,9 @@ pub struct Outcome {
 }
 
 /// One engine's connection state during a study.
-struct Engine {
-    name: String,
-    url: String,
+pub(crate) struct Engine {
+    pub(crate) name: String,
+    pub(crate) url: String,
     private: Option<ServerState>,
     /// Server settings applied with ALTER SYSTEM, as the levels want.
     applied: BTreeMap<String, String>,
@@ -191,8 +195,7 @@ pub fn run_study(given: &Loaded, o: &Options, obs: &dyn Observer) -> Result<Outc
     }
     let mut problems = Vec::new();
     for e in &engines {
-        let restarts =
-            e == "postgres" && !restart_keys.is_empty() && uses_restart(&loaded, &planned);
+        let restarts = !restart_keys.is_empty() && uses_restart(&loaded, &planned, e);
         problems.extend(requirement(e, db_for(e), scratch.path(), restarts));
     }
     if !problems.is_empty() {
@@ -204,7 +207,18 @@ pub fn run_study(given: &Loaded, o: &Options, obs: &dyn Observer) -> Result<Outc
     let mut engs: BTreeMap<String, Engine> = BTreeMap::new();
     let result = (|| -> Result<Outcome, StudyError> {
         for e in &engines {
-            let eng = open_engine(e, db_for(e), &loaded, scratch.path())?;
+            // A MariaDB starts with the restart settings of its first run.
+            let first: BTreeMap<String, String> = planned
+                .iter()
+                .find(|p| engine_of(&p.cell) == *e)
+                .map(|p| {
+                    levels_of(&loaded, &p.cell)
+                        .into_iter()
+                        .flat_map(|lv| lv.restart)
+                        .collect()
+                })
+                .unwrap_or_default();
+            let eng = open_engine(e, db_for(e), &loaded, scratch.path(), &first)?;
             engs.insert(e.clone(), eng);
         }
         for eng in engs.values_mut() {
@@ -218,7 +232,12 @@ pub fn run_study(given: &Loaded, o: &Options, obs: &dyn Observer) -> Result<Outc
             }
             None => {
                 let mut s = Store::open(&o.out, true)?;
-                let reps = planned.iter().map(|p| p.rep + 1).max().unwrap_or(1);
+                let reps = planned
+                    .iter()
+                    .filter(|p| !p.strace)
+                    .map(|p| p.rep + 1)
+                    .max()
+                    .unwrap_or(1);
                 s.begin(
                     &Header {
                         name: &study.name,
@@ -235,7 +254,17 @@ pub fn run_study(given: &Loaded, o: &Options, obs: &dyn Observer) -> Result<Outc
             }
         };
         let done = store.done()?;
-        obs.begin(planned.len(), done.len());
+        // The freshness check runs once per engine after the plan.
+        let checks: Vec<&String> = if study.freshness.is_some() {
+            engines.iter().collect()
+        } else {
+            Vec::new()
+        };
+        let checked = store.freshness_done()?;
+        obs.begin(
+            planned.len() + checks.len(),
+            done.len() + checks.iter().filter(|e| checked.contains(**e)).count(),
+        );
         let mut ran = 0;
         let mut interrupted = false;
         for p in &planned {
@@ -251,7 +280,21 @@ pub fn run_study(given: &Loaded, o: &Options, obs: &dyn Observer) -> Result<Outc
             let eng = engs
                 .get_mut(&e)
                 .ok_or_else(|| StudyError::Usage(format!("engine {e} not started")))?;
-            let r = run_one(&loaded, quick, p, eng, &restart_keys, scratch.path(), obs)?;
+            let keep = o.keep_traces.then(|| o.out.join("traces"));
+            let r = run_one(
+                &loaded,
+                quick,
+                p,
+                eng,
+                &restart_keys,
+                scratch.path(),
+                keep.as_deref(),
+                obs,
+            )?;
+            if !r.syscalls.is_empty() {
+                store.record_syscalls(p.seq, &r.syscalls)?;
+            }
+            store.record_details(p.seq, &r.sessions, &r.profiles)?;
             store.record(
                 p.seq,
                 t0.elapsed().as_secs_f64(),
@@ -262,6 +305,29 @@ pub fn run_study(given: &Loaded, o: &Options, obs: &dyn Observer) -> Result<Outc
             )?;
             ran += 1;
             obs.run_done(&cell_key(&p.cell));
+        }
+        if let Some(fr) = study.freshness.as_ref().filter(|_| !interrupted) {
+            for e in checks.into_iter().filter(|e| !checked.contains(*e)) {
+                if o.interrupt.load(Ordering::Relaxed) {
+                    interrupted = true;
+                    break;
+                }
+                let eng = engs
+                    .get_mut(e)
+                    .ok_or_else(|| StudyError::Usage(format!("engine {e} not started")))?;
+                let values = crate::freshness::run(
+                    &loaded,
+                    quick,
+                    &o.choice,
+                    fr,
+                    eng,
+                    &restart_keys,
+                    scratch.path(),
+                    obs,
+                )?;
+                store.record_freshness(e, &values)?;
+                obs.run_done(&format!("freshness check engine={e}"));
+            }
         }
         Ok(Outcome {
             store: store.path().to_path_buf(),
@@ -290,22 +356,23 @@ pub fn run_study(given: &Loaded, o: &Options, obs: &dyn Observer) -> Result<Outc
     result
 }
 
-/// Whether a planned run uses a level with restart settings.
-fn uses_restart(l: &Loaded, planned: &[Planned]) -> bool {
+/// Whether a planned run on `engine` uses a level with restart settings.
+fn uses_restart(l: &Loaded, planned: &[Planned], engine: &str) -> bool {
     planned.iter().any(|p| {
-        levels_of(l, &p.cell)
-            .iter()
-            .any(|lv| !lv.restart.is_empty())
+        engine_of(&p.cell) == engine
+            && levels_of(l, &p.cell)
+                .iter()
+                .any(|lv| !lv.restart.is_empty())
     })
 }
 
-fn engine_of(cell: &[(String, String)]) -> String {
+pub(crate) fn engine_of(cell: &[(String, String)]) -> String {
     cell.iter()
         .find(|(f, _)| f == "engine")
         .map_or("postgres".to_string(), |(_, l)| l.clone())
 }
 
-fn levels_of(l: &Loaded, cell: &[(String, String)]) -> Vec<Level> {
+pub(crate) fn levels_of(l: &Loaded, cell: &[(String, String)]) -> Vec<Level> {
     cell.iter()
         .filter_map(|(f, name)| {
             l.study
@@ -322,7 +389,9 @@ fn open_engine(
     db: Option<&str>,
     l: &Loaded,
     scratch: &std::path::Path,
+    first_restart: &BTreeMap<String, String>,
 ) -> Result<Engine, StudyError> {
+    let mut applied = BTreeMap::new();
     let (url, private) = match (e, db) {
         (_, Some(u)) => (u.to_string(), None),
         ("postgres", None) => {
@@ -343,19 +412,16 @@ fn open_engine(
         ),
         // A private MariaDB with its defaults (innodb_flush_log_at_trx_commit
         // = 1: every commit flushes, as the commit-batch study wants); the
-        // levels' server settings are set as globals on it. Two more, for
-        // the CPU of the sessions' threads: performance_schema names each
-        // session's OS thread (about 0.05 s more to start, 100 MB more
-        // memory), and no thread cache, so that a session's thread has
-        // done no other session's work.
+        // levels' server settings are set as globals on it, their restart
+        // settings are options of mariadbd (those of the first run from
+        // the start). See `crate::mariadb::server_options` for what the
+        // measurements add.
         ("mariadb", None) => {
             let s = start_mariadb(&MariaOptions {
                 dir: Some(scratch.join("mariadb")),
-                settings: vec![
-                    ("performance_schema".into(), "ON".into()),
-                    ("thread_cache_size".into(), "0".into()),
-                ],
+                settings: crate::mariadb::server_options(l, first_restart),
             })?;
+            applied = first_restart.clone();
             (s.url.clone(), Some(s))
         }
         _ => {
@@ -368,7 +434,7 @@ fn open_engine(
         name: e.to_string(),
         url,
         private,
-        applied: BTreeMap::new(),
+        applied,
         setup_done: false,
         probe: None,
         skipped_probes: BTreeSet::new(),
@@ -448,6 +514,10 @@ fn engine_facts(eng: &mut Engine) -> BTreeMap<String, String> {
     let mut f = BTreeMap::new();
     let name = eng.name.clone();
     f.insert(format!("{name}.url"), redact(&eng.url));
+    if name == "mariadb" {
+        f.extend(crate::mariadb::facts(&eng.url));
+        return f;
+    }
     if name != "postgres" {
         return f;
     }
@@ -475,13 +545,17 @@ fn engine_facts(eng: &mut Engine) -> BTreeMap<String, String> {
 struct RunResult {
     vars: BTreeMap<String, f64>,
     measurements: BTreeMap<String, f64>,
+    syscalls: Vec<Syscall>,
     summary: String,
     notes: Vec<String>,
+    /// (session, name, value): each session's tally and cache statistics.
+    sessions: Vec<(usize, String, f64)>,
+    profiles: Vec<crate::profile::ProfileRow>,
 }
 
 /// The text of each var for this run: study vars (quick ones over them),
 /// each factor's level name under the factor's name, the levels' vars.
-fn run_vars(
+pub(crate) fn run_vars(
     l: &Loaded,
     quick: bool,
     cell: &[(String, String)],
@@ -512,7 +586,12 @@ fn run_vars(
     v
 }
 
-fn num(l: &Loaded, key: &str, n: &Num, vars: &BTreeMap<String, String>) -> Result<f64, StudyError> {
+pub(crate) fn num(
+    l: &Loaded,
+    key: &str,
+    n: &Num,
+    vars: &BTreeMap<String, String>,
+) -> Result<f64, StudyError> {
     match n {
         Num::Int(i) => Ok(*i as f64),
         Num::Float(f) => Ok(*f),
@@ -600,7 +679,7 @@ fn amounts(l: &Loaded, vars: &BTreeMap<String, String>) -> Result<Amounts, Study
     })
 }
 
-fn sql_of(
+pub(crate) fn sql_of(
     l: &Loaded,
     key: &str,
     sql: &Sql,
@@ -711,6 +790,7 @@ fn script(
             }
             Ok(())
         }
+        "mariadb" => crate::mariadb::script(&eng.url, &statements(sql), what, into, short),
         _ => {
             // Engines without a client here: through `tracelab run`, one
             // statement at a time, no results.
@@ -765,9 +845,37 @@ fn apply_server(
         return Ok(());
     }
     if eng.name == "mariadb" {
-        // MariaDB: global variables, set on the running server.
+        // MariaDB: restart settings are options of mariadbd (a restart of
+        // the private server when they change, which resets the globals);
+        // the others global variables, set on the running server.
+        let restart_of = |m: &BTreeMap<String, String>| -> BTreeMap<String, String> {
+            m.iter()
+                .filter(|(k, _)| restart_keys.contains(*k))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect()
+        };
+        let restart = restart_of(&want);
+        if restart != restart_of(&eng.applied) {
+            let Some(s) = eng.private.clone() else {
+                return Err(StudyError::Usage(
+                    "a level needs a server restart, which only the private server allows".into(),
+                ));
+            };
+            obs.note(&format!("restarting the private MariaDB for {restart:?}"));
+            stop(&s.dir)?;
+            let s2 = start_mariadb(&MariaOptions {
+                dir: Some(s.dir.clone()),
+                settings: crate::mariadb::server_options(l, &restart),
+            })?;
+            eng.url = s2.url.clone();
+            eng.private = Some(s2);
+            eng.applied = restart;
+        }
         let mut sql = String::new();
         for k in want.keys().chain(eng.applied.keys()) {
+            if restart_keys.contains(k) {
+                continue;
+            }
             let v = match want.get(k) {
                 Some(v) if v.parse::<f64>().is_ok() => v.clone(),
                 Some(v) => format!("'{}'", v.replace('\'', "''")),
@@ -775,7 +883,9 @@ fn apply_server(
             };
             sql.push_str(&format!("SET GLOBAL {k} = {v};\n"));
         }
-        script(eng, &sql, "server settings", &mut BTreeMap::new())?;
+        if !sql.is_empty() {
+            script(eng, &sql, "server settings", &mut BTreeMap::new())?;
+        }
         eng.applied = want;
         return Ok(());
     }
@@ -830,45 +940,62 @@ fn apply_server(
     Ok(())
 }
 
-fn run_one(
+/// Brings the engine to a cell's levels: its server settings, and the
+/// study's setup the first time.
+pub(crate) fn ready(
     l: &Loaded,
-    quick: bool,
-    p: &Planned,
+    levels: &[Level],
+    vars: &BTreeMap<String, String>,
     eng: &mut Engine,
     restart_keys: &BTreeSet<String>,
-    scratch: &std::path::Path,
     obs: &dyn Observer,
-) -> Result<RunResult, StudyError> {
-    let s = &l.study;
-    let w = &s.workload;
-    let levels = levels_of(l, &p.cell);
-    let vars = run_vars(l, quick, &p.cell, &levels);
-    let e = eng.name.clone();
-    let mut notes = eng.notes.clone();
-    let mut m: BTreeMap<String, f64> = BTreeMap::new();
-
-    apply_server(eng, &levels, restart_keys, l, obs)?;
+) -> Result<(), StudyError> {
+    apply_server(eng, levels, restart_keys, l, obs)?;
     if !eng.setup_done {
-        if let Some(sql) = s.setup.as_ref() {
-            if let Some(t) = sql_of(l, "setup", sql, &e, &vars)? {
+        if let Some(sql) = l.study.setup.as_ref() {
+            if let Some(t) = sql_of(l, "setup", sql, &eng.name, vars)? {
                 script(eng, &t, "setup", &mut BTreeMap::new())?;
             }
         }
         eng.setup_done = true;
     }
+    Ok(())
+}
 
-    // The workload of this cell.
+/// A cell's run as `tracelab run` takes it, before the measured run's own
+/// touches (its application_name, pause, traces, a proxy).
+pub(crate) struct Prepared {
+    pub base: RunOptions,
+    pub workload: Workload,
+    pub sessions: usize,
+    pub per_commit: u64,
+    /// Transactions of the unmeasured warm-up run.
+    pub warmup: u64,
+    /// The sessions' settings (in the URL on PostgreSQL).
+    pub settings: Vec<(String, String)>,
+}
+
+/// The workload, options and settings of a cell's levels with `vars`.
+pub(crate) fn prepare(
+    l: &Loaded,
+    levels: &[Level],
+    vars: &BTreeMap<String, String>,
+    eng: &Engine,
+    scratch: &std::path::Path,
+) -> Result<Prepared, StudyError> {
+    let w = &l.study.workload;
+    let e = eng.name.as_str();
     let mut sql_spec = &w.sql;
-    for lv in &levels {
+    for lv in levels {
         if let Some(x) = &lv.sql {
             sql_spec = x;
         }
     }
-    let sql = sql_of(l, "workload.sql", sql_spec, &e, &vars)?
+    let sql = sql_of(l, "workload.sql", sql_spec, e, vars)?
         .ok_or_else(|| l.error("workload.sql", format!("no SQL for engine {e}")))?;
     let binds = match &w.binds {
         Some(b) => {
-            let path = l.dir.clone().unwrap_or_default().join(b);
+            let path = l.data_file("workload.binds", b, scratch)?;
             read_binds(&path).map_err(|e| l.error("workload.binds", e.to_string()))?
         }
         None => Vec::new(),
@@ -877,13 +1004,14 @@ fn run_one(
         sessions,
         per_commit,
         stop,
-        warmup: warm,
-    } = amounts(l, &vars)?;
+        warmup,
+    } = amounts(l, vars)?;
     let mut settings: Vec<(String, String)> = w.settings.clone().into_iter().collect();
-    for lv in &levels {
+    for lv in levels {
         settings.extend(lv.settings.clone());
     }
     let workload = Workload::postgres(&sql, binds);
+    let result_cache = crate::result_cache::options(levels, |k, n| num(l, k, n, vars))?;
     let base = RunOptions {
         // PostgreSQL sessions get their settings in the URL (below).
         url: if e == "postgres" {
@@ -900,8 +1028,47 @@ fn run_one(
         } else {
             settings.clone()
         },
+        result_cache,
         ..RunOptions::default()
     };
+    Ok(Prepared {
+        base,
+        workload,
+        sessions,
+        per_commit,
+        warmup,
+        settings,
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run_one(
+    l: &Loaded,
+    quick: bool,
+    p: &Planned,
+    eng: &mut Engine,
+    restart_keys: &BTreeSet<String>,
+    scratch: &std::path::Path,
+    keep: Option<&std::path::Path>,
+    obs: &dyn Observer,
+) -> Result<RunResult, StudyError> {
+    let s = &l.study;
+    let w = &s.workload;
+    let levels = levels_of(l, &p.cell);
+    let vars = run_vars(l, quick, &p.cell, &levels);
+    let e = eng.name.clone();
+    let mut notes = eng.notes.clone();
+    let mut m: BTreeMap<String, f64> = BTreeMap::new();
+
+    ready(l, &levels, &vars, eng, restart_keys, obs)?;
+    let Prepared {
+        base,
+        workload,
+        sessions,
+        per_commit,
+        warmup: warm,
+        settings,
+    } = prepare(l, &levels, &vars, eng, scratch)?;
 
     // Warm up: the same work, shorter, not measured.
     if warm > 0 {
@@ -986,27 +1153,53 @@ fn run_one(
     if watch.is_some() {
         opts.pause_at_exit = Some(Some(release.clone()));
     }
-    let strace = if s.measure.strace && e == "postgres" {
-        if Strace::available() {
-            let c = eng.client()?;
-            let me: i32 = c
-                .query_one("select pg_backend_pid()", &[])
-                .map_err(|e| pg("backend pid", e))?
-                .get(0);
-            measure::parent_pid(me).and_then(|pm| Strace::attach(pm, &scratch.join("strace.txt")))
-        } else {
-            notes.push(
-                "syscalls not counted: strace not installed (apt-get install -y strace)".into(),
-            );
-            None
+    // The server's processes: the postmaster (its backends and workers
+    // are its children) or mariadbd (its sessions are threads).
+    let wants_server = s.measure.strace || p.strace || s.measure.server_counters;
+    let server = if wants_server { server_of(eng)? } else { None };
+    if wants_server && server.is_none() {
+        notes.push(format!(
+            "server counters and syscalls not taken: {}",
+            if eng.private.is_none() && e == "mariadb" {
+                "MariaDB's processes are read on this machine, for the private server only (not with --db)"
+            } else {
+                "the server's process was not found on this machine"
+            }
+        ));
+    }
+    let strace = match server {
+        Some(srv) if s.measure.strace || p.strace => {
+            if Strace::available() {
+                Strace::attach(srv.top(), &scratch.join("strace.txt"))
+            } else {
+                notes.push(
+                    "syscalls not counted: strace not installed (apt-get install -y strace)".into(),
+                );
+                None
+            }
         }
-    } else {
-        None
+        _ => None,
+    };
+    let counters = match server {
+        Some(srv) if s.measure.server_counters => {
+            let w = ServerWatch::start(srv, scratch);
+            if w.is_none() {
+                notes.push("server counters not taken: cannot read the server's /proc".into());
+            }
+            w
+        }
+        _ => None,
     };
     let trace_dir = scratch.join(format!("trace-{}", p.seq));
     if s.measure.trace {
         let _ = std::fs::remove_dir_all(&trace_dir);
         opts.trace_dir = Some(trace_dir.clone());
+    }
+    // A proxy in the path: the sessions (and a cache's channels) go to it.
+    let proxy_dir = scratch.join(format!("proxy-{}", p.seq));
+    let in_path = crate::proxy::start_for(&levels, &e, &eng.url, Some(&proxy_dir))?;
+    if let Some((px, _)) = &in_path {
+        opts.url = px.url(&opts.url)?;
     }
     let cpu0 = measure::self_cpu_ns();
     let summary: Summary = tracelab_run::run(&opts, &workload)
@@ -1036,21 +1229,51 @@ fn run_one(
     if e == "postgres" {
         wait_gone(eng, &tag);
     }
-    if let Some(st) = strace {
-        m.extend(st.finish());
+    if let Some(w) = counters {
+        let (c, note) = w.finish();
+        m.extend(c);
+        notes.extend(note);
+    }
+    let mut syscalls = Vec::new();
+    match strace {
+        // A run made for strace keeps its whole table (the report's
+        // System calls section); strace on every run, its counts.
+        Some(st) if p.strace => {
+            let t = st.finish_table();
+            if t.total.is_none() {
+                notes.push("syscalls not counted: strace wrote no table".into());
+            }
+            m.extend(t.measurements());
+            syscalls = t.rows;
+        }
+        Some(st) => m.extend(st.finish()),
+        None => {}
     }
     for e in summary.trace_errors() {
         notes.push(format!(
             "trace not written completely, its profile is short: {e}"
         ));
     }
+    let filter = s.measure.profile_where.as_deref().unwrap_or("1");
+    let kept = |what: &str| keep.map(|k| k.join(format!("{}-{}", p.seq, what)));
+    let mut profiles = Vec::new();
+    if let Some((px, traced)) = in_path {
+        let c = crate::proxy::collect(px, traced, filter, kept("proxy").as_deref());
+        m.extend(c.measurements);
+        profiles.extend(c.profile);
+        notes.extend(c.notes);
+    }
     if s.measure.trace {
         match measure::trace_profile(&trace_dir) {
             Ok(t) => m.extend(t),
             Err(e) => notes.push(format!("traces not profiled: {e}")),
         }
-        let _ = std::fs::remove_dir_all(&trace_dir);
+        if let Ok(rows) = crate::profile::of_dir(&trace_dir, filter) {
+            profiles.extend(crate::profile::tagged(rows, "client"));
+        }
+        crate::profile::keep_or_remove(&trace_dir, kept("client").as_deref(), &mut notes);
     }
+    m.extend(crate::result_cache::measurements(&summary));
 
     // The run's own figures.
     for (name, v) in measure::run_figures(&summary) {
@@ -1127,11 +1350,47 @@ fn run_one(
         .iter()
         .filter_map(|(k, v)| v.parse::<f64>().ok().map(|x| (k.clone(), x)))
         .collect();
+    if p.strace {
+        // Slowed by strace: out of the timed columns.
+        m = m
+            .into_iter()
+            .map(|(k, v)| {
+                if k == "syscalls" || k.starts_with("syscall_") {
+                    (k, v)
+                } else {
+                    (format!("strace_{k}"), v)
+                }
+            })
+            .collect();
+    }
     Ok(RunResult {
         vars: numeric,
         measurements: m,
+        syscalls,
         summary: summary.json(),
         notes,
+        sessions: crate::result_cache::session_values(&summary),
+        profiles,
+    })
+}
+
+/// The server's processes as strace and the counters follow them.
+fn server_of(eng: &mut Engine) -> Result<Option<Server>, StudyError> {
+    Ok(match eng.name.as_str() {
+        "postgres" => {
+            let c = eng.client()?;
+            let me: i32 = c
+                .query_one("select pg_backend_pid()", &[])
+                .map_err(|e| pg("backend pid", e))?
+                .get(0);
+            measure::parent_pid(me).map(Server::Children)
+        }
+        "mariadb" => eng
+            .private
+            .as_ref()
+            .and_then(|p| measure::pid_from_file(&p.pid_file()))
+            .map(Server::Threads),
+        _ => None,
     })
 }
 
@@ -1139,7 +1398,7 @@ fn run_one(
 /// the study finds its backends) and carries its settings (`options=-c
 /// name=value`), which every PostgreSQL client library passes on at
 /// connection time.
-fn with_params(url: &str, tag: &str, settings: &[(String, String)]) -> String {
+pub(crate) fn with_params(url: &str, tag: &str, settings: &[(String, String)]) -> String {
     let enc = |s: &str| -> String {
         s.bytes()
             .map(|b| {

@@ -51,6 +51,29 @@ impl Loaded {
         if s.measure.trace {
             p.prefixes.push("trace_");
         }
+        if s.measure.strace_runs > 0 {
+            // The runs under strace keep their other figures as `strace_...`.
+            p.names.insert("syscalls".into());
+            p.prefixes.extend(["syscall_", "strace_"]);
+        }
+        if s.measure.server_counters {
+            p.names.extend(
+                crate::server_counters::COUNTERS
+                    .iter()
+                    .map(|n| n.to_string()),
+            );
+        }
+        // A proxy in a level's path: its counters and its traces' profile
+        // (crate::proxy::collect); a result cache: Oracle's statistics
+        // (crate::result_cache::measurements).
+        let levels = || s.factors.iter().flat_map(|f| f.all_levels());
+        if levels().any(|l| l.proxy.is_some()) {
+            p.names.extend(crate::proxy::MEASUREMENTS.map(String::from));
+            p.prefixes.push("proxy_trace_");
+        }
+        if levels().any(|l| l.result_cache.is_some()) {
+            p.names.extend(crate::result_cache::measurement_names());
+        }
         p.names.extend(s.vars.keys().cloned());
         p.names.extend(s.quick.vars.keys().cloned());
         for f in &s.factors {

@@ -1,5 +1,5 @@
 //! The study file: TOML plus SQL files, read with the line of every
-//! mistake. The README's "study file reference" documents each key.
+//! mistake. docs/study.md ("The study file") documents each key.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -48,6 +48,9 @@ pub struct Study {
     #[serde(default)]
     pub measure: Measure,
     pub report: ReportSpec,
+    /// A check run after the plan: a writer changes a cached table while
+    /// the sessions read, and every result is checked for staleness.
+    pub freshness: Option<crate::freshness::FreshnessSpec>,
 }
 
 fn three() -> u32 {
@@ -187,6 +190,15 @@ pub struct Level {
     pub after: Option<Sql>,
     #[serde(default)]
     pub vars: BTreeMap<String, toml::Value>,
+    /// The engine this level belongs to: a cell that pairs it with another
+    /// engine is not run (`model = serial` is a PostgreSQL level,
+    /// `pool-of-threads` a MariaDB one).
+    pub engine: Option<String>,
+    /// tracelab proxy between the run's sessions and the server, with the
+    /// link it emulates; its server-side traces are profiled.
+    pub proxy: Option<crate::proxy::ProxyLevel>,
+    /// A client result cache for the run's sessions (`run --result-cache`).
+    pub result_cache: Option<crate::result_cache::CacheLevel>,
 }
 
 /// A query whose columns become measurements, before and/or after a run.
@@ -231,6 +243,24 @@ pub struct Measure {
     /// `commit`, `sql_net_message_from_client`, ...) and `trace_total_s`.
     #[serde(default)]
     pub trace: bool,
+    /// Runs per cell with `strace -c -f` attached, apart from the timed
+    /// runs (strace slows the server): they come after the timed rounds,
+    /// store the strace table (the `syscalls` table of the store, and
+    /// `syscalls`, `syscall_NAME`) and keep their other figures under a
+    /// `strace_` prefix (`strace_elapsed_ms`), out of the timed columns.
+    #[serde(default)]
+    pub strace_runs: u32,
+    /// Counters of every server process or thread that need no ptrace,
+    /// on every run: context switches and read/write syscalls from /proc,
+    /// server CPU, tasks started, and `perf stat -e context-switches`
+    /// where perf works (`crate::server_counters`).
+    #[serde(default)]
+    pub server_counters: bool,
+    /// The filter (mrskew's `--where`) of the profile tables the report
+    /// shows of the client's and a proxy's traces, e.g. `$af < 1` to
+    /// leave out the long idle waits; the `trace_*` measurements are of
+    /// every call.
+    pub profile_where: Option<String>,
 }
 
 impl Default for Measure {
@@ -239,6 +269,9 @@ impl Default for Measure {
             backend_cpu: true,
             strace: false,
             trace: false,
+            strace_runs: 0,
+            server_counters: false,
+            profile_where: None,
         }
     }
 }
@@ -256,8 +289,31 @@ pub struct ReportSpec {
     pub rows: String,
     /// The level of `rows` that % changes and ratios compare with.
     pub baseline: Option<String>,
+    /// Baselines of tables with different levels (one engine's models
+    /// each): a table's baseline is the first of `baseline` and these
+    /// that it has.
+    #[serde(default)]
+    pub baselines: Vec<String>,
     pub columns: Vec<Column>,
     pub chart: Option<Chart>,
+    /// The original study's figures, shown next to these.
+    pub published: Option<crate::published::Published>,
+    /// Per-session tables: the tally of each run (sqlrun's rc.log), the
+    /// cache statistics, a chart of the sessions' values by cell.
+    pub sessions: Option<crate::sessions::SessionsSpec>,
+    /// mrskew's table of the traces of each cell (client and proxy).
+    pub profiles: Option<crate::profile::ProfilesSpec>,
+}
+
+impl ReportSpec {
+    /// The baseline of a table whose levels are `levels`.
+    pub fn baseline_of<'a>(&self, levels: impl Iterator<Item = &'a str> + Clone) -> Option<String> {
+        self.baseline
+            .iter()
+            .chain(&self.baselines)
+            .find(|b| levels.clone().any(|l| l == b.as_str()))
+            .cloned()
+    }
 }
 
 /// One column: an expression over the run's measurements and vars
@@ -411,6 +467,39 @@ impl Loaded {
         }
     }
 
+    /// A data file the study names (a bind file, say): next to the study
+    /// file, or, for a built-in study (or a copy of one naming its files),
+    /// its embedded text written into `scratch`.
+    pub fn data_file(&self, key: &str, name: &str, scratch: &Path) -> Result<PathBuf, StudyError> {
+        let on_disk = self.dir.as_ref().map(|d| d.join(name));
+        if let Some(p) = on_disk.as_ref().filter(|p| p.is_file()) {
+            return Ok(p.clone());
+        }
+        let embedded = self
+            .embedded
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, t)| *t)
+            .or_else(|| crate::builtin::sql_file(name));
+        match embedded {
+            Some(text) => {
+                let path = scratch.join(name.replace('/', "_"));
+                std::fs::write(&path, text).map_err(crate::error::io(&path))?;
+                Ok(path)
+            }
+            None => Err(self.error(
+                key,
+                format!(
+                    "no file {name} {}",
+                    on_disk.map_or("in this study".to_string(), |p| format!(
+                        "({} does not exist)",
+                        p.display()
+                    ))
+                ),
+            )),
+        }
+    }
+
     /// Checks what serde cannot: names that must refer to each other.
     fn check(&self) -> Result<(), StudyError> {
         let s = &self.study;
@@ -487,16 +576,36 @@ impl Loaded {
                 format!("expected the name of a factor, found `{}`", s.report.rows),
             ));
         }
-        if let (Some(b), Some(f)) = (
-            &s.report.baseline,
-            s.factors.iter().find(|f| f.name == s.report.rows),
-        ) {
-            if !f.level_names().contains(b) {
-                return Err(self.error(
-                    "report.baseline",
-                    format!("factor `{}` has no level `{b}`", f.name),
-                ));
+        if let Some(f) = s.factors.iter().find(|f| f.name == s.report.rows) {
+            let named = s.report.baseline.iter().map(|b| ("report.baseline", b));
+            for (key, b) in named.chain(s.report.baselines.iter().map(|b| ("report.baselines", b)))
+            {
+                if !f.level_names().contains(b) {
+                    return Err(self.error(key, format!("factor `{}` has no level `{b}`", f.name)));
+                }
             }
+        }
+        for f in &s.factors {
+            for lv in &f.levels {
+                if let Some(e) = &lv.engine {
+                    if !crate::engine::ENGINES.contains(&e.as_str()) {
+                        return Err(self.error(
+                            "factors.levels.engine",
+                            format!(
+                                "level `{}`: engine `{e}`: expected one of {}",
+                                lv.name,
+                                crate::engine::ENGINES.join(", ")
+                            ),
+                        ));
+                    }
+                }
+            }
+        }
+        if s.measure.strace && s.measure.strace_runs > 0 {
+            return Err(self.error(
+                "measure.strace_runs",
+                "expected either `strace = true` (strace on every run) or `strace_runs` (separate runs under strace), not both",
+            ));
         }
         for c in &s.report.columns {
             crate::columns::compile(&c.expr).map_err(|e| {
@@ -515,6 +624,30 @@ impl Loaded {
         }
         if !["extended", "prepared", "simple"].contains(&s.workload.protocol.as_str()) {
             return Err(self.error("workload.protocol", "expected `extended` or `simple`"));
+        }
+        for f in &s.factors {
+            for lv in &f.levels {
+                if let Some(p) = &lv.proxy {
+                    p.check()
+                        .map_err(|e| self.error("factors.levels.proxy", e))?;
+                }
+                if let Some(c) = &lv.result_cache {
+                    c.check()
+                        .map_err(|e| self.error("factors.levels.result_cache", e))?;
+                }
+            }
+        }
+        if let Some(w) = &s.measure.profile_where {
+            crate::profile::check_where(w).map_err(|e| self.error("measure.profile_where", e))?;
+        }
+        if let Some(p) = &s.report.published {
+            p.check(s).map_err(|e| self.error("report.published", e))?;
+        }
+        if let Some(x) = &s.report.sessions {
+            x.check(s).map_err(|e| self.error("report.sessions", e))?;
+        }
+        if let Some(fr) = &s.freshness {
+            fr.check(s).map_err(|e| self.error("freshness", e))?;
         }
         Ok(())
     }
