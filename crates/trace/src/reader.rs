@@ -942,15 +942,6 @@ impl<'f> Run<'f> {
                 self.header_image(b);
                 Ok(())
             }
-            // tracelab's own header (`tracelab 0.1.0 proxy-side trace of
-            // PostgreSQL ...`): a SQL trace, even of a session that made
-            // no call (a failed login, a cancel request).
-            b't' if b.starts_with(b"tracelab ")
-                && memchr::memmem::find(b, b"-side trace of ").is_some() =>
-            {
-                self.sql_lines += 1;
-                Ok(())
-            }
             b'X' if b.starts_with(b"XCTEND ") => self.xctend(no, b, on_call),
             b'L' if b.starts_with(b"LOB") => self.lob(no, b, on_call),
             b'R' if b.starts_with(b"RPC EXEC:") => self.rpc(no, b, on_call),
