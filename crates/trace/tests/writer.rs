@@ -86,6 +86,13 @@ fn read(bytes: Vec<u8>) -> Vec<Seen> {
     v
 }
 
+/// A session that made no call (a failed login, a cancel request) still
+/// wrote a SQL trace: read back, it is empty, not "another kind of trace".
+#[test]
+fn a_session_without_calls_reads_back_empty() {
+    assert_eq!(read(write(&[])), Vec::<Seen>::new());
+}
+
 #[test]
 fn a_session_reads_back() {
     let sql = "select * from chair where chair = $1";
