@@ -22,7 +22,7 @@ modes=(--quick)
 [[ -n ${FULL:-} ]] && modes+=(full)
 echo "study | mode | runs | wall s"
 echo "---|---|---:|---:"
-for study in commit-batch redo-undo result-cache; do
+for study in commit-batch redo-undo exec-model result-cache; do
   for mode in "${modes[@]}"; do
     args=()
     [[ $mode == --quick ]] && args+=(--quick)

@@ -13,6 +13,11 @@ pub const STUDIES: &[(&str, &str, SqlFiles)] = &[
         &[],
     ),
     (
+        "exec-model",
+        include_str!("../studies/exec-model.toml"),
+        &[],
+    ),
+    (
         "redo-undo",
         include_str!("../studies/redo-undo.toml"),
         &[(

@@ -12,9 +12,10 @@ use tracelab_run::{read_binds, RunOptions, Stop, Summary, Workload};
 
 use crate::engine::{engine_of_url, redact, requirement};
 use crate::error::{pg, StudyError};
-use crate::measure::{self, CpuWatch, Strace};
+use crate::measure::{self, CpuWatch, Strace, Syscall};
 use crate::plan::{cell_key, plan, Choice, Planned};
 use crate::script::{statements, substitute};
+use crate::server_counters::{Server, ServerWatch};
 use crate::spec::{value_text, Level, Loaded, Num, Sql, When, WorkloadSpec};
 use crate::store::{Header, Store};
 
@@ -194,8 +195,7 @@ pub fn run_study(given: &Loaded, o: &Options, obs: &dyn Observer) -> Result<Outc
     }
     let mut problems = Vec::new();
     for e in &engines {
-        let restarts =
-            e == "postgres" && !restart_keys.is_empty() && uses_restart(&loaded, &planned);
+        let restarts = !restart_keys.is_empty() && uses_restart(&loaded, &planned, e);
         problems.extend(requirement(e, db_for(e), scratch.path(), restarts));
     }
     if !problems.is_empty() {
@@ -207,7 +207,18 @@ pub fn run_study(given: &Loaded, o: &Options, obs: &dyn Observer) -> Result<Outc
     let mut engs: BTreeMap<String, Engine> = BTreeMap::new();
     let result = (|| -> Result<Outcome, StudyError> {
         for e in &engines {
-            let eng = open_engine(e, db_for(e), &loaded, scratch.path())?;
+            // A MariaDB starts with the restart settings of its first run.
+            let first: BTreeMap<String, String> = planned
+                .iter()
+                .find(|p| engine_of(&p.cell) == *e)
+                .map(|p| {
+                    levels_of(&loaded, &p.cell)
+                        .into_iter()
+                        .flat_map(|lv| lv.restart)
+                        .collect()
+                })
+                .unwrap_or_default();
+            let eng = open_engine(e, db_for(e), &loaded, scratch.path(), &first)?;
             engs.insert(e.clone(), eng);
         }
         for eng in engs.values_mut() {
@@ -221,7 +232,12 @@ pub fn run_study(given: &Loaded, o: &Options, obs: &dyn Observer) -> Result<Outc
             }
             None => {
                 let mut s = Store::open(&o.out, true)?;
-                let reps = planned.iter().map(|p| p.rep + 1).max().unwrap_or(1);
+                let reps = planned
+                    .iter()
+                    .filter(|p| !p.strace)
+                    .map(|p| p.rep + 1)
+                    .max()
+                    .unwrap_or(1);
                 s.begin(
                     &Header {
                         name: &study.name,
@@ -276,6 +292,9 @@ pub fn run_study(given: &Loaded, o: &Options, obs: &dyn Observer) -> Result<Outc
                 obs,
             )?;
             store.record_details(p.seq, &r.sessions, &r.profiles)?;
+            if !r.syscalls.is_empty() {
+                store.record_syscalls(p.seq, &r.syscalls)?;
+            }
             store.record(
                 p.seq,
                 t0.elapsed().as_secs_f64(),
@@ -337,12 +356,13 @@ pub fn run_study(given: &Loaded, o: &Options, obs: &dyn Observer) -> Result<Outc
     result
 }
 
-/// Whether a planned run uses a level with restart settings.
-fn uses_restart(l: &Loaded, planned: &[Planned]) -> bool {
+/// Whether a planned run on `engine` uses a level with restart settings.
+fn uses_restart(l: &Loaded, planned: &[Planned], engine: &str) -> bool {
     planned.iter().any(|p| {
-        levels_of(l, &p.cell)
-            .iter()
-            .any(|lv| !lv.restart.is_empty())
+        engine_of(&p.cell) == engine
+            && levels_of(l, &p.cell)
+                .iter()
+                .any(|lv| !lv.restart.is_empty())
     })
 }
 
@@ -369,7 +389,9 @@ fn open_engine(
     db: Option<&str>,
     l: &Loaded,
     scratch: &std::path::Path,
+    first_restart: &BTreeMap<String, String>,
 ) -> Result<Engine, StudyError> {
+    let mut applied = BTreeMap::new();
     let (url, private) = match (e, db) {
         (_, Some(u)) => (u.to_string(), None),
         ("postgres", None) => {
@@ -390,19 +412,16 @@ fn open_engine(
         ),
         // A private MariaDB with its defaults (innodb_flush_log_at_trx_commit
         // = 1: every commit flushes, as the commit-batch study wants); the
-        // levels' server settings are set as globals on it. Two more, for
-        // the CPU of the sessions' threads: performance_schema names each
-        // session's OS thread (about 0.05 s more to start, 100 MB more
-        // memory), and no thread cache, so that a session's thread has
-        // done no other session's work.
+        // levels' server settings are set as globals on it, their restart
+        // settings are options of mariadbd (those of the first run from
+        // the start). See `crate::mariadb::server_options` for what the
+        // measurements add.
         ("mariadb", None) => {
             let s = start_mariadb(&MariaOptions {
                 dir: Some(scratch.join("mariadb")),
-                settings: vec![
-                    ("performance_schema".into(), "ON".into()),
-                    ("thread_cache_size".into(), "0".into()),
-                ],
+                settings: crate::mariadb::server_options(l, first_restart),
             })?;
+            applied = first_restart.clone();
             (s.url.clone(), Some(s))
         }
         _ => {
@@ -415,7 +434,7 @@ fn open_engine(
         name: e.to_string(),
         url,
         private,
-        applied: BTreeMap::new(),
+        applied,
         setup_done: false,
         probe: None,
         skipped_probes: BTreeSet::new(),
@@ -495,6 +514,10 @@ fn engine_facts(eng: &mut Engine) -> BTreeMap<String, String> {
     let mut f = BTreeMap::new();
     let name = eng.name.clone();
     f.insert(format!("{name}.url"), redact(&eng.url));
+    if name == "mariadb" {
+        f.extend(crate::mariadb::facts(&eng.url));
+        return f;
+    }
     if name != "postgres" {
         return f;
     }
@@ -522,6 +545,7 @@ fn engine_facts(eng: &mut Engine) -> BTreeMap<String, String> {
 struct RunResult {
     vars: BTreeMap<String, f64>,
     measurements: BTreeMap<String, f64>,
+    syscalls: Vec<Syscall>,
     summary: String,
     notes: Vec<String>,
     /// (session, name, value): each session's tally and cache statistics.
@@ -766,6 +790,7 @@ fn script(
             }
             Ok(())
         }
+        "mariadb" => crate::mariadb::script(&eng.url, &statements(sql), what, into, short),
         _ => {
             // Engines without a client here: through `tracelab run`, one
             // statement at a time, no results.
@@ -820,9 +845,37 @@ fn apply_server(
         return Ok(());
     }
     if eng.name == "mariadb" {
-        // MariaDB: global variables, set on the running server.
+        // MariaDB: restart settings are options of mariadbd (a restart of
+        // the private server when they change, which resets the globals);
+        // the others global variables, set on the running server.
+        let restart_of = |m: &BTreeMap<String, String>| -> BTreeMap<String, String> {
+            m.iter()
+                .filter(|(k, _)| restart_keys.contains(*k))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect()
+        };
+        let restart = restart_of(&want);
+        if restart != restart_of(&eng.applied) {
+            let Some(s) = eng.private.clone() else {
+                return Err(StudyError::Usage(
+                    "a level needs a server restart, which only the private server allows".into(),
+                ));
+            };
+            obs.note(&format!("restarting the private MariaDB for {restart:?}"));
+            stop(&s.dir)?;
+            let s2 = start_mariadb(&MariaOptions {
+                dir: Some(s.dir.clone()),
+                settings: crate::mariadb::server_options(l, &restart),
+            })?;
+            eng.url = s2.url.clone();
+            eng.private = Some(s2);
+            eng.applied = restart;
+        }
         let mut sql = String::new();
         for k in want.keys().chain(eng.applied.keys()) {
+            if restart_keys.contains(k) {
+                continue;
+            }
             let v = match want.get(k) {
                 Some(v) if v.parse::<f64>().is_ok() => v.clone(),
                 Some(v) => format!("'{}'", v.replace('\'', "''")),
@@ -830,7 +883,9 @@ fn apply_server(
             };
             sql.push_str(&format!("SET GLOBAL {k} = {v};\n"));
         }
-        script(eng, &sql, "server settings", &mut BTreeMap::new())?;
+        if !sql.is_empty() {
+            script(eng, &sql, "server settings", &mut BTreeMap::new())?;
+        }
         eng.applied = want;
         return Ok(());
     }
@@ -1098,22 +1153,42 @@ fn run_one(
     if watch.is_some() {
         opts.pause_at_exit = Some(Some(release.clone()));
     }
-    let strace = if s.measure.strace && e == "postgres" {
-        if Strace::available() {
-            let c = eng.client()?;
-            let me: i32 = c
-                .query_one("select pg_backend_pid()", &[])
-                .map_err(|e| pg("backend pid", e))?
-                .get(0);
-            measure::parent_pid(me).and_then(|pm| Strace::attach(pm, &scratch.join("strace.txt")))
-        } else {
-            notes.push(
-                "syscalls not counted: strace not installed (apt-get install -y strace)".into(),
-            );
-            None
+    // The server's processes: the postmaster (its backends and workers
+    // are its children) or mariadbd (its sessions are threads).
+    let wants_server = s.measure.strace || p.strace || s.measure.server_counters;
+    let server = if wants_server { server_of(eng)? } else { None };
+    if wants_server && server.is_none() {
+        notes.push(format!(
+            "server counters and syscalls not taken: {}",
+            if eng.private.is_none() && e == "mariadb" {
+                "MariaDB's processes are read on this machine, for the private server only (not with --db)"
+            } else {
+                "the server's process was not found on this machine"
+            }
+        ));
+    }
+    let strace = match server {
+        Some(srv) if s.measure.strace || p.strace => {
+            if Strace::available() {
+                Strace::attach(srv.top(), &scratch.join("strace.txt"))
+            } else {
+                notes.push(
+                    "syscalls not counted: strace not installed (apt-get install -y strace)".into(),
+                );
+                None
+            }
         }
-    } else {
-        None
+        _ => None,
+    };
+    let counters = match server {
+        Some(srv) if s.measure.server_counters => {
+            let w = ServerWatch::start(srv, scratch);
+            if w.is_none() {
+                notes.push("server counters not taken: cannot read the server's /proc".into());
+            }
+            w
+        }
+        _ => None,
     };
     let trace_dir = scratch.join(format!("trace-{}", p.seq));
     if s.measure.trace {
@@ -1154,8 +1229,25 @@ fn run_one(
     if e == "postgres" {
         wait_gone(eng, &tag);
     }
-    if let Some(st) = strace {
-        m.extend(st.finish());
+    if let Some(w) = counters {
+        let (c, note) = w.finish();
+        m.extend(c);
+        notes.extend(note);
+    }
+    let mut syscalls = Vec::new();
+    match strace {
+        // A run made for strace keeps its whole table (the report's
+        // System calls section); strace on every run, its counts.
+        Some(st) if p.strace => {
+            let t = st.finish_table();
+            if t.total.is_none() {
+                notes.push("syscalls not counted: strace wrote no table".into());
+            }
+            m.extend(t.measurements());
+            syscalls = t.rows;
+        }
+        Some(st) => m.extend(st.finish()),
+        None => {}
     }
     for e in summary.trace_errors() {
         notes.push(format!(
@@ -1258,13 +1350,47 @@ fn run_one(
         .iter()
         .filter_map(|(k, v)| v.parse::<f64>().ok().map(|x| (k.clone(), x)))
         .collect();
+    if p.strace {
+        // Slowed by strace: out of the timed columns.
+        m = m
+            .into_iter()
+            .map(|(k, v)| {
+                if k == "syscalls" || k.starts_with("syscall_") {
+                    (k, v)
+                } else {
+                    (format!("strace_{k}"), v)
+                }
+            })
+            .collect();
+    }
     Ok(RunResult {
         vars: numeric,
         measurements: m,
+        syscalls,
         summary: summary.json(),
         notes,
         sessions: crate::result_cache::session_values(&summary),
         profiles,
+    })
+}
+
+/// The server's processes as strace and the counters follow them.
+fn server_of(eng: &mut Engine) -> Result<Option<Server>, StudyError> {
+    Ok(match eng.name.as_str() {
+        "postgres" => {
+            let c = eng.client()?;
+            let me: i32 = c
+                .query_one("select pg_backend_pid()", &[])
+                .map_err(|e| pg("backend pid", e))?
+                .get(0);
+            measure::parent_pid(me).map(Server::Children)
+        }
+        "mariadb" => eng
+            .private
+            .as_ref()
+            .and_then(|p| measure::pid_from_file(&p.pid_file()))
+            .map(Server::Threads),
+        _ => None,
     })
 }
 

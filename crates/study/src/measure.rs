@@ -291,10 +291,46 @@ pub fn pid_from_file(path: &Path) -> Option<i32> {
 }
 
 /// `strace -c -f` attached to the server's postmaster, so that it counts
-/// the system calls of the backends forked during the run.
+/// the system calls of the backends forked during the run, or to mariadbd.
 pub struct Strace {
     child: Child,
     out: PathBuf,
+}
+
+/// One row of the `strace -c` table.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Syscall {
+    pub name: String,
+    pub calls: u64,
+    pub errors: u64,
+    /// Time in the call, as strace's `seconds` column (system time).
+    pub seconds: f64,
+}
+
+/// A whole `strace -c` table: its rows and its `total` line.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct StraceTable {
+    pub rows: Vec<Syscall>,
+    /// The `total` line; `None` when the table has none (strace did not
+    /// finish writing it).
+    pub total: Option<Syscall>,
+}
+
+impl StraceTable {
+    /// As measurements: `syscalls` (the total's calls), `syscall_NAME`
+    /// (calls), `syscall_errors`, `syscall_seconds`.
+    pub fn measurements(&self) -> BTreeMap<String, f64> {
+        let mut out = BTreeMap::new();
+        for r in &self.rows {
+            out.insert(format!("syscall_{}", r.name), r.calls as f64);
+        }
+        if let Some(t) = &self.total {
+            out.insert("syscalls".to_string(), t.calls as f64);
+            out.insert("syscall_errors".to_string(), t.errors as f64);
+            out.insert("syscall_seconds".to_string(), t.seconds);
+        }
+        out
+    }
 }
 
 impl Strace {
@@ -307,6 +343,10 @@ impl Strace {
             .is_ok_and(|s| s.success())
     }
 
+    /// Attached to `pid` and all its threads (`-f` with `-p` attaches
+    /// every thread of the process), and to every process or thread it
+    /// starts while attached: every thread of mariadbd, or the postmaster
+    /// and the backends and workers it forks.
     pub fn attach(pid: i32, out: &Path) -> Option<Strace> {
         let child = Command::new("strace")
             .args(["-c", "-f", "-o"])
@@ -325,7 +365,18 @@ impl Strace {
     }
 
     /// Detaches and returns `syscalls` (total) and `syscall_NAME` counts.
-    pub fn finish(mut self) -> BTreeMap<String, f64> {
+    pub fn finish(self) -> BTreeMap<String, f64> {
+        parse_strace(&self.detach())
+    }
+
+    /// Detaches and returns the whole table.
+    pub fn finish_table(self) -> StraceTable {
+        parse_strace_table(&self.detach())
+    }
+
+    /// Stops strace (SIGINT: it detaches and writes its table) and
+    /// returns what it wrote.
+    fn detach(mut self) -> String {
         // SAFETY: sending SIGINT to our own child, whose pid we hold.
         unsafe {
             libc::kill(self.child.id() as i32, libc::SIGINT);
@@ -341,7 +392,7 @@ impl Strace {
         let _ = self.child.wait();
         let text = std::fs::read_to_string(&self.out).unwrap_or_default();
         let _ = std::fs::remove_file(&self.out);
-        parse_strace(&text)
+        text
     }
 }
 
@@ -380,23 +431,43 @@ pub fn run_figures(summary: &tracelab_run::Summary) -> impl Iterator<Item = (&'s
     RUN_FIGURES.into_iter().zip(values)
 }
 
-/// The `strace -c` table: `% time seconds usecs/call calls [errors] syscall`.
+/// The `strace -c` table as measurements: `syscalls` (total) and
+/// `syscall_NAME` counts (see [`StraceTable::measurements`]).
 pub fn parse_strace(text: &str) -> BTreeMap<String, f64> {
-    let mut out = BTreeMap::new();
+    parse_strace_table(text).measurements()
+}
+
+/// The `strace -c` table: `% time seconds usecs/call calls [errors]
+/// syscall`, the errors column blank where a call never failed. Lines of
+/// any other shape (headers, rules, strace's own messages) are skipped.
+pub fn parse_strace_table(text: &str) -> StraceTable {
+    let mut out = StraceTable::default();
     for line in text.lines() {
         let f: Vec<&str> = line.split_whitespace().collect();
-        if f.len() < 5 || f[0].parse::<f64>().is_err() {
+        if !(5..=6).contains(&f.len()) || f[0].parse::<f64>().is_err() {
             continue;
         }
-        let name = f[f.len() - 1];
-        let calls: f64 = match f[3].parse() {
-            Ok(c) => c,
-            Err(_) => continue,
+        let (Ok(seconds), Ok(calls)) = (f[1].parse::<f64>(), f[3].parse::<u64>()) else {
+            continue;
         };
-        if name == "total" {
-            out.insert("syscalls".to_string(), calls);
+        let errors = if f.len() == 6 {
+            match f[4].parse::<u64>() {
+                Ok(e) => e,
+                Err(_) => continue,
+            }
         } else {
-            out.insert(format!("syscall_{name}"), calls);
+            0
+        };
+        let row = Syscall {
+            name: f[f.len() - 1].to_string(),
+            calls,
+            errors,
+            seconds,
+        };
+        if row.name == "total" {
+            out.total = Some(row);
+        } else {
+            out.rows.push(row);
         }
     }
     out
@@ -493,10 +564,41 @@ mod tests {
                   40.00    0.000400           2       200        3 recvfrom\n\
                  ------ ----------- ----------- --------- --------- ----------------\n\
                  100.00    0.001000           3       260        3 total\n";
-        let m = parse_strace(t);
+        let m = parse_strace_table(t).measurements();
         assert_eq!(m["syscalls"], 260.0);
         assert_eq!(m["syscall_fdatasync"], 60.0);
         assert_eq!(m["syscall_recvfrom"], 200.0);
+        assert_eq!(m["syscall_errors"], 3.0);
+    }
+
+    #[test]
+    fn reads_strace_6_output_with_errors_seconds_and_its_own_messages() {
+        // strace 6.1 `-c -f -p`, as written here for mariadbd (cut).
+        let t = "strace: Process 31644 attached with 20 threads\n\
+                 % time     seconds  usecs/call     calls    errors syscall\n\
+                 ------ ----------- ----------- --------- --------- ------------------\n\
+                  70.17    0.776564        5177       150        36 futex\n\
+                  23.58    0.260945       23722        11           epoll_wait\n\
+                   6.25    0.069194          12      5600           write\n\
+                 ------ ----------- ----------- --------- --------- ------------------\n\
+                 100.00    1.106703         191      5761        36 total\n\
+                 strace: Process 31645 detached\n";
+        let t = parse_strace_table(t);
+        assert_eq!(t.rows.len(), 3);
+        assert_eq!(
+            t.rows[0],
+            Syscall {
+                name: "futex".into(),
+                calls: 150,
+                errors: 36,
+                seconds: 0.776564
+            }
+        );
+        assert_eq!(t.rows[1].errors, 0);
+        let total = t.total.unwrap();
+        assert_eq!(total.calls, t.rows.iter().map(|r| r.calls).sum::<u64>());
+        assert_eq!(total.errors, 36);
+        assert!(parse_strace_table("no table at all\n").total.is_none());
     }
 
     #[test]

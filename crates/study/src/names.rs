@@ -62,6 +62,18 @@ impl Loaded {
         if levels().any(|l| l.result_cache.is_some()) {
             p.names.extend(crate::result_cache::measurement_names());
         }
+        if s.measure.strace_runs > 0 {
+            // The runs under strace keep their other figures as `strace_...`.
+            p.names.insert("syscalls".into());
+            p.prefixes.extend(["syscall_", "strace_"]);
+        }
+        if s.measure.server_counters {
+            p.names.extend(
+                crate::server_counters::COUNTERS
+                    .iter()
+                    .map(|n| n.to_string()),
+            );
+        }
         p.names.extend(s.vars.keys().cloned());
         p.names.extend(s.quick.vars.keys().cloned());
         for f in &s.factors {

@@ -141,7 +141,17 @@ struct Group {
     cells: Vec<(String, BTreeMap<String, Vec<f64>>)>,
 }
 
-fn groups(study: &Study, cols: &[(String, Expr)], runs: &[StoredRun]) -> Vec<Group> {
+/// The runs of one table: the other factors' levels fixed, by level of
+/// the rows factor, in the factors' level order.
+pub(crate) struct Tabled<'a> {
+    /// e.g. "engine=postgres"; empty when the rows factor is the only one.
+    pub title: String,
+    pub rows: Vec<(String, Vec<&'a StoredRun>)>,
+}
+
+/// Runs by table and row, in the order of the factors' levels, so that a
+/// shuffled run order gives the same report.
+pub(crate) fn tabled<'a>(study: &Study, runs: &'a [StoredRun]) -> Vec<Tabled<'a>> {
     let rows_f = &study.report.rows;
     let order: Vec<String> = study
         .factors
@@ -149,9 +159,7 @@ fn groups(study: &Study, cols: &[(String, Expr)], runs: &[StoredRun]) -> Vec<Gro
         .find(|f| &f.name == rows_f)
         .map(|f| f.level_names())
         .unwrap_or_default();
-    let mut out: Vec<Group> = Vec::new();
-    // Groups in the order of the factors' levels, so that a shuffled run
-    // order gives the same report.
+    let mut out: Vec<Tabled<'a>> = Vec::new();
     let level_pos = |f: &str, l: &str| {
         study
             .factors
@@ -185,29 +193,46 @@ fn groups(study: &Study, cols: &[(String, Expr)], runs: &[StoredRun]) -> Vec<Gro
             .map(|(_, l)| l.clone())
             .unwrap_or_default();
         if out.last().is_none_or(|g| g.title != title) {
-            out.push(Group {
+            out.push(Tabled {
                 title: title.clone(),
-                cells: Vec::new(),
+                rows: Vec::new(),
             });
         }
         let Some(g) = out.last_mut() else { continue };
-        if !g.cells.iter().any(|(l, _)| *l == row) {
-            g.cells.push((row.clone(), BTreeMap::new()));
-        }
-        let Some(cell) = g.cells.iter_mut().find(|(l, _)| *l == row) else {
-            continue;
-        };
-        for (name, e) in cols {
-            if let Some(v) = e.eval(&r.values) {
-                cell.1.entry(name.clone()).or_default().push(v);
-            }
+        match g.rows.iter_mut().find(|(l, _)| *l == row) {
+            Some((_, v)) => v.push(r),
+            None => g.rows.push((row, vec![r])),
         }
     }
     for g in &mut out {
-        g.cells
+        g.rows
             .sort_by_key(|(l, _)| order.iter().position(|o| o == l).unwrap_or(usize::MAX));
     }
     out
+}
+
+fn groups(study: &Study, cols: &[(String, Expr)], runs: &[StoredRun]) -> Vec<Group> {
+    tabled(study, runs)
+        .into_iter()
+        .map(|t| Group {
+            title: t.title,
+            cells: t
+                .rows
+                .into_iter()
+                .map(|(level, runs)| {
+                    let mut vals: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+                    for r in runs {
+                        for (name, e) in cols {
+                            if let Some(v) = e.eval(&r.values) {
+                                vals.entry(name.clone()).or_default().push(v);
+                            }
+                        }
+                    }
+                    (level, vals)
+                })
+                .collect(),
+        })
+        .collect()
 }
 
 /// Why one cell of the table is to be read with care: its runs disagree
@@ -315,7 +340,6 @@ pub fn render(st: &Stored, format: Format) -> Result<String, StudyError> {
         })
         .collect::<Result<_, _>>()?;
     let gs = groups(study, &cols, &st.runs);
-    let baseline = spec.baseline.clone();
     let mut out = String::new();
     let title = if study.title.is_empty() {
         study.name.clone()
@@ -326,7 +350,7 @@ pub fn render(st: &Stored, format: Format) -> Result<String, StudyError> {
         crate::spec::Order::Interleaved => "interleaved order".to_string(),
         crate::spec::Order::Random => format!("random order (seed {})", st.seed),
     };
-    let subtitle = format!(
+    let mut subtitle = format!(
         "{} of {} runs{}, {} repetition{} per cell in {order}; values are means of the repetitions \
          (* marks a value to read with care, said under its table)",
         st.runs.len(),
@@ -335,6 +359,7 @@ pub fn render(st: &Stored, format: Format) -> Result<String, StudyError> {
         st.reps,
         if st.reps == 1 { "" } else { "s" }
     );
+    subtitle.push_str(&crate::syscall_report::subtitle(study));
     match format {
         Format::Text => {
             let _ = writeln!(out, "{title}\n{subtitle}\n");
@@ -357,6 +382,8 @@ pub fn render(st: &Stored, format: Format) -> Result<String, StudyError> {
         }
     }
     for g in &gs {
+        // Each table's own: the first listed baseline level it has.
+        let baseline = spec.baseline_of(g.cells.iter().map(|(l, _)| l.as_str()));
         let base_vals = baseline
             .as_ref()
             .and_then(|b| g.cells.iter().find(|(l, _)| l == b))
@@ -537,6 +564,7 @@ pub fn render(st: &Stored, format: Format) -> Result<String, StudyError> {
             }
         }
     }
+    crate::syscall_report::render(study, &st.runs, format, &mut out);
     // The sections a study asks for beyond its table.
     crate::published::section(st, study, format, &mut out);
     crate::sessions::section(st, study, format, &mut out);
@@ -679,7 +707,8 @@ const CSS: &str = "body{font-family:system-ui,sans-serif;margin:2em;color:#222}\
 table{border-collapse:collapse;margin:1em 0}\
 th,td{padding:.2em .6em;border-bottom:1px solid #ddd}\
 th{background:#f4f4f4}td.r{text-align:right;font-variant-numeric:tabular-nums}\
-p.note{color:#844}svg{display:block;margin:1em 0}";
+p.note{color:#844}svg{display:block;margin:1em 0}\
+div.side{display:flex;gap:2em;overflow-x:auto}mark{background:#ffe58a}";
 
 #[cfg(test)]
 mod tests {
@@ -738,6 +767,8 @@ columns = [
                     .into_iter()
                     .collect(),
                     notes: String::new(),
+                    strace: false,
+                    syscalls: Vec::new(),
                 })
                 .collect(),
             session_values: Vec::new(),

@@ -195,6 +195,10 @@ pub struct Level {
     pub proxy: Option<crate::proxy::ProxyLevel>,
     /// A client result cache for the run's sessions (`run --result-cache`).
     pub result_cache: Option<crate::result_cache::CacheLevel>,
+    /// The engine this level belongs to: a cell that pairs it with another
+    /// engine is not run (`model = serial` is a PostgreSQL level,
+    /// `pool-of-threads` a MariaDB one).
+    pub engine: Option<String>,
 }
 
 /// A query whose columns become measurements, before and/or after a run.
@@ -244,6 +248,19 @@ pub struct Measure {
     /// leave out the long idle waits; the `trace_*` measurements are of
     /// every call.
     pub profile_where: Option<String>,
+    /// Runs per cell with `strace -c -f` attached, apart from the timed
+    /// runs (strace slows the server): they come after the timed rounds,
+    /// store the strace table (the `syscalls` table of the store, and
+    /// `syscalls`, `syscall_NAME`) and keep their other figures under a
+    /// `strace_` prefix (`strace_elapsed_ms`), out of the timed columns.
+    #[serde(default)]
+    pub strace_runs: u32,
+    /// Counters of every server process or thread that need no ptrace,
+    /// on every run: context switches and read/write syscalls from /proc,
+    /// server CPU, tasks started, and `perf stat -e context-switches`
+    /// where perf works (`crate::server_counters`).
+    #[serde(default)]
+    pub server_counters: bool,
 }
 
 impl Default for Measure {
@@ -253,6 +270,8 @@ impl Default for Measure {
             strace: false,
             trace: false,
             profile_where: None,
+            strace_runs: 0,
+            server_counters: false,
         }
     }
 }
@@ -270,6 +289,11 @@ pub struct ReportSpec {
     pub rows: String,
     /// The level of `rows` that % changes and ratios compare with.
     pub baseline: Option<String>,
+    /// Baselines of tables with different levels (one engine's models
+    /// each): a table's baseline is the first of `baseline` and these
+    /// that it has.
+    #[serde(default)]
+    pub baselines: Vec<String>,
     pub columns: Vec<Column>,
     pub chart: Option<Chart>,
     /// The original study's figures, shown next to these.
@@ -279,6 +303,17 @@ pub struct ReportSpec {
     pub sessions: Option<crate::sessions::SessionsSpec>,
     /// mrskew's table of the traces of each cell (client and proxy).
     pub profiles: Option<crate::profile::ProfilesSpec>,
+}
+
+impl ReportSpec {
+    /// The baseline of a table whose levels are `levels`.
+    pub fn baseline_of<'a>(&self, levels: impl Iterator<Item = &'a str> + Clone) -> Option<String> {
+        self.baseline
+            .iter()
+            .chain(&self.baselines)
+            .find(|b| levels.clone().any(|l| l == b.as_str()))
+            .cloned()
+    }
 }
 
 /// One column: an expression over the run's measurements and vars
@@ -541,16 +576,36 @@ impl Loaded {
                 format!("expected the name of a factor, found `{}`", s.report.rows),
             ));
         }
-        if let (Some(b), Some(f)) = (
-            &s.report.baseline,
-            s.factors.iter().find(|f| f.name == s.report.rows),
-        ) {
-            if !f.level_names().contains(b) {
-                return Err(self.error(
-                    "report.baseline",
-                    format!("factor `{}` has no level `{b}`", f.name),
-                ));
+        if let Some(f) = s.factors.iter().find(|f| f.name == s.report.rows) {
+            let named = s.report.baseline.iter().map(|b| ("report.baseline", b));
+            for (key, b) in named.chain(s.report.baselines.iter().map(|b| ("report.baselines", b)))
+            {
+                if !f.level_names().contains(b) {
+                    return Err(self.error(key, format!("factor `{}` has no level `{b}`", f.name)));
+                }
             }
+        }
+        for f in &s.factors {
+            for lv in &f.levels {
+                if let Some(e) = &lv.engine {
+                    if !crate::engine::ENGINES.contains(&e.as_str()) {
+                        return Err(self.error(
+                            "factors.levels.engine",
+                            format!(
+                                "level `{}`: engine `{e}`: expected one of {}",
+                                lv.name,
+                                crate::engine::ENGINES.join(", ")
+                            ),
+                        ));
+                    }
+                }
+            }
+        }
+        if s.measure.strace && s.measure.strace_runs > 0 {
+            return Err(self.error(
+                "measure.strace_runs",
+                "expected either `strace = true` (strace on every run) or `strace_runs` (separate runs under strace), not both",
+            ));
         }
         for c in &s.report.columns {
             crate::columns::compile(&c.expr).map_err(|e| {

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use rusqlite::{params, Connection, OptionalExtension};
 
 use crate::error::StudyError;
+use crate::measure::Syscall;
 use crate::plan::{cell_key, Planned};
 
 pub const FILE: &str = "results.sqlite";
@@ -73,6 +74,17 @@ CREATE TABLE IF NOT EXISTS freshness ( -- the check run, per engine
     value REAL NOT NULL,
     PRIMARY KEY (engine, session, name)
 );
+CREATE TABLE IF NOT EXISTS strace_runs (  -- planned runs under strace, apart from the timed ones
+    seq INTEGER PRIMARY KEY REFERENCES plan(seq)
+);
+CREATE TABLE IF NOT EXISTS syscalls (     -- the strace -c table of a run, one row per syscall
+    seq INTEGER NOT NULL REFERENCES plan(seq),
+    name TEXT NOT NULL,
+    calls INTEGER NOT NULL,
+    errors INTEGER NOT NULL,
+    seconds REAL NOT NULL,
+    PRIMARY KEY (seq, name)
+);
 ";
 
 pub struct Store {
@@ -107,6 +119,10 @@ pub struct StoredRun {
     /// Measurements and vars together, as report expressions see them.
     pub values: BTreeMap<String, f64>,
     pub notes: String,
+    /// A run under strace, apart from the timed ones.
+    pub strace: bool,
+    /// Its strace table, by calls (empty when none was taken).
+    pub syscalls: Vec<Syscall>,
 }
 
 /// Study-level facts written when a store is made.
@@ -190,6 +206,12 @@ impl Store {
                         serde_json::to_string(&p.cell).unwrap_or_default()
                     ],
                 )?;
+                if p.strace {
+                    tx.execute(
+                        "INSERT INTO strace_runs (seq) VALUES (?1)",
+                        params![p.seq as i64],
+                    )?;
+                }
             }
             Ok(())
         })();
@@ -219,6 +241,16 @@ impl Store {
 
     /// The plan as stored (for --resume).
     pub fn plan(&self) -> Result<Vec<Planned>, StudyError> {
+        let straced: std::collections::BTreeSet<i64> = {
+            let mut st = self
+                .conn
+                .prepare("SELECT seq FROM strace_runs")
+                .map_err(|e| self.err(e))?;
+            let rows = st
+                .query_map([], |r| r.get::<_, i64>(0))
+                .map_err(|e| self.err(e))?;
+            rows.collect::<Result<_, _>>().map_err(|e| self.err(e))?
+        };
         let mut st = self
             .conn
             .prepare("SELECT seq, rep, levels FROM plan ORDER BY seq")
@@ -238,6 +270,7 @@ impl Store {
             out.push(Planned {
                 seq: seq as usize,
                 rep,
+                strace: straced.contains(&seq),
                 cell: serde_json::from_str(&levels).map_err(|e| StudyError::Store {
                     path: self.path.clone(),
                     what: format!("plan row {seq}: {e}"),
@@ -347,6 +380,28 @@ impl Store {
         tx.commit().map_err(&e)
     }
 
+    /// Records the strace table of a run, written before the run itself
+    /// ([`Store::record`]): a run stopped between the two is run again by
+    /// --resume, which replaces these rows.
+    pub fn record_syscalls(&mut self, seq: usize, syscalls: &[Syscall]) -> Result<(), StudyError> {
+        let path = self.path.clone();
+        let e = move |e: rusqlite::Error| StudyError::Store {
+            path: path.clone(),
+            what: e.to_string(),
+        };
+        let tx = self.conn.transaction().map_err(&e)?;
+        tx.execute("DELETE FROM syscalls WHERE seq = ?1", params![seq as i64])
+            .map_err(&e)?;
+        for c in syscalls {
+            tx.execute(
+                "INSERT INTO syscalls (seq, name, calls, errors, seconds) VALUES (?1, ?2, ?3, ?4, ?5)",
+                params![seq as i64, c.name, c.calls as i64, c.errors as i64, c.seconds],
+            )
+            .map_err(&e)?;
+        }
+        tx.commit().map_err(&e)
+    }
+
     /// The freshness check of `engine`: values of the whole run (session
     /// -1) and of each session, in one transaction.
     pub fn record_freshness(
@@ -444,6 +499,12 @@ impl Store {
                 .conn
                 .prepare("SELECT name, value FROM measurements WHERE seq = ?1")
                 .map_err(|e| self.err(e))?;
+            let mut sc = self
+                .conn
+                .prepare(
+                    "SELECT name, calls, errors, seconds FROM syscalls WHERE seq = ?1 ORDER BY calls DESC, name",
+                )
+                .map_err(|e| self.err(e))?;
             for r in rows {
                 let (seq, vars, notes) = r.map_err(|e| self.err(e))?;
                 let mut values: BTreeMap<String, f64> =
@@ -458,12 +519,26 @@ impl Store {
                 let Some(p) = plan.iter().find(|p| p.seq == seq as usize) else {
                     continue;
                 };
+                let syscalls = sc
+                    .query_map([seq], |r| {
+                        Ok(Syscall {
+                            name: r.get(0)?,
+                            calls: r.get::<_, i64>(1)? as u64,
+                            errors: r.get::<_, i64>(2)? as u64,
+                            seconds: r.get(3)?,
+                        })
+                    })
+                    .map_err(|e| self.err(e))?
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(|e| self.err(e))?;
                 runs.push(StoredRun {
                     seq: seq as usize,
                     rep: p.rep,
                     cell: p.cell.clone(),
                     values,
                     notes,
+                    strace: p.strace,
+                    syscalls,
                 });
             }
         }
@@ -496,7 +571,7 @@ impl Store {
         {
             let mut st = self
                 .conn
-                .prepare("SELECT seq, source, name, duration, calls, min, max FROM profiles ORDER BY seq, source, name")
+                .prepare("SELECT seq, source, name, duration, calls, min, max FROM profiles ORDER BY seq, source, rowid")
                 .map_err(|e| self.err(e))?;
             let rows = st
                 .query_map([], |r| {
