@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Wall time of the built-in studies on the private PostgreSQL, for the
-# README ("tracelab study", run times). The acceptance bound is < 3 min
+# docs/study.md (run times). The acceptance bound is < 3 min
 # for each --quick study on this machine (result-cache: < 5 min, its
 # eight runs last 20 s each; full < 30 min).
 #

@@ -13,6 +13,7 @@ mod error;
 mod invalidate;
 mod live;
 mod pace;
+pub mod report;
 mod resolve;
 mod session;
 pub mod sql;
@@ -28,7 +29,8 @@ pub use clock::Timer;
 pub use engine::{check_url, redact, Engine};
 pub use error::RunError;
 pub use invalidate::setup_sql as result_cache_setup_sql;
-pub use summary::{Latency, SessionSummary, StatementSummary, Summary};
+pub use live::Second;
+pub use summary::{Bucket, Latency, SessionSummary, StatementSummary, Summary};
 pub use workload::{
     cast_placeholders, inline_binds, postgres_placeholders, read_binds, read_typed_binds, BindFile,
     ExeMode, Statement, Workload,
@@ -87,6 +89,9 @@ pub struct RunOptions {
     pub interrupt: Option<Arc<AtomicBool>>,
     /// Show a live progress line on a terminal.
     pub progress: bool,
+    /// Keep throughput and latency percentiles of every second and the
+    /// latency histogram in the summary (`run --report`).
+    pub timeline: bool,
     pub connect: ConnectMode,
     /// SQLSTATEs of statement errors that are counted apart, not as errors.
     pub ignore_errors: Vec<String>,
@@ -131,6 +136,7 @@ impl Default for RunOptions {
             rollback: false,
             interrupt: None,
             progress: false,
+            timeline: false,
             connect: ConnectMode::Flood,
             ignore_errors: Vec::new(),
             timer: Timer::Vdso,
@@ -265,16 +271,21 @@ pub fn run(opts: &RunOptions, workload: &Workload) -> Result<Summary, RunError> 
     let shared = std::sync::Arc::new((
         opts.clone(),
         workload.clone(),
-        live::Live::new(if opts.progress { workers } else { 0 }),
+        live::Live::new(if opts.progress || opts.timeline {
+            workers
+        } else {
+            0
+        }),
         caches.clone(),
         trace_first,
     ));
     let done = AtomicBool::new(false);
+    let mut timeline = Vec::new();
     let mut results: Vec<SessionSummary> = std::thread::scope(|s| {
-        if opts.progress {
+        let watcher = (opts.progress || opts.timeline).then(|| {
             let (shared, done) = (shared.clone(), &done);
-            s.spawn(move || live::show(&shared.2, start, done));
-        }
+            s.spawn(move || live::watch(&shared.2, start, done, opts.progress, opts.timeline))
+        });
         if let Some(file) = &opts.pause_at_exit {
             let (shared, done) = (shared.clone(), &done);
             s.spawn(move || {
@@ -347,6 +358,9 @@ pub fn run(opts: &RunOptions, workload: &Workload) -> Result<Summary, RunError> 
             .collect();
         // The progress line stops with the sessions.
         done.store(true, std::sync::atomic::Ordering::Relaxed);
+        if let Some(w) = watcher {
+            timeline = w.join().unwrap_or_default();
+        }
         out
     });
     results.sort_by_key(|s| s.session);
@@ -365,5 +379,10 @@ pub fn run(opts: &RunOptions, workload: &Workload) -> Result<Summary, RunError> 
     let sql: Vec<&str> = workload.statements.iter().map(|s| s.sql.as_str()).collect();
     let mut summary = Summary::new(results, elapsed, &sql);
     summary.result_cache = (!stats.is_empty()).then(|| cache::CacheStats::sum(&stats));
+    if opts.timeline {
+        summary.timeline = timeline;
+    } else {
+        summary.latency_histogram.clear();
+    }
     Ok(summary)
 }

@@ -291,10 +291,10 @@ pub fn run_study(given: &Loaded, o: &Options, obs: &dyn Observer) -> Result<Outc
                 keep.as_deref(),
                 obs,
             )?;
-            store.record_details(p.seq, &r.sessions, &r.profiles)?;
             if !r.syscalls.is_empty() {
                 store.record_syscalls(p.seq, &r.syscalls)?;
             }
+            store.record_details(p.seq, &r.sessions, &r.profiles)?;
             store.record(
                 p.seq,
                 t0.elapsed().as_secs_f64(),

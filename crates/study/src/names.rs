@@ -51,17 +51,6 @@ impl Loaded {
         if s.measure.trace {
             p.prefixes.push("trace_");
         }
-        // A proxy in a level's path: its counters and its traces' profile
-        // (crate::proxy::collect); a result cache: Oracle's statistics
-        // (crate::result_cache::measurements).
-        let levels = || s.factors.iter().flat_map(|f| f.all_levels());
-        if levels().any(|l| l.proxy.is_some()) {
-            p.names.extend(crate::proxy::MEASUREMENTS.map(String::from));
-            p.prefixes.push("proxy_trace_");
-        }
-        if levels().any(|l| l.result_cache.is_some()) {
-            p.names.extend(crate::result_cache::measurement_names());
-        }
         if s.measure.strace_runs > 0 {
             // The runs under strace keep their other figures as `strace_...`.
             p.names.insert("syscalls".into());
@@ -73,6 +62,17 @@ impl Loaded {
                     .iter()
                     .map(|n| n.to_string()),
             );
+        }
+        // A proxy in a level's path: its counters and its traces' profile
+        // (crate::proxy::collect); a result cache: Oracle's statistics
+        // (crate::result_cache::measurements).
+        let levels = || s.factors.iter().flat_map(|f| f.all_levels());
+        if levels().any(|l| l.proxy.is_some()) {
+            p.names.extend(crate::proxy::MEASUREMENTS.map(String::from));
+            p.prefixes.push("proxy_trace_");
+        }
+        if levels().any(|l| l.result_cache.is_some()) {
+            p.names.extend(crate::result_cache::measurement_names());
         }
         p.names.extend(s.vars.keys().cloned());
         p.names.extend(s.quick.vars.keys().cloned());

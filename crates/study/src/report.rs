@@ -99,6 +99,19 @@ impl Table {
     }
 }
 
+/// A study's `about` text, written in Markdown, as HTML. Raw HTML in it is
+/// shown as text: a study file is not trusted to put markup in a report.
+fn markdown_html(text: &str) -> String {
+    use pulldown_cmark::{Event, Parser};
+    let events = Parser::new(text).map(|e| match e {
+        Event::Html(h) | Event::InlineHtml(h) => Event::Text(h),
+        e => e,
+    });
+    let mut html = String::new();
+    pulldown_cmark::html::push_html(&mut html, events);
+    html
+}
+
 pub fn esc(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")
@@ -377,7 +390,7 @@ pub fn render(st: &Stored, format: Format) -> Result<String, StudyError> {
                 esc(&subtitle)
             );
             if !study.about.is_empty() {
-                let _ = writeln!(out, "<p>{}</p>", esc(study.about.trim()));
+                out.push_str(&markdown_html(study.about.trim()));
             }
         }
     }
@@ -455,25 +468,39 @@ pub fn render(st: &Stored, format: Format) -> Result<String, StudyError> {
                     let _ = writeln!(out, "<p class=\"note\">* {}</p>", esc(n));
                 }
                 if let Some(ch) = &spec.chart {
-                    let series: Vec<(String, Vec<(String, f64)>)> = ch
+                    // Each point the mean of its repetitions, its whisker
+                    // the 95 % interval of the statistics table.
+                    let series: Vec<tracelab_chart::Series> = ch
                         .lines
                         .iter()
                         .map(|name| {
-                            let label = spec
-                                .columns
-                                .iter()
-                                .find(|c| &c.name == name)
-                                .map_or(name.clone(), |c| c.label.clone());
-                            let pts = g
+                            let col = spec.columns.iter().find(|c| &c.name == name);
+                            let label = col.map_or(name.clone(), |c| c.label.clone());
+                            let floor = col.and_then(|c| c.min);
+                            let points = g
                                 .cells
                                 .iter()
-                                .filter_map(|(l, v)| mean(v.get(name)).map(|m| (l.clone(), m)))
+                                .filter_map(|(l, v)| {
+                                    let d = describe(v.get(name)?)?;
+                                    let p = tracelab_chart::Point::new(l.clone(), d.mean);
+                                    Some(match d.ci {
+                                        Some((a, b)) => {
+                                            p.with_interval(floor.map_or(a, |m| a.max(m)), b)
+                                        }
+                                        None => p,
+                                    })
+                                })
                                 .collect();
-                            (label, pts)
+                            tracelab_chart::Series { label, points }
                         })
                         .collect();
-                    out.push_str(&svg::line_chart(
-                        format!("{} {}", ch.title, g.title).trim(),
+                    let title = if g.title.is_empty() {
+                        ch.title.clone()
+                    } else {
+                        format!("{} ({})", ch.title, g.title)
+                    };
+                    out.push_str(&svg::chart(
+                        title.trim(),
                         &spec.rows,
                         &ch.y_label,
                         ch.log2_x,
@@ -706,7 +733,7 @@ pub fn compare_stores(a: &Stored, b: &Stored) -> Result<String, StudyError> {
 const CSS: &str = "body{font-family:system-ui,sans-serif;margin:2em;color:#222}\
 table{border-collapse:collapse;margin:1em 0}\
 th,td{padding:.2em .6em;border-bottom:1px solid #ddd}\
-th{background:#f4f4f4}td.r{text-align:right;font-variant-numeric:tabular-nums}\
+th{background:#f4f4f4}td.r{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}\
 p.note{color:#844}svg{display:block;margin:1em 0}\
 div.side{display:flex;gap:2em;overflow-x:auto}mark{background:#ffe58a}";
 

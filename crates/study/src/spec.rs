@@ -1,5 +1,5 @@
 //! The study file: TOML plus SQL files, read with the line of every
-//! mistake. The README's "study file reference" documents each key.
+//! mistake. docs/study.md ("The study file") documents each key.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -190,15 +190,15 @@ pub struct Level {
     pub after: Option<Sql>,
     #[serde(default)]
     pub vars: BTreeMap<String, toml::Value>,
+    /// The engine this level belongs to: a cell that pairs it with another
+    /// engine is not run (`model = serial` is a PostgreSQL level,
+    /// `pool-of-threads` a MariaDB one).
+    pub engine: Option<String>,
     /// tracelab proxy between the run's sessions and the server, with the
     /// link it emulates; its server-side traces are profiled.
     pub proxy: Option<crate::proxy::ProxyLevel>,
     /// A client result cache for the run's sessions (`run --result-cache`).
     pub result_cache: Option<crate::result_cache::CacheLevel>,
-    /// The engine this level belongs to: a cell that pairs it with another
-    /// engine is not run (`model = serial` is a PostgreSQL level,
-    /// `pool-of-threads` a MariaDB one).
-    pub engine: Option<String>,
 }
 
 /// A query whose columns become measurements, before and/or after a run.
@@ -243,11 +243,6 @@ pub struct Measure {
     /// `commit`, `sql_net_message_from_client`, ...) and `trace_total_s`.
     #[serde(default)]
     pub trace: bool,
-    /// The filter (mrskew's `--where`) of the profile tables the report
-    /// shows of the client's and a proxy's traces, e.g. `$af < 1` to
-    /// leave out the long idle waits; the `trace_*` measurements are of
-    /// every call.
-    pub profile_where: Option<String>,
     /// Runs per cell with `strace -c -f` attached, apart from the timed
     /// runs (strace slows the server): they come after the timed rounds,
     /// store the strace table (the `syscalls` table of the store, and
@@ -261,6 +256,11 @@ pub struct Measure {
     /// where perf works (`crate::server_counters`).
     #[serde(default)]
     pub server_counters: bool,
+    /// The filter (mrskew's `--where`) of the profile tables the report
+    /// shows of the client's and a proxy's traces, e.g. `$af < 1` to
+    /// leave out the long idle waits; the `trace_*` measurements are of
+    /// every call.
+    pub profile_where: Option<String>,
 }
 
 impl Default for Measure {
@@ -269,9 +269,9 @@ impl Default for Measure {
             backend_cpu: true,
             strace: false,
             trace: false,
-            profile_where: None,
             strace_runs: 0,
             server_counters: false,
+            profile_where: None,
         }
     }
 }

@@ -1,7 +1,7 @@
 //! The results store: one SQLite file per study run directory
 //! (`DIR/results.sqlite`). Every run is written in one transaction as soon
 //! as it ends, so an interrupted study loses at most the run in flight.
-//! The README documents the schema; reports read nothing else.
+//! docs/study.md ("The results store") documents the schema; reports read nothing else.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -50,6 +50,17 @@ CREATE TABLE IF NOT EXISTS measurements (
     value REAL NOT NULL,
     PRIMARY KEY (seq, name)
 );
+CREATE TABLE IF NOT EXISTS strace_runs (  -- planned runs under strace, apart from the timed ones
+    seq INTEGER PRIMARY KEY REFERENCES plan(seq)
+);
+CREATE TABLE IF NOT EXISTS syscalls (     -- the strace -c table of a run, one row per syscall
+    seq INTEGER NOT NULL REFERENCES plan(seq),
+    name TEXT NOT NULL,
+    calls INTEGER NOT NULL,
+    errors INTEGER NOT NULL,
+    seconds REAL NOT NULL,
+    PRIMARY KEY (seq, name)
+);
 CREATE TABLE IF NOT EXISTS session_values ( -- per session of a run
     seq INTEGER NOT NULL,
     session INTEGER NOT NULL,    -- from 0, as the run numbers them
@@ -73,17 +84,6 @@ CREATE TABLE IF NOT EXISTS freshness ( -- the check run, per engine
     name TEXT NOT NULL,
     value REAL NOT NULL,
     PRIMARY KEY (engine, session, name)
-);
-CREATE TABLE IF NOT EXISTS strace_runs (  -- planned runs under strace, apart from the timed ones
-    seq INTEGER PRIMARY KEY REFERENCES plan(seq)
-);
-CREATE TABLE IF NOT EXISTS syscalls (     -- the strace -c table of a run, one row per syscall
-    seq INTEGER NOT NULL REFERENCES plan(seq),
-    name TEXT NOT NULL,
-    calls INTEGER NOT NULL,
-    errors INTEGER NOT NULL,
-    seconds REAL NOT NULL,
-    PRIMARY KEY (seq, name)
 );
 ";
 
@@ -336,6 +336,28 @@ impl Store {
         tx.commit().map_err(&e)
     }
 
+    /// Records the strace table of a run, written before the run itself
+    /// ([`Store::record`]): a run stopped between the two is run again by
+    /// --resume, which replaces these rows.
+    pub fn record_syscalls(&mut self, seq: usize, syscalls: &[Syscall]) -> Result<(), StudyError> {
+        let path = self.path.clone();
+        let e = move |e: rusqlite::Error| StudyError::Store {
+            path: path.clone(),
+            what: e.to_string(),
+        };
+        let tx = self.conn.transaction().map_err(&e)?;
+        tx.execute("DELETE FROM syscalls WHERE seq = ?1", params![seq as i64])
+            .map_err(&e)?;
+        for c in syscalls {
+            tx.execute(
+                "INSERT INTO syscalls (seq, name, calls, errors, seconds) VALUES (?1, ?2, ?3, ?4, ?5)",
+                params![seq as i64, c.name, c.calls as i64, c.errors as i64, c.seconds],
+            )
+            .map_err(&e)?;
+        }
+        tx.commit().map_err(&e)
+    }
+
     /// A run's per-session values and trace profiles, written before the
     /// run itself (`record`), replacing any left by an interrupted try.
     pub fn record_details(
@@ -374,28 +396,6 @@ impl Store {
                     p.min,
                     p.max
                 ],
-            )
-            .map_err(&e)?;
-        }
-        tx.commit().map_err(&e)
-    }
-
-    /// Records the strace table of a run, written before the run itself
-    /// ([`Store::record`]): a run stopped between the two is run again by
-    /// --resume, which replaces these rows.
-    pub fn record_syscalls(&mut self, seq: usize, syscalls: &[Syscall]) -> Result<(), StudyError> {
-        let path = self.path.clone();
-        let e = move |e: rusqlite::Error| StudyError::Store {
-            path: path.clone(),
-            what: e.to_string(),
-        };
-        let tx = self.conn.transaction().map_err(&e)?;
-        tx.execute("DELETE FROM syscalls WHERE seq = ?1", params![seq as i64])
-            .map_err(&e)?;
-        for c in syscalls {
-            tx.execute(
-                "INSERT INTO syscalls (seq, name, calls, errors, seconds) VALUES (?1, ?2, ?3, ?4, ?5)",
-                params![seq as i64, c.name, c.calls as i64, c.errors as i64, c.seconds],
             )
             .map_err(&e)?;
         }

@@ -47,11 +47,11 @@ TLS: SSLRequest and GSSENCRequest are answered 'N'; clients with sslmode=prefer
 pub struct Args {
     /// Address to accept clients on, e.g. 127.0.0.1:6432 (port 0 picks
     /// one; the address is printed on stderr).
-    #[arg(long)]
+    #[arg(long, value_name = "ADDR")]
     listen: String,
     /// The PostgreSQL server: HOST:PORT, or a unix socket file
     /// (…/.s.PGSQL.5432).
-    #[arg(long)]
+    #[arg(long, value_name = "HOST:PORT|SOCKET")]
     upstream: String,
     /// What the proxy relays: PostgreSQL's protocol (traced, cancels
     /// routed), or any TCP protocol as bytes (MariaDB's, say: the emulated

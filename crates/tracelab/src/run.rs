@@ -166,6 +166,11 @@ pub struct Args {
     /// --xact-tally does: `<session id>: <successful executions>`.
     #[arg(long, value_name = "FILE")]
     xact_tally_file: Option<PathBuf>,
+    /// Also write the run as one self-contained HTML page: throughput per
+    /// second, latency percentiles over the run, the latency histogram and
+    /// the summary tables.
+    #[arg(long, value_name = "FILE.html")]
+    report: Option<PathBuf>,
 }
 
 pub fn run(a: Args) -> Result<i32, Failure> {
@@ -289,6 +294,7 @@ pub fn run(a: Args) -> Result<i32, Failure> {
         rollback: a.tx_behavior == "rollback",
         interrupt: Some(interrupt.clone()),
         progress: !a.json,
+        timeline: a.report.is_some(),
         rate: a.rate.filter(|r| *r > 0.0 && r.is_finite()),
         simple: a.protocol == "simple",
         pause_at_exit: a.pause_at_exit.clone(),
@@ -335,6 +341,21 @@ pub fn run(a: Args) -> Result<i32, Failure> {
             .and_then(|mut f| std::io::Write::write_all(&mut f, lines.as_bytes()));
         if let Err(source) = appended {
             // The summary still goes out below: nothing measured is lost.
+            say!("tracelab: cannot write {}: {source}", path.display());
+            unwritten = true;
+        }
+    }
+    if let Some(path) = &a.report {
+        let what = format!(
+            "{}, {} session(s), {}",
+            tracelab_run::redact(&opts.url),
+            a.sessions,
+            match opts.stop {
+                Stop::Runtime(d) => format!("{} s", d.as_secs_f64()),
+                Stop::Transactions(n) => format!("{n} transaction(s) each"),
+            }
+        );
+        if let Err(source) = std::fs::write(path, tracelab_run::report::html(&summary, &what)) {
             say!("tracelab: cannot write {}: {source}", path.display());
             unwritten = true;
         }
