@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde::Deserialize;
-use tracelab_skew::{Num, Nums, Report, Row, SkewOptions, Stats};
+use tracelab_skew::{Agg, Groups, Report, SkewOptions};
 
 /// One call name of a run's profile.
 #[derive(Debug, Clone, PartialEq)]
@@ -167,77 +167,34 @@ pub fn keep_or_remove(dir: &Path, keep: Option<&Path>, notes: &mut Vec<String>) 
     }
 }
 
-/// A call name's duration, calls, least and greatest call, summed over
-/// runs.
-type Sums = (f64, u64, f64, f64);
-
-/// mrskew's table of a cell: the rows of its runs added up (durations and
-/// calls summed, the least minimum, the greatest maximum), sorted by
-/// duration, the rest past `top` folded into `N others`.
+/// mrskew's table of a cell, by skew's own report: the rows of its runs
+/// added up (durations and calls summed, the least minimum, the greatest
+/// maximum, in whole microseconds as the traces have them), sorted by
+/// duration, ties in the order the rows came (each run's are in skew's
+/// order: first appearance), the rest past `top` folded into `N others`.
 pub fn table(rows: &[&ProfileRow], top: usize) -> String {
-    let mut by: BTreeMap<&str, Sums> = BTreeMap::new();
-    for r in rows {
-        let e = by
-            .entry(r.name.as_str())
-            .or_insert((0.0, 0, f64::INFINITY, 0.0));
-        e.0 += r.duration;
-        e.1 += r.calls;
-        e.2 = e.2.min(r.min);
-        e.3 = e.3.max(r.max);
-    }
-    let total: f64 = by.values().map(|v| v.0).sum();
-    let stats = |d: f64, calls: u64, min: f64, max: f64| {
-        let percent = if total != 0.0 { d / total * 100.0 } else { 0.0 };
-        let mean = if calls > 0 { d / calls as f64 } else { 0.0 };
-        // Stored seconds, summed over runs: doubles, printed as such.
-        Stats {
-            duration: d,
-            percent,
-            calls,
-            mean,
-            min,
-            max,
-            nums: Nums {
-                duration: Num::Float(d),
-                percent: Num::Float(percent),
-                mean: Num::Float(mean),
-                min: Num::Float(min),
-                max: Num::Float(max),
-            },
-        }
-    };
-    let mut all: Vec<(&str, Sums)> = by.into_iter().collect();
-    all.sort_by(|a, b| b.1 .0.total_cmp(&a.1 .0).then_with(|| a.0.cmp(b.0)));
-    let n = all.len();
-    let shown = if top == 0 || n <= top + 1 { n } else { top };
-    let fold = |part: &[(&str, Sums)]| {
-        part.iter()
-            .fold((0.0, 0u64, f64::INFINITY, 0.0f64), |a, (_, v)| {
-                (a.0 + v.0, a.1 + v.1, a.2.min(v.2), a.3.max(v.3))
-            })
-    };
-    let row = |label: String, v: Sums| Row {
-        label,
-        stats: Some(stats(v.0, v.1, v.2, v.3)),
-    };
-    let report = Report {
-        group_label: "CALL-NAME".into(),
-        select_label: "DURATION".into(),
-        rows: all[..shown]
-            .iter()
-            .map(|(l, v)| row(l.to_string(), *v))
-            .collect(),
-        others: (shown < n).then(|| row(format!("{} others", n - shown), fold(&all[shown..]))),
-        total: {
-            let mut r = row(format!("TOTAL ({n})"), fold(&all));
-            if let Some(s) = r.stats.as_mut() {
-                s.percent = 100.0;
+    let us = |s: f64| (s * 1e6).round() as i64;
+    let mut groups = Groups::default();
+    for (i, r) in rows.iter().enumerate() {
+        let a = Agg::micros(
+            i128::from(us(r.duration)),
+            r.calls,
+            us(r.min),
+            us(r.max),
+            (0, 0, i as u64),
+        );
+        match groups.map.get_mut(r.name.as_str()) {
+            Some(x) => x.merge(&a),
+            None => {
+                groups.map.insert(r.name.as_str().into(), a);
             }
-            r
-        },
-        groups: n,
+        }
+    }
+    let o = SkewOptions {
+        top,
+        ..SkewOptions::default()
     };
-    report.render(&SkewOptions::default())
+    Report::build(groups, &o, "CALL-NAME", "DURATION").render(&o)
 }
 
 /// The report's section: mrskew's table of each cell's traces, per

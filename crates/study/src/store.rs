@@ -571,7 +571,7 @@ impl Store {
         {
             let mut st = self
                 .conn
-                .prepare("SELECT seq, source, name, duration, calls, min, max FROM profiles ORDER BY seq, source, name")
+                .prepare("SELECT seq, source, name, duration, calls, min, max FROM profiles ORDER BY seq, source, rowid")
                 .map_err(|e| self.err(e))?;
             let rows = st
                 .query_map([], |r| {
