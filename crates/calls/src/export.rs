@@ -65,30 +65,37 @@ pub fn export(
     };
     let (layout, format) = Layout::resolve(&opts.output, opts.format)?;
     prepare(&layout)?;
-    let jobs = match opts.jobs {
+    let one_file = matches!(layout, Layout::File(_));
+    let cores = match opts.jobs {
         0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
         n => n,
     }
-    .clamp(1, inputs.len());
+    .max(1);
+    let jobs = cores.min(inputs.len());
     let shared = Shared {
         query: &query,
         read_opts: &read_opts,
         layout: &layout,
         format,
+        // A file output has one writer for all readers; a directory one
+        // writer per file being read.
+        encoders: if one_file { cores } else { (cores / jobs).max(1) },
         progress,
         failed: Mutex::new(None),
         stop: AtomicBool::new(false),
     };
     let next = AtomicUsize::new(0);
     let outcomes: Mutex<Vec<FileOutcome>> = Mutex::new(vec![FileOutcome::default(); inputs.len()]);
-    let one_file = matches!(layout, Layout::File(_));
     let statements: Vec<HashMap<String, StatementRow>> = std::thread::scope(|s| {
         // A file output has one writer that every reader feeds.
         let (common, writer) = if one_file {
             let (tx, rx) = sync_channel::<RecordBatch>(QUEUE * jobs);
             let path = layout.calls_path(0, format);
             let shared = &shared;
-            let h = s.spawn(move || shared.note(write_table(&path, format, schema(true), rx)));
+            let encoders = shared.encoders;
+            let h = s.spawn(move || {
+                shared.note(write_table(&path, format, schema(true), encoders, rx))
+            });
             (Some(tx), Some(h))
         } else {
             (None, None)
@@ -176,8 +183,12 @@ fn write_table(
     path: &Path,
     format: Format,
     schema: SchemaRef,
+    encoders: usize,
     rx: Receiver<RecordBatch>,
 ) -> Result<(), CallsError> {
+    if format == Format::Parquet {
+        return crate::encode::write_parquet(path, schema, NOT_DICTIONARY, STATISTICS, encoders, rx);
+    }
     let mut w = TableWriter::create(path, format, &schema, NOT_DICTIONARY, STATISTICS)?;
     for b in rx {
         w.write(&b)?;
@@ -197,6 +208,8 @@ struct Shared<'a> {
     read_opts: &'a ReadOptions,
     layout: &'a Layout,
     format: Format,
+    /// Threads that encode each Parquet output.
+    encoders: usize,
     progress: Option<Arc<AtomicU64>>,
     /// The first write error: it stops the export.
     failed: Mutex<Option<CallsError>>,
@@ -257,13 +270,13 @@ impl Shared<'_> {
                 None => {
                     let (tx, rx) = sync_channel::<RecordBatch>(QUEUE);
                     let path = self.layout.calls_path(file_id, self.format);
-                    let format = self.format;
+                    let (format, encoders) = (self.format, self.encoders);
                     let made = path
                         .parent()
                         .map_or(Ok(()), std::fs::create_dir_all)
                         .map_err(|e| CallsError::write(&path, &e));
                     let h = s.spawn(move || {
-                        made.and_then(|_| write_table(&path, format, schema(false), rx))
+                        made.and_then(|_| write_table(&path, format, schema(false), encoders, rx))
                     });
                     (tx, Some(h))
                 }
