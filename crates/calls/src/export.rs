@@ -9,6 +9,7 @@
 //! files at once and by encoding (Parquet's dictionaries and zstd) on
 //! other threads than reading.
 
+use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -86,7 +87,7 @@ pub fn export(
     };
     let next = AtomicUsize::new(0);
     let outcomes: Mutex<Vec<FileOutcome>> = Mutex::new(vec![FileOutcome::default(); inputs.len()]);
-    let statements: Vec<HashMap<String, StatementRow>> = std::thread::scope(|s| {
+    let statements: Vec<HashMap<String, (i32, StatementRow)>> = std::thread::scope(|s| {
         // A file output has one writer that every reader feeds.
         let (common, writer) = if one_file {
             let (tx, rx) = sync_channel::<RecordBatch>(QUEUE * jobs);
@@ -131,12 +132,23 @@ pub fn export(
     if let Some(e) = shared.failed.into_inner().ok().flatten() {
         return Err(e);
     }
-    let mut all = Statements::new();
+    // A sqlid met in several files keeps the row of the first file (on
+    // the command line), whichever worker read it first.
+    let mut first: HashMap<String, (i32, StatementRow)> = HashMap::new();
     for m in statements {
         for (k, v) in m {
-            all.entry(k).or_insert(v);
+            match first.entry(k) {
+                Entry::Occupied(mut o) if o.get().0 > v.0 => {
+                    o.insert(v);
+                }
+                Entry::Occupied(_) => {}
+                Entry::Vacant(e) => {
+                    e.insert(v);
+                }
+            }
         }
     }
+    let all: Statements = first.into_iter().map(|(k, (_, v))| (k, v)).collect();
     let files = outcomes.into_inner().unwrap_or_default();
     write_one(
         &layout.table_path("statements", format),
@@ -233,7 +245,7 @@ impl Shared<'_> {
         file_id: i32,
         input: &str,
         common: Option<SyncSender<RecordBatch>>,
-        stmts: &mut HashMap<String, StatementRow>,
+        stmts: &mut HashMap<String, (i32, StatementRow)>,
     ) -> FileOutcome {
         let source = Source::from_arg(input);
         let mut out = FileOutcome {
@@ -401,7 +413,7 @@ struct FileExport<'a, 'm> {
     /// Read the whole file again (held too much, or judged wrong).
     redo_all: bool,
     names: NameCache,
-    stmts: &'m mut HashMap<String, StatementRow>,
+    stmts: &'m mut HashMap<String, (i32, StatementRow)>,
     last_sqlid: String,
     rows: u64,
     errors: Diagnostics,
@@ -449,8 +461,10 @@ impl FileExport<'_, '_> {
         if call.stmt.sqlid != self.last_sqlid {
             self.last_sqlid.clone_from(&call.stmt.sqlid);
             if !self.stmts.contains_key(&call.stmt.sqlid) {
-                self.stmts
-                    .insert(call.stmt.sqlid.clone(), StatementRow::of(call.stmt));
+                self.stmts.insert(
+                    call.stmt.sqlid.clone(),
+                    (self.ctx.file_id, StatementRow::of(call.stmt)),
+                );
             }
         }
         self.cols.push(call, self.ctx);
