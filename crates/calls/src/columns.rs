@@ -235,7 +235,13 @@ impl Strs {
         // last is the length of the bytes, and the bytes are whole `str`s
         // pushed one after the other: valid UTF-8 at every offset. (Checking
         // it again cost 3% of an export.)
-        unsafe { StringArray::new_unchecked(OffsetBuffer::new_unchecked(offsets.into()), bytes.into(), nulls) }
+        unsafe {
+            StringArray::new_unchecked(
+                OffsetBuffer::new_unchecked(offsets.into()),
+                bytes.into(),
+                nulls,
+            )
+        }
     }
 }
 

@@ -80,7 +80,11 @@ pub fn export(
         format,
         // A file output has one writer for all readers; a directory one
         // writer per file being read.
-        encoders: if one_file { cores } else { (cores / jobs).max(1) },
+        encoders: if one_file {
+            cores
+        } else {
+            (cores / jobs).max(1)
+        },
         progress,
         failed: Mutex::new(None),
         stop: AtomicBool::new(false),
@@ -94,9 +98,8 @@ pub fn export(
             let path = layout.calls_path(0, format);
             let shared = &shared;
             let encoders = shared.encoders;
-            let h = s.spawn(move || {
-                shared.note(write_table(&path, format, schema(true), encoders, rx))
-            });
+            let h = s
+                .spawn(move || shared.note(write_table(&path, format, schema(true), encoders, rx)));
             (Some(tx), Some(h))
         } else {
             (None, None)
@@ -199,7 +202,14 @@ fn write_table(
     rx: Receiver<RecordBatch>,
 ) -> Result<(), CallsError> {
     if format == Format::Parquet {
-        return crate::encode::write_parquet(path, schema, NOT_DICTIONARY, STATISTICS, encoders, rx);
+        return crate::encode::write_parquet(
+            path,
+            schema,
+            NOT_DICTIONARY,
+            STATISTICS,
+            encoders,
+            rx,
+        );
     }
     let mut w = TableWriter::create(path, format, &schema, NOT_DICTIONARY, STATISTICS)?;
     for b in rx {
