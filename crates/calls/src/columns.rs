@@ -14,7 +14,7 @@ use tracelab_trace::{Call, CallKind};
 
 /// Rows per batch handed to a writer (Parquet gathers them into row
 /// groups of [`crate::sink::ROW_GROUP_ROWS`]).
-pub const BATCH_ROWS: usize = 64 * 1024;
+pub const BATCH_ROWS: usize = 8 * 1024;
 
 /// What a call's row takes from its file rather than from the call.
 pub struct FileContext<'a> {
