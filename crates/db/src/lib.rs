@@ -20,6 +20,6 @@ mod state;
 
 pub use binaries::{MariaBinaries, PgBinaries};
 pub use error::DbError;
-pub use mariadb::{start_mariadb, MariaOptions, MARIADB_DATABASE};
-pub use postgres::{start_postgres, PgOptions};
+pub use mariadb::{start_mariadb, start_mariadb_with_env, MariaOptions, MARIADB_DATABASE};
+pub use postgres::{start_postgres, start_postgres_with_env, PgOptions};
 pub use state::{status, stop, ServerState, Status};

@@ -28,6 +28,17 @@ fn conf_value(v: &str) -> String {
 /// the directory, listening on a free port of 127.0.0.1, trusting local
 /// connections. Returns its state (with the connection URL).
 pub fn start_postgres(opts: &PgOptions) -> Result<ServerState, DbError> {
+    start_postgres_with_env(opts, &[])
+}
+
+/// `start_postgres` with `env` added to the environment of the server's
+/// processes (pg_ctl passes its own on to the postmaster, whose children
+/// inherit it): `LD_PRELOAD` of a library such as tracelab's clock shim.
+/// The environment holds for this start only.
+pub fn start_postgres_with_env(
+    opts: &PgOptions,
+    env: &[(String, String)],
+) -> Result<ServerState, DbError> {
     let bins = PgBinaries::find()?;
     let dir = server_dir(opts.dir.as_deref())?;
     check_free(&dir, "postgres")?;
@@ -80,7 +91,8 @@ pub fn start_postgres(opts: &PgOptions) -> Result<ServerState, DbError> {
         .arg(&data)
         .arg("-l")
         .arg(&log)
-        .args(["-w", "-t", "60", "start"]);
+        .args(["-w", "-t", "60", "start"])
+        .envs(env.iter().map(|(k, v)| (k, v)));
     if let Err(e) = run(pg_ctl, "pg_ctl start") {
         return Err(DbError::Command {
             program: "pg_ctl start".into(),

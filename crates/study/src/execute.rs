@@ -7,16 +7,23 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tracelab_db::{start_mariadb, start_postgres, stop, MariaOptions, PgOptions, ServerState};
-use tracelab_run::{read_binds, RunOptions, Stop, Summary, Workload};
+use tracelab_db::{
+    start_mariadb_with_env, start_postgres_with_env, stop, MariaOptions, PgOptions, ServerState,
+};
+use tracelab_run::{read_binds, RunOptions, Stop, Summary, Timer, Workload};
 
 use crate::engine::{engine_of_url, redact, requirement};
 use crate::error::{pg, StudyError};
-use crate::measure::{self, CpuWatch, Strace};
+use crate::measure::{self, CpuWatch, LogWatch, Strace};
 use crate::plan::{cell_key, plan, Choice, Planned};
+use crate::proxy::{upstream_of, InPath};
 use crate::script::{statements, substitute};
-use crate::spec::{value_text, Level, Loaded, Num, Sql, When, WorkloadSpec};
+use crate::spec::{value_text, Level, Loaded, Num, ProxyLevel, Sql, When, WorkloadSpec};
 use crate::store::{Header, Store};
+
+/// tracelab's clock shim (crates/clock), built by this crate's build
+/// script; empty where it could not be built.
+const CLOCK_LIB: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/libtracelab_clock.so"));
 
 /// How to run a study.
 #[derive(Debug, Clone)]
@@ -53,6 +60,8 @@ struct Engine {
     private: Option<ServerState>,
     /// Server settings applied with ALTER SYSTEM, as the levels want.
     applied: BTreeMap<String, String>,
+    /// The environment the private server was started with.
+    env: BTreeMap<String, String>,
     setup_done: bool,
     probe: Option<postgres::Client>,
 }
@@ -82,11 +91,22 @@ pub fn run_study(given: &Loaded, o: &Options, obs: &dyn Observer) -> Result<Outc
     // A resumed study is the stored one: same file, same plan.
     let seed = o.choice.seed.or(given.study.seed).unwrap_or_else(now_seed);
     let mut quick = o.choice.quick;
+    let mut overrides = o.choice.vars.clone();
     let (loaded, planned, mut store) = if o.resume {
         let store = Store::open(&o.out, false)?;
         let st = store.load()?;
-        // The stored study decides, --quick or not.
+        // The stored study decides, --quick or not, and its vars.
         quick = st.quick;
+        if !overrides.is_empty() {
+            return Err(StudyError::Usage(
+                "--var with --resume: the study goes on with the vars it started with".into(),
+            ));
+        }
+        overrides = st
+            .facts
+            .iter()
+            .filter_map(|(k, v)| k.strip_prefix("var.").map(|n| (n.to_string(), v.clone())))
+            .collect();
         let loaded = Loaded::parse(&st.file, &st.text, given.dir.clone(), given.embedded)?;
         if loaded.study.name != given.study.name {
             return Err(StudyError::Usage(format!(
@@ -107,6 +127,14 @@ pub fn run_study(given: &Loaded, o: &Options, obs: &dyn Observer) -> Result<Outc
         (given.clone(), p, None)
     };
     let study = &loaded.study;
+    for k in overrides.keys() {
+        if !study.vars.contains_key(k) && !study.quick.vars.contains_key(k) {
+            return Err(StudyError::Usage(format!(
+                "--var {k}=...: the study has no var `{k}` (it has: {})",
+                study.vars.keys().cloned().collect::<Vec<_>>().join(", ")
+            )));
+        }
+    }
     let scratch = tempfile::Builder::new()
         .prefix("tracelab-study-")
         .tempdir_in("/tmp")
@@ -123,7 +151,7 @@ pub fn run_study(given: &Loaded, o: &Options, obs: &dyn Observer) -> Result<Outc
         .factors
         .iter()
         .flat_map(|f| f.all_levels())
-        .flat_map(|l| l.restart.keys().cloned().collect::<Vec<_>>())
+        .flat_map(|l| l.restart.names().cloned().collect::<Vec<_>>())
         .collect();
     let db_for = |e: &str| {
         o.dbs
@@ -141,15 +169,50 @@ pub fn run_study(given: &Loaded, o: &Options, obs: &dyn Observer) -> Result<Outc
     }
     let mut problems = Vec::new();
     for e in &engines {
-        let restarts =
-            e == "postgres" && !restart_keys.is_empty() && uses_restart(&loaded, &planned);
+        let restarts = e != "sqlite" && uses_restart(&loaded, &planned, e);
         problems.extend(requirement(e, db_for(e), scratch.path(), restarts));
+    }
+    for p in &planned {
+        let e = engine_of(&p.cell);
+        if e != "postgres"
+            && levels_of(&loaded, &p.cell)
+                .iter()
+                .any(|l| l.proxy.is_some())
+        {
+            problems.push(format!(
+                "{}: a proxy level needs PostgreSQL (tracelab proxy speaks its protocol); give the level only_with = {{ engine = [\"postgres\"] }}",
+                cell_key(&p.cell)
+            ));
+            break;
+        }
+    }
+    // Built-in vars: `{clock_lib}`, the clock shim written out for the
+    // server to preload (only when the study names it).
+    let mut builtins = BTreeMap::new();
+    if loaded.text.contains("{clock_lib}") {
+        let path = scratch.path().join("libtracelab_clock.so");
+        if CLOCK_LIB.is_empty() {
+            problems.push(
+                "the study preloads tracelab's clock shim ({clock_lib}), which this build of tracelab lacks (it builds on Linux x86_64 and aarch64 only)"
+                    .into(),
+            );
+        } else {
+            std::fs::write(&path, CLOCK_LIB).map_err(crate::error::io(&path))?;
+            use std::os::unix::fs::PermissionsExt;
+            let _ = std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755));
+            builtins.insert("clock_lib".to_string(), path.display().to_string());
+        }
     }
     if !problems.is_empty() {
         return Err(StudyError::Requirements(problems));
     }
 
     let mut facts = measure::machine_facts(scratch.path());
+    facts.extend(
+        overrides
+            .iter()
+            .map(|(k, v)| (format!("var.{k}"), v.clone())),
+    );
     // Engines, started (private) or connected (--db).
     let mut engs: BTreeMap<String, Engine> = BTreeMap::new();
     let result = (|| -> Result<Outcome, StudyError> {
@@ -185,6 +248,15 @@ pub fn run_study(given: &Loaded, o: &Options, obs: &dyn Observer) -> Result<Outc
         };
         let done = store.done()?;
         obs.begin(planned.len(), done.len());
+        let ctx = Context {
+            l: &loaded,
+            quick,
+            restart_keys: &restart_keys,
+            scratch: scratch.path(),
+            builtins: &builtins,
+            overrides: &overrides,
+            obs,
+        };
         let mut ran = 0;
         let mut interrupted = false;
         for p in &planned {
@@ -200,7 +272,7 @@ pub fn run_study(given: &Loaded, o: &Options, obs: &dyn Observer) -> Result<Outc
             let eng = engs
                 .get_mut(&e)
                 .ok_or_else(|| StudyError::Usage(format!("engine {e} not started")))?;
-            let r = run_one(&loaded, quick, p, eng, &restart_keys, scratch.path(), obs)?;
+            let r = run_one(&ctx, p, eng)?;
             store.record(
                 p.seq,
                 t0.elapsed().as_secs_f64(),
@@ -228,13 +300,31 @@ pub fn run_study(given: &Loaded, o: &Options, obs: &dyn Observer) -> Result<Outc
     result
 }
 
-/// Whether a planned run uses a level with restart settings.
-fn uses_restart(l: &Loaded, planned: &[Planned]) -> bool {
-    planned.iter().any(|p| {
-        levels_of(l, &p.cell)
-            .iter()
-            .any(|lv| !lv.restart.is_empty())
-    })
+/// What every run of a study shares.
+struct Context<'a> {
+    l: &'a Loaded,
+    quick: bool,
+    /// Server settings whose change restarts the private server.
+    restart_keys: &'a BTreeSet<String>,
+    scratch: &'a std::path::Path,
+    /// Vars tracelab provides (`clock_lib`).
+    builtins: &'a BTreeMap<String, String>,
+    /// `--var` values, over the study's own (and its quick ones).
+    overrides: &'a BTreeMap<String, String>,
+    obs: &'a dyn Observer,
+}
+
+/// Whether a planned run on `engine` uses a level that restarts the server
+/// (restart settings or an environment).
+fn uses_restart(l: &Loaded, planned: &[Planned], engine: &str) -> bool {
+    planned
+        .iter()
+        .filter(|p| engine_of(&p.cell) == engine)
+        .any(|p| {
+            levels_of(l, &p.cell).iter().any(|lv| {
+                !lv.restart.for_engine(engine).is_empty() || !lv.env.for_engine(engine).is_empty()
+            })
+        })
 }
 
 fn engine_of(cell: &[(String, String)]) -> String {
@@ -255,6 +345,35 @@ fn levels_of(l: &Loaded, cell: &[(String, String)]) -> Vec<Level> {
         .collect()
 }
 
+/// The private PostgreSQL's settings at every start: the study's.
+fn pg_options(l: &Loaded, dir: PathBuf) -> PgOptions {
+    PgOptions {
+        dir: Some(dir),
+        settings: l
+            .study
+            .server
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect(),
+    }
+}
+
+/// A private MariaDB with its defaults (innodb_flush_log_at_trx_commit =
+/// 1: every commit flushes, as the commit-batch study wants); the levels'
+/// server settings are set as globals on it. Two more, for the CPU of the
+/// sessions' threads: performance_schema names each session's OS thread
+/// (about 0.05 s more to start, 100 MB more memory), and no thread cache,
+/// so that a session's thread has done no other session's work.
+fn maria_options(dir: PathBuf) -> MariaOptions {
+    MariaOptions {
+        dir: Some(dir),
+        settings: vec![
+            ("performance_schema".into(), "ON".into()),
+            ("thread_cache_size".into(), "0".into()),
+        ],
+    }
+}
+
 fn open_engine(
     e: &str,
     db: Option<&str>,
@@ -264,36 +383,15 @@ fn open_engine(
     let (url, private) = match (e, db) {
         (_, Some(u)) => (u.to_string(), None),
         ("postgres", None) => {
-            let s = start_postgres(&PgOptions {
-                dir: Some(scratch.join("pg")),
-                settings: l
-                    .study
-                    .server
-                    .iter()
-                    .map(|(k, v)| (k.clone(), v.clone()))
-                    .collect(),
-            })?;
+            let s = start_postgres_with_env(&pg_options(l, scratch.join("pg")), &[])?;
             (s.url.clone(), Some(s))
         }
         ("sqlite", None) => (
             format!("sqlite:{}", scratch.join("study.sqlite").display()),
             None,
         ),
-        // A private MariaDB with its defaults (innodb_flush_log_at_trx_commit
-        // = 1: every commit flushes, as the commit-batch study wants); the
-        // levels' server settings are set as globals on it. Two more, for
-        // the CPU of the sessions' threads: performance_schema names each
-        // session's OS thread (about 0.05 s more to start, 100 MB more
-        // memory), and no thread cache, so that a session's thread has
-        // done no other session's work.
         ("mariadb", None) => {
-            let s = start_mariadb(&MariaOptions {
-                dir: Some(scratch.join("mariadb")),
-                settings: vec![
-                    ("performance_schema".into(), "ON".into()),
-                    ("thread_cache_size".into(), "0".into()),
-                ],
-            })?;
+            let s = start_mariadb_with_env(&maria_options(scratch.join("mariadb")), &[])?;
             (s.url.clone(), Some(s))
         }
         _ => {
@@ -307,6 +405,7 @@ fn open_engine(
         url,
         private,
         applied: BTreeMap::new(),
+        env: BTreeMap::new(),
         setup_done: false,
         probe: None,
     };
@@ -358,25 +457,23 @@ struct RunResult {
     notes: Vec<String>,
 }
 
-/// The text of each var for this run: study vars (quick ones over them),
-/// each factor's level name under the factor's name, the levels' vars.
+/// The text of each var for this run: tracelab's own (`clock_lib`), study
+/// vars (quick ones over them, `--var` over both), each factor's level
+/// name under the factor's name, the levels' vars.
 fn run_vars(
-    l: &Loaded,
-    quick: bool,
+    ctx: &Context<'_>,
     cell: &[(String, String)],
     levels: &[Level],
 ) -> BTreeMap<String, String> {
-    let mut v: BTreeMap<String, String> = l
-        .study
-        .vars
-        .iter()
-        .map(|(k, x)| (k.clone(), value_text(x)))
-        .collect();
-    if quick {
+    let l = ctx.l;
+    let mut v: BTreeMap<String, String> = ctx.builtins.clone();
+    v.extend(l.study.vars.iter().map(|(k, x)| (k.clone(), value_text(x))));
+    if ctx.quick {
         for (k, x) in &l.study.quick.vars {
             v.insert(k.clone(), value_text(x));
         }
     }
+    v.extend(ctx.overrides.iter().map(|(k, x)| (k.clone(), x.clone())));
     for (f, name) in cell {
         v.insert(f.clone(), name.clone());
     }
@@ -388,22 +485,55 @@ fn run_vars(
             v.insert(k.clone(), text);
         }
     }
+    resolve(&mut v);
     v
 }
 
+/// Replaces the `{var}`s left in vars' texts (a level's var naming another
+/// var of a later level, or of its own), until none changes; a reference
+/// to no var stays, to be reported where the var is used.
+fn resolve(v: &mut BTreeMap<String, String>) {
+    for _ in 0..8 {
+        let mut changed = false;
+        let snapshot = v.clone();
+        for text in v.values_mut() {
+            if !text.contains('{') {
+                continue;
+            }
+            if let Ok(t) = substitute(text, &snapshot) {
+                if t != *text {
+                    *text = t;
+                    changed = true;
+                }
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+}
+
+/// A number, or text that becomes one once its `{var}`s are replaced: a
+/// number, or arithmetic in the report's expression language (`"3 *
+/// {iterations}"`).
 fn num(l: &Loaded, key: &str, n: &Num, vars: &BTreeMap<String, String>) -> Result<f64, StudyError> {
     match n {
         Num::Int(i) => Ok(*i as f64),
         Num::Float(f) => Ok(*f),
         Num::Text(t) => {
             let s = substitute(t, vars).map_err(|e| l.error(key, e))?;
-            s.trim()
-                .parse::<f64>()
-                .map_err(|_| l.error(key, format!("expected a number, found `{s}`")))
+            if let Ok(x) = s.trim().parse::<f64>() {
+                return Ok(x);
+            }
+            crate::columns::compile(&s)
+                .ok()
+                .and_then(|e| e.eval(&BTreeMap::new()))
+                .ok_or_else(|| l.error(key, format!("expected a number, found `{s}`")))
         }
     }
 }
 
+/// The SQL for `engine` (its pieces joined in order), with vars replaced.
 fn sql_of(
     l: &Loaded,
     key: &str,
@@ -411,15 +541,16 @@ fn sql_of(
     engine: &str,
     vars: &BTreeMap<String, String>,
 ) -> Result<Option<String>, StudyError> {
-    match sql.for_engine(engine) {
-        None => Ok(None),
-        Some(s) => {
-            let text = l.sql_text(key, s)?;
-            substitute(&text, vars)
-                .map(Some)
-                .map_err(|e| l.error(key, e))
-        }
+    let Some(pieces) = sql.for_engine(engine) else {
+        return Ok(None);
+    };
+    let mut text = Vec::new();
+    for p in pieces {
+        let t = l.sql_text(key, p)?;
+        let t = substitute(&t, vars).map_err(|e| l.error(key, e))?;
+        text.push(t.trim().trim_end_matches(';').trim_end().to_string());
     }
+    Ok(Some(text.join(";\n")))
 }
 
 /// When a run's scripts go: before its measurement or after it.
@@ -515,30 +646,57 @@ fn script(
             }
             Ok(())
         }
-        _ => {
-            // Engines without a client here: through `tracelab run`, one
-            // statement at a time, no results.
-            for st in statements(sql) {
-                let s = tracelab_run::run(
-                    &RunOptions {
-                        url: eng.url.clone(),
-                        stop: Stop::Transactions(1),
-                        simple: true,
-                        ..RunOptions::default()
-                    },
-                    &Workload::postgres(&st, Vec::new()),
-                )
-                .map_err(|e| StudyError::Database(format!("{what}: {e}")))?;
-                if s.errors > 0 || s.failed() {
-                    return Err(StudyError::Database(format!(
-                        "{what}: `{}` failed",
-                        short(&st)
-                    )));
+        "mariadb" => mariadb_script(&eng.url, sql, into)
+            .map_err(|e| StudyError::Database(format!("{what}: {e}"))),
+        other => Err(StudyError::Usage(format!("engine {other}: no scripts"))),
+    }
+}
+
+/// A MariaDB script, sent whole as one multi-statement query: the server
+/// parses it, stored programs (`CREATE PROCEDURE ... BEGIN ...; ...; END`)
+/// included, which a split at `;` would break. Numeric columns of the rows
+/// of every result become measurements.
+fn mariadb_script(url: &str, sql: &str, into: &mut BTreeMap<String, f64>) -> Result<(), String> {
+    use mysql_async::prelude::Queryable;
+    use mysql_async::Value;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    rt.block_on(async {
+        let opts = mysql_async::Opts::from_url(url).map_err(|e| e.to_string())?;
+        let mut c = mysql_async::Conn::new(opts)
+            .await
+            .map_err(|e| e.to_string())?;
+        let r: Result<(), mysql_async::Error> = async {
+            let mut res = c.query_iter(sql).await?;
+            while !res.is_empty() {
+                let rows: Vec<mysql_async::Row> = res.collect().await?;
+                for row in rows {
+                    let cols = row.columns();
+                    for (i, col) in cols.iter().enumerate() {
+                        let v = match row.as_ref(i) {
+                            Some(Value::Int(x)) => Some(*x as f64),
+                            Some(Value::UInt(x)) => Some(*x as f64),
+                            Some(Value::Float(x)) => Some(f64::from(*x)),
+                            Some(Value::Double(x)) => Some(*x),
+                            Some(Value::Bytes(b)) => {
+                                std::str::from_utf8(b).ok().and_then(|s| s.parse().ok())
+                            }
+                            _ => None,
+                        };
+                        if let Some(v) = v {
+                            into.insert(col.name_str().to_string(), v);
+                        }
+                    }
                 }
             }
             Ok(())
         }
-    }
+        .await;
+        let _ = c.disconnect().await;
+        r.map_err(|e| format!("`{}`: {e}", short(sql)))
+    })
 }
 
 fn short(s: &str) -> String {
@@ -550,28 +708,72 @@ fn short(s: &str) -> String {
     }
 }
 
-/// Applies the server settings a cell's levels want: ALTER SYSTEM SET or
-/// RESET, then a reload, or a restart of the private server when a
-/// restart setting changed.
+/// The libraries an environment preloads (`LD_PRELOAD`: separated by
+/// colons or spaces).
+fn preloads(env: &BTreeMap<String, String>) -> Vec<PathBuf> {
+    env.get("LD_PRELOAD")
+        .map(|v| {
+            v.split([':', ' '])
+                .filter(|s| !s.is_empty())
+                .map(PathBuf::from)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The private server's main process.
+fn server_pid(eng: &Engine) -> Option<i32> {
+    eng.private
+        .as_ref()
+        .and_then(|s| measure::pid_from_file(&s.pid_file()))
+}
+
+/// Applies the server settings and environment a cell's levels want:
+/// ALTER SYSTEM SET or RESET (SET GLOBAL on MariaDB), then a reload, or a
+/// restart of the private server when a restart setting or the
+/// environment changed. After a restart with `LD_PRELOAD`, checks that the
+/// server really mapped the libraries.
 fn apply_server(
+    ctx: &Context<'_>,
     eng: &mut Engine,
     levels: &[Level],
-    restart_keys: &BTreeSet<String>,
-    l: &Loaded,
-    obs: &dyn Observer,
+    vars: &BTreeMap<String, String>,
 ) -> Result<(), StudyError> {
+    let e = eng.name.clone();
     let mut want: BTreeMap<String, String> = BTreeMap::new();
+    let mut env: BTreeMap<String, String> = BTreeMap::new();
     for lv in levels {
-        want.extend(lv.server.clone());
-        want.extend(lv.restart.clone());
+        want.extend(lv.server.for_engine(&e));
+        want.extend(lv.restart.for_engine(&e));
+        for (k, v) in lv.env.for_engine(&e) {
+            let v = substitute(&v, vars).map_err(|x| ctx.l.error("factors.levels.env", x))?;
+            env.insert(k, v);
+        }
     }
-    if want == eng.applied {
+    if e == "sqlite" {
+        // In process: no server to set or restart.
         return Ok(());
     }
-    if eng.name == "mariadb" {
+    if want == eng.applied && env == eng.env {
+        return Ok(());
+    }
+    let restart_env = env != eng.env;
+    if restart_env && eng.private.is_none() {
+        return Err(StudyError::Usage(
+            "a level sets the server's environment, which needs a restart of the private server (run without --db)"
+                .into(),
+        ));
+    }
+    if e == "mariadb" {
+        if restart_env {
+            restart(ctx, eng, &env)?;
+            // A new server: its globals are the defaults again.
+            eng.applied.clear();
+        }
         // MariaDB: global variables, set on the running server.
         let mut sql = String::new();
-        for k in want.keys().chain(eng.applied.keys()) {
+        let keys: BTreeSet<&String> = want.keys().chain(eng.applied.keys()).collect();
+        for k in keys {
             let v = match want.get(k) {
                 Some(v) if v.parse::<f64>().is_ok() => v.clone(),
                 Some(v) => format!("'{}'", v.replace('\'', "''")),
@@ -579,17 +781,18 @@ fn apply_server(
             };
             sql.push_str(&format!("SET GLOBAL {k} = {v};\n"));
         }
-        script(eng, &sql, "server settings", &mut BTreeMap::new())?;
+        if !sql.is_empty() {
+            script(eng, &sql, "server settings", &mut BTreeMap::new())?;
+        }
         eng.applied = want;
         return Ok(());
     }
-    if eng.name != "postgres" {
+    if e != "postgres" {
         return Err(StudyError::Usage(format!(
-            "engine {}: server settings by level are for PostgreSQL and MariaDB",
-            eng.name
+            "engine {e}: server settings by level are for PostgreSQL and MariaDB"
         )));
     }
-    let mut restart = false;
+    let mut must_restart = restart_env;
     let keys: BTreeSet<String> = want.keys().chain(eng.applied.keys()).cloned().collect();
     let applied = eng.applied.clone();
     let c = eng.client()?;
@@ -597,34 +800,22 @@ fn apply_server(
         if want.get(k) == applied.get(k) {
             continue;
         }
-        restart |= restart_keys.contains(k);
+        must_restart |= ctx.restart_keys.contains(k);
         let sql = match want.get(k) {
             Some(v) => format!("ALTER SYSTEM SET {k} = '{}'", v.replace('\'', "''")),
             None => format!("ALTER SYSTEM RESET {k}"),
         };
         c.batch_execute(&sql).map_err(|e| pg(&sql, e))?;
     }
-    if restart {
-        let Some(s) = eng.private.clone() else {
+    if must_restart {
+        if eng.private.is_none() {
             return Err(StudyError::Usage(
                 "a level needs a server restart, which only the private server allows".into(),
             ));
-        };
-        obs.note(&format!("restarting the private server for {want:?}"));
-        eng.probe = None;
-        stop(&s.dir)?;
-        let s2 = start_postgres(&PgOptions {
-            dir: Some(s.dir.clone()),
-            settings: l
-                .study
-                .server
-                .iter()
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect(),
-        })?;
-        eng.url = s2.url.clone();
-        eng.private = Some(s2);
+        }
+        restart(ctx, eng, &env)?;
     } else {
+        let c = eng.client()?;
         c.batch_execute("SELECT pg_reload_conf()")
             .map_err(|e| pg("pg_reload_conf", e))?;
         // The reload reaches the backends when they next look.
@@ -634,41 +825,87 @@ fn apply_server(
     Ok(())
 }
 
-fn run_one(
-    l: &Loaded,
-    quick: bool,
-    p: &Planned,
+/// Restarts the private server with `env`, and checks that every library
+/// it preloads is mapped in its main process.
+fn restart(
+    ctx: &Context<'_>,
     eng: &mut Engine,
-    restart_keys: &BTreeSet<String>,
-    scratch: &std::path::Path,
-    obs: &dyn Observer,
-) -> Result<RunResult, StudyError> {
-    let s = &l.study;
-    let w = &s.workload;
-    let levels = levels_of(l, &p.cell);
-    let vars = run_vars(l, quick, &p.cell, &levels);
-    let e = eng.name.clone();
-    let mut notes = Vec::new();
-    let mut m: BTreeMap<String, f64> = BTreeMap::new();
-
-    apply_server(eng, &levels, restart_keys, l, obs)?;
-    if !eng.setup_done {
-        if let Some(sql) = s.setup.as_ref() {
-            if let Some(t) = sql_of(l, "setup", sql, &e, &vars)? {
-                script(eng, &t, "setup", &mut BTreeMap::new())?;
+    env: &BTreeMap<String, String>,
+) -> Result<(), StudyError> {
+    let Some(s) = eng.private.clone() else {
+        return Err(StudyError::Usage(
+            "a level needs a server restart, which only the private server allows".into(),
+        ));
+    };
+    let shown: Vec<String> = env.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    ctx.obs.note(&format!(
+        "restarting the private {} server{}",
+        eng.name,
+        if shown.is_empty() {
+            String::new()
+        } else {
+            format!(" with {}", shown.join(" "))
+        }
+    ));
+    eng.probe = None;
+    stop(&s.dir)?;
+    let env_list: Vec<(String, String)> = env.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+    let s2 = if eng.name == "mariadb" {
+        start_mariadb_with_env(&maria_options(s.dir.clone()), &env_list)?
+    } else {
+        start_postgres_with_env(&pg_options(ctx.l, s.dir.clone()), &env_list)?
+    };
+    eng.url = s2.url.clone();
+    eng.private = Some(s2);
+    eng.env = env.clone();
+    let libs = preloads(env);
+    if !libs.is_empty() {
+        let pid = server_pid(eng)
+            .ok_or_else(|| StudyError::Database("the restarted server left no pid file".into()))?;
+        for lib in &libs {
+            if !measure::maps_file(pid, lib) {
+                return Err(StudyError::Database(format!(
+                    "the {} server was restarted with LD_PRELOAD={}, but its process {pid} has not mapped it (a library the server user cannot read, or a set-user-id server, is ignored by the loader)",
+                    eng.name,
+                    lib.display()
+                )));
             }
         }
-        eng.setup_done = true;
     }
+    Ok(())
+}
 
-    // The workload of this cell.
+/// A cell's run, resolved from its levels and vars: the workload, the
+/// options of `tracelab run`, and what the run carries along.
+struct Prepared {
+    workload: Workload,
+    /// Options of the run; the URL carries the session settings (on
+    /// PostgreSQL) but not yet the run's tag or the proxy.
+    opts: RunOptions,
+    settings: Vec<(String, String)>,
+    sessions: usize,
+    per_commit: u64,
+    /// A client-side trace per session.
+    trace: bool,
+    proxy: Option<ProxyLevel>,
+}
+
+fn prepare(
+    l: &Loaded,
+    levels: &[Level],
+    vars: &BTreeMap<String, String>,
+    eng: &Engine,
+) -> Result<Prepared, StudyError> {
+    let s = &l.study;
+    let w = &s.workload;
+    let e = eng.name.as_str();
     let mut sql_spec = &w.sql;
-    for lv in &levels {
+    for lv in levels {
         if let Some(x) = &lv.sql {
             sql_spec = x;
         }
     }
-    let sql = sql_of(l, "workload.sql", sql_spec, &e, &vars)?
+    let sql = sql_of(l, "workload.sql", sql_spec, e, vars)?
         .ok_or_else(|| l.error("workload.sql", format!("no SQL for engine {e}")))?;
     let binds = match &w.binds {
         Some(b) => {
@@ -677,30 +914,62 @@ fn run_one(
         }
         None => Vec::new(),
     };
-    let sessions = num(l, "workload.sessions", &w.sessions, &vars)?.max(1.0) as usize;
-    let per_commit = num(l, "workload.tx_per_commit", &w.tx_per_commit, &vars)?.max(0.0) as u64;
+    let simple = w.protocol == "simple";
+    // Several statements with prepared statements: each its own
+    // execution, in turn (sqlrun's sequential mode).
+    let pieces = if simple { Vec::new() } else { statements(&sql) };
+    let workload = if pieces.len() > 1 {
+        let mut wl = Workload::postgres(&pieces[0], binds.clone());
+        for p in &pieces[1..] {
+            wl.statements
+                .extend(Workload::postgres(p, binds.clone()).statements);
+        }
+        wl
+    } else {
+        Workload::postgres(&sql, binds)
+    };
+    let sessions = num(l, "workload.sessions", &w.sessions, vars)?.max(1.0) as usize;
+    let per_commit = num(l, "workload.tx_per_commit", &w.tx_per_commit, vars)?.max(0.0) as u64;
     let stop = if let Some(n) = &w.statements {
-        let n = num(l, "workload.statements", n, &vars)?.max(1.0) as u64;
+        let n = num(l, "workload.statements", n, vars)?.max(1.0) as u64;
         Stop::Transactions(if per_commit > 0 {
             n.div_ceil(per_commit)
         } else {
             n
         })
     } else if let Some(n) = &w.transactions {
-        Stop::Transactions(num(l, "workload.transactions", n, &vars)?.max(1.0) as u64)
+        Stop::Transactions(num(l, "workload.transactions", n, vars)?.max(1.0) as u64)
     } else if let Some(r) = &w.runtime {
         Stop::Runtime(Duration::from_secs_f64(
-            num(l, "workload.runtime", r, &vars)?.max(0.01),
+            num(l, "workload.runtime", r, vars)?.max(0.01),
         ))
     } else {
         Stop::Transactions(1)
     };
-    let mut settings: Vec<(String, String)> = w.settings.clone().into_iter().collect();
-    for lv in &levels {
-        settings.extend(lv.settings.clone());
+    let mut settings: Vec<(String, String)> = w.settings.for_engine(e).into_iter().collect();
+    for lv in levels {
+        settings.extend(lv.settings.for_engine(e));
     }
-    let workload = Workload::postgres(&sql, binds);
-    let base = RunOptions {
+    let mut fetch = num(l, "workload.fetch_size", &w.fetch_size, vars)?;
+    let mut timer = Timer::Vdso;
+    let mut trace = s.measure.trace;
+    let mut proxy = None;
+    for lv in levels {
+        if let Some(f) = &lv.run.fetch_size {
+            fetch = num(l, "factors.levels.run.fetch_size", f, vars)?;
+        }
+        timer = match lv.run.timer.as_deref() {
+            Some("syscall") => Timer::Syscall,
+            Some("coarse") => Timer::Coarse,
+            Some(_) => Timer::Vdso,
+            None => timer,
+        };
+        trace |= lv.run.trace;
+        if lv.proxy.is_some() {
+            proxy = lv.proxy.clone();
+        }
+    }
+    let opts = RunOptions {
         // PostgreSQL sessions get their settings in the URL (below).
         url: if e == "postgres" {
             with_params(&eng.url, "tracelab-study", &settings)
@@ -710,7 +979,9 @@ fn run_one(
         sessions,
         stop,
         per_commit,
-        simple: w.protocol == "simple",
+        simple,
+        timer,
+        fetch_size: fetch.max(0.0) as u32,
         settings: if e == "postgres" {
             Vec::new()
         } else {
@@ -718,21 +989,51 @@ fn run_one(
         },
         ..RunOptions::default()
     };
+    Ok(Prepared {
+        workload,
+        opts,
+        settings,
+        sessions,
+        per_commit,
+        trace,
+        proxy,
+    })
+}
+
+fn run_one(ctx: &Context<'_>, p: &Planned, eng: &mut Engine) -> Result<RunResult, StudyError> {
+    let l = ctx.l;
+    let s = &l.study;
+    let w = &s.workload;
+    let levels = levels_of(l, &p.cell);
+    let vars = run_vars(ctx, &p.cell, &levels);
+    let e = eng.name.clone();
+    let mut m: BTreeMap<String, f64> = BTreeMap::new();
+
+    apply_server(ctx, eng, &levels, &vars)?;
+    if !eng.setup_done {
+        if let Some(sql) = s.setup.as_ref() {
+            if let Some(t) = sql_of(l, "setup", sql, &e, &vars)? {
+                script(eng, &t, "setup", &mut BTreeMap::new())?;
+            }
+        }
+        eng.setup_done = true;
+    }
+    let prep = prepare(l, &levels, &vars, eng)?;
 
     // Warm up: the same work, shorter, not measured.
     let warm = num(l, "workload.warmup", &w.warmup, &vars)? as u64;
     if warm > 0 {
-        let n = if per_commit > 0 {
-            warm.div_ceil(per_commit)
+        let n = if prep.per_commit > 0 {
+            warm.div_ceil(prep.per_commit)
         } else {
             warm
         };
         let _ = tracelab_run::run(
             &RunOptions {
                 stop: Stop::Transactions(n),
-                ..base.clone()
+                ..prep.opts.clone()
             },
-            &workload,
+            &prep.workload,
         );
     }
 
@@ -761,30 +1062,200 @@ fn run_one(
     }
 
     // The measured run.
-    let tag = format!("tracelab-study-{}", p.seq);
-    let release = scratch.join(format!("release-{}", p.seq));
+    let strace = &s.measure.strace;
+    let measured = observed_run(
+        ctx,
+        p,
+        eng,
+        &prep,
+        Observe {
+            suffix: "",
+            cpu: s.measure.backend_cpu,
+            strace: !strace.extra,
+        },
+    )?;
+    m.extend(measured.m);
+    let mut notes = measured.notes;
+    let summary = measured.summary;
+
+    // After: the probes' second look, the after scripts, the after probes.
+    flush_stats(eng);
+    for pr in &s.probes {
+        if pr.when != When::Delta {
+            continue;
+        }
+        if let Some(q) = sql_of(l, "probes.sql", &pr.sql, &e, &vars)? {
+            let mut got = BTreeMap::new();
+            script(eng, &q, &format!("probe {}", pr.name), &mut got)?;
+            for (k, v) in got {
+                if let Some(b) = first.get(&k) {
+                    m.insert(k, v - b);
+                }
+            }
+        }
+    }
+    let after_sql = scripts(l, &levels, w, &e, &vars, Phase::After)?;
+    for a in &after_sql {
+        script(eng, a, "after", &mut m)?;
+    }
+    flush_stats(eng);
+    for pr in &s.probes {
+        if pr.when != When::After {
+            continue;
+        }
+        if let Some(q) = sql_of(l, "probes.sql", &pr.sql, &e, &vars)? {
+            script(eng, &q, &format!("probe {}", pr.name), &mut m)?;
+        }
+    }
+
+    // System calls counted in a run of their own, once per cell.
+    if strace.any() && strace.extra && p.rep == 0 {
+        let mut v2 = vars.clone();
+        for (k, x) in &strace.vars {
+            let t = value_text(x);
+            let t = substitute(&t, &v2).map_err(|e| l.error("measure.strace.vars", e))?;
+            if let Ok(n) = t.parse::<f64>() {
+                m.insert(format!("strace_{k}"), n);
+            }
+            v2.insert(k.clone(), t);
+        }
+        resolve(&mut v2);
+        let prep2 = prepare(l, &levels, &v2, eng)?;
+        for b in scripts(l, &levels, w, &e, &v2, Phase::Before)? {
+            script(eng, &b, "before", &mut BTreeMap::new())?;
+        }
+        let counted = observed_run(
+            ctx,
+            p,
+            eng,
+            &prep2,
+            Observe {
+                suffix: "-strace",
+                cpu: false,
+                strace: true,
+            },
+        )?;
+        m.insert(
+            "strace_statements".into(),
+            counted.summary.executions as f64,
+        );
+        m.extend(
+            counted
+                .m
+                .into_iter()
+                .filter(|(k, _)| k.starts_with("syscall") || k.starts_with("client_syscall")),
+        );
+        notes.extend(counted.notes);
+        for a in scripts(l, &levels, w, &e, &v2, Phase::After)? {
+            script(eng, &a, "after", &mut BTreeMap::new())?;
+        }
+    }
+
+    let numeric: BTreeMap<String, f64> = vars
+        .iter()
+        .filter_map(|(k, v)| v.parse::<f64>().ok().map(|x| (k.clone(), x)))
+        .collect();
+    Ok(RunResult {
+        vars: numeric,
+        measurements: m,
+        summary: summary.json(),
+        notes,
+    })
+}
+
+/// What to observe about a run besides its own figures.
+struct Observe {
+    /// Names the run's scratch files apart (`-strace` for the extra run).
+    suffix: &'static str,
+    /// The CPU of its server sessions.
+    cpu: bool,
+    /// System call counts, as the study's `strace` says.
+    strace: bool,
+}
+
+struct Observed {
+    summary: Summary,
+    m: BTreeMap<String, f64>,
+    notes: Vec<String>,
+}
+
+/// One run of a cell and what is measured around it: the sessions' server
+/// CPU, system calls, the server log's growth, the traces of the client
+/// and of a proxy in the path, and the run's own figures.
+fn observed_run(
+    ctx: &Context<'_>,
+    p: &Planned,
+    eng: &mut Engine,
+    prep: &Prepared,
+    what: Observe,
+) -> Result<Observed, StudyError> {
+    let s = &ctx.l.study;
+    let e = eng.name.clone();
+    let scratch = ctx.scratch;
+    let mut notes = Vec::new();
+    let mut m: BTreeMap<String, f64> = BTreeMap::new();
+    let tag = format!("tracelab-study-{}{}", p.seq, what.suffix);
+    let release = scratch.join(format!("release-{}{}", p.seq, what.suffix));
     let _ = std::fs::remove_file(&release);
-    let mut opts = base.clone();
+    let mut opts = prep.opts.clone();
+    if e == "postgres" {
+        opts.url = with_params(&eng.url, &tag, &prep.settings);
+    }
+    let sessions = prep.sessions;
+
+    // The client's traces and a proxy's.
+    let trace_dir = scratch.join(format!("trace-{}{}", p.seq, what.suffix));
+    if prep.trace {
+        let _ = std::fs::remove_dir_all(&trace_dir);
+        opts.trace_dir = Some(trace_dir.clone());
+    }
+    let proxy_dir = scratch.join(format!("proxy-{}{}", p.seq, what.suffix));
+    let proxy = match &prep.proxy {
+        Some(pl) => {
+            let upstream = match &eng.private {
+                Some(st) => tracelab_proxy::Upstream::Unix(st.socket_path()),
+                None => upstream_of(&eng.url).ok_or_else(|| {
+                    StudyError::Usage(format!(
+                        "a proxy level needs a postgres://USER@HOST:PORT/DB URL, not {}",
+                        redact(&eng.url)
+                    ))
+                })?,
+            };
+            let _ = std::fs::remove_dir_all(&proxy_dir);
+            let px = InPath::start(upstream, pl, pl.trace.then(|| proxy_dir.clone()))?;
+            opts.url = px.url(&opts.url)?;
+            Some(px)
+        }
+        None => None,
+    };
+
+    // The libraries the server preloads, in each of its processes.
+    let libs = preloads(&eng.env);
+    if !libs.is_empty() {
+        if let Some(pid) = server_pid(eng) {
+            let procs = measure::process_tree(pid);
+            let mapped = procs
+                .iter()
+                .filter(|p| libs.iter().all(|l| measure::maps_file(**p, l)))
+                .count();
+            m.insert("server_processes".into(), procs.len() as f64);
+            m.insert("preload_processes".into(), mapped as f64);
+        }
+    }
+
     let mut watch = None;
     let mut connect_cost = None;
-    if e == "postgres" {
-        opts.url = with_params(&base.url, &tag, &settings);
-    }
-    if e == "postgres" && s.measure.backend_cpu {
-        connect_cost = measure::connect_cost_ns(&base.url);
+    if e == "postgres" && what.cpu {
+        connect_cost = measure::connect_cost_ns(&prep.opts.url);
         watch = CpuWatch::start(&eng.url, &tag, sessions, release.clone());
         if watch.is_none() {
             notes.push("backend CPU not measured: no watcher connection".into());
         }
     }
-    if e == "mariadb" && s.measure.backend_cpu {
+    if e == "mariadb" && what.cpu {
         // The sessions are threads of the server process, read in /proc:
         // only for the private server, which is on this machine.
-        match eng
-            .private
-            .as_ref()
-            .and_then(|p| measure::pid_from_file(&p.pid_file()))
-        {
+        match server_pid(eng) {
             None if eng.private.is_none() => notes.push(
                 "backend CPU not measured: MariaDB's session threads are read from /proc, \
                  for the private server only (not with --db)"
@@ -792,7 +1263,7 @@ fn run_one(
             ),
             None => notes.push("backend CPU not measured: no MariaDB pid file".into()),
             Some(pid) => {
-                connect_cost = measure::mariadb_connect_cost_ns(&eng.url, pid, &settings);
+                connect_cost = measure::mariadb_connect_cost_ns(&eng.url, pid, &prep.settings);
                 watch = CpuWatch::start_mariadb(&eng.url, pid, sessions, release.clone());
                 if watch.is_none() {
                     notes.push("backend CPU not measured: no watcher connection".into());
@@ -803,34 +1274,87 @@ fn run_one(
     if watch.is_some() {
         opts.pause_at_exit = Some(Some(release.clone()));
     }
-    let strace = if s.measure.strace && e == "postgres" {
-        if Strace::available() {
-            let c = eng.client()?;
-            let me: i32 = c
-                .query_one("select pg_backend_pid()", &[])
-                .map_err(|e| pg("backend pid", e))?
-                .get(0);
-            measure::parent_pid(me).and_then(|pm| Strace::attach(pm, &scratch.join("strace.txt")))
-        } else {
+
+    // strace of the server and of this process.
+    let strace_spec = &s.measure.strace;
+    let mut server_strace = None;
+    let mut client_strace = None;
+    let strace_server = what.strace && strace_spec.server && e != "sqlite";
+    let strace_client = what.strace && strace_spec.client;
+    if strace_server || strace_client {
+        if !Strace::available() {
             notes.push(
                 "syscalls not counted: strace not installed (apt-get install -y strace)".into(),
             );
-            None
+        } else {
+            if strace_server {
+                let pid = match (server_pid(eng), e.as_str()) {
+                    (Some(pid), _) => Some(pid),
+                    (None, "postgres") => {
+                        let c = eng.client()?;
+                        let me: i32 = c
+                            .query_one("select pg_backend_pid()", &[])
+                            .map_err(|e| pg("backend pid", e))?
+                            .get(0);
+                        measure::parent_pid(me)
+                    }
+                    _ => None,
+                };
+                server_strace = pid.and_then(|pid| {
+                    Strace::attach(pid, &scratch.join(format!("strace-server{}", what.suffix)))
+                });
+                if server_strace.is_none() {
+                    notes.push(format!(
+                        "server syscalls not counted: strace could not attach to the {e} server"
+                    ));
+                }
+            }
+            if strace_client {
+                client_strace = Strace::attach(
+                    std::process::id() as i32,
+                    &scratch.join(format!("strace-client{}", what.suffix)),
+                );
+                if client_strace.is_none() {
+                    notes.push(
+                        "client syscalls not counted: strace could not attach to tracelab".into(),
+                    );
+                }
+            }
+        }
+    }
+
+    // The server's logs, from here on.
+    let logs = if s.measure.server_log.on {
+        match &eng.private {
+            Some(st) => Some(LogWatch::start(st.log_files())),
+            None => {
+                if e != "sqlite" {
+                    notes.push(format!(
+                        "server log not measured: the {e} server is not the private one"
+                    ));
+                }
+                None
+            }
         }
     } else {
         None
     };
-    let trace_dir = scratch.join(format!("trace-{}", p.seq));
-    if s.measure.trace {
-        let _ = std::fs::remove_dir_all(&trace_dir);
-        opts.trace_dir = Some(trace_dir.clone());
-    }
+
     let cpu0 = measure::self_cpu_ns();
-    let summary: Summary = tracelab_run::run(&opts, &workload)
-        .map_err(|e| StudyError::Database(format!("run {}: {e}", cell_key(&p.cell))))?;
+    let ran = tracelab_run::run(&opts, &prep.workload);
     let cpu1 = measure::self_cpu_ns();
     let backend_ns = watch.map(CpuWatch::finish);
     let _ = std::fs::remove_file(&release);
+    // Every trace written (the proxy's as its connections end), then the
+    // counts of the system calls that wrote them.
+    if let Some(px) = proxy {
+        px.stop();
+    }
+    if let Some(st) = client_strace {
+        m.extend(st.finish("client_", &strace_spec.calls));
+    }
+    let summary: Summary =
+        ran.map_err(|e| StudyError::Database(format!("run {}: {e}", cell_key(&p.cell))))?;
     if let Some(f) = summary.per_session.iter().find_map(|s| s.failure.clone()) {
         return Err(StudyError::Database(format!(
             "run {}: a session failed: {f}",
@@ -853,15 +1377,30 @@ fn run_one(
     if e == "postgres" {
         wait_gone(eng, &tag);
     }
-    if let Some(st) = strace {
-        m.extend(st.finish());
+    if let Some(st) = server_strace {
+        m.extend(st.finish("", &strace_spec.calls));
     }
-    if s.measure.trace {
-        match measure::trace_profile(&trace_dir) {
+    if let Some(w) = logs {
+        m.extend(w.finish(&s.measure.server_log.count));
+    }
+    if prep.trace {
+        m.insert("trace_bytes".into(), measure::dir_bytes(&trace_dir) as f64);
+        match measure::trace_profile(&trace_dir, "trace_") {
             Ok(t) => m.extend(t),
             Err(e) => notes.push(format!("traces not profiled: {e}")),
         }
         let _ = std::fs::remove_dir_all(&trace_dir);
+    }
+    if prep.proxy.as_ref().is_some_and(|p| p.trace) {
+        m.insert(
+            "proxy_trace_bytes".into(),
+            measure::dir_bytes(&proxy_dir) as f64,
+        );
+        match measure::trace_profile(&proxy_dir, "proxy_trace_") {
+            Ok(t) => m.extend(t),
+            Err(e) => notes.push(format!("proxy traces not profiled: {e}")),
+        }
+        let _ = std::fs::remove_dir_all(&proxy_dir);
     }
 
     // The run's own figures.
@@ -905,7 +1444,7 @@ fn run_one(
             );
         }
         (_, Some(Err(why))) => notes.push(format!("backend CPU not measured for a run: {why}")),
-        ("sqlite", _) => {
+        ("sqlite", _) if what.cpu => {
             // SQLite runs in this process: its CPU is ours (the driver's
             // included).
             m.insert(
@@ -915,46 +1454,7 @@ fn run_one(
         }
         _ => {}
     }
-
-    // After: the probes' second look, the after scripts, the after probes.
-    flush_stats(eng);
-    for pr in &s.probes {
-        if pr.when != When::Delta {
-            continue;
-        }
-        if let Some(q) = sql_of(l, "probes.sql", &pr.sql, &e, &vars)? {
-            let mut got = BTreeMap::new();
-            script(eng, &q, &format!("probe {}", pr.name), &mut got)?;
-            for (k, v) in got {
-                if let Some(b) = first.get(&k) {
-                    m.insert(k, v - b);
-                }
-            }
-        }
-    }
-    let after_sql = scripts(l, &levels, w, &e, &vars, Phase::After)?;
-    for a in &after_sql {
-        script(eng, a, "after", &mut m)?;
-    }
-    flush_stats(eng);
-    for pr in &s.probes {
-        if pr.when != When::After {
-            continue;
-        }
-        if let Some(q) = sql_of(l, "probes.sql", &pr.sql, &e, &vars)? {
-            script(eng, &q, &format!("probe {}", pr.name), &mut m)?;
-        }
-    }
-    let numeric: BTreeMap<String, f64> = vars
-        .iter()
-        .filter_map(|(k, v)| v.parse::<f64>().ok().map(|x| (k.clone(), x)))
-        .collect();
-    Ok(RunResult {
-        vars: numeric,
-        measurements: m,
-        summary: summary.json(),
-        notes,
-    })
+    Ok(Observed { summary, m, notes })
 }
 
 /// A PostgreSQL URL that names the session (`application_name`, so that
@@ -1012,5 +1512,58 @@ fn wait_gone(eng: &mut Engine, tag: &str) {
             Ok(_) => std::thread::sleep(Duration::from_millis(20)),
             Err(_) => return,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const STUDY: &str = r#"
+name = "t"
+[workload]
+sql = "select 1"
+[[factors]]
+name = "n"
+values = [1]
+[report]
+rows = "n"
+columns = [{ name = "r", label = "r", expr = "$elapsed_ms" }]
+"#;
+
+    #[test]
+    fn numeric_keys_take_arithmetic_over_vars() {
+        let l = Loaded::parse("t", STUDY, None, &[]).unwrap();
+        let mut v = BTreeMap::new();
+        // A var naming a var defined after it resolves all the same.
+        v.insert("calls".to_string(), "3 * {iterations}".to_string());
+        v.insert("iterations".to_string(), "{n}".to_string());
+        v.insert("n".to_string(), "250".to_string());
+        resolve(&mut v);
+        assert_eq!(v["calls"], "3 * 250");
+        let n = num(&l, "workload.statements", &Num::Text("{calls}".into()), &v).unwrap();
+        assert_eq!(n, 750.0);
+        let e = num(&l, "workload.statements", &Num::Text("{nope}".into()), &v)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("no var `nope`"), "{e}");
+        let e = num(&l, "workload.statements", &Num::Text("many".into()), &v)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("expected a number, found `many`"), "{e}");
+    }
+
+    #[test]
+    fn ld_preload_lists_its_libraries() {
+        let env: BTreeMap<String, String> = [(
+            "LD_PRELOAD".to_string(),
+            "/a/x.so:/b/y.so /c/z.so".to_string(),
+        )]
+        .into();
+        assert_eq!(
+            preloads(&env),
+            ["/a/x.so", "/b/y.so", "/c/z.so"].map(PathBuf::from)
+        );
+        assert!(preloads(&BTreeMap::new()).is_empty());
     }
 }

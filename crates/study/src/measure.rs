@@ -1,5 +1,6 @@
 //! Measurements taken around a run: server process CPU from /proc, syscall
-//! counts from strace, and the facts of the machine.
+//! counts from strace, the growth of the server's logs, the libraries
+//! mapped in its processes, and the facts of the machine.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -290,8 +291,9 @@ pub fn pid_from_file(path: &Path) -> Option<i32> {
         .ok()
 }
 
-/// `strace -c -f` attached to the server's postmaster, so that it counts
-/// the system calls of the backends forked during the run.
+/// `strace -c -f` attached to a process and its threads and new children:
+/// the server's postmaster (the backends forked during the run), mariadbd
+/// (its threads), or tracelab itself (the driver's threads).
 pub struct Strace {
     child: Child,
     out: PathBuf,
@@ -316,16 +318,35 @@ impl Strace {
             .stderr(Stdio::null())
             .spawn()
             .ok()?;
-        // Give it time to attach before the run forks.
-        std::thread::sleep(Duration::from_millis(300));
+        // The run starts once strace holds every thread of the process
+        // (its children forked later are followed): each thread's status
+        // names its tracer.
+        let tracer = child.id() as i32;
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !traced_by(pid, tracer) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
         Some(Strace {
             child,
             out: out.to_path_buf(),
         })
     }
 
-    /// Detaches and returns `syscalls` (total) and `syscall_NAME` counts.
-    pub fn finish(mut self) -> BTreeMap<String, f64> {
+    /// Detaches and returns `syscalls` (total) and `syscall_NAME` counts,
+    /// each name prefixed with `prefix`; the system calls named in `calls`
+    /// are there even when none was made (0).
+    pub fn finish(self, prefix: &str, calls: &[String]) -> BTreeMap<String, f64> {
+        let mut m = self.counts();
+        m.entry("syscalls".into()).or_insert(0.0);
+        for c in calls {
+            m.entry(format!("syscall_{c}")).or_insert(0.0);
+        }
+        m.into_iter()
+            .map(|(k, v)| (format!("{prefix}{k}"), v))
+            .collect()
+    }
+
+    fn counts(mut self) -> BTreeMap<String, f64> {
         // SAFETY: sending SIGINT to our own child, whose pid we hold.
         unsafe {
             libc::kill(self.child.id() as i32, libc::SIGINT);
@@ -343,6 +364,28 @@ impl Strace {
         let _ = std::fs::remove_file(&self.out);
         parse_strace(&text)
     }
+}
+
+/// Whether every thread of `pid` is traced by `tracer` (TracerPid in
+/// /proc/PID/task/TID/status).
+fn traced_by(pid: i32, tracer: i32) -> bool {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return false;
+    };
+    let want = tracer.to_string();
+    let mut any = false;
+    for t in tasks.filter_map(|e| e.ok()) {
+        let status = std::fs::read_to_string(t.path().join("status")).unwrap_or_default();
+        let by = status
+            .lines()
+            .find_map(|l| l.strip_prefix("TracerPid:"))
+            .map(str::trim);
+        if by != Some(want.as_str()) {
+            return false;
+        }
+        any = true;
+    }
+    any
 }
 
 /// The `strace -c` table: `% time seconds usecs/call calls [errors] syscall`.
@@ -436,12 +479,114 @@ fn fsync_rate(dir: &Path) -> Option<f64> {
     Some(rate)
 }
 
+/// The growth of a server's log files during a run: their sizes at the
+/// start, read again at the end.
+pub struct LogWatch {
+    files: Vec<(PathBuf, u64)>,
+}
+
+impl LogWatch {
+    pub fn start(files: Vec<PathBuf>) -> LogWatch {
+        let files = files
+            .into_iter()
+            .map(|f| {
+                let n = std::fs::metadata(&f).map_or(0, |m| m.len());
+                (f, n)
+            })
+            .collect();
+        LogWatch { files }
+    }
+
+    /// `server_log_bytes` (bytes added to the logs), `server_log_lines`,
+    /// and `log_NAME` for each (NAME, text) of `count`: the lines added
+    /// that hold the text.
+    pub fn finish(&self, count: &BTreeMap<String, String>) -> BTreeMap<String, f64> {
+        use std::io::{Read, Seek};
+        let mut bytes = 0u64;
+        let mut lines = 0u64;
+        let mut found: BTreeMap<&str, u64> = count.keys().map(|k| (k.as_str(), 0)).collect();
+        for (f, start) in &self.files {
+            let Ok(mut file) = std::fs::File::open(f) else {
+                continue;
+            };
+            let len = file.metadata().map_or(0, |m| m.len());
+            // A log that shrank was rotated or truncated: all of it is new.
+            let from = if len < *start { 0 } else { *start };
+            bytes += len - from;
+            if file.seek(std::io::SeekFrom::Start(from)).is_err() {
+                continue;
+            }
+            let mut text = Vec::new();
+            let _ = file.take(len - from).read_to_end(&mut text);
+            for line in text.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+                lines += 1;
+                for (name, want) in count {
+                    if memchr::memmem::find(line, want.as_bytes()).is_some() {
+                        *found.entry(name.as_str()).or_default() += 1;
+                    }
+                }
+            }
+        }
+        let mut m = BTreeMap::new();
+        m.insert("server_log_bytes".to_string(), bytes as f64);
+        m.insert("server_log_lines".to_string(), lines as f64);
+        for (k, v) in found {
+            m.insert(format!("log_{k}"), v as f64);
+        }
+        m
+    }
+}
+
+/// Bytes of the files in a directory (a run's traces).
+pub fn dir_bytes(dir: &Path) -> u64 {
+    std::fs::read_dir(dir).map_or(0, |rd| {
+        rd.filter_map(|e| e.ok())
+            .filter_map(|e| e.metadata().ok())
+            .filter(|m| m.is_file())
+            .map(|m| m.len())
+            .sum()
+    })
+}
+
+/// A process and all its descendants alive now (a postmaster and its
+/// backends and background processes), from /proc.
+pub fn process_tree(root: i32) -> Vec<i32> {
+    let mut parent: Vec<(i32, i32)> = Vec::new();
+    if let Ok(rd) = std::fs::read_dir("/proc") {
+        for e in rd.filter_map(|e| e.ok()) {
+            let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
+                continue;
+            };
+            if let Some(pp) = parent_pid(pid) {
+                parent.push((pid, pp));
+            }
+        }
+    }
+    let mut out = vec![root];
+    let mut i = 0;
+    while i < out.len() {
+        let p = out[i];
+        out.extend(parent.iter().filter(|(_, pp)| *pp == p).map(|(c, _)| *c));
+        i += 1;
+    }
+    out
+}
+
+/// Whether a process has a file mapped (a preloaded library): its path in
+/// /proc/PID/maps.
+pub fn maps_file(pid: i32, path: &Path) -> bool {
+    let want = path.to_string_lossy();
+    std::fs::read_to_string(format!("/proc/{pid}/maps"))
+        .is_ok_and(|m| m.lines().any(|l| l.ends_with(want.as_ref())))
+}
+
 /// The profile of a run's traces by call name, as `tracelab skew` prints
 /// it by default (mrskew's accounted-for time: a call's CPU and every
 /// wait, the client's waits for the database inside calls included), as
-/// measurements: `trace_NAME_s`,
-/// `trace_NAME_calls`, `trace_total_s`.
-pub fn trace_profile(dir: &Path) -> Result<BTreeMap<String, f64>, String> {
+/// measurements: `{prefix}NAME_s`, `{prefix}NAME_calls`,
+/// `{prefix}total_s` (prefix `trace_` for the client's traces, `proxy_trace_`
+/// for the proxy's).
+pub fn trace_profile(dir: &Path, prefix: &str) -> Result<BTreeMap<String, f64>, String> {
     let mut files: Vec<String> = std::fs::read_dir(dir)
         .map_err(|e| format!("{}: {e}", dir.display()))?
         .filter_map(|e| e.ok())
@@ -462,12 +607,12 @@ pub fn trace_profile(dir: &Path) -> Result<BTreeMap<String, f64>, String> {
     for row in &out.report.rows {
         if let Some(st) = &row.stats {
             let name = measurement_name(&row.label);
-            m.insert(format!("trace_{name}_s"), st.duration);
-            m.insert(format!("trace_{name}_calls"), st.calls as f64);
+            m.insert(format!("{prefix}{name}_s"), st.duration);
+            m.insert(format!("{prefix}{name}_calls"), st.calls as f64);
         }
     }
     if let Some(st) = &out.report.total.stats {
-        m.insert("trace_total_s".into(), st.duration);
+        m.insert(format!("{prefix}total_s"), st.duration);
     }
     Ok(m)
 }
@@ -505,6 +650,28 @@ mod tests {
     }
 
     #[test]
+    fn the_log_growth_is_counted_from_where_it_stood() {
+        let d = tempfile::tempdir().unwrap();
+        let f = d.path().join("server.log");
+        std::fs::write(&f, "old line with Query Text: before\n").unwrap();
+        let w = LogWatch::start(vec![f.clone(), d.path().join("slow.log")]);
+        use std::io::Write;
+        let mut h = std::fs::OpenOptions::new().append(true).open(&f).unwrap();
+        h.write_all(b"LOG:  duration: 1 ms\nQuery Text: select 1\n")
+            .unwrap();
+        std::fs::write(d.path().join("slow.log"), "# Query_time: 0.1\n").unwrap();
+        let count: BTreeMap<String, String> = [("plans", "Query Text:"), ("slow", "# Query_time")]
+            .into_iter()
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect();
+        let m = w.finish(&count);
+        assert_eq!(m["server_log_bytes"], 60.0);
+        assert_eq!(m["server_log_lines"], 3.0);
+        assert_eq!(m["log_plans"], 1.0, "the line from before is not counted");
+        assert_eq!(m["log_slow"], 1.0);
+    }
+
+    #[test]
     fn call_names_become_measurement_names() {
         assert_eq!(
             measurement_name("SQL*Net message from client"),
@@ -518,6 +685,10 @@ mod tests {
         let me = std::process::id() as i32;
         assert!(parent_pid(me).is_some());
         assert!(process_cpu_ns(me).unwrap() > 0);
+        assert!(process_tree(parent_pid(me).unwrap()).contains(&me));
+        let exe = std::fs::read_link("/proc/self/exe").unwrap();
+        assert!(maps_file(me, &exe));
+        assert!(!maps_file(me, Path::new("/no/such/lib.so")));
         assert!(self_cpu_ns() > 0);
     }
 }

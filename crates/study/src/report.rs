@@ -21,15 +21,15 @@ pub enum Format {
 }
 
 /// A table in any format.
-struct Table {
-    head: Vec<String>,
-    rows: Vec<Vec<String>>,
+pub(crate) struct Table {
+    pub head: Vec<String>,
+    pub rows: Vec<Vec<String>>,
     /// Columns aligned left (the others right).
-    left: usize,
+    pub left: usize,
 }
 
 impl Table {
-    fn text(&self, out: &mut String) {
+    pub fn text(&self, out: &mut String) {
         let n = self.head.len();
         let mut w = vec![0; n];
         for r in std::iter::once(&self.head).chain(&self.rows) {
@@ -64,7 +64,7 @@ impl Table {
         }
     }
 
-    fn markdown(&self, out: &mut String) {
+    pub fn markdown(&self, out: &mut String) {
         let cell = |c: &String| c.replace('|', "\\|");
         let line = |r: &Vec<String>| r.iter().map(cell).collect::<Vec<_>>().join(" | ");
         let _ = writeln!(out, "| {} |", line(&self.head));
@@ -81,7 +81,7 @@ impl Table {
         }
     }
 
-    fn html(&self, out: &mut String) {
+    pub fn html(&self, out: &mut String) {
         out.push_str("<table>\n<thead><tr>");
         for h in &self.head {
             let _ = write!(out, "<th>{}</th>", esc(h));
@@ -137,35 +137,34 @@ fn pct(x: f64) -> String {
 struct Group {
     /// e.g. "engine=postgres"; empty when the rows factor is the only one.
     title: String,
-    /// Row level → column name → values of its runs.
-    cells: Vec<(String, BTreeMap<String, Vec<f64>>)>,
+    /// Row (a level of each rows factor) → column name → values of its
+    /// runs.
+    cells: Vec<(Vec<String>, BTreeMap<String, Vec<f64>>)>,
+}
+
+/// Where a factor's level stands among its levels (for orderings that do
+/// not depend on the order the runs ran in).
+pub(crate) fn level_pos(study: &Study, f: &str, l: &str) -> usize {
+    study
+        .factors
+        .iter()
+        .find(|x| x.name == f)
+        .and_then(|x| x.level_names().iter().position(|n| n == l))
+        .unwrap_or(usize::MAX)
 }
 
 fn groups(study: &Study, cols: &[(String, Expr)], runs: &[StoredRun]) -> Vec<Group> {
     let rows_f = &study.report.rows;
-    let order: Vec<String> = study
-        .factors
-        .iter()
-        .find(|f| &f.name == rows_f)
-        .map(|f| f.level_names())
-        .unwrap_or_default();
     let mut out: Vec<Group> = Vec::new();
     // Groups in the order of the factors' levels, so that a shuffled run
     // order gives the same report.
-    let level_pos = |f: &str, l: &str| {
-        study
-            .factors
-            .iter()
-            .find(|x| x.name == f)
-            .and_then(|x| x.level_names().iter().position(|n| n == l))
-            .unwrap_or(usize::MAX)
-    };
+    let level_pos = |f: &str, l: &str| level_pos(study, f, l);
     let mut sorted: Vec<&StoredRun> = runs.iter().collect();
     sorted.sort_by_key(|r| {
         let key: Vec<usize> = r
             .cell
             .iter()
-            .filter(|(f, _)| f != rows_f)
+            .filter(|(f, _)| !rows_f.contains(f))
             .map(|(f, l)| level_pos(f, l))
             .collect();
         (key, r.seq)
@@ -174,16 +173,20 @@ fn groups(study: &Study, cols: &[(String, Expr)], runs: &[StoredRun]) -> Vec<Gro
         let title = r
             .cell
             .iter()
-            .filter(|(f, _)| f != rows_f)
+            .filter(|(f, _)| !rows_f.contains(f))
             .map(|(f, l)| format!("{f}={l}"))
             .collect::<Vec<_>>()
             .join(" ");
-        let row = r
-            .cell
+        let row: Vec<String> = rows_f
             .iter()
-            .find(|(f, _)| f == rows_f)
-            .map(|(_, l)| l.clone())
-            .unwrap_or_default();
+            .map(|rf| {
+                r.cell
+                    .iter()
+                    .find(|(f, _)| f == rf)
+                    .map(|(_, l)| l.clone())
+                    .unwrap_or_default()
+            })
+            .collect();
         if out.last().is_none_or(|g| g.title != title) {
             out.push(Group {
                 title: title.clone(),
@@ -204,13 +207,18 @@ fn groups(study: &Study, cols: &[(String, Expr)], runs: &[StoredRun]) -> Vec<Gro
         }
     }
     for g in &mut out {
-        g.cells
-            .sort_by_key(|(l, _)| order.iter().position(|o| o == l).unwrap_or(usize::MAX));
+        g.cells.sort_by_key(|(row, _)| {
+            rows_f
+                .iter()
+                .zip(row)
+                .map(|(f, l)| level_pos(f, l))
+                .collect::<Vec<usize>>()
+        });
     }
     out
 }
 
-fn mean(v: Option<&Vec<f64>>) -> Option<f64> {
+pub(crate) fn mean(v: Option<&Vec<f64>>) -> Option<f64> {
     v.and_then(|v| describe(v)).map(|d| d.mean)
 }
 
@@ -269,13 +277,17 @@ pub fn render(st: &Stored, format: Format) -> Result<String, StudyError> {
             }
         }
     }
+    crate::overview::sections(study, &cols, &st.runs, format, &mut out);
+    if format == Format::Html {
+        out.push_str(&crate::overview::series_charts(study, &cols, &st.runs));
+    }
     for g in &gs {
         let base_vals = baseline
             .as_ref()
-            .and_then(|b| g.cells.iter().find(|(l, _)| l == b))
+            .and_then(|b| g.cells.iter().find(|(l, _)| &l[0] == b))
             .map(|(_, m)| m.clone());
         // The study's table.
-        let mut head = vec![spec.rows.clone()];
+        let mut head = spec.rows.clone();
         for c in &spec.columns {
             head.push(c.label.clone());
             if c.change && base_vals.is_some() {
@@ -284,7 +296,7 @@ pub fn render(st: &Stored, format: Format) -> Result<String, StudyError> {
         }
         let mut rows = Vec::new();
         for (level, vals) in &g.cells {
-            let mut r = vec![level.clone()];
+            let mut r = level.clone();
             for c in &spec.columns {
                 let m = mean(vals.get(&c.name));
                 r.push(m.map_or("—".into(), |x| fmt_num(x, c.digits)));
@@ -302,7 +314,7 @@ pub fn render(st: &Stored, format: Format) -> Result<String, StudyError> {
         let table = Table {
             head,
             rows,
-            left: 1,
+            left: spec.rows.len(),
         };
         let gtitle = if g.title.is_empty() {
             "Results".to_string()
@@ -323,7 +335,7 @@ pub fn render(st: &Stored, format: Format) -> Result<String, StudyError> {
             Format::Html => {
                 let _ = writeln!(out, "<h2>{}</h2>", esc(&gtitle));
                 table.html(&mut out);
-                if let Some(ch) = &spec.chart {
+                if let Some(ch) = spec.chart.as_ref().filter(|c| c.series.is_none()) {
                     let series: Vec<(String, Vec<(String, f64)>)> = ch
                         .lines
                         .iter()
@@ -336,14 +348,14 @@ pub fn render(st: &Stored, format: Format) -> Result<String, StudyError> {
                             let pts = g
                                 .cells
                                 .iter()
-                                .filter_map(|(l, v)| mean(v.get(name)).map(|m| (l.clone(), m)))
+                                .filter_map(|(l, v)| mean(v.get(name)).map(|m| (l.join(" "), m)))
                                 .collect();
                             (label, pts)
                         })
                         .collect();
                     out.push_str(&svg::line_chart(
                         format!("{} {}", ch.title, g.title).trim(),
-                        &spec.rows,
+                        &spec.rows.join(" "),
                         &ch.y_label,
                         ch.log2_x,
                         &series,
@@ -354,7 +366,7 @@ pub fn render(st: &Stored, format: Format) -> Result<String, StudyError> {
         // Statistics.
         let mut head = vec![
             "column".to_string(),
-            spec.rows.clone(),
+            spec.rows.join(" "),
             "n".into(),
             "mean".into(),
             "median".into(),
@@ -367,13 +379,14 @@ pub fn render(st: &Stored, format: Format) -> Result<String, StudyError> {
         }
         let mut rows = Vec::new();
         for c in spec.columns.iter().filter(|c| c.stats) {
-            for (level, vals) in &g.cells {
+            for (row, vals) in &g.cells {
                 let Some(v) = vals.get(&c.name) else { continue };
                 let Some(d) = describe(v) else { continue };
                 let dg = c.digits + 1;
+                let level = &row[0];
                 let mut r = vec![
                     c.name.clone(),
-                    level.clone(),
+                    row.join(" "),
                     d.n.to_string(),
                     fmt_num(d.mean, dg),
                     fmt_num(d.median, dg),
@@ -447,6 +460,7 @@ pub fn render(st: &Stored, format: Format) -> Result<String, StudyError> {
         .collect();
     notes.sort();
     notes.dedup();
+    notes.extend(crate::overview::not_run(study, &st.runs));
     let facts = Table {
         head: vec!["fact".into(), "value".into()],
         rows: st
@@ -537,7 +551,7 @@ pub fn compare_stores(a: &Stored, b: &Stored) -> Result<String, StudyError> {
                 rows.push(vec![
                     g.title.clone(),
                     c.name.clone(),
-                    level.clone(),
+                    level.join(" "),
                     fmt_num(da.mean, c.digits + 1),
                     fmt_num(db.mean, c.digits + 1),
                     verdict,
@@ -549,7 +563,7 @@ pub fn compare_stores(a: &Stored, b: &Stored) -> Result<String, StudyError> {
         head: vec![
             "cell".into(),
             "column".into(),
-            spec.rows.clone(),
+            spec.rows.join(" "),
             "A mean".into(),
             "B mean".into(),
             "B vs A".into(),
