@@ -20,6 +20,9 @@ type Cell = Vec<(String, String)>;
 /// Column name → the values of a cell's runs.
 type Values = BTreeMap<String, Vec<f64>>;
 
+/// A row being summed: where it sorts, its levels, its values.
+type Keyed = (Vec<usize>, Vec<String>, Values);
+
 /// Every cell's runs' values, cells in the order of their levels.
 fn cells(study: &Study, cols: &[(String, Expr)], runs: &[StoredRun]) -> Vec<(Cell, Values)> {
     let mut out: Vec<(Cell, Values)> = Vec::new();
@@ -148,7 +151,7 @@ pub(crate) fn sections(
 
     if let Some(c) = &spec.cells {
         let shown: Vec<&String> = c.factors.iter().filter(|f| varies(f)).collect();
-        let mut rows: Vec<(Vec<usize>, Vec<String>, Values)> = Vec::new();
+        let mut rows: Vec<Keyed> = Vec::new();
         for (cell, vals) in &all {
             let key: Vec<String> = shown
                 .iter()
@@ -210,7 +213,7 @@ pub(crate) fn sections(
         // The mean of the cell means, so that a cell with more runs does
         // not weigh more.
         let per: Vec<&String> = a.per.iter().filter(|f| varies(f)).collect();
-        let mut acc: Vec<(Vec<usize>, Vec<String>, BTreeMap<String, Vec<f64>>)> = Vec::new();
+        let mut acc: Vec<Keyed> = Vec::new();
         for (cell, vals) in &all {
             let Some(by) = level(cell, &a.by) else {
                 continue;
@@ -295,7 +298,8 @@ fn questions(
     let per: Vec<&String> = q.per.iter().filter(|f| varies(f)).collect();
     // per-combination → context → factor level → values
     type ByLevel<'a> = BTreeMap<&'a str, &'a Vec<f64>>;
-    let mut groups: Vec<(Vec<String>, Vec<(Vec<(String, String)>, ByLevel<'_>)>)> = Vec::new();
+    type Contexts<'a> = Vec<(Cell, ByLevel<'a>)>;
+    let mut groups: Vec<(Vec<String>, Contexts<'_>)> = Vec::new();
     for (cell, vals) in all {
         let Some(lv) = level(cell, &q.factor) else {
             continue;
@@ -444,8 +448,10 @@ pub(crate) fn series_charts(study: &Study, cols: &[(String, Expr)], runs: &[Stor
     let all = cells(study, cols, runs);
     let present = levels_run(runs);
     let varies = |f: &str| present.get(f).is_some_and(|l| l.len() > 1);
-    // chart title → series level → (row label, mean)
-    let mut charts: Vec<(String, BTreeMap<Vec<usize>, (String, Vec<(String, f64)>)>)> = Vec::new();
+    // chart title → series level (by its position) → (its name, [(row
+    // label, mean)])
+    type Series = BTreeMap<Vec<usize>, (String, Vec<(String, f64)>)>;
+    let mut charts: Vec<(String, Series)> = Vec::new();
     let mut xs: Vec<(Vec<usize>, String)> = Vec::new();
     for (cell, vals) in &all {
         let Some(s) = level(cell, sf) else { continue };
@@ -497,7 +503,7 @@ pub(crate) fn series_charts(study: &Study, cols: &[(String, Expr)], runs: &[Stor
         let _ = writeln!(
             out,
             "<h3>{}</h3>",
-            esc(&format!("{} {title}", ch.title).trim().to_string())
+            esc(format!("{} {title}", ch.title).trim())
         );
         out.push_str(&svg::line_chart(
             format!("{} {title}", ch.title).trim(),

@@ -133,13 +133,17 @@ fn pct(x: f64) -> String {
     format!("{:+.0}%", x)
 }
 
+/// A row of a group: a level of each rows factor, and column name → the
+/// values of its runs.
+type Row = (Vec<String>, BTreeMap<String, Vec<f64>>);
+
 /// One table's worth of runs: the other factors' levels fixed.
 struct Group {
     /// e.g. "engine=postgres"; empty when the rows factor is the only one.
     title: String,
     /// Row (a level of each rows factor) → column name → values of its
     /// runs.
-    cells: Vec<(Vec<String>, BTreeMap<String, Vec<f64>>)>,
+    cells: Vec<Row>,
 }
 
 /// Where a factor's level stands among its levels (for orderings that do
