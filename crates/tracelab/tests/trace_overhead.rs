@@ -117,8 +117,8 @@ fn every_tracing_level_traces_and_off_does_not() {
     assert_eq!(code, 0, "{err}");
     let all = runs(&out);
     // loop=server: off, statement_log, plan, analyze × (1, none);
-    // loop=client: those and client_trace, proxy_trace.
-    assert_eq!(all.len(), 12, "{stdout}");
+    // loop=client: those and client_trace, proxy, proxy_trace.
+    assert_eq!(all.len(), 13, "{stdout}");
     let queries = 3.0 * 200.0;
     for l in ["server", "client"] {
         let at = |t: &str, s: &str| run(&all, &[("loop", l), ("tracing", t), ("sampling", s)]);
@@ -179,8 +179,12 @@ fn every_tracing_level_traces_and_off_does_not() {
     assert!(get(pt, "proxy_trace_bytes") > 0.0, "{pt:?}");
     assert!(get(pt, "proxy_trace_exec_calls") >= queries, "{pt:?}");
     assert!(!pt.contains_key("trace_bytes"));
+    // The proxy alone writes no trace.
+    let px = run(&all, &[("loop", "client"), ("tracing", "proxy")]);
+    assert!(!px.contains_key("proxy_trace_bytes"), "{px:?}");
+    assert_eq!(get(px, "statements"), queries);
     // The levels that do not apply to a server loop are named.
-    for level in ["client_trace", "proxy_trace"] {
+    for level in ["client_trace", "proxy", "proxy_trace"] {
         assert!(
             stdout.contains(&format!("tracing={level} is not run with loop=server")),
             "{stdout}"
