@@ -150,56 +150,13 @@ pub(crate) fn sections(
     };
 
     if let Some(c) = &spec.cells {
-        let shown: Vec<&String> = c.factors.iter().filter(|f| varies(f)).collect();
-        let mut rows: Vec<Keyed> = Vec::new();
-        for (cell, vals) in &all {
-            let key: Vec<String> = shown
-                .iter()
-                .map(|f| level(cell, f).unwrap_or("").to_string())
-                .collect();
-            let pos: Vec<usize> = shown
-                .iter()
-                .zip(&key)
-                .map(|(f, l)| level_pos(study, f, l))
-                .collect();
-            let i = match rows.iter().position(|(_, k, _)| *k == key) {
-                Some(i) => i,
-                None => {
-                    rows.push((pos, key, BTreeMap::new()));
-                    rows.len() - 1
-                }
-            };
-            for (n, v) in vals {
-                rows[i].2.entry(n.clone()).or_default().extend(v);
-            }
-        }
-        rows.sort_by(|a, b| a.0.cmp(&b.0));
-        let mut head: Vec<String> = shown.iter().map(|f| f.to_string()).collect();
-        head.push("runs".into());
-        head.extend(c.columns.iter().map(|n| label(study, n)));
-        let t = Table {
-            head,
-            rows: rows
-                .iter()
-                .map(|(_, key, vals)| {
-                    let mut r = key.clone();
-                    let n = c
-                        .columns
-                        .first()
-                        .and_then(|n| vals.get(n))
-                        .map_or(0, Vec::len);
-                    r.push(n.to_string());
-                    for name in &c.columns {
-                        r.push(
-                            mean(vals.get(name))
-                                .map_or("—".into(), |x| fmt_num(x, digits(study, name))),
-                        );
-                    }
-                    r
-                })
-                .collect(),
-            left: shown.len(),
-        };
+        let shown: Vec<&str> = c
+            .factors
+            .iter()
+            .map(String::as_str)
+            .filter(|f| varies(f))
+            .collect();
+        let t = summary(study, &all, &shown, &c.columns, false);
         let title = if c.title.is_empty() {
             "Every cell".to_string()
         } else {
@@ -212,64 +169,14 @@ pub(crate) fn sections(
     for a in &spec.averages {
         // The mean of the cell means, so that a cell with more runs does
         // not weigh more.
-        let per: Vec<&String> = a.per.iter().filter(|f| varies(f)).collect();
-        let mut acc: Vec<Keyed> = Vec::new();
-        for (cell, vals) in &all {
-            let Some(by) = level(cell, &a.by) else {
-                continue;
-            };
-            let mut key: Vec<String> = per
-                .iter()
-                .map(|f| level(cell, f).unwrap_or("").to_string())
-                .collect();
-            key.push(by.to_string());
-            let mut pos: Vec<usize> = per
-                .iter()
-                .zip(&key)
-                .map(|(f, l)| level_pos(study, f, l))
-                .collect();
-            pos.push(level_pos(study, &a.by, by));
-            let i = match acc.iter().position(|(_, k, _)| *k == key) {
-                Some(i) => i,
-                None => {
-                    acc.push((pos, key, BTreeMap::new()));
-                    acc.len() - 1
-                }
-            };
-            for n in &a.columns {
-                if let Some(m) = mean(vals.get(n)) {
-                    acc[i].2.entry(n.clone()).or_default().push(m);
-                }
-            }
-        }
-        acc.sort_by(|x, y| x.0.cmp(&y.0));
-        let mut head: Vec<String> = per.iter().map(|f| f.to_string()).collect();
-        head.push(a.by.clone());
-        head.push("cells".into());
-        head.extend(a.columns.iter().map(|n| label(study, n)));
-        let t = Table {
-            head,
-            rows: acc
-                .iter()
-                .map(|(_, key, vals)| {
-                    let mut r = key.clone();
-                    let n = a
-                        .columns
-                        .first()
-                        .and_then(|n| vals.get(n))
-                        .map_or(0, Vec::len);
-                    r.push(n.to_string());
-                    for name in &a.columns {
-                        r.push(
-                            mean(vals.get(name))
-                                .map_or("—".into(), |x| fmt_num(x, digits(study, name))),
-                        );
-                    }
-                    r
-                })
-                .collect(),
-            left: per.len() + 1,
-        };
+        let mut by: Vec<&str> = a
+            .per
+            .iter()
+            .map(String::as_str)
+            .filter(|f| varies(f))
+            .collect();
+        by.push(&a.by);
+        let t = summary(study, &all, &by, &a.columns, true);
         heading(
             out,
             format,
@@ -281,6 +188,75 @@ pub(crate) fn sections(
 
     for q in &spec.questions {
         questions(study, q, &all, &varies, format, out);
+    }
+}
+
+/// The cells summed into a row per combination of the levels of
+/// `factors` (cells without one of them left out): per column, the mean of
+/// the runs' values, or with `cell_means` the mean of the cells' means,
+/// after a count of the runs (or cells).
+fn summary(
+    study: &Study,
+    all: &[(Cell, Values)],
+    factors: &[&str],
+    columns: &[String],
+    cell_means: bool,
+) -> Table {
+    let mut rows: Vec<Keyed> = Vec::new();
+    for (cell, vals) in all {
+        let Some(key) = factors
+            .iter()
+            .map(|f| level(cell, f).map(str::to_string))
+            .collect::<Option<Vec<String>>>()
+        else {
+            continue;
+        };
+        let pos: Vec<usize> = factors
+            .iter()
+            .zip(&key)
+            .map(|(f, l)| level_pos(study, f, l))
+            .collect();
+        let i = match rows.iter().position(|(_, k, _)| *k == key) {
+            Some(i) => i,
+            None => {
+                rows.push((pos, key, BTreeMap::new()));
+                rows.len() - 1
+            }
+        };
+        for n in columns {
+            let v = rows[i].2.entry(n.clone()).or_default();
+            match (cell_means, vals.get(n)) {
+                (true, x) => v.extend(mean(x)),
+                (false, Some(x)) => v.extend(x),
+                (false, None) => {}
+            }
+        }
+    }
+    rows.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut head: Vec<String> = factors.iter().map(|f| f.to_string()).collect();
+    head.push(if cell_means { "cells" } else { "runs" }.into());
+    head.extend(columns.iter().map(|n| label(study, n)));
+    Table {
+        head,
+        rows: rows
+            .iter()
+            .map(|(_, key, vals)| {
+                let mut r = key.clone();
+                let n = columns
+                    .first()
+                    .and_then(|n| vals.get(n))
+                    .map_or(0, Vec::len);
+                r.push(n.to_string());
+                for name in columns {
+                    r.push(
+                        mean(vals.get(name))
+                            .map_or("—".into(), |x| fmt_num(x, digits(study, name))),
+                    );
+                }
+                r
+            })
+            .collect(),
+        left: factors.len(),
     }
 }
 

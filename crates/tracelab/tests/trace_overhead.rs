@@ -88,33 +88,38 @@ fn report_rebuilds(out: &Path, printed: &str) {
     );
 }
 
+/// Runs `tracelab study run trace-overhead --quick --reps 1 ARGS --out
+/// OUT` and returns what it printed.
+fn study(out: &Path, args: &[&str]) -> String {
+    let mut all = vec!["study", "run", "trace-overhead", "--quick", "--reps", "1"];
+    all.extend(args);
+    all.extend(["--out", out.to_str().unwrap()]);
+    let (stdout, err, code) = tracelab(&all);
+    assert_eq!(code, 0, "{err}");
+    stdout
+}
+
 #[test]
 fn every_tracing_level_traces_and_off_does_not() {
     let dir = tmp("tracelab-to-levels-");
     let out = dir.path().join("to");
-    let (stdout, err, code) = tracelab(&[
-        "study",
-        "run",
-        "trace-overhead",
-        "--quick",
-        "--reps",
-        "1",
-        "--level",
-        "proc=oltp",
-        "--level",
-        "timer=vdso",
-        "--level",
-        "sampling=1,none",
-        "--var",
-        "oltp_server=200",
-        "--var",
-        "oltp_client=200",
-        "--var",
-        "oltp_strace=10",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
-    assert_eq!(code, 0, "{err}");
+    let stdout = study(
+        &out,
+        &[
+            "--level",
+            "proc=oltp",
+            "--level",
+            "timer=vdso",
+            "--level",
+            "sampling=1,none",
+            "--var",
+            "oltp_server=200",
+            "--var",
+            "oltp_client=200",
+            "--var",
+            "oltp_strace=10",
+        ],
+    );
     let all = runs(&out);
     // loop=server: off, statement_log, plan, analyze × (1, none);
     // loop=client: those and client_trace, proxy, proxy_trace.
@@ -199,31 +204,25 @@ fn every_tracing_level_traces_and_off_does_not() {
 fn the_timer_level_is_in_effect_in_the_server() {
     let dir = tmp("tracelab-to-timer-");
     let out = dir.path().join("to");
-    let (stdout, err, code) = tracelab(&[
-        "study",
-        "run",
-        "trace-overhead",
-        "--quick",
-        "--reps",
-        "1",
-        "--level",
-        "proc=oltp",
-        "--level",
-        "loop=server",
-        "--level",
-        "tracing=analyze",
-        "--level",
-        "sampling=1",
-        "--level",
-        "timer=vdso,syscall,coarse",
-        "--var",
-        "oltp_server=100",
-        "--var",
-        "oltp_strace=5",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
-    assert_eq!(code, 0, "{err}");
+    let stdout = study(
+        &out,
+        &[
+            "--level",
+            "proc=oltp",
+            "--level",
+            "loop=server",
+            "--level",
+            "tracing=analyze",
+            "--level",
+            "sampling=1",
+            "--level",
+            "timer=vdso,syscall,coarse",
+            "--var",
+            "oltp_server=100",
+            "--var",
+            "oltp_strace=5",
+        ],
+    );
     let all = runs(&out);
     assert_eq!(all.len(), 3, "{stdout}");
     let at = |t: &str| run(&all, &[("timer", t)]);
@@ -260,33 +259,27 @@ fn the_timer_level_is_in_effect_in_the_server() {
 fn mariadb_and_sqlite_are_levels_of_the_engine() {
     let dir = tmp("tracelab-to-engines-");
     let out = dir.path().join("to");
-    let (stdout, err, code) = tracelab(&[
-        "study",
-        "run",
-        "trace-overhead",
-        "--quick",
-        "--reps",
-        "1",
-        "--level",
-        "engine=mariadb,sqlite",
-        "--level",
-        "proc=oltp",
-        "--level",
-        "timer=vdso",
-        "--level",
-        "tracing=off,statement_log,plan,client_trace",
-        "--var",
-        "mariadb_oltp_server=20",
-        "--var",
-        "mariadb_oltp_client=50",
-        "--var",
-        "sqlite_oltp_client=50",
-        "--var",
-        "oltp_strace=5",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
-    assert_eq!(code, 0, "{err}");
+    let stdout = study(
+        &out,
+        &[
+            "--level",
+            "engine=mariadb,sqlite",
+            "--level",
+            "proc=oltp",
+            "--level",
+            "timer=vdso",
+            "--level",
+            "tracing=off,statement_log,plan,client_trace",
+            "--var",
+            "mariadb_oltp_server=20",
+            "--var",
+            "mariadb_oltp_client=50",
+            "--var",
+            "sqlite_oltp_client=50",
+            "--var",
+            "oltp_strace=5",
+        ],
+    );
     let all = runs(&out);
     // MariaDB: server (off, statement_log, plan) and client (those and
     // client_trace); SQLite: client (off, client_trace).
