@@ -37,4 +37,19 @@ apt_need 'command -v mariadbd || test -x /usr/sbin/mariadbd' mariadb-server mari
 # strace (syscall counts of the studies).
 apt_need 'command -v strace' strace
 
-cargo test --workspace "$@"
+# DuckDB and PySpark (local mode, on the machine's Java 17) read the
+# exports of `tracelab calls` in crates/tracelab/tests/calls_engines.rs.
+pip_need() {
+  local module=$1; shift
+  if python3 -c "import $module" >/dev/null 2>&1; then return 0; fi
+  echo "scripts/test.sh: installing $* (pip)" >&2
+  python3 -m pip install --quiet --disable-pip-version-check "$@" >/dev/null \
+    || { echo "scripts/test.sh: the tests need: $* (python3 -m pip install $*)" >&2; exit 1; }
+}
+command -v python3 >/dev/null 2>&1 || { echo "scripts/test.sh: python3 not found: the tests need it (apt-get install python3 python3-pip)" >&2; exit 1; }
+apt_need 'command -v java' openjdk-17-jre-headless
+pip_need duckdb duckdb
+pip_need pyspark pyspark
+
+# --no-fail-fast: one failing test binary does not hide the others.
+cargo test --workspace --no-fail-fast "$@"

@@ -42,6 +42,10 @@ pub enum DbError {
     NoServer(PathBuf),
     #[error("{path}: {what}")]
     State { path: PathBuf, what: String },
+    /// A signal (Ctrl-C, SIGTERM, SIGHUP) arrived while a server was being
+    /// set up or started; what had been made for it is gone.
+    #[error("interrupted while {0}")]
+    Interrupted(String),
     #[error(
         "running as root, and no unprivileged user to run the server as \
          (looked for the engine's user, `postgres` or `mysql`, then `nobody` in /etc/passwd)"

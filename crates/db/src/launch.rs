@@ -2,28 +2,122 @@
 //! port, running its setup tools as the server user, and the log tail that
 //! explains a failed start.
 
+use std::io::Read;
 use std::net::TcpListener;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
 
 use crate::error::{io, DbError};
 use crate::privilege::RunAs;
 use crate::state::{status, Status};
 
-/// Runs a setup tool to completion; its output becomes the error if it fails.
+/// The process's interrupt flag (set by Ctrl-C, SIGTERM, SIGHUP), which
+/// every wait for a setup tool or a starting server watches.
+static INTERRUPT: OnceLock<Arc<AtomicBool>> = OnceLock::new();
+
+/// Makes server set-up and starts watch `flag`: once it is set they stop
+/// their tools, undo what they made and return [`DbError::Interrupted`].
+/// The process's signal handling sets it (one flag for INT, TERM, HUP).
+pub fn set_interrupt(flag: Arc<AtomicBool>) {
+    let _ = INTERRUPT.set(flag);
+}
+
+pub(crate) fn interrupted() -> bool {
+    INTERRUPT.get().is_some_and(|f| f.load(Ordering::Relaxed))
+}
+
+/// Runs a setup tool to completion; its output becomes the error if it
+/// fails. The tool runs in a process group of its own, so that a Ctrl-C
+/// at the terminal reaches tracelab alone (and the server pg_ctl starts
+/// never sees it); when the interrupt flag is set the tool's group is
+/// stopped and the call returns [`DbError::Interrupted`].
 pub(crate) fn run(mut cmd: Command, what: &str) -> Result<(), DbError> {
-    let out = cmd.output().map_err(|source| DbError::Spawn {
-        program: what.to_string(),
-        source,
-    })?;
-    if out.status.success() {
+    let mut child = cmd
+        .process_group(0)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|source| DbError::Spawn {
+            program: what.to_string(),
+            source,
+        })?;
+    // Drained beside the wait, so that a chatty tool never blocks on a
+    // full pipe.
+    let drain = |r: Option<Box<dyn Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut v = Vec::new();
+            if let Some(mut r) = r {
+                let _ = r.read_to_end(&mut v);
+            }
+            v
+        })
+    };
+    let out = drain(
+        child
+            .stdout
+            .take()
+            .map(|r| Box::new(r) as Box<dyn Read + Send>),
+    );
+    let err = drain(
+        child
+            .stderr
+            .take()
+            .map(|r| Box::new(r) as Box<dyn Read + Send>),
+    );
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) => {}
+            Err(source) => {
+                return Err(DbError::Spawn {
+                    program: what.to_string(),
+                    source,
+                })
+            }
+        }
+        if interrupted() {
+            stop_group(&mut child);
+            return Err(DbError::Interrupted(format!("{what} ran")));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let text = [
+        out.join().unwrap_or_default(),
+        err.join().unwrap_or_default(),
+    ]
+    .concat();
+    if status.success() {
         return Ok(());
     }
     Err(DbError::Command {
         program: what.to_string(),
-        status: out.status.to_string(),
-        output: String::from_utf8_lossy(&[out.stdout, out.stderr].concat()).into_owned(),
+        status: status.to_string(),
+        output: String::from_utf8_lossy(&text).into_owned(),
     })
+}
+
+/// Stops a child's process group (it leads one): SIGTERM, then SIGKILL
+/// if it has not gone within 5 s.
+pub(crate) fn stop_group(child: &mut Child) {
+    let group = Pid::from_raw(-(child.id() as i32));
+    let _ = kill(group, Signal::SIGTERM);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while Instant::now() < deadline {
+        if let Ok(Some(_)) = child.try_wait() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = kill(group, Signal::SIGKILL);
+    let _ = child.wait();
 }
 
 /// A port nobody listens on now. Another process could take it before the
@@ -34,20 +128,71 @@ pub(crate) fn free_port() -> Result<u16, DbError> {
     Ok(port)
 }
 
+/// Whether the process exists and has not exited. A zombie leader counts
+/// as alive while other threads of it still run: mariadbd's main thread
+/// can end before its shutdown is done.
+pub(crate) fn alive(pid: u32) -> bool {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return false;
+    };
+    // "pid (comm) S ...": the state follows the last parenthesis.
+    let state = stat
+        .rsplit_once(')')
+        .and_then(|(_, rest)| rest.trim_start().chars().next());
+    match state {
+        None | Some('X') => false,
+        Some('Z') => std::fs::read_dir(format!("/proc/{pid}/task"))
+            .map(|d| d.count() > 1)
+            .unwrap_or(false),
+        Some(_) => true,
+    }
+}
+
+/// The port for a server in `dir`: the one it had before if nothing
+/// listens there now (so that URLs in scripts keep working after a
+/// restart, or after the server was killed), else a free one.
+pub(crate) fn port_for(dir: &Path) -> Result<u16, DbError> {
+    let before = crate::state::ServerState::load(dir).ok().map(|s| s.port);
+    match before.filter(|p| TcpListener::bind(("127.0.0.1", *p)).is_ok()) {
+        Some(p) => Ok(p),
+        None => free_port(),
+    }
+}
+
 /// The server's directory: the given one (created, made absolute) or a new
-/// temporary one, which outlives this process.
-pub(crate) fn server_dir(dir: Option<&Path>) -> Result<PathBuf, DbError> {
+/// temporary one, which outlives this process; and whether this call made
+/// it (an interrupted start removes what it made).
+pub(crate) fn server_dir(dir: Option<&Path>) -> Result<(PathBuf, bool), DbError> {
     match dir {
         Some(d) => {
+            let made = !d.exists();
             std::fs::create_dir_all(d).map_err(io(d))?;
-            d.canonicalize().map_err(io(d))
+            Ok((d.canonicalize().map_err(io(d))?, made))
         }
-        None => Ok(tempfile::Builder::new()
-            .prefix("tracelab-db-")
-            .tempdir()
-            .map_err(io(std::env::temp_dir()))?
-            .keep()),
+        None => Ok((
+            tempfile::Builder::new()
+                .prefix("tracelab-db-")
+                .tempdir()
+                .map_err(io(std::env::temp_dir()))?
+                .keep(),
+            true,
+        )),
     }
+}
+
+/// After a start that failed: an interrupted one leaves nothing it made
+/// behind (its directory, when it made it).
+pub(crate) fn undo_interrupted<T>(
+    r: Result<T, DbError>,
+    dir: &Path,
+    made: bool,
+) -> Result<T, DbError> {
+    if let Err(DbError::Interrupted(_)) = &r {
+        if made {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    }
+    r
 }
 
 /// Refuses a directory whose server runs, or that holds another engine's

@@ -14,12 +14,15 @@ mod binaries;
 mod error;
 mod launch;
 mod mariadb;
+mod owner;
 mod postgres;
 mod privilege;
 mod state;
 
 pub use binaries::{MariaBinaries, PgBinaries};
 pub use error::DbError;
+pub use launch::set_interrupt;
 pub use mariadb::{start_mariadb, start_mariadb_with_env, MariaOptions, MARIADB_DATABASE};
+pub use owner::{mark_owner, private_dir, remove_orphans};
 pub use postgres::{start_postgres, start_postgres_with_env, PgOptions};
 pub use state::{status, stop, ServerState, Status};

@@ -17,7 +17,9 @@ use nix::unistd::Pid;
 
 use crate::binaries::MariaBinaries;
 use crate::error::{io, DbError};
-use crate::launch::{check_free, free_port, hint_traversal, log_tail, run, server_dir};
+use crate::launch::{
+    check_free, hint_traversal, log_tail, port_for, run, server_dir, undo_interrupted,
+};
 use crate::privilege::RunAs;
 use crate::state::ServerState;
 
@@ -113,7 +115,18 @@ pub fn start_mariadb_with_env(
 ) -> Result<ServerState, DbError> {
     let bins = MariaBinaries::find()?;
     let options = server_options(&opts.settings)?;
-    let dir = server_dir(opts.dir.as_deref())?;
+    let (dir, made) = server_dir(opts.dir.as_deref())?;
+    let r = start_in(opts, &bins, &options, env, dir.clone());
+    undo_interrupted(r, &dir, made)
+}
+
+fn start_in(
+    opts: &MariaOptions,
+    bins: &MariaBinaries,
+    options: &[String],
+    env: &[(String, String)],
+    dir: PathBuf,
+) -> Result<ServerState, DbError> {
     check_free(&dir, "mariadb")?;
     let run_as = RunAs::choose_among(&["mysql", "postgres", "nobody"])?;
     let data = dir.join("data");
@@ -150,9 +163,15 @@ pub fn start_mariadb_with_env(
                 "--skip-test-db",
                 "--skip-name-resolve",
             ]);
-        run(install, "mariadb-install-db").map_err(|e| hint_traversal(e, &dir, run_as))?;
+        if let Err(e) = run(install, "mariadb-install-db") {
+            if let DbError::Interrupted(_) = e {
+                // A half-made data directory would be taken for a made one.
+                let _ = std::fs::remove_dir_all(&data);
+            }
+            return Err(hint_traversal(e, &dir, run_as));
+        }
     }
-    let port = free_port()?;
+    let port = port_for(&dir)?;
     let socket = socket_dir.join(SOCKET);
     // The server's early complaints (before it opens --log-error) go to
     // stderr: keep them in the log too.
@@ -183,7 +202,7 @@ pub fn start_mariadb_with_env(
             dir.join(SLOW_LOG).display()
         ))
         .arg(format!("--init-file={}", init.display()))
-        .args(&options)
+        .args(options)
         .envs(env.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::null())
         .stdout(out)
@@ -196,7 +215,6 @@ pub fn start_mariadb_with_env(
             source,
         })
         .map_err(|e| hint_traversal(e, &dir, run_as))?;
-    wait_ready(child, port, &socket, &log)?;
     let state = ServerState {
         engine: "mariadb".into(),
         url: format!("mysql://root@127.0.0.1:{port}/{MARIADB_DATABASE}"),
@@ -209,8 +227,39 @@ pub fn start_mariadb_with_env(
             .map(Path::to_path_buf)
             .unwrap_or_default(),
     };
+    // The directory is a tracelab server's from here on, running or not.
     state.save()?;
+    wait_ready(child, port, &socket, &log).map_err(|e| refused_option(e, &opts.settings))?;
     Ok(state)
+}
+
+/// A server that exits at once because of a `-c` option it does not know
+/// or cannot take ("unknown variable 'x=1'"): a mistake on the command
+/// line, said as such (the options are for this start only, so the
+/// directory stays usable).
+fn refused_option(e: DbError, settings: &[(String, String)]) -> DbError {
+    let DbError::Command { output, .. } = &e else {
+        return e;
+    };
+    let said = output.lines().find(|l| {
+        l.contains("unknown variable")
+            || l.contains("unknown option")
+            || l.contains("Incorrect argument")
+    });
+    let Some(line) = said else { return e };
+    let what = line.split("[ERROR]").nth(1).unwrap_or(line).trim();
+    let name = settings
+        .iter()
+        .map(|(k, _)| k)
+        .find(|k| what.contains(k.as_str()))
+        .or(settings.first().map(|(k, _)| k));
+    match name {
+        Some(name) => DbError::Setting {
+            name: name.clone(),
+            what: format!("MariaDB refuses it: {what}"),
+        },
+        None => e,
+    }
 }
 
 /// Waits until the server greets a client on its port and its socket
@@ -231,6 +280,10 @@ fn wait_ready(mut child: Child, port: u16, socket: &Path, log: &Path) -> Result<
         }
         if socket.exists() && greets(port) {
             break;
+        }
+        if crate::launch::interrupted() {
+            crate::launch::stop_group(&mut child);
+            return Err(DbError::Interrupted("mariadbd started".into()));
         }
         if Instant::now() > deadline {
             let _ = kill(Pid::from_raw(child.id() as i32), Signal::SIGTERM);
@@ -278,33 +331,13 @@ pub(crate) fn running_pid(state: &ServerState) -> Option<u32> {
         .trim()
         .parse()
         .ok()?;
-    if !alive(pid) {
+    if !crate::launch::alive(pid) {
         return None;
     }
     let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
     let want = format!("--datadir={}", state.data_dir().display());
     let ours = cmdline.split(|&b| b == 0).any(|arg| arg == want.as_bytes());
     ours.then_some(pid)
-}
-
-/// Whether the process exists and has not exited. A zombie leader counts
-/// as alive while other threads of it still run: mariadbd's main thread
-/// can end before its shutdown is done.
-fn alive(pid: u32) -> bool {
-    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-        return false;
-    };
-    // "pid (comm) S ...": the state follows the last parenthesis.
-    let state = stat
-        .rsplit_once(')')
-        .and_then(|(_, rest)| rest.trim_start().chars().next());
-    match state {
-        None | Some('X') => false,
-        Some('Z') => std::fs::read_dir(format!("/proc/{pid}/task"))
-            .map(|d| d.count() > 1)
-            .unwrap_or(false),
-        Some(_) => true,
-    }
 }
 
 /// Asks the server to shut down (SIGTERM: a normal shutdown, sessions are
@@ -324,7 +357,7 @@ pub(crate) fn shut_down(state: &ServerState) -> Result<(), DbError> {
         }
     }
     let deadline = Instant::now() + PATIENCE;
-    while alive(pid) {
+    while crate::launch::alive(pid) {
         if Instant::now() > deadline {
             return Err(DbError::Command {
                 program: "mariadbd shutdown".into(),
@@ -364,8 +397,8 @@ mod tests {
 
     #[test]
     fn our_own_process_is_alive_and_a_made_up_one_is_not() {
-        assert!(alive(std::process::id()));
+        assert!(crate::launch::alive(std::process::id()));
         // Above the kernel's pid_max (at most 2^22).
-        assert!(!alive(1 << 23));
+        assert!(!crate::launch::alive(1 << 23));
     }
 }

@@ -132,8 +132,13 @@ fn pg_running(state: &ServerState) -> Result<bool, DbError> {
             program: "pg_ctl".into(),
             source,
         })?;
-    // pg_ctl status: 0 running, 3 not running, 4 no data directory.
-    Ok(out.status.success())
+    // pg_ctl status: 0 running, 3 not running, 4 no data directory. It
+    // takes a killed postmaster that nobody has reaped yet (a zombie) for
+    // a running one: the pid file's process must be alive too.
+    let postmaster = std::fs::read_to_string(state.pid_file())
+        .ok()
+        .and_then(|t| t.lines().next().and_then(|l| l.trim().parse::<u32>().ok()));
+    Ok(out.status.success() && postmaster.is_none_or(crate::launch::alive))
 }
 
 /// Stops the server in `dir` (fast shutdown: sessions are disconnected).

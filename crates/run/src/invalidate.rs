@@ -1,32 +1,40 @@
 //! How the result cache hears of changes: one channel per process (not per
-//! session), on a thread of its own for the length of the run.
+//! session), on a thread of its own for the length of the run. The channel
+//! also asks the catalog what the workload's statements read
+//! (`crate::resolve`), when it connects and after every DDL it hears of.
 //!
-//! - PostgreSQL: a connection that LISTENs on `tracelab_rc`, where the
-//!   triggers of `--result-cache-setup` NOTIFY the table's name at commit.
-//!   A heartbeat (`select 1`) every quarter lag proves the connection
-//!   alive; when heartbeat N completes, every notification committed before
-//!   heartbeat N-1 was sent has been read (the server sends pending
-//!   notifications before it reads the next command), so the cache may
-//!   serve until heartbeat N-1's start plus the lag.
+//! - PostgreSQL: a connection that LISTENs on `tracelab_rc`. Statement
+//!   triggers (enabled always, so that they fire under
+//!   `session_replication_role = replica` too) NOTIFY the OID of the
+//!   table's partition root at commit; an event trigger on
+//!   `ddl_command_end` (enabled always) NOTIFYs `ddl`. A heartbeat
+//!   (`select 1`) every quarter lag proves the connection alive; when
+//!   heartbeat N completes, every notification committed before heartbeat
+//!   N-1 was sent has been read (the server sends pending notifications
+//!   before it reads the next command), so the cache may serve until
+//!   heartbeat N-1's start plus the lag.
 //! - MariaDB: triggers count changes per table in `tracelab_rc_changes`; a
-//!   connection reads the counters every half lag, and a read that started
-//!   at S has seen every change committed before S.
+//!   connection reads the counters, and a digest of the definitions of
+//!   every table, view, trigger and function the workload may read (see
+//!   `resolve::fingerprint_sql`), every half lag; a read that started at S
+//!   has seen every change committed before S.
 //!
-//! A failed channel stops the cache from serving at once and flushes it;
-//! it reconnects and starts afresh (nothing heard before can be trusted:
-//! NOTIFY has no replay).
+//! A DDL stops the cache from serving anything until the catalog has been
+//! asked again. A failed channel stops the cache from serving at once and
+//! flushes it; it reconnects and starts afresh (nothing heard before can
+//! be trusted: NOTIFY has no replay).
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use mysql_async::prelude::Queryable;
 
-use crate::cache::{table_index, ResultCache};
+use crate::cache::ResultCache;
 use crate::clock::Clock;
-use crate::engine::{redact, Engine};
-use crate::error::RunError;
+use crate::engine::Engine;
+use crate::resolve::{self, Ask};
 
 /// The NOTIFY channel of the PostgreSQL triggers.
 pub const CHANNEL: &str = "tracelab_rc";
@@ -36,130 +44,155 @@ pub const APPLICATION: &str = "tracelab result cache";
 /// The MariaDB table of change counters.
 pub const COUNTERS: &str = "tracelab_rc_changes";
 
-/// The SQL that installs invalidation on `tables` (documented in the
-/// README for those who install it by hand).
-pub fn setup_sql(engine: Engine, tables: &[String]) -> Vec<String> {
+/// The body of the PostgreSQL trigger function: the OID of the changed
+/// table's partition root (the table itself when it is not a partition),
+/// so that a same-named table in another schema, or a table dropped and
+/// created again, is never taken for the annotated one.
+pub(crate) const PG_NOTIFY_BODY: &str = " begin perform pg_notify('tracelab_rc', \
+     coalesce(pg_partition_root(TG_RELID), TG_RELID)::oid::text); return null; end ";
+/// The body of the PostgreSQL event trigger function.
+pub(crate) const PG_DDL_BODY: &str = " begin perform pg_notify('tracelab_rc', 'ddl'); end ";
+
+/// The functions and the DDL event trigger (an event trigger takes a
+/// superuser).
+pub(crate) fn pg_base_setup() -> Vec<String> {
+    vec![
+        format!(
+            "create or replace function tracelab_rc_notify() returns trigger language plpgsql \
+             as $${PG_NOTIFY_BODY}$$"
+        ),
+        format!(
+            "create or replace function tracelab_rc_ddl() returns event_trigger language plpgsql \
+             as $${PG_DDL_BODY}$$"
+        ),
+        "drop event trigger if exists tracelab_rc_ddl".into(),
+        "create event trigger tracelab_rc_ddl on ddl_command_end execute function tracelab_rc_ddl()"
+            .into(),
+        "alter event trigger tracelab_rc_ddl enable always".into(),
+    ]
+}
+
+/// The trigger on each of `tables` (names as the catalog prints them:
+/// quoted and qualified where needed).
+pub(crate) fn pg_table_setup(tables: &[String]) -> Vec<String> {
     let mut sql = Vec::new();
-    match engine {
-        Engine::Postgres => {
-            sql.push(format!(
-                "create or replace function tracelab_rc_notify() returns trigger language plpgsql as \
-                 $$ begin perform pg_notify('{CHANNEL}', lower(TG_TABLE_NAME)); return null; end $$"
-            ));
-            for t in tables {
-                sql.push(format!("drop trigger if exists tracelab_rc on {t}"));
-                sql.push(format!(
-                    "create trigger tracelab_rc after insert or update or delete or truncate on {t} \
-                     for each statement execute function tracelab_rc_notify()"
-                ));
-            }
-        }
-        Engine::Mysql => {
-            sql.push(format!(
-                "create table if not exists {COUNTERS} (tbl varchar(64) primary key, n bigint not null)"
-            ));
-            for t in tables {
-                sql.push(format!("insert ignore into {COUNTERS} values ('{t}', 0)"));
-                for (op, suffix) in [("insert", "ins"), ("update", "upd"), ("delete", "del")] {
-                    sql.push(format!("drop trigger if exists tracelab_rc_{t}_{suffix}"));
-                    sql.push(format!(
-                        "create trigger tracelab_rc_{t}_{suffix} after {op} on {t} for each row \
-                         insert into {COUNTERS} values ('{t}', 1) on duplicate key update n = n + 1"
-                    ));
-                }
-            }
-        }
-        Engine::Sqlite => {}
+    for t in tables {
+        sql.push(format!("drop trigger if exists tracelab_rc on {t}"));
+        sql.push(format!(
+            "create trigger tracelab_rc after insert or update or delete or truncate on {t} \
+             for each statement execute function tracelab_rc_notify()"
+        ));
+        sql.push(format!("alter table {t} enable always trigger tracelab_rc"));
     }
     sql
 }
 
-/// Installs invalidation on the cache's tables, before a run.
-pub fn setup(engine: Engine, url: &str, tables: &[String]) -> Result<(), RunError> {
-    let rt = runtime()?;
-    let fail = |e: String| RunError::Usage(format!("--result-cache-setup on {}: {e}", redact(url)));
-    rt.block_on(async {
-        match engine {
-            Engine::Postgres => {
-                let (client, conn) = tokio_postgres::connect(url, tokio_postgres::NoTls)
-                    .await
-                    .map_err(|e| fail(e.to_string()))?;
-                let driver = tokio::spawn(conn);
-                for s in setup_sql(engine, tables) {
-                    client
-                        .batch_execute(&s)
-                        .await
-                        .map_err(|e| fail(pg_message(&e)))?;
-                }
-                drop(client);
-                let _ = driver.await;
-            }
-            Engine::Mysql => {
-                let opts = mysql_opts(url).map_err(fail)?;
-                let mut c = mysql_async::Conn::new(opts)
-                    .await
-                    .map_err(|e| fail(e.to_string()))?;
-                for s in setup_sql(engine, tables) {
-                    c.query_drop(s).await.map_err(|e| fail(e.to_string()))?;
-                }
-                let _ = c.disconnect().await;
-            }
-            Engine::Sqlite => {
-                return Err(RunError::Usage(
-                    "--result-cache works with PostgreSQL and MariaDB: SQLite runs in process, \
-                     where there is no round trip to save"
-                        .into(),
-                ))
-            }
-        }
-        Ok(())
-    })
+/// A MariaDB identifier, quoted.
+fn bq(s: &str) -> String {
+    format!("`{}`", s.replace('`', "``"))
 }
 
-fn runtime() -> Result<tokio::runtime::Runtime, RunError> {
+/// A MariaDB string literal.
+fn lit(s: &str) -> String {
+    format!("'{}'", s.replace('\\', "\\\\").replace('\'', "''"))
+}
+
+/// The counters table, in the connection's database `db`.
+pub(crate) fn mariadb_base_setup(db: &str) -> Vec<String> {
+    vec![format!(
+        "create table if not exists {}.{COUNTERS} (tbl varchar(129) primary key, n bigint not null)",
+        bq(db)
+    )]
+}
+
+/// The counting triggers on `schema.table` (TRUNCATE fires none on
+/// MariaDB: it is DDL there, seen by the definition digest).
+pub(crate) fn mariadb_table_setup(db: &str, schema: &str, table: &str) -> Vec<String> {
+    let id = lit(&format!(
+        "{}.{}",
+        schema.to_ascii_lowercase(),
+        table.to_ascii_lowercase()
+    ));
+    let counters = format!("{}.{COUNTERS}", bq(db));
+    let mut sql = vec![format!("insert ignore into {counters} values ({id}, 0)")];
+    for (op, suffix) in [("insert", "ins"), ("update", "upd"), ("delete", "del")] {
+        let trigger = format!(
+            "{}.{}",
+            bq(schema),
+            bq(&format!("tracelab_rc_{table}_{suffix}"))
+        );
+        sql.push(format!("drop trigger if exists {trigger}"));
+        sql.push(format!(
+            "create trigger {trigger} after {op} on {}.{} for each row \
+             insert into {counters} values ({id}, 1) on duplicate key update n = n + 1",
+            bq(schema),
+            bq(table)
+        ));
+    }
+    sql
+}
+
+/// The SQL that installs invalidation on `tables` (for those who install
+/// it by hand; `--result-cache-setup` installs it on the base tables the
+/// catalog names, views followed, partitions included). On MariaDB the
+/// tables are taken to be in database `tracelab`.
+pub fn setup_sql(engine: Engine, tables: &[String]) -> Vec<String> {
+    match engine {
+        Engine::Postgres => {
+            let mut sql = pg_base_setup();
+            sql.extend(pg_table_setup(tables));
+            sql
+        }
+        Engine::Mysql => {
+            let mut sql = mariadb_base_setup("tracelab");
+            for t in tables {
+                let (schema, table) = t.split_once('.').unwrap_or(("tracelab", t));
+                sql.extend(mariadb_table_setup("tracelab", schema, table));
+            }
+            sql
+        }
+        Engine::Sqlite => Vec::new(),
+    }
+}
+
+fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| RunError::Usage(format!("cannot start a runtime: {e}")))
 }
 
-fn pg_message(e: &tokio_postgres::Error) -> String {
+pub(crate) fn pg_message(e: &tokio_postgres::Error) -> String {
     match e.as_db_error() {
         Some(db) => format!("{} (SQLSTATE {})", db.message(), db.code().code()),
         None => e.to_string(),
     }
 }
 
-pub(crate) fn mysql_opts(url: &str) -> Result<mysql_async::Opts, String> {
-    let url_m = match url.strip_prefix("mariadb:") {
-        Some(rest) => format!("mysql:{rest}"),
-        None => url.to_string(),
-    };
-    mysql_async::Opts::from_url(&url_m)
-        .map_err(|_| format!("cannot read the URL `{}`", redact(url)))
+/// What the channel needs besides the cache.
+pub(crate) struct Channel {
+    pub engine: Engine,
+    pub url: String,
+    /// The sessions' settings (`-s`): a search_path changes what names
+    /// resolve to.
+    pub settings: Vec<(String, String)>,
+    pub ask: Ask,
+    pub clock: Clock,
 }
 
 /// Runs the channel until `done`; meant for a thread of its own.
-pub(crate) fn run(
-    cache: Arc<ResultCache>,
-    engine: Engine,
-    url: String,
-    clock: Clock,
-    done: Arc<AtomicBool>,
-) {
+pub(crate) fn run(cache: Arc<ResultCache>, ch: Channel, done: Arc<AtomicBool>) {
     let Ok(rt) = runtime() else {
         cache.lose_channel();
         return;
     };
     let lag = cache.opts.lag;
-    let names = table_index(&cache);
     let cache = &cache;
     let local = tokio::task::LocalSet::new();
     local.block_on(&rt, async {
         while !done.load(Ordering::Acquire) {
-            let r = match engine {
-                Engine::Postgres => listen(cache, &names, &url, clock, &done).await,
-                Engine::Mysql => poll_counters(cache, &names, &url, clock, &done).await,
+            let r = match ch.engine {
+                Engine::Postgres => listen(cache, &ch, &done).await,
+                Engine::Mysql => poll_counters(cache, &ch, &done).await,
                 Engine::Sqlite => return,
             };
             if let Err(why) = r {
@@ -172,16 +205,24 @@ pub(crate) fn run(
     });
 }
 
-async fn listen(
-    cache: &Arc<ResultCache>,
-    names: &HashMap<String, usize>,
-    url: &str,
-    clock: Clock,
-    done: &AtomicBool,
+/// Asks the catalog until an answer is published (a DDL heard while
+/// asking makes the answer void: ask again).
+async fn resolve_pg(
+    cache: &ResultCache,
+    client: &tokio_postgres::Client,
+    ask: &Ask,
 ) -> Result<(), String> {
-    let mut config: tokio_postgres::Config = url
-        .parse()
-        .map_err(|_| format!("cannot read the URL `{}`", redact(url)))?;
+    loop {
+        let epoch = cache.epoch();
+        let r = resolve::postgres(client, ask).await?;
+        if cache.publish(epoch, r) {
+            return Ok(());
+        }
+    }
+}
+
+async fn listen(cache: &Arc<ResultCache>, ch: &Channel, done: &AtomicBool) -> Result<(), String> {
+    let mut config = crate::conninfo::postgres(&ch.url)?;
     config.application_name(APPLICATION);
     let (client, mut connection) = config
         .connect(tokio_postgres::NoTls)
@@ -191,14 +232,16 @@ async fn listen(
     // they arrive, before any later reply reaches the heartbeat.
     let lost = Arc::new(AtomicBool::new(false));
     let driver = {
-        let (names, lost, cache) = (names.clone(), lost.clone(), cache.clone());
+        let (lost, cache) = (lost.clone(), cache.clone());
         tokio::task::spawn_local(async move {
             loop {
                 let m = std::future::poll_fn(|cx| connection.poll_message(cx)).await;
                 match m {
                     Some(Ok(tokio_postgres::AsyncMessage::Notification(n))) => {
-                        if let Some(&t) = names.get(&n.payload().to_ascii_lowercase()) {
-                            cache.invalidate(t);
+                        if n.payload() == "ddl" {
+                            cache.ddl();
+                        } else {
+                            cache.invalidate_id(n.payload());
                         }
                     }
                     Some(Ok(_)) => {}
@@ -218,17 +261,25 @@ async fn listen(
         }
     }
     let _driver = Abort(driver);
+    for (name, value) in &ch.settings {
+        client
+            .execute("select set_config($1, $2, false)", &[name, value])
+            .await
+            .map_err(|e| format!("cannot set {name}: {}", pg_message(&e)))?;
+    }
     client
         .batch_execute(&format!("LISTEN {CHANNEL}"))
         .await
         .map_err(|e| format!("cannot LISTEN: {}", pg_message(&e)))?;
-    // Listening from here on: what was cached before may have missed
-    // changes.
-    cache.flush();
+    // Listening from here on: what was cached or resolved before may have
+    // missed changes.
+    cache.ddl();
+    resolve_pg(cache, &client, &ch.ask).await?;
     let period = (cache.opts.lag / 4).max(Duration::from_millis(2));
     let mut previous: Option<i64> = None;
+    let mut published = cache.epoch();
     while !done.load(Ordering::Acquire) {
-        let sent = clock.now();
+        let sent = ch.clock.now();
         client
             .simple_query("select 1")
             .await
@@ -240,26 +291,73 @@ async fn listen(
             cache.confirm(p);
         }
         previous = Some(sent);
+        if cache.epoch() != published {
+            // A DDL: ask the catalog again before anything is cached.
+            resolve_pg(cache, &client, &ch.ask).await?;
+            published = cache.epoch();
+            continue;
+        }
         tokio::time::sleep(period).await;
     }
     Ok(())
 }
 
-async fn poll_counters(
+/// MariaDB's definition digest of `names` (see `resolve::fingerprint_sql`).
+async fn fingerprint(
+    c: &mut mysql_async::Conn,
+    names: &BTreeSet<String>,
+) -> Result<String, String> {
+    let fp: Option<Option<String>> = c
+        .query_first(resolve::fingerprint_sql(names))
+        .await
+        .map_err(|e| format!("cannot read the table definitions: {e}"))?;
+    Ok(fp.flatten().unwrap_or_default())
+}
+
+/// Asks the catalog until an answer is published over an unchanged
+/// definition digest; returns the digest and the names it covers.
+async fn resolve_maria(
     cache: &ResultCache,
-    names: &HashMap<String, usize>,
-    url: &str,
-    clock: Clock,
-    done: &AtomicBool,
-) -> Result<(), String> {
-    let opts = mysql_opts(url)?;
+    c: &mut mysql_async::Conn,
+    ask: &Ask,
+) -> Result<(String, BTreeSet<String>), String> {
+    let mut names: BTreeSet<String> = BTreeSet::new();
+    loop {
+        let epoch = cache.epoch();
+        let before = fingerprint(c, &names).await?;
+        let (r, watched) = resolve::mariadb(c, ask).await?;
+        if watched != names {
+            // Views named more tables: digest those too, and ask again.
+            names = watched;
+            continue;
+        }
+        if fingerprint(c, &names).await? != before {
+            continue;
+        }
+        if cache.publish(epoch, r) {
+            return Ok((before, names));
+        }
+    }
+}
+
+async fn poll_counters(cache: &ResultCache, ch: &Channel, done: &AtomicBool) -> Result<(), String> {
+    let opts = crate::conninfo::mariadb(&ch.url)?;
     let mut c = mysql_async::Conn::new(opts)
         .await
         .map_err(|e| format!("cannot connect: {e}"))?;
+    for (name, value) in &ch.settings {
+        if name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+            c.query_drop(format!("SET SESSION {name} = {value}"))
+                .await
+                .map_err(|e| format!("cannot set {name}: {e}"))?;
+        }
+    }
     let period = (cache.opts.lag / 2).max(Duration::from_millis(2));
     let mut seen: Option<HashMap<String, i64>> = None;
+    cache.ddl();
+    let (mut digest, mut names) = resolve_maria(cache, &mut c, &ch.ask).await?;
     while !done.load(Ordering::Acquire) {
-        let sent = clock.now();
+        let sent = ch.clock.now();
         let rows: Vec<(String, i64)> = c
             .query(format!("select lower(tbl), n from {COUNTERS}"))
             .await
@@ -267,19 +365,18 @@ async fn poll_counters(
                 format!("cannot read {COUNTERS} (install it with --result-cache-setup): {e}")
             })?;
         let now: HashMap<String, i64> = rows.into_iter().collect();
-        match &seen {
-            // The first read after connecting: start afresh.
-            None => cache.flush(),
-            Some(before) => {
-                for (t, n) in &now {
-                    if before.get(t) != Some(n) {
-                        if let Some(&i) = names.get(t) {
-                            cache.invalidate(i);
-                        }
-                    }
+        if fingerprint(&mut c, &names).await? != digest {
+            cache.ddl();
+            (digest, names) = resolve_maria(cache, &mut c, &ch.ask).await?;
+        } else if let Some(before) = &seen {
+            for (t, n) in &now {
+                if before.get(t) != Some(n) {
+                    cache.invalidate_id(t);
                 }
             }
         }
+        // The first read after connecting is the baseline: the cache
+        // started afresh (`ddl` above).
         seen = Some(now);
         cache.confirm(sent);
         tokio::time::sleep(period).await;

@@ -7,21 +7,25 @@
 
 mod cache;
 mod clock;
+pub mod conninfo;
 mod engine;
 mod error;
 mod invalidate;
 mod live;
+mod pace;
+mod resolve;
 mod session;
 pub mod sql;
 mod summary;
 mod thread_cpu;
+mod traces;
 mod workload;
 
 pub use cache::{
     parse_tables, read_tables_file, CacheMode, CacheOptions, CacheStats, ResultHook, Rows, Seen,
 };
 pub use clock::Timer;
-pub use engine::{redact, Engine};
+pub use engine::{check_url, redact, Engine};
 pub use error::RunError;
 pub use invalidate::setup_sql as result_cache_setup_sql;
 pub use summary::{Latency, SessionSummary, StatementSummary, Summary};
@@ -70,6 +74,10 @@ pub struct RunOptions {
     pub exe_delay: Duration,
     /// Write one trace per session here.
     pub trace_dir: Option<PathBuf>,
+    /// The trace directory may hold traces this run would not replace:
+    /// keep them, and number this run's after them. Without it such a
+    /// directory is refused, so that one profile never mixes two runs.
+    pub trace_append: bool,
     /// Statements per transaction; 0 is autocommit (each statement its
     /// own transaction).
     pub per_commit: u64,
@@ -118,6 +126,7 @@ impl Default for RunOptions {
             stop: Stop::Transactions(1),
             exe_delay: Duration::ZERO,
             trace_dir: None,
+            trace_append: false,
             per_commit: 0,
             rollback: false,
             interrupt: None,
@@ -141,13 +150,17 @@ impl Default for RunOptions {
 /// statement, a lost connection) are counted in the summary, not returned:
 /// what was measured is never lost.
 pub fn run(opts: &RunOptions, workload: &Workload) -> Result<Summary, RunError> {
-    let engine = Engine::of_url(&opts.url)?;
-    if let Some(dir) = &opts.trace_dir {
-        std::fs::create_dir_all(dir).map_err(|source| RunError::Io {
-            path: dir.clone(),
-            source,
-        })?;
-    }
+    let engine = engine::check_url(&opts.url)?;
+    let trace_first = match &opts.trace_dir {
+        Some(dir) => {
+            std::fs::create_dir_all(dir).map_err(|source| RunError::Io {
+                path: dir.clone(),
+                source,
+            })?;
+            traces::first_number(dir, opts.sessions, opts.trace_append)?
+        }
+        None => 0,
+    };
     // Sessions are tasks on one thread per core, each thread with its own
     // single-threaded runtime, as pgbench's -j threads multiplex their
     // connections: twenty blocking threads on two cores spend their time
@@ -173,10 +186,6 @@ pub fn run(opts: &RunOptions, workload: &Workload) -> Result<Summary, RunError> 
                         .into(),
                 ));
             }
-            if c.setup {
-                let tables: Vec<String> = c.tables.iter().map(|(t, _)| t.clone()).collect();
-                invalidate::setup(engine, &opts.url, &tables)?;
-            }
             Some(Arc::new(cache::ResultCache::new(c.clone())))
         }
         None => None,
@@ -185,8 +194,23 @@ pub fn run(opts: &RunOptions, workload: &Workload) -> Result<Summary, RunError> 
     // them.
     let channel_done = Arc::new(AtomicBool::new(false));
     let channel = cache.as_ref().map(|c| {
-        let (c, url, done) = (c.clone(), opts.url.clone(), channel_done.clone());
-        std::thread::spawn(move || invalidate::run(c, engine, url, clock, done))
+        let ch = invalidate::Channel {
+            engine,
+            url: opts.url.clone(),
+            settings: opts.settings.clone(),
+            ask: resolve::Ask {
+                statements: workload
+                    .statements
+                    .iter()
+                    .map(|s| (s.sql.clone(), s.engine_sql.clone()))
+                    .collect(),
+                tables: c.opts.tables.clone(),
+                setup: c.opts.setup,
+            },
+            clock,
+        };
+        let (c, done) = (c.clone(), channel_done.clone());
+        std::thread::spawn(move || invalidate::run(c, ch, done))
     });
     // Sessions start once the channel vouches for freshness (or has
     // failed, or has had ten seconds): a run measures the cache at work,
@@ -199,6 +223,22 @@ pub fn run(opts: &RunOptions, workload: &Workload) -> Result<Summary, RunError> 
         {
             std::thread::sleep(std::time::Duration::from_millis(1));
         }
+        // --result-cache-setup that failed (no privilege, a bad name) is
+        // a usage error, said before anything runs.
+        if let Some(why) = c
+            .stats()
+            .channel_error
+            .filter(|e| e.starts_with("--result-cache-setup"))
+        {
+            channel_done.store(true, std::sync::atomic::Ordering::Release);
+            if let Some(h) = channel {
+                let _ = h.join();
+            }
+            return Err(RunError::Usage(format!(
+                "{why} (on {})",
+                engine::redact(&opts.url)
+            )));
+        }
     }
     // The run's elapsed time starts with its sessions.
     let start = Instant::now();
@@ -207,6 +247,7 @@ pub fn run(opts: &RunOptions, workload: &Workload) -> Result<Summary, RunError> 
         workload.clone(),
         live::Live::new(if opts.progress { workers } else { 0 }),
         cache.clone(),
+        trace_first,
     ));
     let done = AtomicBool::new(false);
     let mut results: Vec<SessionSummary> = std::thread::scope(|s| {
@@ -262,6 +303,7 @@ pub fn run(opts: &RunOptions, workload: &Workload) -> Result<Summary, RunError> 
                                         clock,
                                         (&shared.2, wk),
                                         shared.3.as_deref(),
+                                        shared.4,
                                     )
                                     .await
                                 })

@@ -85,9 +85,12 @@ pub fn release_when(
     match file {
         Some(f) => {
             if !quiet {
-                eprintln!(
-                "tracelab: all {sessions} sessions done and still connected; create {} to let them go",
-                f.display()
+                // Written without eprintln!, which panics when standard
+                // error is a closed pipe.
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "tracelab: all {sessions} sessions done and still connected; create {} to let them go",
+                    f.display()
                 );
             }
             while !f.exists() && !done.load(Ordering::Relaxed) {
@@ -95,9 +98,24 @@ pub fn release_when(
             }
         }
         None => {
-            eprintln!("tracelab: all {sessions} sessions done and still connected; press Enter to let them go");
-            let mut line = String::new();
-            let _ = std::io::stdin().read_line(&mut line);
+            let _ = writeln!(
+                std::io::stderr(),
+                "tracelab: all {sessions} sessions done and still connected; press Enter to let them go"
+            );
+            // The read blocks: it waits on a thread of its own, so that an
+            // interrupted run (its sessions leave the pause) ends too.
+            let entered = std::sync::Arc::new(AtomicBool::new(false));
+            {
+                let entered = entered.clone();
+                std::thread::spawn(move || {
+                    let mut line = String::new();
+                    let _ = std::io::stdin().read_line(&mut line);
+                    entered.store(true, Ordering::Relaxed);
+                });
+            }
+            while !entered.load(Ordering::Relaxed) && !done.load(Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_millis(50));
+            }
         }
     }
     live.released.store(true, Ordering::Release);
@@ -144,12 +162,13 @@ pub fn show(live: &Live, start: Instant, done: &AtomicBool) {
             &live.take_interval(),
             live.errors.load(Ordering::Relaxed),
         );
-        eprint!("\r{l}");
-        let _ = std::io::stderr().flush();
+        let mut e = std::io::stderr();
+        let _ = write!(e, "\r{l}");
+        let _ = e.flush();
         last_tx = tx;
         last = Instant::now();
     }
-    eprint!("\r{}\r", " ".repeat(72));
+    let _ = write!(std::io::stderr(), "\r{}\r", " ".repeat(72));
 }
 
 #[cfg(test)]

@@ -11,7 +11,7 @@ use std::time::SystemTime;
 
 use tracelab_trace::{CallTimes, Header, TraceWriter};
 
-use crate::cache::{self, Cacheable, ResultCache, Rows, Seen};
+use crate::cache::{self, Candidate, ResultCache, Rows, Seen};
 use crate::clock::Clock;
 use crate::engine::{self, Conn, DbError, Engine};
 use crate::live::Live;
@@ -226,6 +226,7 @@ impl<C: Conn> Session<C> {
                 );
             }
             let _ = t.exec(cursor, times);
+            trace_error(t, cursor, &r.result, r.end);
         }
         r.result
     }
@@ -256,6 +257,9 @@ impl<C: Conn> Session<C> {
             _ => None,
         };
         self.trace_exec(cursor, binds, r.times(), rows);
+        if let Some(t) = self.trace.as_mut() {
+            trace_error(t, cursor, &r.result, r.end);
+        }
         r.result?;
         let Some((fetch, close)) = later else {
             return Ok((start, self.last_end));
@@ -271,6 +275,7 @@ impl<C: Conn> Session<C> {
                         ..f.times()
                     },
                 );
+                trace_error(t, cursor, &f.result, f.end);
             }
             f.result?;
             if rows < fetch_size as u64 {
@@ -280,6 +285,7 @@ impl<C: Conn> Session<C> {
         let c = round_trip!(self, cursor, |c| c.query_text(close));
         if let Some(t) = self.trace.as_mut() {
             let _ = t.close(cursor, c.times());
+            trace_error(t, cursor, &c.result, c.end);
         }
         c.result?;
         Ok((start, self.last_end))
@@ -326,6 +332,9 @@ impl<C: Conn> Session<C> {
         let r = round_trip!(self, cursor, |c| c.fetch_rows(handle, binds));
         let rows = r.result.as_ref().ok().map(|rows| rows.len() as u64);
         self.trace_exec(cursor, binds, r.times(), rows);
+        if let Some(t) = self.trace.as_mut() {
+            trace_error(t, cursor, &r.result, r.end);
+        }
         let rows = r.result?;
         Ok((r.start, r.end, rows))
     }
@@ -340,6 +349,34 @@ impl<C: Conn> Session<C> {
     }
 }
 
+/// After the line of a call that failed, Oracle's `ERROR #c:err=N tim=T`
+/// with the engine's code (SQLSTATE, MariaDB error number, SQLite result
+/// code), as the proxy writes it: so a profile counts the errors, and the
+/// failed call's time stays in its EXEC (or FETCH) line. Failures found by
+/// the client get the SQLSTATE that says so: 08006 (connection failure)
+/// for a lost connection, 07001 (wrong number of parameters) for bind
+/// values that do not fit the statement, HY000 otherwise.
+fn trace_error<T>(t: &mut TraceWriter<File>, cursor: u64, r: &Result<T, DbError>, tim: i64) {
+    let Err(e) = r else { return };
+    let code = match e.code.as_str() {
+        c if is_engine_code(c) => c,
+        "connection" => "08006",
+        "binds" => "07001",
+        _ => "HY000",
+    };
+    let _ = t.error(cursor, code, tim);
+}
+
+/// Whether an error code is the engine's own (a SQLSTATE, an error or
+/// result number) rather than one the driver made up (`connection`).
+fn is_engine_code(code: &str) -> bool {
+    let c = code.as_bytes();
+    (!c.is_empty() && c.iter().all(u8::is_ascii_digit))
+        || (c.len() == 5
+            && c.iter()
+                .all(|b| b.is_ascii_digit() || b.is_ascii_uppercase()))
+}
+
 /// Runs session `index` and returns what it measured.
 pub async fn run(
     index: usize,
@@ -348,6 +385,7 @@ pub async fn run(
     clock: Clock,
     (live, worker): (&Live, usize),
     cache: Option<&ResultCache>,
+    trace_first: usize,
 ) -> SessionSummary {
     let mut summary = SessionSummary::new(index);
     // Counts this session in for a tsunami start and the pause at exit,
@@ -372,6 +410,7 @@ pub async fn run(
         worker,
         engine,
         cache,
+        trace_first,
     };
     let connected = match engine {
         Engine::Postgres => match engine::postgres::connect(&opts.url, opts.simple).await {
@@ -387,7 +426,22 @@ pub async fn run(
             Err(e) => e,
         },
     };
-    summary.fail(format!("cannot connect: {}", connected.message));
+    // One message per cause, naming the target (never its password); the
+    // failed connection counts as an error, with the server's SQLSTATE
+    // when it refused the login, else 08001 (unable to connect).
+    let code = if is_engine_code(&connected.code) {
+        connected.code.as_str()
+    } else {
+        "08001"
+    };
+    summary.fail_with(
+        code,
+        format!(
+            "cannot connect to {}: {}",
+            engine::redact(&opts.url),
+            connected.message
+        ),
+    );
     summary
 }
 
@@ -401,17 +455,28 @@ struct Env<'a> {
     worker: usize,
     engine: Engine,
     cache: Option<&'a ResultCache>,
+    /// The number of the run's first trace file (see traces.rs).
+    trace_first: usize,
 }
 
 /// A transaction ended: what it wrote is visible to all (or gone), so the
 /// cache drops it again and the session's queries use the cache again.
-fn end_of_transaction(cache: Option<&ResultCache>, written: &mut [bool]) {
-    if let Some(c) = cache {
-        for (t, w) in written.iter_mut().enumerate() {
-            if std::mem::take(w) {
-                c.invalidate(t);
-            }
-        }
+fn end_of_transaction(cache: Option<&ResultCache>, written: &mut Option<Vec<String>>) {
+    if let (Some(c), Some(names)) = (cache, written.take()) {
+        c.invalidate_names(&names);
+    }
+}
+
+/// An error about statement `sql` as the summary shows it, a password in
+/// the statement masked there and in the server's message
+/// (tracelab_trace's redaction, the proxy's too).
+fn shown(sql: &str, message: &str, before: &str, after: &str) -> String {
+    let message = tracelab_trace::redact_message(message, sql);
+    let sql = tracelab_trace::redact_sql(sql);
+    if before.is_empty() {
+        format!("{message} (`{sql}`, {after})")
+    } else {
+        format!("{before} `{sql}`: {message}")
     }
 }
 
@@ -474,24 +539,41 @@ async fn drive<C: Conn>(
         worker,
         engine,
         cache,
+        trace_first,
     } = env;
-    let trace = opts.trace_dir.as_ref().and_then(|dir| {
-        let name = format!("tracelab_run_{index}.trc");
-        let f = File::create(dir.join(&name)).ok()?;
-        TraceWriter::new(
-            f,
-            &Header {
-                name: &name,
-                engine: engine.name(),
-                side: "client",
-                timer: clock.timer().name(),
-                // Oracle 12.2+ writes the zone as an offset, not `Z`.
-                started: &humantime::format_rfc3339_micros(SystemTime::now())
-                    .to_string()
-                    .replace('Z', "+00:00"),
-            },
-        )
-        .ok()
+    let mut summary = summary;
+    let trace_path = opts
+        .trace_dir
+        .as_ref()
+        .map(|dir| dir.join(crate::traces::name(trace_first + index)));
+    // A trace that cannot be made is said in the summary (and the exit
+    // status): the run goes on without it.
+    let trace = trace_path.as_ref().and_then(|path| {
+        let name = path
+            .file_name()
+            .map_or(String::new(), |n| n.to_string_lossy().into_owned());
+        let made = File::create(path).and_then(|f| {
+            TraceWriter::new(
+                f,
+                &Header {
+                    name: &name,
+                    engine: engine.name(),
+                    side: "client",
+                    timer: clock.timer().name(),
+                    // Oracle 12.2+ writes the zone as an offset, not `Z`.
+                    started: &humantime::format_rfc3339_micros(SystemTime::now())
+                        .to_string()
+                        .replace('Z', "+00:00"),
+                },
+            )
+        });
+        match made {
+            Ok(t) => Some(t),
+            Err(e) => {
+                summary.trace_error = Some(format!("{}: {e}", path.display()));
+                None
+            }
+        }
     });
     let mut ss = Session {
         conn,
@@ -509,35 +591,25 @@ async fn drive<C: Conn>(
     ss.s.backend_pid = ss.conn.backend_id().and_then(|id| i32::try_from(id).ok());
     for (name, value) in &opts.settings {
         if let Err(e) = ss.conn.set(name, value).await {
-            ss.s.fail(format!("cannot set {name} = {value}: {}", e.message));
+            ss.s.fail_with(
+                &e.code,
+                format!("cannot set {name} = {value}: {}", e.message),
+            );
             ss.conn.close().await;
             return ss.s;
         }
     }
-    // What the result cache may do with each statement: the tables a
-    // statement names are looked up in the catalog once per session.
-    let mut cacheable = vec![Cacheable::No; w.statements.len()];
-    if let Some(c) = cache {
-        for (k, st) in w.statements.iter().enumerate() {
-            let names = cache::identifiers(&st.sql);
-            match ss.conn.tables_among(&names).await {
-                Ok(tables) => {
-                    cacheable[k] = cache::classify(c, &st.sql, is_query(&st.sql), &tables)
-                }
-                Err(e) => {
-                    ss.s.fail(format!(
-                        "cannot look up the tables of `{}`: {}",
-                        st.sql, e.message
-                    ));
-                    ss.conn.close().await;
-                    return ss.s;
-                }
-            }
-        }
-    }
-    // Annotated tables this session's open transaction has written: its
-    // queries on them bypass the cache until it ends.
-    let mut written = vec![false; cache.map_or(0, |c| c.opts.tables.len())];
+    // What each statement is to the result cache, by its text; which
+    // queries are served from it the invalidation channel decides, from
+    // the catalog (crate::resolve).
+    let candidates: Vec<Candidate> = w
+        .statements
+        .iter()
+        .map(|st| cache::candidate(&st.sql, is_query(&st.sql)))
+        .collect();
+    // Names of tables this session's open transaction wrote (None: none):
+    // its queries bypass the cache until it ends.
+    let mut written: Option<Vec<String>> = None;
     let session_start = clock.now();
     ss.last_end = session_start;
     // Every statement prepared once; its trace cursor is its position + 1.
@@ -545,7 +617,7 @@ async fn drive<C: Conn>(
     let mut plans = Vec::with_capacity(w.statements.len());
     for (k, st) in w.statements.iter().enumerate() {
         let cursor = k as u64 + 1;
-        let cached = matches!(cacheable[k], Cacheable::Yes(_));
+        let cached = cache.is_some() && candidates[k] == Candidate::Query;
         let prepared = if cursors && is_query(&st.sql) && !cached {
             let declare = format!(
                 "DECLARE {FETCH_CURSOR} NO SCROLL CURSOR FOR {}",
@@ -573,7 +645,7 @@ async fn drive<C: Conn>(
                 }
             }
             (_, Err(e)) => {
-                ss.s.fail(format!("cannot prepare `{}`: {}", st.sql, e.message));
+                ss.s.fail_with(&e.code, shown(&st.sql, &e.message, "cannot prepare", ""));
                 ss.conn.close().await;
                 return ss.s;
             }
@@ -626,6 +698,7 @@ async fn drive<C: Conn>(
         .map(|r| r / opts.sessions as f64)
         .filter(|r| *r > 0.0);
     let mut intended = own_start;
+    let mut pacer = per_session_rate.map(|_| crate::pace::Pacer::new());
     let mut in_batch = 0u64;
     let mut i = 0usize;
     let mut values: Vec<Option<&str>> = Vec::new();
@@ -667,17 +740,13 @@ async fn drive<C: Conn>(
         // due an exponential gap after the previous one was due, and its
         // latency counts from when it was due (pgbench's -R), so a driver
         // that falls behind shows it.
-        let due = match per_session_rate {
-            Some(rate) => {
+        let due = match (per_session_rate, pacer.as_mut()) {
+            (Some(rate), Some(pacer)) => {
                 intended += (-(1.0 - rng.f64()).ln() / rate * 1e6) as i64;
-                let now = clock.now();
-                if intended > now {
-                    tokio::time::sleep(std::time::Duration::from_micros((intended - now) as u64))
-                        .await;
-                }
+                pacer.sleep_until(&clock, intended).await;
                 Some(intended)
             }
-            None => None,
+            _ => None,
         };
         let k = w.pick(i as u64, &mut rng);
         let st = &w.statements[k];
@@ -701,20 +770,25 @@ async fn drive<C: Conn>(
             0
         };
         let mut r: Result<(i64, i64), DbError>;
-        let cached = match (&cacheable[k], cache, &plans[k]) {
-            (Cacheable::Yes(tables), Some(c), &Plan::Whole(h)) => Some((c, tables, h)),
+        // A query the cache may take goes through it; one it may not
+        // (now: the channel decides, see crate::resolve) still brings its
+        // rows, for `on_result`.
+        let cached = match (cache, &plans[k]) {
+            (Some(c), &Plan::Whole(h)) if candidates[k] == Candidate::Query => {
+                Some((c, c.plan(k), h))
+            }
             _ => None,
         };
-        if let Some((c, tables, handle)) = cached {
+        if let Some((c, plan, handle)) = cached {
             // A hit costs no round trip and leaves no trace: the trace
             // shows only what reached the server.
             let key = cache::key(&st.sql, &values, &opts.settings);
-            // The session's open transaction wrote a table of the query: it
-            // must see its own change, which no one else may see yet.
-            let bypass = tables.iter().any(|&t| written[t]);
+            // The session's open transaction wrote: it must see its own
+            // change, which no one else may see yet.
+            let bypass = written.is_some();
             // Results are kept and served only while the invalidation
             // channel vouches for freshness.
-            let serving = c.serving(began) && !bypass;
+            let serving = plan.is_some() && c.serving(began) && !bypass;
             let hit = if serving { c.find(&key) } else { None };
             r = match hit {
                 Some(rows) => {
@@ -728,12 +802,16 @@ async fn drive<C: Conn>(
                     Ok((began, end))
                 }
                 None => {
-                    let before = c.generations(tables);
+                    let before = plan
+                        .as_ref()
+                        .map(|(state, tables)| state.generations(tables));
                     match ss.execute_rows(cursor, handle, &values).await {
                         Ok((start, end, rows)) => {
                             seen(opts, index, cursor, &values, &rows, false);
-                            if serving {
-                                c.create(key, rows, tables.clone(), &before);
+                            if let (true, Some((state, tables)), Some(before)) =
+                                (serving, plan, before)
+                            {
+                                c.create(key, rows, &state, tables, &before);
                             }
                             Ok((start, end))
                         }
@@ -761,14 +839,18 @@ async fn drive<C: Conn>(
                     }
                 };
             }
-            // A session's own change invalidates at once; in an open
-            // transaction its queries on the table bypass the cache.
-            if let (Ok(_), Cacheable::Writes(tables), Some(c)) = (&r, &cacheable[k], cache) {
-                for &t in tables {
-                    c.invalidate(t);
-                    if opts.per_commit > 0 {
-                        written[t] = true;
-                    }
+            // A session's own change invalidates at once (DDL: every
+            // entry); in an open transaction its queries bypass the cache.
+            if let (Ok(_), Candidate::Write { ddl, names }, Some(c)) = (&r, &candidates[k], cache) {
+                if *ddl {
+                    c.invalidate_all();
+                } else {
+                    c.invalidate_names(names);
+                }
+                if opts.per_commit > 0 {
+                    written
+                        .get_or_insert_with(Vec::new)
+                        .extend(names.iter().cloned());
                 }
             }
         }
@@ -777,6 +859,10 @@ async fn drive<C: Conn>(
                 let start = if wrapped { began } else { start };
                 ss.s.executions += 1;
                 let latency = end - due.unwrap_or(start);
+                if let Some(due) = due {
+                    // pgbench's schedule lag: how late the call started.
+                    let _ = ss.s.lag.record((start - due).max(0) as u64);
+                }
                 let counts = &mut ss.s.statements[k];
                 counts.executions += 1;
                 let _ = counts.latency.record(latency.max(1) as u64);
@@ -798,7 +884,7 @@ async fn drive<C: Conn>(
                     ss.s.statements[k].errors += 1;
                     ss.s.error(
                         &e.code,
-                        format!("{} (`{}`, bind row {row_no})", e.message, st.sql),
+                        shown(&st.sql, &e.message, "", &format!("bind row {row_no}")),
                     );
                     live.errors.fetch_add(1, Ordering::Relaxed);
                 }
@@ -846,7 +932,12 @@ async fn drive<C: Conn>(
         // Stay connected, so that server statistics of the sessions can be
         // read, until the run is released.
         paused.arrive();
-        while !live.released.load(Ordering::Acquire) && !ss.conn.is_closed() {
+        let interrupted = || {
+            opts.interrupt
+                .as_ref()
+                .is_some_and(|f| f.load(Ordering::Relaxed))
+        };
+        while !live.released.load(Ordering::Acquire) && !ss.conn.is_closed() && !interrupted() {
             tokio::time::sleep(std::time::Duration::from_millis(20)).await;
         }
     }
@@ -856,7 +947,16 @@ async fn drive<C: Conn>(
         let _ = ss.s.latency.add(&st.latency);
     }
     if let Some(t) = ss.trace.as_mut() {
-        let _ = t.flush();
+        // Every write of the session loop lands here: the first that
+        // failed (a full disk) is reported once, naming the file.
+        if let Err(e) = t.flush() {
+            ss.s.trace_error = Some(format!(
+                "{}: {e} (the trace is incomplete)",
+                trace_path
+                    .as_ref()
+                    .map_or(String::new(), |p| p.display().to_string())
+            ));
+        }
     }
     let Session { conn, s, .. } = ss;
     conn.close().await;

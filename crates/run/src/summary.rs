@@ -48,8 +48,14 @@ pub struct SessionSummary {
     pub elapsed_us: i64,
     /// Why the session ended early, if it did.
     pub failure: Option<String>,
+    /// Its trace could not be written completely: the file and why.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trace_error: Option<String>,
     #[serde(skip)]
     pub latency: Histogram<u64>,
+    /// With `--rate`: how late each call started after it was due, µs.
+    #[serde(skip)]
+    pub lag: Histogram<u64>,
     #[serde(skip)]
     pub errors_by_code: BTreeMap<String, (u64, String)>,
     /// Per workload statement: executions, errors and latencies.
@@ -97,7 +103,9 @@ impl SessionSummary {
             backend_pid: None,
             elapsed_us: 0,
             failure: None,
+            trace_error: None,
             latency: Histogram::new(3).expect("3 significant digits is valid"),
+            lag: Histogram::new(3).expect("3 significant digits is valid"),
             errors_by_code: BTreeMap::new(),
             statements: Vec::new(),
         }
@@ -111,6 +119,13 @@ impl SessionSummary {
 
     pub(crate) fn fail(&mut self, why: String) {
         self.failure = Some(why);
+    }
+
+    /// The session ended early because a step before its work failed
+    /// (connecting, a setting, preparing): that counts as an error too.
+    pub(crate) fn fail_with(&mut self, code: &str, why: String) {
+        self.error(code, why.clone());
+        self.fail(why);
     }
 
     /// Counts an error of SQLSTATE `code`, keeping its first message.
@@ -132,6 +147,11 @@ pub struct Summary {
     pub executions: u64,
     pub tps: f64,
     pub latency_us: Latency,
+    /// With `--rate`: how late calls started after they were due
+    /// (pgbench's schedule lag), µs; their latency counts from the due
+    /// time, so it includes this.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub schedule_lag_us: Option<Latency>,
     pub errors: u64,
     /// Errors of the SQLSTATEs the run was told to ignore.
     pub ignored_errors: u64,
@@ -166,16 +186,18 @@ impl Summary {
             .enumerate()
             .map(|(k, (c, sql))| StatementSummary {
                 cursor: k + 1,
-                sql: sql.to_string(),
+                sql: tracelab_trace::redact_sql(sql).into_owned(),
                 executions: c.executions,
                 errors: c.errors,
                 latency_us: Latency::of(&c.latency),
             })
             .collect();
         let mut all = Histogram::<u64>::new(3).expect("3 significant digits is valid");
+        let mut lag = Histogram::<u64>::new(3).expect("3 significant digits is valid");
         let mut by_code: BTreeMap<String, (u64, String)> = BTreeMap::new();
         for s in &per_session {
             let _ = all.add(&s.latency);
+            let _ = lag.add(&s.lag);
             for (k, (n, m)) in &s.errors_by_code {
                 by_code.entry(k.clone()).or_insert((0, m.clone())).0 += n;
             }
@@ -193,6 +215,7 @@ impl Summary {
                 0.0
             },
             latency_us: Latency::of(&all),
+            schedule_lag_us: (!lag.is_empty()).then(|| Latency::of(&lag)),
             errors: per_session.iter().map(|s| s.errors).sum(),
             ignored_errors: per_session.iter().map(|s| s.ignored).sum(),
             errors_by_code: by_code,
@@ -207,6 +230,57 @@ impl Summary {
         self.per_session.iter().any(|s| s.failure.is_some())
     }
 
+    /// Traces that could not be written completely: the file and why.
+    pub fn trace_errors(&self) -> Vec<&str> {
+        self.per_session
+            .iter()
+            .filter_map(|s| s.trace_error.as_deref())
+            .collect()
+    }
+
+    /// Whether every session ended early without executing anything (it
+    /// could not connect, set up or prepare): the figures are all zero
+    /// and only the reasons say something.
+    pub fn ran_nothing(&self) -> bool {
+        self.executions == 0
+            && self.ignored_errors == 0
+            && !self.per_session.is_empty()
+            && self.per_session.iter().all(|s| s.failure.is_some())
+    }
+
+    /// Why sessions ended early: one line per cause, naming the sessions
+    /// ("all 20 sessions", "sessions 3, 7"), not one line per session.
+    pub fn failures(&self) -> Vec<String> {
+        let mut causes: Vec<(&str, Vec<usize>)> = Vec::new();
+        for s in &self.per_session {
+            let Some(why) = s.failure.as_deref() else {
+                continue;
+            };
+            match causes.iter_mut().find(|(w, _)| *w == why) {
+                Some((_, who)) => who.push(s.session),
+                None => causes.push((why, vec![s.session])),
+            }
+        }
+        causes
+            .into_iter()
+            .map(|(why, who)| {
+                let sessions = match who.len() {
+                    1 if self.sessions == 1 => "the session".to_string(),
+                    n if n == self.sessions => format!("all {n} sessions"),
+                    1 => format!("session {}", who[0]),
+                    _ => format!(
+                        "sessions {}",
+                        who.iter()
+                            .map(usize::to_string)
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                };
+                format!("{sessions} ended early: {why}")
+            })
+            .collect()
+    }
+
     pub fn json(&self) -> String {
         serde_json::to_string_pretty(self).unwrap_or_default() + "\n"
     }
@@ -217,6 +291,12 @@ impl Summary {
             "sessions: {}\nruntime: {:.3} s\ntransactions: {}\nexecutions: {}\ntps: {:.1}\nlatency (µs): p50 {}  p90 {}  p99 {}  p99.9 {}  max {}\nerrors: {}\n",
             self.sessions, self.runtime_s, self.transactions, self.executions, self.tps, l.p50, l.p90, l.p99, l.p99_9, l.max, self.errors
         );
+        if let Some(l) = &self.schedule_lag_us {
+            t.push_str(&format!(
+                "schedule lag (µs): p50 {}  p90 {}  p99 {}  p99.9 {}  max {}\n",
+                l.p50, l.p90, l.p99, l.p99_9, l.max
+            ));
+        }
         if self.ignored_errors > 0 {
             t.push_str(&format!("ignored errors: {}\n", self.ignored_errors));
         }
@@ -246,13 +326,16 @@ impl Summary {
                     c.channel_failures
                 ));
             }
+            for (cursor, why) in &c.not_cached {
+                t.push_str(&format!("  not cached: statement {cursor}: {why}\n"));
+            }
         }
-        for s in self.per_session.iter().filter(|s| s.failure.is_some()) {
-            t.push_str(&format!(
-                "session {} ended early: {}\n",
-                s.session,
-                s.failure.as_deref().unwrap_or("")
-            ));
+        for line in self.failures() {
+            t.push_str(&line);
+            t.push('\n');
+        }
+        for e in self.trace_errors() {
+            t.push_str(&format!("trace not written completely: {e}\n"));
         }
         t
     }

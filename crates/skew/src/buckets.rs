@@ -52,12 +52,17 @@ impl Buckets {
     /// The label of the bucket `secs` falls in.
     #[inline]
     pub fn label_of(&self, secs: f64) -> &str {
-        let i = self
-            .edges
+        &self.labels[self.index_of(secs)]
+    }
+
+    /// The index (0-based, into [`Buckets::labels`]) of the bucket `secs`
+    /// falls in: for counting histograms without a label per value.
+    #[inline]
+    pub fn index_of(&self, secs: f64) -> usize {
+        self.edges
             .iter()
             .position(|&e| secs < e)
-            .unwrap_or(self.edges.len());
-        &self.labels[i]
+            .unwrap_or(self.edges.len())
     }
 
     pub fn labels(&self) -> &[String] {

@@ -3,9 +3,9 @@
 //! JSON), over any number of plain or compressed trace files, in parallel.
 
 mod aggregate;
-mod buckets;
+pub mod buckets;
 mod error;
-mod number;
+pub mod number;
 mod options;
 mod query;
 pub mod rc;
@@ -13,8 +13,10 @@ mod report;
 mod run;
 mod vars;
 
+pub use aggregate::{Agg, Groups};
 pub use error::SkewError;
 pub use options::{Format, SkewOptions, Sort};
-pub use query::Query;
+pub use query::{NameCache, Query};
 pub use report::{Report, Row, Stats};
 pub use run::{profile, FileOutcome, Outcome};
+pub use vars::{secs, CallVars};

@@ -254,6 +254,16 @@ impl Query {
         Ok(Some(Hit { group, value, us }))
     }
 
+    /// Whether a call passes the filter alone (`--where`, `--where1`,
+    /// `--name`), without grouping or selecting: for exports of the calls
+    /// a profile would count (`tracelab calls`).
+    #[inline]
+    pub fn keeps(&self, vars: &CallVars<'_, '_>, names: &mut NameCache) -> Result<bool, String> {
+        Ok(self.name_ok(vars.call, names)
+            && self.cond_ok(&self.where0, vars, "--where")?
+            && self.cond_ok(&self.where1, vars, "--where1")?)
+    }
+
     #[inline]
     fn name_ok(&self, call: &Call<'_>, names: &mut NameCache) -> bool {
         match &self.name {

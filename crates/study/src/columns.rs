@@ -59,6 +59,11 @@ pub fn compile(src: &str) -> Result<Expr, CompileError> {
 }
 
 impl Expr {
+    /// The `$names` the expression reads, in order of first use.
+    pub fn names(&self) -> &[String] {
+        &self.names
+    }
+
     /// The value for one run; `None` when a name it uses was not measured
     /// or the arithmetic failed (a division by zero), so that a missing
     /// measurement shows as missing rather than as 0.

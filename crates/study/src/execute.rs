@@ -35,6 +35,9 @@ pub struct Options {
     pub resume: bool,
     /// Set by Ctrl-C: stop after the current run.
     pub interrupt: Arc<AtomicBool>,
+    /// Consent to what the study creates, drops or changes on a `--db`
+    /// database (named, and refused without it, before anything runs).
+    pub yes: bool,
 }
 
 /// Told about progress (the CLI draws a bar).
@@ -64,6 +67,11 @@ struct Engine {
     env: BTreeMap<String, String>,
     setup_done: bool,
     probe: Option<postgres::Client>,
+    /// Probes not taken on this engine (their `needs` are not met).
+    skipped_probes: BTreeSet<String>,
+    /// What every run's notes say about this engine (settings the study
+    /// wanted and a database of the user's does not have).
+    notes: Vec<String>,
 }
 
 impl Engine {
@@ -135,10 +143,33 @@ pub fn run_study(given: &Loaded, o: &Options, obs: &dyn Observer) -> Result<Outc
             )));
         }
     }
+    // Every report expression names something the runs will produce, and
+    // every cell's amounts are sound, before anything runs.
+    loaded.check_measurements()?;
+    let mut cells_seen = BTreeSet::new();
+    for p in &planned {
+        if cells_seen.insert(cell_key(&p.cell)) {
+            let levels = levels_of(&loaded, &p.cell);
+            let vars = vars_of(
+                &loaded,
+                quick,
+                &BTreeMap::new(),
+                &overrides,
+                &p.cell,
+                &levels,
+            );
+            amounts(&loaded, &vars)?;
+        }
+    }
+    // The study's private servers live here, marked as this process's:
+    // should it be killed, the next tracelab to start a server removes
+    // them.
+    let tmp = std::env::temp_dir();
     let scratch = tempfile::Builder::new()
         .prefix("tracelab-study-")
-        .tempdir_in("/tmp")
-        .map_err(crate::error::io("/tmp"))?;
+        .tempdir_in(&tmp)
+        .map_err(crate::error::io(&tmp))?;
+    tracelab_db::mark_owner(scratch.path())?;
     // The private server runs as an unprivileged user, who must reach it.
     {
         use std::os::unix::fs::PermissionsExt;
@@ -165,6 +196,33 @@ pub fn run_study(given: &Loaded, o: &Options, obs: &dyn Observer) -> Result<Outc
                 "--db {}: expected a postgres://, mysql:// or sqlite: URL",
                 redact(u)
             )));
+        }
+        // A URL the engine's client cannot read: said now, not as a
+        // failed session later.
+        tracelab_run::check_url(u).map_err(|e| StudyError::Usage(e.to_string()))?;
+    }
+    // A database of the user's: name what the study would change there,
+    // and go on only with consent.
+    if !o.yes {
+        let mut told = Vec::new();
+        for e in &engines {
+            let Some(url) = db_for(e) else { continue };
+            let changes = loaded.changes(e)?;
+            if changes.is_empty() {
+                continue;
+            }
+            told.push(format!(
+                "study {} would change {} ({e}), a database that is not tracelab's own:",
+                study.name,
+                redact(url)
+            ));
+            for (when, what) in changes {
+                told.push(format!("  {when}: {}", what.join(", ")));
+            }
+        }
+        if !told.is_empty() {
+            told.push("Nothing was run; run it again with --yes to go ahead.".into());
+            return Err(StudyError::Usage(told.join("\n")));
         }
     }
     let mut problems = Vec::new();
@@ -222,6 +280,7 @@ pub fn run_study(given: &Loaded, o: &Options, obs: &dyn Observer) -> Result<Outc
         }
         for eng in engs.values_mut() {
             facts.extend(engine_facts(eng));
+            check_needs(eng, &loaded);
         }
         let mut store = match store.take() {
             Some(s) => {
@@ -292,6 +351,17 @@ pub fn run_study(given: &Loaded, o: &Options, obs: &dyn Observer) -> Result<Outc
         })
     })();
     for eng in engs.values_mut() {
+        // Server settings the levels changed on a database of the user's
+        // go back to what they were.
+        if eng.private.is_none() && eng.name == "postgres" && !eng.applied.is_empty() {
+            let keys: Vec<String> = eng.applied.keys().cloned().collect();
+            if let Ok(c) = eng.client() {
+                for k in keys {
+                    let _ = c.batch_execute(&format!("ALTER SYSTEM RESET {k}"));
+                }
+                let _ = c.batch_execute("SELECT pg_reload_conf()");
+            }
+        }
         eng.probe = None;
         if let Some(s) = &eng.private {
             let _ = stop(&s.dir);
@@ -408,6 +478,8 @@ fn open_engine(
         env: BTreeMap::new(),
         setup_done: false,
         probe: None,
+        skipped_probes: BTreeSet::new(),
+        notes: Vec::new(),
     };
     // A database that cannot be reached fails the study before any run.
     if e == "postgres" {
@@ -419,6 +491,63 @@ fn open_engine(
         }
     }
     Ok(eng)
+}
+
+/// The server's value of a setting (PostgreSQL), or `None` when it
+/// cannot be read.
+fn setting(eng: &mut Engine, name: &str) -> Option<String> {
+    let c = eng.client().ok()?;
+    c.query_one("SELECT current_setting($1, true)", &[&name])
+        .ok()?
+        .get::<_, Option<String>>(0)
+}
+
+/// Whether a server's value is the one wanted (`on` and `true` alike).
+fn same_setting(have: &str, want: &str) -> bool {
+    let norm = |v: &str| match v.trim().to_ascii_lowercase().as_str() {
+        "true" | "yes" | "1" => "on".to_string(),
+        "false" | "no" | "0" => "off".to_string(),
+        other => other.to_string(),
+    };
+    norm(have) == norm(want)
+}
+
+/// Probes whose `needs` the server does not meet are not taken, and
+/// every run of the engine says why; on a database of the user's, the
+/// study's `[server]` settings it lacks are noted too (its private server
+/// would have had them). PostgreSQL only: the other engines have no
+/// probe connection here.
+fn check_needs(eng: &mut Engine, l: &Loaded) {
+    if eng.name != "postgres" {
+        return;
+    }
+    for pr in &l.study.probes {
+        for (k, want) in &pr.needs {
+            let Some(have) = setting(eng, k) else {
+                continue;
+            };
+            if !same_setting(&have, want) {
+                eng.skipped_probes.insert(pr.name.clone());
+                eng.notes.push(format!(
+                    "probe {} not taken: it needs {k} = {want}, and the server has {k} = {have} \
+                     (its figures would read 0; ALTER SYSTEM SET {k} = '{want}' and a reload turn it on)",
+                    pr.name
+                ));
+            }
+        }
+    }
+    if eng.private.is_none() {
+        for (k, want) in &l.study.server {
+            let Some(have) = setting(eng, k) else {
+                continue;
+            };
+            if !same_setting(&have, want) {
+                eng.notes.push(format!(
+                    "the study runs its private server with {k} = {want}; this database has {k} = {have}"
+                ));
+            }
+        }
+    }
 }
 
 /// Version and relevant settings of an engine, for the report.
@@ -465,15 +594,27 @@ fn run_vars(
     cell: &[(String, String)],
     levels: &[Level],
 ) -> BTreeMap<String, String> {
-    let l = ctx.l;
-    let mut v: BTreeMap<String, String> = ctx.builtins.clone();
+    vars_of(ctx.l, ctx.quick, ctx.builtins, ctx.overrides, cell, levels)
+}
+
+/// [`run_vars`] before a run's context exists (`builtins` may be empty:
+/// the checks made before anything runs need no path of tracelab's).
+fn vars_of(
+    l: &Loaded,
+    quick: bool,
+    builtins: &BTreeMap<String, String>,
+    overrides: &BTreeMap<String, String>,
+    cell: &[(String, String)],
+    levels: &[Level],
+) -> BTreeMap<String, String> {
+    let mut v: BTreeMap<String, String> = builtins.clone();
     v.extend(l.study.vars.iter().map(|(k, x)| (k.clone(), value_text(x))));
-    if ctx.quick {
+    if quick {
         for (k, x) in &l.study.quick.vars {
             v.insert(k.clone(), value_text(x));
         }
     }
-    v.extend(ctx.overrides.iter().map(|(k, x)| (k.clone(), x.clone())));
+    v.extend(overrides.iter().map(|(k, x)| (k.clone(), x.clone())));
     for (f, name) in cell {
         v.insert(f.clone(), name.clone());
     }
@@ -531,6 +672,81 @@ fn num(l: &Loaded, key: &str, n: &Num, vars: &BTreeMap<String, String>) -> Resul
                 .ok_or_else(|| l.error(key, format!("expected a number, found `{s}`")))
         }
     }
+}
+
+/// How much one run does, checked: a count is a whole number in its
+/// range (`sessions = 0` and `sessions = 1.5` were taken as 1), a runtime
+/// a positive number of seconds.
+struct Amounts {
+    sessions: usize,
+    per_commit: u64,
+    stop: Stop,
+    warmup: u64,
+}
+
+/// The most sessions a run may open.
+const MAX_SESSIONS: u64 = 10_000;
+/// The most statements or transactions a count may name.
+const MAX_COUNT: u64 = 1_000_000_000_000;
+
+fn whole(
+    l: &Loaded,
+    key: &str,
+    n: &Num,
+    vars: &BTreeMap<String, String>,
+    least: u64,
+    most: u64,
+) -> Result<u64, StudyError> {
+    let x = num(l, key, n, vars)?;
+    if x.is_finite() && x.fract() == 0.0 && x >= least as f64 && x <= most as f64 {
+        Ok(x as u64)
+    } else {
+        Err(l.error(
+            key,
+            format!("{x}: expected a whole number from {least} to {most}"),
+        ))
+    }
+}
+
+fn amounts(l: &Loaded, vars: &BTreeMap<String, String>) -> Result<Amounts, StudyError> {
+    let w = &l.study.workload;
+    let sessions = whole(l, "workload.sessions", &w.sessions, vars, 1, MAX_SESSIONS)? as usize;
+    let per_commit = whole(
+        l,
+        "workload.tx_per_commit",
+        &w.tx_per_commit,
+        vars,
+        0,
+        MAX_COUNT,
+    )?;
+    let stop = if let Some(n) = &w.statements {
+        let n = whole(l, "workload.statements", n, vars, 1, MAX_COUNT)?;
+        Stop::Transactions(if per_commit > 0 {
+            n.div_ceil(per_commit)
+        } else {
+            n
+        })
+    } else if let Some(n) = &w.transactions {
+        Stop::Transactions(whole(l, "workload.transactions", n, vars, 1, MAX_COUNT)?)
+    } else if let Some(r) = &w.runtime {
+        let secs = num(l, "workload.runtime", r, vars)?;
+        if !(secs > 0.0 && secs <= 7.0 * 86400.0) {
+            return Err(l.error(
+                "workload.runtime",
+                format!("{secs}: expected seconds, more than 0 and at most a week"),
+            ));
+        }
+        Stop::Runtime(Duration::from_secs_f64(secs))
+    } else {
+        Stop::Transactions(1)
+    };
+    let warmup = whole(l, "workload.warmup", &w.warmup, vars, 0, MAX_COUNT)?;
+    Ok(Amounts {
+        sessions,
+        per_commit,
+        stop,
+        warmup,
+    })
 }
 
 /// The SQL for `engine` (its pieces joined in order), with vars replaced.
@@ -885,6 +1101,8 @@ struct Prepared {
     settings: Vec<(String, String)>,
     sessions: usize,
     per_commit: u64,
+    /// Statements (or transactions) of the warm-up run.
+    warmup: u64,
     /// A client-side trace per session.
     trace: bool,
     proxy: Option<ProxyLevel>,
@@ -928,24 +1146,12 @@ fn prepare(
     } else {
         Workload::postgres(&sql, binds)
     };
-    let sessions = num(l, "workload.sessions", &w.sessions, vars)?.max(1.0) as usize;
-    let per_commit = num(l, "workload.tx_per_commit", &w.tx_per_commit, vars)?.max(0.0) as u64;
-    let stop = if let Some(n) = &w.statements {
-        let n = num(l, "workload.statements", n, vars)?.max(1.0) as u64;
-        Stop::Transactions(if per_commit > 0 {
-            n.div_ceil(per_commit)
-        } else {
-            n
-        })
-    } else if let Some(n) = &w.transactions {
-        Stop::Transactions(num(l, "workload.transactions", n, vars)?.max(1.0) as u64)
-    } else if let Some(r) = &w.runtime {
-        Stop::Runtime(Duration::from_secs_f64(
-            num(l, "workload.runtime", r, vars)?.max(0.01),
-        ))
-    } else {
-        Stop::Transactions(1)
-    };
+    let Amounts {
+        sessions,
+        per_commit,
+        stop,
+        warmup,
+    } = amounts(l, vars)?;
     let mut settings: Vec<(String, String)> = w.settings.for_engine(e).into_iter().collect();
     for lv in levels {
         settings.extend(lv.settings.for_engine(e));
@@ -995,6 +1201,7 @@ fn prepare(
         settings,
         sessions,
         per_commit,
+        warmup,
         trace,
         proxy,
     })
@@ -1021,12 +1228,11 @@ fn run_one(ctx: &Context<'_>, p: &Planned, eng: &mut Engine) -> Result<RunResult
     let prep = prepare(l, &levels, &vars, eng)?;
 
     // Warm up: the same work, shorter, not measured.
-    let warm = num(l, "workload.warmup", &w.warmup, &vars)? as u64;
-    if warm > 0 {
+    if prep.warmup > 0 {
         let n = if prep.per_commit > 0 {
-            warm.div_ceil(prep.per_commit)
+            prep.warmup.div_ceil(prep.per_commit)
         } else {
-            warm
+            prep.warmup
         };
         let _ = tracelab_run::run(
             &RunOptions {
@@ -1047,7 +1253,7 @@ fn run_one(ctx: &Context<'_>, p: &Planned, eng: &mut Engine) -> Result<RunResult
     flush_stats(eng);
     let mut first: BTreeMap<String, f64> = BTreeMap::new();
     for pr in &s.probes {
-        if pr.when == When::After {
+        if pr.when == When::After || eng.skipped_probes.contains(&pr.name) {
             continue;
         }
         if let Some(q) = sql_of(l, "probes.sql", &pr.sql, &e, &vars)? {
@@ -1075,13 +1281,14 @@ fn run_one(ctx: &Context<'_>, p: &Planned, eng: &mut Engine) -> Result<RunResult
         },
     )?;
     m.extend(measured.m);
-    let mut notes = measured.notes;
+    let mut notes = eng.notes.clone();
+    notes.extend(measured.notes);
     let summary = measured.summary;
 
     // After: the probes' second look, the after scripts, the after probes.
     flush_stats(eng);
     for pr in &s.probes {
-        if pr.when != When::Delta {
+        if pr.when != When::Delta || eng.skipped_probes.contains(&pr.name) {
             continue;
         }
         if let Some(q) = sql_of(l, "probes.sql", &pr.sql, &e, &vars)? {
@@ -1100,7 +1307,7 @@ fn run_one(ctx: &Context<'_>, p: &Planned, eng: &mut Engine) -> Result<RunResult
     }
     flush_stats(eng);
     for pr in &s.probes {
-        if pr.when != When::After {
+        if pr.when != When::After || eng.skipped_probes.contains(&pr.name) {
             continue;
         }
         if let Some(q) = sql_of(l, "probes.sql", &pr.sql, &e, &vars)? {
@@ -1383,6 +1590,11 @@ fn observed_run(
     if let Some(w) = logs {
         m.extend(w.finish(&s.measure.server_log.count));
     }
+    for e in summary.trace_errors() {
+        notes.push(format!(
+            "trace not written completely, its profile is short: {e}"
+        ));
+    }
     if prep.trace {
         m.insert("trace_bytes".into(), measure::dir_bytes(&trace_dir) as f64);
         match measure::trace_profile(&trace_dir, "trace_") {
@@ -1404,19 +1616,9 @@ fn observed_run(
     }
 
     // The run's own figures.
-    let elapsed_us = summary
-        .per_session
-        .iter()
-        .map(|s| s.elapsed_us)
-        .max()
-        .unwrap_or(0);
-    m.insert("elapsed_ms".into(), elapsed_us as f64 / 1000.0);
-    m.insert("run_ms".into(), summary.runtime_s * 1000.0);
-    m.insert("statements".into(), summary.executions as f64);
-    m.insert("transactions".into(), summary.transactions as f64);
-    m.insert("tps".into(), summary.tps);
-    m.insert("p50_us".into(), summary.latency_us.p50 as f64);
-    m.insert("p99_us".into(), summary.latency_us.p99 as f64);
+    for (name, v) in measure::run_figures(&summary) {
+        m.insert(name.into(), v);
+    }
     // The run's own ids of its server sessions (PostgreSQL backend pids,
     // MariaDB connection ids): the watcher must have read those.
     let run_ids: Option<Vec<i64>> = summary

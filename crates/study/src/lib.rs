@@ -6,11 +6,13 @@
 //! compared.
 
 pub mod builtin;
+mod changes;
 mod columns;
 mod engine;
 mod error;
 mod execute;
 mod measure;
+mod names;
 mod overview;
 mod plan;
 mod proxy;

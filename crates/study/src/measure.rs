@@ -388,6 +388,41 @@ fn traced_by(pid: i32, tracer: i32) -> bool {
     any
 }
 
+/// The figures every run has, from its summary (their names are what
+/// report expressions check against before a study runs).
+pub const RUN_FIGURES: [&str; 7] = [
+    "elapsed_ms",
+    "run_ms",
+    "statements",
+    "transactions",
+    "tps",
+    "p50_us",
+    "p99_us",
+];
+
+/// The values of [`RUN_FIGURES`] for one run, in that order: elapsed
+/// (the longest session, first call to end of last) and the run's time
+/// with connecting, in ms; statements; transactions; tps; p50 and p99
+/// latency in µs.
+pub fn run_figures(summary: &tracelab_run::Summary) -> impl Iterator<Item = (&'static str, f64)> {
+    let elapsed_us = summary
+        .per_session
+        .iter()
+        .map(|s| s.elapsed_us)
+        .max()
+        .unwrap_or(0);
+    let values = [
+        elapsed_us as f64 / 1000.0,
+        summary.runtime_s * 1000.0,
+        summary.executions as f64,
+        summary.transactions as f64,
+        summary.tps,
+        summary.latency_us.p50 as f64,
+        summary.latency_us.p99 as f64,
+    ];
+    RUN_FIGURES.into_iter().zip(values)
+}
+
 /// The `strace -c` table: `% time seconds usecs/call calls [errors] syscall`.
 pub fn parse_strace(text: &str) -> BTreeMap<String, f64> {
     let mut out = BTreeMap::new();

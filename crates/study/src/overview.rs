@@ -320,7 +320,7 @@ fn questions(
         out,
         format,
         &format!(
-            "Each level of {} against {} with every other factor equal, one test of `{}` each (Welch, 5 %).",
+            "Each level of {} against {} with every other factor equal, one test of `{}` each (Welch's t-test of the ratio on the log scale, of the difference where a value is not positive; 5 %).",
             q.factor, q.baseline, q.column
         ),
     );
@@ -354,10 +354,7 @@ fn questions(
                     },
                     l.clone(),
                     v.len().to_string(),
-                    match c.ratio_ci {
-                        Some((lo, hi)) => format!("{:.3} ({:.3} .. {:.3})", c.ratio, lo, hi),
-                        None => format!("{:.3}", c.ratio),
-                    },
+                    c.shown(digits(study, &q.column) + 1),
                     c.verdict(),
                 ]);
             }
@@ -387,8 +384,8 @@ fn questions(
                 "other factors".into(),
                 q.factor.clone(),
                 "n".into(),
-                format!("ratio to {} (95% CI)", q.baseline),
-                format!("vs {} (Welch)", q.baseline),
+                format!("vs {} (95% CI)", q.baseline),
+                format!("vs {}: t-test at 5%", q.baseline),
             ],
             rows,
             left: 2,

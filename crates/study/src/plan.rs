@@ -90,16 +90,41 @@ pub fn applies(level: &Level, cell: &[(String, String)]) -> bool {
     })
 }
 
+/// The most repetitions of a cell a study may ask for: more is a mistake
+/// (`reps = 4294967295` planned runs until memory ran out).
+pub const MAX_REPS: u32 = 1000;
+/// The most runs one study may plan.
+pub const MAX_RUNS: usize = 100_000;
+
 /// The plan: cells with the first factor varying slowest, repeated
 /// `reps` times (interleaved), or all runs shuffled with `seed`.
 pub fn plan(l: &Loaded, c: &Choice, seed: u64) -> Result<Vec<Planned>, StudyError> {
     let s = &l.study;
+    if let Some(r) = c.reps.filter(|r| !(1..=MAX_REPS).contains(r)) {
+        return Err(StudyError::Usage(format!(
+            "--reps {r}: expected 1 to {MAX_REPS} repetitions"
+        )));
+    }
     let reps = c
         .reps
         .or(if c.quick { s.quick_reps } else { None })
         .unwrap_or(s.reps)
         .max(1);
     let factors = chosen_levels(l, c)?;
+    // Counted before anything is allocated.
+    let total = factors
+        .iter()
+        .try_fold(reps as usize, |n, (_, lv)| n.checked_mul(lv.len().max(1)));
+    if total.is_none_or(|n| n > MAX_RUNS) {
+        return Err(StudyError::Usage(format!(
+            "the study would plan {} runs ({reps} repetitions of {} cells); at most {MAX_RUNS}",
+            total.map_or("too many".into(), |n| n.to_string()),
+            factors
+                .iter()
+                .map(|(_, lv)| lv.len().max(1))
+                .product::<usize>()
+        )));
+    }
     let mut cells: Vec<Vec<(String, String)>> = vec![Vec::new()];
     for (name, levels) in &factors {
         let mut next = Vec::new();

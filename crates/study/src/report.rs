@@ -8,8 +8,8 @@ use std::fmt::Write as _;
 
 use crate::columns::{compile, Expr};
 use crate::error::StudyError;
-use crate::spec::{Loaded, Study};
-use crate::stats::{compare, describe};
+use crate::spec::{Column, Loaded, Study};
+use crate::stats::{compare, describe, sig, UNSTABLE_CV};
 use crate::store::{Stored, StoredRun};
 use crate::svg;
 
@@ -222,6 +222,92 @@ fn groups(study: &Study, cols: &[(String, Expr)], runs: &[StoredRun]) -> Vec<Gro
     out
 }
 
+/// Why one cell of the table is to be read with care: its runs disagree
+/// (a coefficient of variation above 25 %, an outlier), or a value is
+/// below what the quantity can be, with how that arose. Empty when the
+/// cell is sound.
+fn cell_notes(cell: &str, c: &Column, e: &Expr, values: &[f64]) -> Vec<String> {
+    let Some(d) = describe(values) else {
+        return Vec::new();
+    };
+    let dg = c.digits + 1;
+    let mut notes = Vec::new();
+    if c.stats && d.unstable() {
+        let mut why = Vec::new();
+        if let Some(cv) = d.cv.filter(|cv| *cv > UNSTABLE_CV) {
+            why.push(format!("its runs vary by {:.0}% (CV)", cv * 100.0));
+        }
+        for &i in &d.outliers {
+            let x = values[i];
+            let (f, dir) = if x.abs() > d.median.abs() {
+                (x / d.median, "above")
+            } else {
+                (d.median / x, "below")
+            };
+            let times = if f.is_finite() && f > 0.0 {
+                format!(", {f:.1}x {dir} it")
+            } else {
+                String::new()
+            };
+            why.push(format!(
+                "run {} of {} is an outlier ({} against a median of {}{times})",
+                i + 1,
+                d.n,
+                fmt_num(x, dg),
+                fmt_num(d.median, dg)
+            ));
+        }
+        let more = (d.n * 2).max(6);
+        let advice = match d.reps_for_ten_percent() {
+            Some(n) if d.outliers.is_empty() && n <= 30 => format!(
+                "about {n} repetitions would hold its 95% interval within ±10% (--reps {n})"
+            ),
+            _ => format!(
+                "repeat with more repetitions (--reps {more}) to see whether it recurs, and look at \
+                 what else ran on the machine"
+            ),
+        };
+        notes.push(format!(
+            "{cell}, {}: unstable: {}; {advice}",
+            c.label,
+            why.join("; ")
+        ));
+    }
+    if let Some(min) = c.min {
+        let below: Vec<f64> = values.iter().copied().filter(|x| *x < min).collect();
+        if !below.is_empty() {
+            let floor = sig(min);
+            let names: Vec<String> = e.names().iter().map(|n| format!("${n}")).collect();
+            let how = if names.len() > 1 && c.expr.contains('-') {
+                format!(
+                    "subtracts measurements taken apart ({}), and their own errors are larger than the \
+                     true difference here",
+                    names.join(", ")
+                )
+            } else {
+                format!(
+                    "reads {} as measured, and the measurement itself came out below {floor}",
+                    names.join(", ")
+                )
+            };
+            notes.push(format!(
+                "{cell}, {}: {} of {} runs below {floor} ({}), which the quantity cannot be: its \
+                 expression `{}` {how}; read it as {floor} within that error",
+                c.label,
+                below.len(),
+                d.n,
+                below
+                    .iter()
+                    .map(|x| fmt_num(*x, dg))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                c.expr,
+            ));
+        }
+    }
+    notes
+}
+
 pub(crate) fn mean(v: Option<&Vec<f64>>) -> Option<f64> {
     v.and_then(|v| describe(v)).map(|d| d.mean)
 }
@@ -253,7 +339,8 @@ pub fn render(st: &Stored, format: Format) -> Result<String, StudyError> {
         crate::spec::Order::Random => format!("random order (seed {})", st.seed),
     };
     let subtitle = format!(
-        "{} of {} runs{}, {} repetition{} per cell in {order}; values are means of the repetitions",
+        "{} of {} runs{}, {} repetition{} per cell in {order}; values are means of the repetitions \
+         (* marks a value to read with care, said under its table)",
         st.runs.len(),
         st.planned,
         if st.quick { " (--quick)" } else { "" },
@@ -299,11 +386,26 @@ pub fn render(st: &Stored, format: Format) -> Result<String, StudyError> {
             }
         }
         let mut rows = Vec::new();
+        // Cells to read with care, said under the table.
+        let mut careful: Vec<String> = Vec::new();
         for (level, vals) in &g.cells {
             let mut r = level.clone();
-            for c in &spec.columns {
+            let at = spec
+                .rows
+                .iter()
+                .zip(level)
+                .map(|(f, l)| format!("{f}={l}"))
+                .collect::<Vec<_>>()
+                .join(" ");
+            for (c, (_, e)) in spec.columns.iter().zip(&cols) {
                 let m = mean(vals.get(&c.name));
-                r.push(m.map_or("—".into(), |x| fmt_num(x, c.digits)));
+                let notes = vals
+                    .get(&c.name)
+                    .map(|v| cell_notes(&at, c, e, v))
+                    .unwrap_or_default();
+                let mark = if notes.is_empty() { "" } else { "*" };
+                careful.extend(notes);
+                r.push(m.map_or("—".into(), |x| format!("{}{mark}", fmt_num(x, c.digits))));
                 if c.change {
                     if let Some(b) = &base_vals {
                         r.push(match (m, mean(b.get(&c.name))) {
@@ -329,16 +431,25 @@ pub fn render(st: &Stored, format: Format) -> Result<String, StudyError> {
             Format::Text => {
                 let _ = writeln!(out, "{gtitle}\n");
                 table.text(&mut out);
+                for n in &careful {
+                    let _ = writeln!(out, "* {n}");
+                }
                 out.push('\n');
             }
             Format::Markdown => {
                 let _ = writeln!(out, "## {gtitle}\n");
                 table.markdown(&mut out);
                 out.push('\n');
+                for n in &careful {
+                    let _ = writeln!(out, "\\* {n}\n");
+                }
             }
             Format::Html => {
                 let _ = writeln!(out, "<h2>{}</h2>", esc(&gtitle));
                 table.html(&mut out);
+                for n in &careful {
+                    let _ = writeln!(out, "<p class=\"note\">* {}</p>", esc(n));
+                }
                 if let Some(ch) = spec.chart.as_ref().filter(|c| c.series.is_none()) {
                     let series: Vec<(String, Vec<(String, f64)>)> = ch
                         .lines
@@ -375,11 +486,12 @@ pub fn render(st: &Stored, format: Format) -> Result<String, StudyError> {
             "mean".into(),
             "median".into(),
             "sd".into(),
+            "CV".into(),
             "95% CI".into(),
         ];
         if let Some(b) = &baseline {
-            head.push(format!("ratio to {b} (95% CI)"));
-            head.push(format!("vs {b} (Welch)"));
+            head.push(format!("vs {b} (95% CI)"));
+            head.push(format!("vs {b}: t-test at 5%"));
         }
         let mut rows = Vec::new();
         for c in spec.columns.iter().filter(|c| c.stats) {
@@ -388,14 +500,22 @@ pub fn render(st: &Stored, format: Format) -> Result<String, StudyError> {
                 let Some(d) = describe(v) else { continue };
                 let dg = c.digits + 1;
                 let level = &row[0];
+                let mark = if d.unstable() || c.min.is_some_and(|m| v.iter().any(|x| *x < m)) {
+                    "*"
+                } else {
+                    ""
+                };
                 let mut r = vec![
                     c.name.clone(),
                     row.join(" "),
                     d.n.to_string(),
-                    fmt_num(d.mean, dg),
+                    format!("{}{mark}", fmt_num(d.mean, dg)),
                     fmt_num(d.median, dg),
                     fmt_num(d.sd, dg),
+                    d.cv.map_or("—".into(), |cv| format!("{:.0}%", cv * 100.0)),
                     d.ci.map_or("—".into(), |(a, b)| {
+                        // A quantity with a floor: the interval stops there.
+                        let a = c.min.map_or(a, |m| a.max(m));
                         format!("{} .. {}", fmt_num(a, dg), fmt_num(b, dg))
                     }),
                 ];
@@ -403,12 +523,7 @@ pub fn render(st: &Stored, format: Format) -> Result<String, StudyError> {
                     let base = base_vals.as_ref().and_then(|m| m.get(&c.name));
                     match base.and_then(|bv| compare(v, bv)) {
                         Some(cmp) if Some(level) != Some(b) => {
-                            r.push(match cmp.ratio_ci {
-                                Some((lo, hi)) => {
-                                    format!("{:.3} ({:.3} .. {:.3})", cmp.ratio, lo, hi)
-                                }
-                                None => format!("{:.3}", cmp.ratio),
-                            });
+                            r.push(cmp.shown(dg));
                             r.push(cmp.verdict());
                         }
                         _ => {
@@ -599,6 +714,108 @@ mod tests {
         let mut out = String::new();
         t.markdown(&mut out);
         assert_eq!(out, "| expr |\n|---|\n| $a \\|\\| $b |\n");
+    }
+
+    /// A study of two levels whose runs are given: `t` (a time, floor 0),
+    /// `q` (a difference of two measurements, floor 0).
+    fn stored(runs: &[(&str, f64, f64, f64)]) -> Stored {
+        let text = r#"
+name = "s"
+[workload]
+sql = "select 1"
+[[factors]]
+name = "lv"
+values = ["a", "b"]
+[report]
+rows = "lv"
+baseline = "a"
+columns = [
+  { name = "t", label = "time (ms)", expr = "$elapsed_ms", digits = 1, min = 0 },
+  { name = "q", label = "queue (ms)", expr = "$elapsed_ms - $backend_cpu_ms", digits = 1, min = 0 },
+]
+"#;
+        Stored {
+            name: "s".into(),
+            file: "s.toml".into(),
+            text: text.into(),
+            quick: false,
+            reps: 3,
+            seed: 1,
+            facts: BTreeMap::new(),
+            planned: runs.len(),
+            runs: runs
+                .iter()
+                .enumerate()
+                .map(|(i, (lv, e, cpu, _))| StoredRun {
+                    seq: i,
+                    rep: 0,
+                    cell: vec![("lv".into(), lv.to_string())],
+                    values: [
+                        ("elapsed_ms".to_string(), *e),
+                        ("backend_cpu_ms".to_string(), *cpu),
+                    ]
+                    .into_iter()
+                    .collect(),
+                    notes: String::new(),
+                })
+                .collect(),
+        }
+    }
+
+    /// The issue's figures: a run 10x off its cell's others passed
+    /// without a word, a time's interval went below zero, queue time went
+    /// below zero without a note, and the ratio's interval and the verdict
+    /// came from two tests and disagreed.
+    #[test]
+    fn a_report_flags_unstable_cells_and_impossible_values_and_keeps_intervals_sound() {
+        let st = stored(&[
+            ("a", 1.0, 0.5, 0.0),
+            ("a", 1.1, 0.5, 0.0),
+            ("a", 0.9, 0.5, 0.0),
+            ("b", 11.2, 11.3, 0.0),
+            ("b", 10.6, 10.0, 0.0),
+            ("b", 1.1, 0.2, 0.0),
+        ]);
+        let text = render(&st, Format::Text).unwrap();
+        // The unstable cell is marked and explained, with advice.
+        assert!(text.contains("lv=b, time (ms): unstable"), "{text}");
+        assert!(
+            text.contains("run 3 of 3 is an outlier (1.10 against a median of 10.60"),
+            "{text}"
+        );
+        assert!(text.contains("--reps 6"), "{text}");
+        let table_row = text.lines().find(|l| l.starts_with("b ")).unwrap();
+        assert!(table_row.contains('*'), "{table_row}");
+        // Queue below zero in one run: said, with how it arose.
+        assert!(
+            text.contains(
+                "lv=b, queue (ms): 1 of 3 runs below 0 (-0.10), which the quantity cannot be"
+            ) && text.contains("subtracts measurements taken apart ($elapsed_ms, $backend_cpu_ms)"),
+            "{text}"
+        );
+        // Intervals of the times stay at or above zero.
+        for l in text
+            .lines()
+            .filter(|l| l.starts_with("t ") || l.starts_with("q "))
+        {
+            let ci = l.split("  ").find(|c| c.contains(" .. ")).unwrap_or("");
+            assert!(!ci.trim_start().starts_with('-'), "{l}");
+        }
+        // The interval shown and the verdict are one test's.
+        let t_b = text
+            .lines()
+            .find(|l| l.starts_with("t ") && l.contains(" b "))
+            .unwrap();
+        let c = compare(&[11.2, 10.6, 1.1], &[1.0, 1.1, 0.9]).unwrap();
+        let (lo, hi) = c.ci.unwrap();
+        assert!(
+            t_b.contains(&c.shown(2)) && t_b.contains(&c.verdict()),
+            "{t_b}"
+        );
+        assert_eq!(
+            c.verdict() == "no detectable difference",
+            (lo..=hi).contains(&1.0)
+        );
     }
 
     #[test]

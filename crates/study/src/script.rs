@@ -6,33 +6,45 @@
 //! (quotes, dollar quotes, comments: `tracelab_run::sql`), and no crate
 //! does just that.
 
-/// The statements of `sql`, trimmed, without empty ones.
-pub fn statements(sql: &str) -> Vec<String> {
+/// Calls `visit` with each byte of `sql` from `from` on that lies outside
+/// literals, comments and quoted identifiers, with its position; `visit`
+/// says how many more bytes to pass over (`Some(0)` to go on with the
+/// next), or `None` to stop there. Returns where the scan stopped.
+fn scan(sql: &str, from: usize, mut visit: impl FnMut(usize, u8) -> Option<usize>) -> usize {
     let b = sql.as_bytes();
-    let mut out = Vec::new();
-    let mut start = 0;
-    let mut i = 0;
+    let mut i = from;
     while i < b.len() {
         if let Some(end) = tracelab_run::sql::skip_literal_or_comment(sql, i) {
             i = end;
             continue;
         }
-        match b[i] {
-            b'"' => {
-                i += 1;
-                while i < b.len() && b[i] != b'"' {
-                    i += 1;
-                }
+        if b[i] == b'"' {
+            i += 1;
+            while i < b.len() && b[i] != b'"' {
                 i += 1;
             }
-            b';' => {
-                push(&mut out, &sql[start..i]);
-                i += 1;
-                start = i;
-            }
-            _ => i += 1,
+            i += 1;
+            continue;
+        }
+        match visit(i, b[i]) {
+            Some(skip) => i += 1 + skip,
+            None => return i,
         }
     }
+    b.len()
+}
+
+/// The statements of `sql`, trimmed, without empty ones.
+pub fn statements(sql: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    scan(sql, 0, |i, c| {
+        if c == b';' {
+            push(&mut out, &sql[start..i]);
+            start = i + 1;
+        }
+        Some(0)
+    });
     push(&mut out, &sql[start.min(sql.len())..]);
     out
 }
@@ -93,9 +105,230 @@ pub fn substitute(
     Ok(out)
 }
 
+/// The names of the columns a statement returns, as the server names
+/// them (`AS name`, a column's own name, a function's name, a cast's
+/// value), for checking report expressions before a study runs. `None`
+/// when they cannot be known from the text (`*`, `WITH`, `RETURNING`,
+/// `SHOW`, ...); an empty list for a statement that returns no rows.
+/// Columns the server would call `?column?` are left out: no expression
+/// can name them.
+///
+/// Hand-written: it needs the select list's top-level commas and
+/// keywords only, with PostgreSQL's quoting (`tracelab_run::sql`); a full
+/// SQL parser would be a large dependency for that.
+pub fn output_names(statement: &str) -> Option<Vec<String>> {
+    let b = statement.as_bytes();
+    // Skip leading comments and parentheses.
+    let mut i = 0;
+    loop {
+        while i < b.len() && (b[i].is_ascii_whitespace() || b[i] == b'(') {
+            i += 1;
+        }
+        match tracelab_run::sql::skip_literal_or_comment(statement, i) {
+            Some(end) if b[i] == b'-' || b[i] == b'/' => i = end,
+            _ => break,
+        }
+    }
+    let first = word_at(statement, i).to_ascii_lowercase();
+    if first == "pragma" || first == "show" {
+        // SQLite's PRAGMA and PostgreSQL's SHOW name their column after
+        // the setting; wal_checkpoint returns three.
+        let rest = statement[i + first.len()..].trim_start();
+        let name = word_at(rest, 0).to_ascii_lowercase();
+        return Some(match name.as_str() {
+            "wal_checkpoint" => vec!["busy".into(), "log".into(), "checkpointed".into()],
+            "" => Vec::new(),
+            _ => vec![name],
+        });
+    }
+    if first != "select" {
+        let rows_unknown = ["with", "values", "table", "explain", "call", "execute"];
+        let returning = statement.to_ascii_lowercase().contains("returning");
+        return if rows_unknown.contains(&first.as_str()) || returning {
+            None
+        } else {
+            Some(Vec::new())
+        };
+    }
+    i += first.len();
+    // The select list: up to the first top-level clause keyword.
+    let mut items: Vec<&str> = Vec::new();
+    let (mut depth, mut start) = (0usize, i);
+    let end = scan(statement, i, |i, c| {
+        match c {
+            b'(' => depth += 1,
+            b')' => depth = depth.saturating_sub(1),
+            b',' if depth == 0 => {
+                items.push(&statement[start..i]);
+                start = i + 1;
+            }
+            c if depth == 0 && c.is_ascii_alphabetic() && (i == 0 || !is_word(b[i - 1])) => {
+                let w = word_at(statement, i).to_ascii_lowercase();
+                const ENDS: [&str; 14] = [
+                    "from",
+                    "where",
+                    "group",
+                    "order",
+                    "limit",
+                    "union",
+                    "into",
+                    "having",
+                    "window",
+                    "offset",
+                    "fetch",
+                    "for",
+                    "intersect",
+                    "except",
+                ];
+                if ENDS.contains(&w.as_str()) {
+                    return None;
+                }
+                return Some(w.len() - 1);
+            }
+            _ => {}
+        }
+        Some(0)
+    });
+    items.push(&statement[start..end]);
+    let mut names = Vec::new();
+    for (k, item) in items.iter().enumerate() {
+        let mut item = item.trim();
+        if k == 0 {
+            for lead in ["distinct", "all"] {
+                if word_at(item, 0).eq_ignore_ascii_case(lead) {
+                    item = item[lead.len()..].trim_start();
+                }
+            }
+            if item.starts_with("on") && item[2..].trim_start().starts_with('(') {
+                return None;
+            }
+        }
+        if item.is_empty() {
+            continue;
+        }
+        if item == "*" || item.ends_with(".*") {
+            return None;
+        }
+        if let Some(n) = column_name(item) {
+            names.push(n);
+        }
+    }
+    Some(names)
+}
+
+fn is_word(c: u8) -> bool {
+    c.is_ascii_alphanumeric() || c == b'_' || c == b'{' || c == b'}' || c == b'$'
+}
+
+/// The word (letters, digits, `_`, and `{var}` braces) at byte `i`.
+fn word_at(s: &str, i: usize) -> &str {
+    let b = s.as_bytes();
+    let mut j = i;
+    while j < b.len() && is_word(b[j]) {
+        j += 1;
+    }
+    &s[i.min(j)..j]
+}
+
+/// The name the server gives one select-list item, lower case.
+fn column_name(item: &str) -> Option<String> {
+    let unquote = |w: &str| w.trim_matches('"').to_ascii_lowercase();
+    let lower = item.to_ascii_lowercase();
+    // `expr AS name`, or `expr name` after a closing parenthesis or a
+    // value (an operator before the last word makes it an operand).
+    let words: Vec<&str> = item.split_whitespace().collect();
+    if words.len() >= 2 {
+        let last = words[words.len() - 1];
+        let before = words[words.len() - 2];
+        let plain = |w: &str| w.bytes().all(|c| is_word(c) || c == b'"') && !w.is_empty();
+        if plain(last) && before.eq_ignore_ascii_case("as") {
+            return Some(unquote(last));
+        }
+        let operand = before
+            .bytes()
+            .last()
+            .is_some_and(|c| c == b')' || c == b'"' || c == b'\'' || c.is_ascii_alphanumeric());
+        let keyword = ["end", "null", "true", "false"]
+            .contains(&last.to_ascii_lowercase().as_str())
+            || [
+                "and", "or", "not", "is", "like", "in", "then", "else", "when",
+            ]
+            .contains(&before.to_ascii_lowercase().as_str());
+        if plain(last) && operand && !keyword && !lower.starts_with("case") {
+            return Some(unquote(last));
+        }
+    }
+    if lower.starts_with("case") {
+        return Some("case".into());
+    }
+    // A cast: the value's name, or the type's for an expression.
+    if let Some((value, ty)) = item.rsplit_once("::") {
+        let value = value.trim();
+        if !value.contains(['(', ' ']) || value.ends_with(')') && !value.starts_with('(') {
+            return column_name(value);
+        }
+        return Some(word_at(ty.trim(), 0).to_ascii_lowercase()).filter(|w| !w.is_empty());
+    }
+    // A column (`t.col`) or a function call (`schema.f(...)`).
+    let head: String = item
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || "_.\"{}$".contains(*c))
+        .collect();
+    let rest = item[head.len()..].trim_start();
+    if head.is_empty() || head.starts_with(|c: char| c.is_ascii_digit()) {
+        return None;
+    }
+    if rest.is_empty() || rest.starts_with('(') {
+        return head.rsplit('.').next().map(unquote);
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_names_of_a_select_lists_columns() {
+        let n = |s: &str| output_names(s);
+        let v = |xs: &[&str]| Some(xs.iter().map(|x| x.to_string()).collect::<Vec<_>>());
+        assert_eq!(
+            n("SELECT wal_records, wal_bytes, wal_sync, wal_sync_time FROM pg_stat_wal"),
+            v(&["wal_records", "wal_bytes", "wal_sync", "wal_sync_time"])
+        );
+        assert_eq!(
+            n("SELECT pg_relation_size(to_regclass('t')) AS heap_bytes"),
+            v(&["heap_bytes"])
+        );
+        assert_eq!(
+            n("SELECT ((j->0->'Plan'->>'Shared Dirtied Blocks')::int\n + (j->0->'Plan'->>'Local, Blocks')::int) AS firstread_dirtied\n FROM (SELECT 1) s"),
+            v(&["firstread_dirtied"])
+        );
+        assert_eq!(
+            n("select count(*), s.blks_read, max(x) m, a + b, wal_bytes::text, (1)::numeric, \"Q\" from s"),
+            v(&["count", "blks_read", "m", "wal_bytes", "numeric", "q"])
+        );
+        assert_eq!(
+            n("SELECT (SELECT wal_bytes FROM pg_stat_wal) - 1 AS freeze_wal_bytes"),
+            v(&["freeze_wal_bytes"])
+        );
+        assert_eq!(n("select distinct a from t"), v(&["a"]));
+        assert_eq!(
+            n("SELECT pg_stat_force_next_flush()"),
+            v(&["pg_stat_force_next_flush"])
+        );
+        assert_eq!(n("select * from t"), None);
+        assert_eq!(n("with x as (select 1) select * from x"), None);
+        assert_eq!(n("insert into t values (1) returning id"), None);
+        assert_eq!(n("CHECKPOINT"), v(&[]));
+        assert_eq!(
+            n("PRAGMA wal_checkpoint(TRUNCATE)"),
+            v(&["busy", "log", "checkpointed"])
+        );
+        assert_eq!(n("show work_mem"), v(&["work_mem"]));
+        assert_eq!(n("DROP TABLE IF EXISTS t"), v(&[]));
+        assert_eq!(n("-- a comment\nselect 1 as one"), v(&["one"]));
+    }
 
     #[test]
     fn splits_outside_quotes_and_dollar_bodies() {

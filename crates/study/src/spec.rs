@@ -92,6 +92,15 @@ impl Sql {
             Sql::PerEngine(m) => m.get(engine).and_then(|s| s.for_engine(engine)),
         }
     }
+
+    /// Every piece of SQL, for any engine.
+    pub fn pieces(&self) -> Vec<&str> {
+        match self {
+            Sql::One(s) => vec![s.as_str()],
+            Sql::Many(v) => v.iter().map(String::as_str).collect(),
+            Sql::PerEngine(m) => m.values().flat_map(Sql::pieces).collect(),
+        }
+    }
 }
 
 /// `name = value` settings for every engine, and tables of settings for
@@ -320,6 +329,12 @@ pub struct Probe {
     /// `delta` (after − before), `after` or `before`.
     #[serde(default)]
     pub when: When,
+    /// Server settings the probe's figures depend on (PostgreSQL:
+    /// `track_wal_io_timing = "on"` for WAL timings): where the server
+    /// has other values, the probe is not taken and the report says why,
+    /// rather than showing a 0 that was never measured.
+    #[serde(default)]
+    pub needs: BTreeMap<String, String>,
 }
 
 #[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq)]
@@ -588,6 +603,10 @@ pub struct Column {
     /// Include in the statistics section (ratios, tests).
     #[serde(default = "yes")]
     pub stats: bool,
+    /// The least value the quantity can take (0 for a time, a rate or a
+    /// size): a value below it is shown with a note saying how it arose,
+    /// and an interval stops there.
+    pub min: Option<f64>,
 }
 
 fn two() -> usize {
@@ -663,7 +682,22 @@ impl Loaded {
 
     /// Reads a study file from disk.
     pub fn from_path(path: &Path) -> Result<Loaded, StudyError> {
-        let text = std::fs::read_to_string(path).map_err(crate::error::io(path))?;
+        let bytes = std::fs::read(path).map_err(crate::error::io(path))?;
+        let text = String::from_utf8(bytes).map_err(|e| {
+            let good = &e.as_bytes()[..e.utf8_error().valid_up_to()];
+            let line = good.iter().filter(|&&b| b == b'\n').count() + 1;
+            let column =
+                good.len() - good.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1) + 1;
+            StudyError::File {
+                file: path.display().to_string(),
+                line,
+                key: "(file)".into(),
+                what: format!(
+                    "not UTF-8 text (byte 0x{:02x} at column {column}): a study file is UTF-8 TOML",
+                    e.as_bytes()[good.len()]
+                ),
+            }
+        })?;
         Loaded::parse(
             &path.display().to_string(),
             &text,
@@ -710,8 +744,23 @@ impl Loaded {
     /// Checks what serde cannot: names that must refer to each other.
     fn check(&self) -> Result<(), StudyError> {
         let s = &self.study;
-        if s.reps == 0 {
-            return Err(self.error("reps", "expected at least 1 repetition"));
+        let max = crate::plan::MAX_REPS;
+        for (key, reps) in [("reps", Some(s.reps)), ("quick_reps", s.quick_reps)] {
+            if let Some(r) = reps.filter(|r| !(1..=max).contains(r)) {
+                return Err(self.error(key, format!("{r}: expected 1 to {max} repetitions")));
+            }
+        }
+        // The name is stored, checked on --resume and part of the default
+        // results directory's name.
+        let good = |c: char| c.is_ascii_alphanumeric() || "-_.".contains(c);
+        if s.name.is_empty() || s.name.starts_with('.') || !s.name.chars().all(good) {
+            return Err(self.error(
+                "name",
+                format!(
+                    "{:?}: expected a name of letters, digits, `-`, `_` and `.` (not starting with `.`)",
+                    s.name
+                ),
+            ));
         }
         let mut names = std::collections::BTreeSet::new();
         for f in &s.factors {
@@ -999,6 +1048,34 @@ columns = [{ name = "r", label = "r", expr = "$elapsed_ms" }]
             .to_string();
         assert!(e.starts_with("t.toml:5: key `workload.statments`:"), "{e}");
         assert!(e.contains("unknown field"), "{e}");
+    }
+
+    #[test]
+    fn limits_and_names_are_checked() {
+        for (from, to, key) in [
+            ("name = \"t\"", "name = \"\"", "name"),
+            ("name = \"t\"", "name = \"../x\"", "name"),
+            ("name = \"t\"", "name = \"t\"\nreps = 4294967295", "reps"),
+            ("name = \"t\"", "name = \"t\"\nreps = 0", "reps"),
+        ] {
+            let bad = GOOD.replace(from, to);
+            let e = Loaded::parse("t.toml", &bad, None, &[])
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(&format!("key `{key}`")), "{to}: {e}");
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("s.toml");
+        let mut bytes = GOOD.as_bytes().to_vec();
+        bytes.extend_from_slice(b"# caf\xe9\n");
+        std::fs::write(&p, bytes).unwrap();
+        let e = Loaded::from_path(&p).unwrap_err();
+        assert!(matches!(e, StudyError::File { line: 12, .. }), "{e}");
+        assert!(
+            e.to_string()
+                .contains("not UTF-8 text (byte 0xe9 at column 6)"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -18,10 +18,12 @@ mod fields;
 mod input;
 mod lines;
 mod reader;
+mod secrets;
 mod writer;
 
 pub use call::{Call, CallKind, DbFields, Statement, WaitFields, PSEUDO_BETWEEN, PSEUDO_WITHIN};
 pub use diag::{Diagnostic, Diagnostics};
 pub use input::{open, open_counted, Compression, OpenError, Source, TraceFile};
 pub use reader::{ReadError, ReadOptions, ReadSummary, Reader};
+pub use secrets::{mentions_password, redact_message, redact_sql};
 pub use writer::{sqlid, CallTimes, Header, TraceWriter};

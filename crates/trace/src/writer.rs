@@ -78,6 +78,13 @@ pub struct TraceWriter<W: Write> {
     /// The slow lines (statement texts, long values) are formatted here
     /// first.
     scratch: Vec<u8>,
+    /// Cursors whose text may carry a password (see `crate::secrets`):
+    /// their binds are never written.
+    secret: Vec<u64>,
+    /// The first write that failed (a full disk): nothing more is written,
+    /// so that the trace ends at a buffer's edge rather than in a stream
+    /// of partial lines, and `flush` reports it.
+    broken: Option<(io::ErrorKind, String)>,
 }
 
 /// How much a writer buffers before it writes.
@@ -159,6 +166,8 @@ impl<W: Write> TraceWriter<W> {
             buf: vec![0; BUFFER + Line::CAP].into_boxed_slice(),
             len: 0,
             scratch: Vec::new(),
+            secret: Vec::new(),
+            broken: None,
         };
         w.slow(format_args!(
             "Trace file {}\ntracelab {} {}-side trace of {} (timer: {})\n\n*** {}\n",
@@ -215,22 +224,43 @@ impl<W: Write> TraceWriter<W> {
     }
 
     fn write_buffered(&mut self) -> io::Result<()> {
+        if let Some((kind, what)) = &self.broken {
+            // Emptied all the same: a full disk does not stop the session.
+            self.len = 0;
+            return Err(io::Error::new(*kind, what.clone()));
+        }
         if let Some(out) = self.out.as_mut() {
             if self.len > 0 {
                 // Emptied whether or not the write succeeds: a full disk
                 // does not stop the session.
                 let r = out.write_all(&self.buf[..self.len]);
                 self.len = 0;
-                r?;
+                if let Err(e) = r {
+                    self.broken = Some((e.kind(), e.to_string()));
+                    return Err(e);
+                }
             }
         }
         Ok(())
     }
 
+    /// The first write error, if a write failed: the trace is incomplete
+    /// from there on.
+    pub fn failure(&self) -> Option<String> {
+        self.broken.as_ref().map(|(_, what)| what.clone())
+    }
+
     /// PARSING IN CURSOR with the statement text, END OF STMT, and the
     /// PARSE call. `oct` is Oracle's command type (3 for SELECT).
+    /// A statement that may carry a password is written masked (see
+    /// `crate::secrets`), and its cursor's binds are left out.
     pub fn parse(&mut self, cursor: u64, sql: &str, oct: u32, t: CallTimes) -> io::Result<()> {
-        let (id, hv) = sqlid(sql);
+        self.secret.retain(|&c| c != cursor);
+        if crate::secrets::mentions_password(sql) {
+            self.secret.push(cursor);
+        }
+        let sql = crate::secrets::redact_sql(sql);
+        let (id, hv) = sqlid(&sql);
         self.slow(format_args!(
             "=====================\n\
              PARSING IN CURSOR #{cursor} len={} dep={} uid=0 oct={oct} lid=0 tim={} hv={hv} ad='0' sqlid='{id}'\n\
@@ -246,6 +276,9 @@ impl<W: Write> TraceWriter<W> {
     /// Oracle writes it). A value's line breaks become spaces: a trace
     /// line is one line.
     pub fn binds(&mut self, cursor: u64, values: &[Option<&str>]) -> io::Result<()> {
+        if !self.secret.is_empty() && self.secret.contains(&cursor) {
+            return Ok(());
+        }
         let mut l = self.line();
         l.put(b"BINDS #");
         l.int(cursor as i64);
@@ -375,13 +408,18 @@ impl<W: Write> TraceWriter<W> {
         self.slow(format_args!("ERROR #{cursor}:err={err} tim={tim}\n"))
     }
 
-    /// Writes everything buffered.
+    /// Writes everything buffered; an error if it, or any write before
+    /// it, failed.
     pub fn flush(&mut self) -> io::Result<()> {
         self.write_buffered()?;
-        match self.out.as_mut() {
+        let r = match self.out.as_mut() {
             Some(out) => out.flush(),
             None => Ok(()),
+        };
+        if let Err(e) = &r {
+            self.broken = Some((e.kind(), e.to_string()));
         }
+        r
     }
 
     /// Flushes and hands back the writer.
@@ -412,6 +450,27 @@ mod tests {
         timer: "vdso",
         started: "x",
     };
+
+    /// A write that fails (a full disk) is remembered: nothing more is
+    /// written and `flush` says so, however many lines came after it.
+    #[test]
+    fn a_failed_write_is_reported_by_flush() {
+        let mut w = TraceWriter::new(std::fs::File::create("/dev/full").unwrap(), &HEADER).unwrap();
+        let t = CallTimes {
+            c: 1,
+            e: 2,
+            r: 0,
+            dep: 0,
+            tim: 3,
+        };
+        for _ in 0..5000 {
+            let _ = w.exec(1, t);
+        }
+        assert!(w.failure().is_some());
+        let e = w.flush().unwrap_err();
+        assert!(e.to_string().contains("No space left on device"), "{e}");
+        assert!(w.flush().is_err(), "still broken");
+    }
 
     #[test]
     fn error_line_is_oracles_with_a_sqlstate() {

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use tracelab_db::{start_mariadb, start_postgres, status, stop, MariaOptions, PgOptions, Status};
 
 use crate::exit::{self, Failure};
+use crate::output::{out, say};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -65,6 +66,10 @@ pub fn run(a: Args) -> Result<i32, Failure> {
                 };
                 parsed.push((k.trim().to_string(), v.trim().to_string()));
             }
+            // Ctrl-C, SIGTERM or SIGHUP while the server is made stops its
+            // tools and removes what this start made.
+            crate::signals::install();
+            remove_orphans();
             let (state, name) = if engine == "mariadb" {
                 let s = start_mariadb(&MariaOptions {
                     dir,
@@ -78,28 +83,40 @@ pub fn run(a: Args) -> Result<i32, Failure> {
                 })?;
                 (s, "PostgreSQL")
             };
-            eprintln!(
+            say!(
                 "tracelab: {name} running in {} (stop it with `tracelab db stop --dir {}`)",
                 state.dir.display(),
                 state.dir.display()
             );
-            println!("{}", state.url);
+            out(&format!("{}\n", state.url))?;
             Ok(exit::OK)
         }
         Command::Stop { dir } => {
             let state = stop(&dir)?;
-            eprintln!("tracelab: stopped the server in {}", state.dir.display());
+            say!("tracelab: stopped the server in {}", state.dir.display());
             Ok(exit::OK)
         }
         Command::Status { dir } => match status(&dir)? {
             Status::Running(s) => {
-                println!("running {} {}", s.engine, s.url);
+                out(&format!("running {} {}\n", s.engine, s.url))?;
                 Ok(exit::OK)
             }
             Status::Stopped(s) => {
-                println!("stopped {} {}", s.engine, s.dir.display());
+                out(&format!("stopped {} {}\n", s.engine, s.dir.display()))?;
                 Ok(exit::STOPPED)
             }
         },
+    }
+}
+
+/// Stops and removes the private servers of tracelab processes that were
+/// killed (their directories name their owner), saying so: run before a
+/// command starts a server of its own.
+pub fn remove_orphans() {
+    for dir in tracelab_db::remove_orphans() {
+        say!(
+            "tracelab: removed an orphaned private server whose tracelab was killed: {}",
+            dir.display()
+        );
     }
 }

@@ -4,10 +4,13 @@
 //! input was damaged or skipped (see the warnings), or `db status` found
 //! the server stopped; 2 the command line, an rc file or an expression was
 //! wrong and nothing was done; 3 output could not be written; 4 a database
-//! server could not be started, stopped or found; 130 stopped by Ctrl-C
-//! (the summary is still printed).
+//! server could not be started, stopped or found; 128 + the signal's
+//! number (130 Ctrl-C, 143 SIGTERM, 129 SIGHUP) stopped by a signal (the
+//! summary is still printed, the private server removed: signals.rs).
 
+use tracelab_calls::CallsError;
 use tracelab_db::DbError;
+use tracelab_prof::ProfError;
 use tracelab_skew::SkewError;
 use tracelab_study::StudyError;
 
@@ -16,8 +19,7 @@ pub const TROUBLE: i32 = 1;
 pub const USAGE: i32 = 2;
 pub const OUTPUT: i32 = 3;
 pub const DB: i32 = 4;
-/// Stopped by Ctrl-C (after printing what was measured), as shells expect.
-pub const INTERRUPTED: i32 = 130;
+
 /// `db status`: the server is not running.
 pub const STOPPED: i32 = 1;
 
@@ -27,7 +29,11 @@ pub enum Failure {
     #[error(transparent)]
     Skew(#[from] SkewError),
     #[error(transparent)]
+    Prof(#[from] ProfError),
+    #[error(transparent)]
     Db(#[from] DbError),
+    #[error(transparent)]
+    Calls(#[from] CallsError),
     #[error(transparent)]
     Study(StudyError),
     #[error("{0}")]
@@ -45,9 +51,13 @@ pub enum Failure {
 impl Failure {
     fn status(&self) -> i32 {
         match self {
-            Failure::Skew(_) | Failure::Usage(_) => USAGE,
+            Failure::Skew(_) | Failure::Usage(_) | Failure::Prof(_) => USAGE,
             // A `-c` the engine cannot take: the command line was wrong.
             Failure::Db(DbError::Setting { .. }) => USAGE,
+            Failure::Db(DbError::Interrupted(_))
+            | Failure::Study(StudyError::Server(DbError::Interrupted(_))) => {
+                crate::signals::status()
+            }
             Failure::Db(_) => DB,
             Failure::Output { .. } => OUTPUT,
             Failure::Study(e) => match e {
@@ -57,12 +67,14 @@ impl Failure {
                 StudyError::Database(_) | StudyError::Server(_) => DB,
             },
             Failure::Proxy(_) => TROUBLE,
+            Failure::Calls(CallsError::Write { .. }) => OUTPUT,
+            Failure::Calls(_) => USAGE,
         }
     }
 }
 
 /// Prints the error on stderr and exits with its status.
 pub fn fail(f: Failure) -> ! {
-    eprintln!("tracelab: {f}");
+    crate::output::say!("tracelab: {f}");
     std::process::exit(f.status())
 }

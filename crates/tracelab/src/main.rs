@@ -2,11 +2,15 @@
 //! dispatches; each subcommand lives in a file of its own, and `exit.rs`
 //! turns every error into a message and an exit status.
 
+mod calls;
 mod db;
 mod exit;
+mod output;
+mod prof;
 mod progress;
 mod proxy;
 mod run;
+mod signals;
 mod skew;
 mod study;
 
@@ -29,6 +33,10 @@ enum Command {
     /// Profile Oracle extended SQL trace files (10046) the way mrskew does:
     /// filter, group and aggregate calls.
     Skew(Box<skew::Args>),
+    /// The response-time profile report of a trace (tkprof, TVD$XTAT, Method R
+    /// Profiler): resource profile, statements ranked with tkprof's call
+    /// statistics, plans, binds, skew; text, JSON, HTML.
+    Prof(Box<prof::Args>),
     /// Start, stop or look at a private, throw-away PostgreSQL or MariaDB for runs and
     /// studies.
     Db(db::Args),
@@ -42,6 +50,9 @@ enum Command {
     /// A PostgreSQL wire-protocol proxy: add network latency (netem-like)
     /// and write a server-side 10046 trace per client connection.
     Proxy(Box<proxy::Args>),
+    /// Write every call as a row (Parquet, CSV or JSON lines), with the
+    /// statements and files tables, for DuckDB and Spark.
+    Calls(Box<calls::Args>),
 }
 
 fn main() {
@@ -58,10 +69,12 @@ fn main() {
     let cli = Cli::parse_from(args);
     let status = match cli.command {
         Command::Skew(a) => skew::run(*a),
+        Command::Prof(a) => prof::run(*a),
         Command::Db(a) => db::run(a),
         Command::Run(a) => run::run(*a),
         Command::Study(a) => study::run(*a),
         Command::Proxy(a) => proxy::run(*a),
+        Command::Calls(a) => calls::run(*a),
     };
     match status {
         Ok(code) => std::process::exit(code),

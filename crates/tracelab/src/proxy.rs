@@ -1,6 +1,7 @@
 //! `tracelab proxy`: a PostgreSQL wire-protocol proxy that adds network
 //! latency and writes a server-side 10046 trace per client connection.
 
+use crate::output::say;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -110,7 +111,7 @@ pub fn run(a: Args) -> Result<i32, Failure> {
     cfg.trace_dir = a.trace;
     cfg.binds = !a.no_binds;
     if let Err(e) = tracelab_proxy::raise_fd_limit() {
-        eprintln!("tracelab proxy: cannot raise the open-file limit ({e}); fewer connections fit");
+        say!("tracelab proxy: cannot raise the open-file limit ({e}); fewer connections fit");
     }
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -121,7 +122,7 @@ pub fn run(a: Args) -> Result<i32, Failure> {
         let addr = proxy
             .local_addr()
             .map_err(|e| Failure::Proxy(format!("listening socket: {e}")))?;
-        eprintln!(
+        say!(
             "tracelab proxy: listening on {addr}, upstream {}, delay {} jitter {} ({:?}, {:?}){}{}",
             cfg.upstream,
             humantime::format_duration(cfg.delay),
@@ -145,14 +146,14 @@ pub fn run(a: Args) -> Result<i32, Failure> {
                 signal(SignalKind::terminate()),
                 signal(SignalKind::user_defined1()),
             ) else {
-                eprintln!("tracelab proxy: cannot install signal handlers; stop me with SIGKILL");
+                say!("tracelab proxy: cannot install signal handlers; stop me with SIGKILL");
                 return std::future::pending().await;
             };
             loop {
                 tokio::select! {
                     _ = int.recv() => break,
                     _ = term.recv() => break,
-                    _ = usr1.recv() => eprintln!("tracelab proxy: {}", report.snapshot()),
+                    _ = usr1.recv() => say!("tracelab proxy: {}", report.snapshot()),
                 }
             }
         };
@@ -165,10 +166,10 @@ pub fn run(a: Args) -> Result<i32, Failure> {
     })?;
     rt.shutdown_timeout(Duration::from_secs(2));
     let c = stats.snapshot();
-    eprintln!("tracelab proxy: stopped; {c}");
+    say!("tracelab proxy: stopped; {c}");
     if a.json {
         let text = serde_json::to_string(&c).map_err(|e| Failure::Proxy(e.to_string()))?;
-        println!("{text}");
+        crate::output::out(&format!("{text}\n"))?;
     }
     Ok(exit::OK)
 }

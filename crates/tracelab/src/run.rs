@@ -2,17 +2,20 @@
 //! against a private server started for the run.
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use tracelab_db::{start_mariadb, start_postgres, stop, MariaOptions, PgOptions};
+use tracelab_db::{
+    private_dir, start_mariadb, start_postgres, stop, MariaOptions, PgOptions, ServerState,
+};
 use tracelab_run::{
     cast_placeholders, read_typed_binds, run as drive, CacheOptions, ConnectMode, ExeMode,
     RunOptions, Stop, Timer, Workload,
 };
 
 use crate::exit::{self, Failure};
+use crate::output::{out, say};
+use crate::signals;
 
 /// Options of `tracelab run`.
 #[derive(clap::Args, Debug)]
@@ -55,7 +58,9 @@ pub struct Args {
           value_parser = ["sequential", "semi-random", "truly-random"])]
     exe_mode: String,
     /// Bind values, one execution per line, comma-separated, NULL for
-    /// NULL; cycled.
+    /// NULL. Cycled: a run longer than the file uses its rows again (an
+    /// INSERT of the same keys then fails; --transactions sets how many
+    /// rows a run uses).
     #[arg(long, value_name = "FILE")]
     binds: Option<PathBuf>,
     /// Bind rows in file order, or in a random order of each session's own.
@@ -64,10 +69,12 @@ pub struct Args {
     /// Concurrent sessions.
     #[arg(long, visible_alias = "max-sessions", default_value_t = 1)]
     sessions: usize,
-    /// Seconds each session runs, from its own start.
+    /// Seconds each session runs, from its own start [default: 10 when
+    /// --transactions is not given either].
     #[arg(long, value_name = "SECONDS", conflicts_with = "transactions")]
     runtime: Option<f64>,
-    /// Transactions per session.
+    /// Transactions per session (with --tx-per-commit N, commits of N
+    /// statements) [default: run for --runtime instead].
     #[arg(long, value_name = "N")]
     transactions: Option<u64>,
     /// How sessions connect: all at once (flood), one every --connect-delay
@@ -88,14 +95,15 @@ pub struct Args {
     #[arg(long, value_name = "PROTOCOL", default_value = "extended", value_parser = ["extended", "prepared", "simple"])]
     protocol: String,
     /// Target transactions per second of the whole run: Poisson arrivals,
-    /// latency counted from each call's intended start (pgbench's -R).
+    /// latency counted from each call's intended start (pgbench's -R)
+    /// [default: as fast as the sessions go].
     #[arg(long, value_name = "TPS")]
     rate: Option<f64>,
     /// Think time between calls, in seconds.
     #[arg(long, value_name = "SECONDS", default_value_t = 0.0)]
     exe_delay: f64,
-    /// Statements per transaction (BEGIN ... COMMIT around every N);
-    /// without it each statement commits on its own (autocommit).
+    /// Statements per transaction (BEGIN ... COMMIT around every N)
+    /// [default: each statement commits on its own (autocommit)].
     #[arg(long, value_name = "N", conflicts_with = "autocommit")]
     tx_per_commit: Option<u64>,
     /// How batches end.
@@ -108,6 +116,12 @@ pub struct Args {
     /// (profile them with `tracelab skew`).
     #[arg(long, value_name = "DIR")]
     trace: Option<PathBuf>,
+    /// The --trace directory may hold traces of an earlier run that this
+    /// one would not replace: keep them, and number this run's traces
+    /// after them (without it such a directory is refused, so that one
+    /// profile never mixes two runs).
+    #[arg(long, requires = "trace")]
+    trace_append: bool,
     /// Error codes (comma-separated) of statement errors to count apart
     /// rather than as errors: SQLSTATEs on PostgreSQL (23505,40001), error
     /// numbers on MariaDB (1062), result codes on SQLite (1555).
@@ -150,6 +164,11 @@ pub struct Args {
 }
 
 pub fn run(a: Args) -> Result<i32, Failure> {
+    // A URL that cannot be read is a mistake on the command line, said
+    // before anything starts.
+    if let Some(url) = &a.db {
+        tracelab_run::check_url(url).map_err(|e| Failure::Usage(e.to_string()))?;
+    }
     let stop_at = match (a.runtime, a.transactions) {
         (Some(s), _) if s > 0.0 && s.is_finite() => Stop::Runtime(Duration::from_secs_f64(s)),
         (Some(s), _) => {
@@ -189,13 +208,10 @@ pub fn run(a: Args) -> Result<i32, Failure> {
             ))
         }
     };
-    // Ctrl-C stops the sessions after their current call; the summary is
-    // printed and the private server torn down all the same.
-    let interrupt = Arc::new(AtomicBool::new(false));
-    {
-        let flag = interrupt.clone();
-        let _ = ctrlc::set_handler(move || flag.store(true, Ordering::Relaxed));
-    }
+    // Ctrl-C, SIGTERM and SIGHUP stop the sessions after their current
+    // call (or the private server being made); the summary is printed and
+    // the private server torn down all the same.
+    let interrupt = signals::install();
     let result_cache = if a.result_cache || a.result_cache_setup {
         let mut tables = match &a.result_cache_config {
             Some(p) => tracelab_run::read_tables_file(p).map_err(Failure::Usage)?,
@@ -236,9 +252,9 @@ pub fn run(a: Args) -> Result<i32, Failure> {
     // The private server lives only as long as the run.
     let private = match (&a.db, a.engine.as_str()) {
         (Some(_), _) | (None, "sqlite") => None,
-        (None, "mariadb") => Some(start_mariadb(&MariaOptions::default())?),
-        (None, _) => Some(start_postgres(&PgOptions::default())?),
+        (None, engine) => Some(Private::start(engine)?),
     };
+    let private = private.as_ref().map(|p| &p.state);
     let scratch = match (&a.db, a.engine.as_str()) {
         (None, "sqlite") => Some(
             tempfile::tempdir()
@@ -258,6 +274,7 @@ pub fn run(a: Args) -> Result<i32, Failure> {
         stop: stop_at,
         exe_delay: Duration::from_secs_f64(a.exe_delay.max(0.0)),
         trace_dir: a.trace.clone(),
+        trace_append: a.trace_append,
         per_commit: if a.autocommit {
             0
         } else {
@@ -291,11 +308,14 @@ pub fn run(a: Args) -> Result<i32, Failure> {
         on_result: None,
     };
     let result = drive(&opts, &workload);
-    if let Some(s) = &private {
-        let _ = stop(&s.dir);
-        let _ = std::fs::remove_dir_all(&s.dir);
-    }
     let summary = result.map_err(|e| Failure::Usage(e.to_string()))?;
+    // Output that could not be written completely: named, and the exit
+    // status says so (what was measured is still printed).
+    let mut unwritten = false;
+    for e in summary.trace_errors() {
+        say!("tracelab: cannot write the trace {e}");
+        unwritten = true;
+    }
     if let Some(path) = &a.xact_tally_file {
         let lines: String = summary
             .per_session
@@ -309,21 +329,124 @@ pub fn run(a: Args) -> Result<i32, Failure> {
             .and_then(|mut f| std::io::Write::write_all(&mut f, lines.as_bytes()));
         if let Err(source) = appended {
             // The summary still goes out below: nothing measured is lost.
-            eprintln!("tracelab: cannot write {}: {source}", path.display());
+            say!("tracelab: cannot write {}: {source}", path.display());
+            unwritten = true;
         }
     }
+    if let Some(hint) = reused_binds_hint(&workload, &summary) {
+        say!("tracelab: {hint}");
+    }
     if a.json {
-        print!("{}", summary.json());
+        out(&summary.json())?;
+    } else if summary.ran_nothing() {
+        // No session got to work: the zero figures say nothing, the cause
+        // does (one line per cause, not per session).
+        for line in summary.failures() {
+            say!("tracelab: {line}");
+        }
     } else {
-        print!("{}", summary.text());
+        out(&summary.text())?;
     }
     Ok(if interrupt.load(Ordering::Relaxed) {
-        exit::INTERRUPTED
+        signals::status()
+    } else if unwritten {
+        exit::OUTPUT
     } else if summary.failed() || summary.errors > 0 {
         exit::TROUBLE
     } else {
         exit::OK
     })
+}
+
+/// Unique-key violations after the bind rows ran out and were used again
+/// (they cycle): the likely cause, said once, with the remedy.
+fn reused_binds_hint(w: &Workload, s: &tracelab_run::Summary) -> Option<String> {
+    // 23505 PostgreSQL, 1062 MariaDB, 1555 and 2067 SQLite (primary key,
+    // unique).
+    let dups: u64 = s
+        .errors_by_code
+        .iter()
+        .filter(|(c, _)| ["23505", "1062", "1555", "2067"].contains(&c.as_str()))
+        .map(|(_, (n, _))| n)
+        .sum();
+    let rows = w
+        .statements
+        .iter()
+        .map(|st| st.binds.len())
+        .max()
+        .unwrap_or(0) as u64;
+    if dups == 0 || rows == 0 {
+        return None;
+    }
+    let most = s
+        .per_session
+        .iter()
+        .map(|p| p.executions + p.errors + p.ignored)
+        .max()
+        .unwrap_or(0);
+    let mut why = Vec::new();
+    if most > rows {
+        why.push(format!(
+            "a session made {most} executions with a bind file of {rows} rows, so it used rows \
+             again (they cycle; --transactions sets how many a session runs)"
+        ));
+    }
+    if s.sessions > 1 {
+        why.push("every session walks the same bind rows".to_string());
+    }
+    (!why.is_empty()).then(|| format!("{dups} duplicate-key errors: {}", why.join("; and ")))
+}
+
+/// The run's private server, in a directory of its own marked as this
+/// process's (so that, should the process be killed, the next start
+/// removes it): stopped and removed when the run ends, however it ends.
+struct Private {
+    state: ServerState,
+}
+
+impl Private {
+    fn start(engine: &str) -> Result<Private, Failure> {
+        crate::db::remove_orphans();
+        let dir = private_dir()?;
+        let started = if engine == "mariadb" {
+            start_mariadb(&MariaOptions {
+                dir: Some(dir.clone()),
+                ..MariaOptions::default()
+            })
+        } else {
+            start_postgres(&PgOptions {
+                dir: Some(dir.clone()),
+                ..PgOptions::default()
+            })
+        };
+        match started {
+            Ok(state) => {
+                say!(
+                    "tracelab: started a private {} in {} ({}), removed after the run",
+                    if engine == "mariadb" {
+                        "MariaDB"
+                    } else {
+                        "PostgreSQL"
+                    },
+                    state.dir.display(),
+                    state.url
+                );
+                Ok(Private { state })
+            }
+            Err(e) => {
+                let _ = stop(&dir);
+                let _ = std::fs::remove_dir_all(&dir);
+                Err(e.into())
+            }
+        }
+    }
+}
+
+impl Drop for Private {
+    fn drop(&mut self) {
+        let _ = stop(&self.state.dir);
+        let _ = std::fs::remove_dir_all(&self.state.dir);
+    }
 }
 
 /// A size in bytes with an optional K, M or G suffix (powers of 1024), as

@@ -1,11 +1,10 @@
 //! `tracelab skew`: mrskew's options in, mrskew's table out.
 
-use std::io::Write;
-
 use clap::ArgAction;
 use tracelab_skew::{profile, Format, Outcome, SkewError, SkewOptions, Sort};
 
 use crate::exit::{self, Failure};
+use crate::output::{out, say};
 use crate::progress::Progress;
 
 const AFTER_HELP: &str = "\
@@ -179,14 +178,16 @@ fn options(a: &Args) -> Result<SkewOptions, SkewError> {
     })
 }
 
-fn list_rc() {
+fn list_rc() -> Result<(), Failure> {
+    let mut t = String::new();
     for (name, text) in tracelab_skew::rc::BUILTIN {
-        println!("{name} (built-in):");
+        t.push_str(&format!("{name} (built-in):\n"));
         for l in text.lines() {
-            println!("    {l}");
+            t.push_str(&format!("    {l}\n"));
         }
     }
-    println!("rc files are looked up as named, in ~/.tracelab/rc/, in $TRACELAB_RCPATH, then among the built-ins.");
+    t.push_str("rc files are looked up as named, in ~/.tracelab/rc/, in $TRACELAB_RCPATH, then among the built-ins.\n");
+    out(&t)
 }
 
 /// Mrskew's diagnostic listing, on stderr.
@@ -206,33 +207,33 @@ fn listing(o: &Outcome) {
     }
     let names: Vec<String> = o.matched_names.iter().map(|n| format!("'{n}'")).collect();
     e.push_str(&format!("\nmatched call names:\n\t{}\n\n", names.join(" ")));
-    eprint!("{e}");
+    crate::output::err(format_args!("{e}"));
 }
 
 fn warnings(o: &Outcome) {
     for f in &o.files {
-        if let Some(why) = &f.skipped {
-            eprintln!("tracelab: skipped {why}");
-        }
-        for d in &f.warnings.kept {
-            eprintln!("tracelab: warning: {d}");
-        }
-        let more = f
-            .warnings
-            .total
-            .saturating_sub(f.warnings.kept.len() as u64);
-        if more > 0 {
-            eprintln!(
-                "tracelab: warning: {}: {more} more warnings not shown",
-                f.name
-            );
-        }
+        file_warnings(&f.name, f.skipped.as_deref(), &f.warnings);
+    }
+}
+
+/// One input file's trouble on stderr: why it was skipped, its first
+/// warnings and how many more there were (skew and calls alike).
+pub fn file_warnings(name: &str, skipped: Option<&str>, w: &tracelab_trace::Diagnostics) {
+    if let Some(why) = skipped {
+        say!("tracelab: skipped {why}");
+    }
+    for d in &w.kept {
+        say!("tracelab: warning: {d}");
+    }
+    let more = w.total.saturating_sub(w.kept.len() as u64);
+    if more > 0 {
+        say!("tracelab: warning: {name}: {more} more warnings not shown");
     }
 }
 
 pub fn run(a: Args) -> Result<i32, Failure> {
     if a.listrc == Some(true) {
-        list_rc();
+        list_rc()?;
         return Ok(exit::OK);
     }
     let opts = options(&a)?;
@@ -266,20 +267,14 @@ pub fn run(a: Args) -> Result<i32, Failure> {
     })
 }
 
-fn write_report(path: Option<&str>, text: &str) -> Result<(), Failure> {
-    let result = match path {
-        Some(p) => std::fs::write(p, text),
-        None => {
-            let mut out = std::io::stdout().lock();
-            match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
-                // A closed pipe (| head) is the reader's choice, not an error.
-                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-                r => r,
-            }
-        }
-    };
-    result.map_err(|source| Failure::Output {
-        what: path.unwrap_or("standard output").to_string(),
-        source,
-    })
+/// Writes a report to `path`, or to standard output (a closed pipe is no
+/// error: see `crate::output`).
+pub fn write_report(path: Option<&str>, text: &str) -> Result<(), Failure> {
+    match path {
+        Some(p) => std::fs::write(p, text).map_err(|source| Failure::Output {
+            what: p.to_string(),
+            source,
+        }),
+        None => out(text),
+    }
 }

@@ -3,8 +3,6 @@
 use std::collections::BTreeMap;
 use std::io::IsTerminal;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 
 use indicatif::{ProgressBar, ProgressStyle};
 use tracelab_study::{
@@ -13,6 +11,7 @@ use tracelab_study::{
 };
 
 use crate::exit::{self, Failure};
+use crate::output::{out, say};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -70,6 +69,10 @@ struct RunArgs {
     /// (recorded in the store; repeatable).
     #[arg(long, value_name = "NAME=VALUE")]
     var: Vec<String>,
+    /// Go ahead with what the study creates, drops or changes on a --db
+    /// database (without it, that is listed and nothing runs).
+    #[arg(long)]
+    yes: bool,
 }
 
 impl From<StudyError> for Failure {
@@ -101,29 +104,31 @@ impl Observer for Bar {
 pub fn run(a: Args) -> Result<i32, Failure> {
     match a.command {
         Command::List => {
+            let mut t = String::new();
             for (name, text, _) in builtin::STUDIES {
                 let title = tracelab_study::Loaded::parse(name, text, None, &[])
                     .map(|l| l.study.title)
                     .unwrap_or_default();
-                println!("{name:<14} {title}");
+                t.push_str(&format!("{name:<14} {title}\n"));
             }
+            out(&t)?;
             Ok(exit::OK)
         }
         Command::Show { name } => match builtin::text(&name).or_else(|| builtin::sql_file(&name)) {
             Some(t) => {
-                print!("{t}");
+                out(t)?;
                 Ok(exit::OK)
             }
             None => Err(Failure::Study(StudyError::NoStudy(name))),
         },
         Command::Report { dir, format } => {
-            print!("{}", report_dir(&dir, parse_format(&format))?);
+            out(&report_dir(&dir, parse_format(&format))?)?;
             Ok(exit::OK)
         }
         Command::Compare { a, b } => {
             let sa = Store::open(&a, false)?.load()?;
             let sb = Store::open(&b, false)?.load()?;
-            print!("{}", compare_stores(&sa, &sb)?);
+            out(&compare_stores(&sa, &sb)?)?;
             Ok(exit::OK)
         }
         Command::Run(r) => run_one(r),
@@ -168,11 +173,10 @@ fn run_one(r: RunArgs) -> Result<i32, Failure> {
             .map_or(0, |d| d.as_secs());
         PathBuf::from(format!("study-{}-{stamp}", loaded.study.name))
     });
-    let interrupt = Arc::new(AtomicBool::new(false));
-    {
-        let flag = interrupt.clone();
-        let _ = ctrlc::set_handler(move || flag.store(true, Ordering::Relaxed));
-    }
+    // Ctrl-C, SIGTERM and SIGHUP stop the study after the run in flight
+    // (or the private server being made); its server goes all the same.
+    let interrupt = crate::signals::install();
+    crate::db::remove_orphans();
     let bar = if std::io::stderr().is_terminal() {
         let b = ProgressBar::new(0);
         b.set_style(
@@ -197,6 +201,7 @@ fn run_one(r: RunArgs) -> Result<i32, Failure> {
         out: out.clone(),
         resume: r.resume,
         interrupt: interrupt.clone(),
+        yes: r.yes,
     };
     let bar = Bar(bar);
     let outcome = run_study(&loaded, &opts, &bar);
@@ -209,7 +214,7 @@ fn run_one(r: RunArgs) -> Result<i32, Failure> {
                 .and_then(|s| s.done())
                 .is_ok_and(|d| !d.is_empty());
             if has_runs {
-                eprintln!(
+                say!(
                     "tracelab: the runs done are in {}; after fixing the cause, continue with `tracelab study run {} --out {} --resume`",
                     out.display(),
                     r.study,
@@ -221,31 +226,34 @@ fn run_one(r: RunArgs) -> Result<i32, Failure> {
     };
     // The report is built from the store, as `study report` builds it.
     let stored = Store::open(&out, false)?.load()?;
+    // A report that cannot be written is named and makes the exit 3; the
+    // others, and the text on stdout, are still written.
+    let mut unwritten = false;
     for (fmt, file) in [
         (Format::Markdown, "report.md"),
         (Format::Html, "report.html"),
     ] {
         let text = render(&stored, fmt)?;
         let path = out.join(file);
-        std::fs::write(&path, text).map_err(|source| Failure::Output {
-            what: path.display().to_string(),
-            source,
-        })?;
+        if let Err(e) = std::fs::write(&path, text) {
+            say!("tracelab: cannot write {}: {e}", path.display());
+            unwritten = true;
+        }
     }
-    print!("{}", render(&stored, Format::Text)?);
-    eprintln!(
+    crate::output::out(&render(&stored, Format::Text)?)?;
+    say!(
         "tracelab: {} runs done now, {} before; results in {} (report.md, report.html)",
         outcome.ran,
         outcome.skipped,
         out.display()
     );
     if outcome.interrupted {
-        eprintln!(
+        say!(
             "tracelab: interrupted; continue with `tracelab study run {} --out {} --resume`",
             r.study,
             out.display()
         );
-        return Ok(exit::INTERRUPTED);
+        return Ok(crate::signals::status());
     }
-    Ok(exit::OK)
+    Ok(if unwritten { exit::OUTPUT } else { exit::OK })
 }

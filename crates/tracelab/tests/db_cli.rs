@@ -133,3 +133,97 @@ fn mariadb_start_status_stop() {
     let (_, err, code) = tracelab(&["db", "start", "--engine", "oracle", "--dir", &dir]);
     assert_eq!(code, 2, "{err}");
 }
+
+/// A setting the engine refuses is a mistake on the command line (exit
+/// 2), said in one plain line, and the directory stays usable: `status`,
+/// `start` and `stop` know it (they said "no tracelab-db.json" after an
+/// exit 4 with a nested, doubled message).
+#[test]
+fn a_setting_the_engine_refuses_is_exit_2_and_the_directory_stays_usable() {
+    let base = tempfile::Builder::new()
+        .prefix("tracelab-dbcli-")
+        .tempdir_in("/tmp")
+        .unwrap();
+    for (engine, bad) in [
+        ("postgres", "no_such_setting=1"),
+        ("postgres", "work_mem=lots"),
+        ("mariadb", "no_such_setting=1"),
+    ] {
+        let dir = base
+            .path()
+            .join(format!("{engine}-{}", bad.split('=').next().unwrap()))
+            .to_string_lossy()
+            .into_owned();
+        let _t = Teardown(dir.clone());
+        let (out, err, code) =
+            tracelab(&["db", "start", "--engine", engine, "--dir", &dir, "-c", bad]);
+        assert_eq!(code, 2, "{engine} -c {bad}: {out}{err}");
+        let name = bad.split('=').next().unwrap();
+        let lines: Vec<&str> = err.lines().collect();
+        assert_eq!(lines.len(), 1, "{err}");
+        assert!(
+            lines[0].starts_with(&format!("tracelab: -c {name}: "))
+                && lines[0].contains("refuses it"),
+            "{err}"
+        );
+        assert!(!err.contains("its output"), "{err}");
+        let (out, err, code) = tracelab(&["db", "status", "--dir", &dir]);
+        assert_eq!(
+            (code, out.split(' ').next()),
+            (1, Some("stopped")),
+            "{out}{err}"
+        );
+        let (url, err, code) = tracelab(&["db", "start", "--engine", engine, "--dir", &dir]);
+        assert_eq!(code, 0, "{engine}: the next start works: {err}");
+        assert!(!url.trim().is_empty());
+        let (_, err, code) = tracelab(&["db", "stop", "--dir", &dir]);
+        assert_eq!(code, 0, "{err}");
+    }
+}
+
+/// After a kill -9 of the server, `db start` on its directory keeps the
+/// port when it is free, so that URLs in scripts keep working (it picked
+/// a new one).
+#[test]
+fn a_restart_after_kill_9_keeps_the_port() {
+    let base = tempfile::Builder::new()
+        .prefix("tracelab-dbcli-")
+        .tempdir_in("/tmp")
+        .unwrap();
+    for (engine, pid_file) in [
+        ("postgres", "data/postmaster.pid"),
+        ("mariadb", "server.pid"),
+    ] {
+        let dir = base.path().join(engine).to_string_lossy().into_owned();
+        let _t = Teardown(dir.clone());
+        let (url, err, code) = tracelab(&["db", "start", "--engine", engine, "--dir", &dir]);
+        assert_eq!(code, 0, "{err}");
+        let pid: i32 = std::fs::read_to_string(std::path::Path::new(&dir).join(pid_file))
+            .unwrap()
+            .lines()
+            .next()
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        // SAFETY: kill takes plain integers.
+        assert_eq!(unsafe { libc::kill(pid, libc::SIGKILL) }, 0);
+        // Gone, or a zombie nobody has reaped yet.
+        let t0 = std::time::Instant::now();
+        while std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+            s.rsplit(')')
+                .next()
+                .is_some_and(|r| !r.trim_start().starts_with('Z'))
+        }) {
+            assert!(t0.elapsed() < std::time::Duration::from_secs(30));
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let (out, _, code) = tracelab(&["db", "status", "--dir", &dir]);
+        assert_eq!(code, 1, "{engine}: a killed server is stopped: {out}");
+        let (again, err, code) = tracelab(&["db", "start", "--engine", engine, "--dir", &dir]);
+        assert_eq!(code, 0, "{engine}: {err}");
+        assert_eq!(again.trim(), url.trim(), "{engine}: the same URL");
+        let (_, err, code) = tracelab(&["db", "stop", "--dir", &dir]);
+        assert_eq!(code, 0, "{err}");
+    }
+}

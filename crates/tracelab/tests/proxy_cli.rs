@@ -180,15 +180,6 @@ fn psql(pg: &Pg, addr: &str, sql: &str) -> String {
     client(pg, "psql", addr, &["-c", sql], None)
 }
 
-/// pgbench's "latency average = X ms".
-fn latency_ms(out: &str) -> f64 {
-    out.lines()
-        .find_map(|l| l.strip_prefix("latency average = "))
-        .and_then(|v| v.split(' ').next())
-        .and_then(|v| v.parse().ok())
-        .unwrap_or_else(|| panic!("no latency in {out}"))
-}
-
 fn traces(dir: &Path) -> Vec<PathBuf> {
     let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
         .unwrap()
@@ -208,6 +199,8 @@ struct Traced {
     rows: i64,
     rlbk: Option<i64>,
     binds: Vec<Option<String>>,
+    cursor: String,
+    dur_us: i64,
 }
 
 fn read_traces(dir: &Path) -> Vec<Traced> {
@@ -229,6 +222,8 @@ fn read_traces(dir: &Path) -> Vec<Traced> {
                     .iter()
                     .map(|b| b.as_deref().map(String::from))
                     .collect(),
+                cursor: String::from_utf8_lossy(c.cursor).into_owned(),
+                dur_us: c.dur_us(),
             })
         })
         .unwrap();
@@ -410,79 +405,89 @@ fn delay_adds_the_documented_round_trip_and_shows_as_message_from_client() {
         ],
     );
     // pgbench -S: one statement per transaction, one round trip each (the
-    // prepared mode sends Bind/Execute/Sync together).
-    let run = |p: &Proxy, mode: &str| {
-        latency_ms(&client(
-            &pg,
-            "pgbench",
-            &p.addr(),
-            &["-n", "-S", "-M", mode, "-c", "1", "-t", "60", "postgres"],
-            None,
-        ))
-    };
-    // The baseline sits idle for the same 6 ms before each query (pgbench's
-    // \sleep), so that the server and pgbench wake from idle in both: the
-    // rise is then what the link adds, not the machine's wake-up latency
-    // after an idle spell (0.3–0.5 ms here, which netem would show too).
-    let idle = pg.dir.path().join("idle-6ms.sql");
-    std::fs::write(
-        &idle,
-        "\\set aid random(1, 100000)\n\\sleep 6 ms\nSELECT abalance FROM pgbench_accounts WHERE aid = :aid;\n",
-    )
-    .unwrap();
-    let idle_run = |p: &Proxy, mode: &str| {
-        latency_ms(&client(
+    // prepared mode sends Bind/Execute/Sync together); the shortest of its
+    // round trips, from its per-transaction log (-l). The delay is a floor
+    // under every round trip, whatever else the machine does; a busy
+    // machine only adds to some of them, so the shortest of a hundred is
+    // the link's own (an average against a baseline, as this test had,
+    // failed under load: 5.1 ms for 6).
+    let logs = pg.dir.path().join("pgbench-logs");
+    std::fs::create_dir_all(&logs).unwrap();
+    let shortest = |p: &Proxy, mode: &str, tag: &str| -> f64 {
+        let prefix = logs.join(tag);
+        client(
             &pg,
             "pgbench",
             &p.addr(),
             &[
                 "-n",
-                "-f",
-                idle.to_str().unwrap(),
+                "-S",
                 "-M",
                 mode,
                 "-c",
                 "1",
                 "-t",
-                "60",
+                "100",
+                "-l",
+                "--log-prefix",
+                prefix.to_str().unwrap(),
                 "postgres",
             ],
             None,
-        )) - 6.0
+        );
+        let mut least = f64::MAX;
+        for e in std::fs::read_dir(&logs).unwrap() {
+            let path = e.unwrap().path();
+            if !path
+                .file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with(&format!("{tag}."))
+            {
+                continue;
+            }
+            for line in std::fs::read_to_string(&path).unwrap().lines() {
+                // client transaction latency_us script epoch epoch_us
+                let us: f64 = line.split_whitespace().nth(2).unwrap().parse().unwrap();
+                least = least.min(us / 1000.0);
+            }
+        }
+        assert!(least < f64::MAX, "no pgbench log for {tag}");
+        least
     };
-    let median = |mut v: Vec<f64>| {
-        v.sort_by(f64::total_cmp);
-        v[v.len() / 2]
-    };
-    for (p, mode) in [
+    for (k, (p, mode)) in [
         (&both, "prepared"),
         (&to_server, "simple"),
         (&to_client, "prepared"),
         (&both, "simple"),
-    ] {
-        // The baseline is the proxy without delay (idle 6 ms before each
-        // query, see above), interleaved with the delayed runs: the rise is
-        // what --delay adds.
-        let (mut base, mut delayed) = (Vec::new(), Vec::new());
-        for _ in 0..3 {
-            base.push(idle_run(&plain, mode));
-            delayed.push(run(p, mode));
-        }
-        let (base, delayed) = (median(base), median(delayed));
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let base = shortest(&plain, mode, &format!("plain{k}"));
+        let delayed = shortest(p, mode, &format!("delayed{k}"));
         let rise = delayed - base;
-        eprintln!("{mode}: {base:.3} → {delayed:.3} ms, rise {rise:.3} ms");
+        eprintln!("{mode}: shortest round trip {base:.3} → {delayed:.3} ms, rise {rise:.3} ms");
+        // The floor, less the 10 % the timer may fire early (it learns the
+        // machine's wake-up latency and fires that much before the due
+        // time); above it, room for the wake-ups of an idle client and
+        // server (0.3-0.5 ms here), not for a second delay.
         assert!(
-            (rise - 6.0).abs() <= 0.6,
-            "--delay 6ms added {rise:.3} ms per round trip ({mode}: {base:.3} → {delayed:.3} ms)"
+            (5.4..7.5).contains(&rise),
+            "--delay 6ms added {rise:.3} ms to the shortest round trip ({mode}: {base:.3} → {delayed:.3} ms)"
         );
     }
     let (c, _) = both.stop();
-    assert!(c["chunks_delayed"].as_u64().unwrap() >= 600, "{c}");
+    // 200 round trips through it, a request and an answer each.
+    assert!(c["chunks_delayed"].as_u64().unwrap() >= 400, "{c}");
     let held = (c["delay_to_server_us"].as_u64().unwrap()
         + c["delay_to_client_us"].as_u64().unwrap()) as f64
         / c["chunks_delayed"].as_u64().unwrap() as f64;
+    // Each chunk is held half the round trip's delay at least (it may be
+    // held longer behind a chunk before it, or when a busy machine wakes
+    // the timer late), and not a whole one.
     assert!(
-        (held - 3000.0).abs() < 300.0,
+        (2700.0..6000.0).contains(&held),
         "each chunk held {held} µs, half of 6 ms"
     );
     let files: Vec<String> = traces(&tdir)
@@ -503,7 +508,7 @@ fn delay_adds_the_documented_round_trip_and_shows_as_message_from_client() {
     }
     // --no-binds: executions traced, their values not.
     let calls = read_traces(&quiet);
-    assert!(calls.iter().filter(|c| c.kind == CallKind::Exec).count() >= 180);
+    assert!(calls.iter().filter(|c| c.kind == CallKind::Exec).count() >= 100);
     assert!(calls.iter().all(|c| c.binds.is_empty()));
     for p in traces(&quiet) {
         assert!(!std::fs::read_to_string(p).unwrap().contains("BINDS"));
@@ -923,4 +928,87 @@ fn upstream_down_restarted_malformed_clients_and_many_connections() {
     assert_eq!(psql(&pg, &px.addr(), "select 6 * 7").trim(), "42");
     let (counters, _) = px.stop();
     assert_eq!(counters["connections"], 1);
+}
+
+#[test]
+fn messages_over_a_mebibyte_keep_their_calls_and_no_password_form_is_traced() {
+    let _serial = serial();
+    let pg = pg(vec![]);
+    let tdir = pg.dir.path().join("traces");
+    let px = proxy(&pg.addr(), &["--trace", tdir.to_str().unwrap()]);
+    let via = px.addr();
+    // A simple Query over 1 MiB that takes the server half a second: the
+    // proxy reads it in many chunks, and its time must be in a line.
+    let big = "x".repeat(1_200_000);
+    let out = client(
+        &pg,
+        "psql",
+        &via,
+        &["-f", "-"],
+        Some(&format!(
+            "select length('{big}') + 0 * length(pg_sleep(0.5)::text);\n"
+        )),
+    );
+    assert!(out.contains("1200000"), "{out}");
+    // Password literals in every PostgreSQL form.
+    psql(
+        &pg,
+        &via,
+        "create role rc_pw; alter role rc_pw password $$Dollar-Secret-1$$; \
+         alter role rc_pw password $q$Tagged-Secret-2$q$; \
+         alter role rc_pw password E'Escaped\\'Secret-3'",
+    );
+    // A Bind over 1 MiB (extended protocol): its EXEC on the statement's
+    // cursor, with its BINDS.
+    rt().block_on(async {
+        let c = connect(px.port, "postgres", None).await.unwrap();
+        let st = c
+            .prepare("select length($1::text), pg_sleep(0.2)::text")
+            .await
+            .unwrap();
+        let row = c.query_one(&st, &[&"y".repeat(1_300_000)]).await.unwrap();
+        assert_eq!(row.get::<_, i32>(0), 1_300_000);
+    });
+    let (_, stderr) = px.stop();
+    let calls = read_traces(&tdir);
+    let mut all = stderr;
+    for p in traces(&tdir) {
+        all.push_str(&String::from_utf8_lossy(&std::fs::read(p).unwrap()));
+    }
+    for secret in ["Dollar-Secret-1", "Tagged-Secret-2", "Secret-3"] {
+        assert!(!all.contains(secret), "{secret} leaked");
+    }
+    assert!(
+        all.contains("alter role rc_pw password $q$***$q$"),
+        "masked, not dropped"
+    );
+    let long = calls
+        .iter()
+        .find(|c| c.kind == CallKind::Exec && c.sql.starts_with("select length('xxx"))
+        .expect("the long query's EXEC is traced");
+    let fetch_us: i64 = calls
+        .iter()
+        .filter(|c| c.sql.starts_with("select length('xxx") && c.kind != CallKind::Wait)
+        .map(|c| c.dur_us)
+        .sum();
+    assert!(
+        fetch_us >= 450_000,
+        "its server time is in its lines: {fetch_us} µs"
+    );
+    assert_eq!(long.cursor, "1");
+    let exec = calls
+        .iter()
+        .find(|c| c.kind == CallKind::Exec && c.sql.starts_with("select length($1::text)"))
+        .expect("the big bind's EXEC is traced");
+    assert_ne!(exec.cursor, "0", "the EXEC is on the statement's cursor");
+    assert!(exec.dur_us >= 150_000, "{} µs", exec.dur_us);
+    let bind = exec.binds.first().cloned().flatten().unwrap_or_default();
+    let bind = bind.trim_matches('"');
+    assert!(
+        // tokio-postgres sends text in binary: shown as hex.
+        (bind.starts_with("yyyy") || bind.starts_with("0x7979"))
+            && bind.contains("(1300000 bytes, cut)"),
+        "the value is cut, the call kept: {}",
+        &bind[..bind.len().min(60)]
+    );
 }

@@ -215,6 +215,218 @@ fn a_mistake_in_a_study_file_names_file_line_and_key() {
     );
 }
 
+/// A report column naming a measurement the study will not produce is
+/// refused before the first run (it printed `—` after every run), with
+/// the nearest name it does produce.
+#[test]
+fn a_report_expression_naming_an_unknown_measurement_is_refused_before_any_run() {
+    let dir = tmp("tracelab-study-expr-");
+    let file = dir.path().join("cb.toml");
+    let out = dir.path().join("out");
+    let (text, _, code) = tracelab(&["study", "show", "commit-batch"]);
+    assert_eq!(code, 0);
+    let bad = text.replace(
+        "expr = \"$elapsed_ms / $statements\"",
+        "expr = \"$elapsed_msx / $statements\"",
+    );
+    assert_ne!(bad, text);
+    std::fs::write(&file, &bad).unwrap();
+    let t0 = Instant::now();
+    let (_, err, code) = tracelab(&[
+        "study",
+        "run",
+        file.to_str().unwrap(),
+        "--quick",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains(
+            "key `report.columns.expr`: column `response`: `$elapsed_msx` is not a measurement"
+        ) && err.contains("did you mean `$elapsed_ms`?"),
+        "{err}"
+    );
+    assert!(!out.join("results.sqlite").exists(), "no run, no store");
+    // Refused before any server started (a start takes seconds).
+    assert!(t0.elapsed() < Duration::from_secs(2), "{:?}", t0.elapsed());
+}
+
+/// On a database of the user's (`--db`), commit-batch's setup drops and
+/// creates `ins_t`: the study names what it would change and runs only
+/// with --yes. There `track_wal_io_timing` is off (its default): the WAL
+/// flush time is not measured, and the report says why instead of
+/// showing 0.0000.
+#[test]
+fn a_study_on_your_database_names_what_it_changes_and_needs_yes() {
+    let dir = tmp("tracelab-study-yes-");
+    let pg = dir.path().join("pg");
+    let (url, err, code) = tracelab(&["db", "start", "--dir", pg.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let url = url.trim().to_string();
+    struct Stop(std::path::PathBuf);
+    impl Drop for Stop {
+        fn drop(&mut self) {
+            let _ = tracelab(&["db", "stop", "--dir", self.0.to_str().unwrap()]);
+        }
+    }
+    let _stop = Stop(pg.clone());
+    let mut c = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    c.batch_execute("CREATE TABLE ins_t (mine text); INSERT INTO ins_t VALUES ('keep me')")
+        .unwrap();
+    let out = dir.path().join("out");
+    let args = [
+        "study",
+        "run",
+        "commit-batch",
+        "--quick",
+        "--reps",
+        "2",
+        "--level",
+        "batch=256,4096",
+        "--db",
+        &url,
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    let (_, err, code) = tracelab(&args);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("would change postgres://postgres@127.0.0.1")
+            && err.contains("once, before the first run: drop table ins_t, create table ins_t")
+            && err.contains("before each run: truncate ins_t")
+            && err.contains("--yes"),
+        "{err}"
+    );
+    let mine: String = c.query_one("SELECT mine FROM ins_t", &[]).unwrap().get(0);
+    assert_eq!(mine, "keep me", "nothing ran");
+    assert!(!out.join("results.sqlite").exists());
+    let mut yes = args.to_vec();
+    yes.push("--yes");
+    let (report, err, code) = tracelab(&yes);
+    assert_eq!(code, 0, "{err}");
+    let sync = report
+        .lines()
+        .find(|l| l.starts_with("4096 "))
+        .unwrap_or_else(|| panic!("{report}"));
+    assert!(
+        sync.trim_end().contains("—"),
+        "log sync not measured: {sync}"
+    );
+    assert!(!sync.contains("0.0000"), "{sync}");
+    assert!(
+        report.contains("probe wal_timing not taken: it needs track_wal_io_timing = on")
+            && report.contains("the server has track_wal_io_timing = off"),
+        "{report}"
+    );
+}
+
+/// A report that cannot be written (a full disk: /dev/full) is named and
+/// makes the exit 3; the store, the other report and the text are still
+/// written.
+#[test]
+fn a_report_that_cannot_be_written_is_exit_3_naming_it() {
+    let dir = tmp("tracelab-study-full-");
+    let file = common::small_study(dir.path(), "select 1", 1);
+    let out = dir.path().join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    std::os::unix::fs::symlink("/dev/full", out.join("report.md")).unwrap();
+    let db = format!("sqlite:{}", dir.path().join("s.sqlite").display());
+    let (text, err, code) = tracelab(&[
+        "study",
+        "run",
+        file.to_str().unwrap(),
+        "--db",
+        &db,
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 3, "{err}");
+    assert!(
+        err.contains(&format!(
+            "cannot write {}: No space left on device",
+            out.join("report.md").display()
+        )),
+        "{err}"
+    );
+    assert!(text.contains("2 of 2 runs"), "{text}");
+    assert!(out.join("report.html").metadata().unwrap().len() > 0);
+}
+
+/// Amounts and names a study cannot mean are refused before anything
+/// runs (exit 2), naming the file, line and key: `reps = 4294967295`
+/// planned runs until memory ran out, `sessions = 0` and `sessions = 1.5`
+/// ran one session, `name = ""` was accepted, a file that is not UTF-8
+/// was an I/O error (exit 3), and a --db URL that cannot be read failed
+/// as a session.
+#[test]
+fn impossible_amounts_names_and_files_are_refused_before_any_run() {
+    let dir = tmp("tracelab-study-limits-");
+    let file = dir.path().join("s.toml");
+    let good = TINY.replace("pg_sleep(0.05)", "1");
+    let cases = [
+        ("reps = 3", "reps = 4294967295", "reps"),
+        (
+            "statements = 4",
+            "statements = 4\nsessions = 0",
+            "workload.sessions",
+        ),
+        (
+            "statements = 4",
+            "statements = 4\nsessions = 1.5",
+            "workload.sessions",
+        ),
+        (
+            "statements = 4",
+            "statements = \"{n}\"\nsessions = \"{n}\"\ntx_per_commit = -1",
+            "workload.tx_per_commit",
+        ),
+        ("name = \"tiny\"", "name = \"\"", "name"),
+    ];
+    for (from, to, key) in cases {
+        let text = good.replace(from, to);
+        assert_ne!(text, good);
+        std::fs::write(&file, &text).unwrap();
+        let t0 = Instant::now();
+        let (_, err, code) = tracelab(&[
+            "study",
+            "run",
+            file.to_str().unwrap(),
+            "--out",
+            dir.path().join("o").to_str().unwrap(),
+        ]);
+        assert_eq!(code, 2, "{to}: {err}");
+        assert!(
+            err.contains(&format!("{}:", file.display())) && err.contains(&format!("key `{key}`")),
+            "{to}: {err}"
+        );
+        assert!(
+            t0.elapsed() < Duration::from_secs(3),
+            "before any server: {to}"
+        );
+        assert!(!dir.path().join("o").join("results.sqlite").exists());
+    }
+    let mut bytes = good.clone().into_bytes();
+    bytes.extend_from_slice(b"# \xff\n");
+    std::fs::write(&file, bytes).unwrap();
+    let (_, err, code) = tracelab(&["study", "run", file.to_str().unwrap()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("not UTF-8 text"), "{err}");
+    std::fs::write(&file, &good).unwrap();
+    let (_, err, code) = tracelab(&["study", "run", file.to_str().unwrap(), "--reps", "1000000"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--reps 1000000: expected 1 to 1000"), "{err}");
+    let (_, err, code) = tracelab(&[
+        "study",
+        "run",
+        file.to_str().unwrap(),
+        "--db",
+        "postgres://u:pw@127.0.0.1:notaport/x",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("`port`") && !err.contains("pw@"), "{err}");
+}
+
 #[test]
 fn a_missing_engine_is_named_with_its_remedy_before_any_run() {
     let dir = tmp("tracelab-study-eng-");

@@ -72,6 +72,47 @@ pub fn redact(url: &str) -> String {
     }
 }
 
+/// An error's innermost cause, said once: client libraries wrap an I/O
+/// error in layers that each repeat its words ("Input/output error:
+/// Input/output error: Connection refused").
+pub(crate) fn innermost(e: &dyn std::error::Error) -> String {
+    let mut e = e;
+    while let Some(inner) = e.source() {
+        e = inner;
+    }
+    e.to_string()
+}
+
+/// Checks a connection URL before anything starts: the scheme names a
+/// known engine and the engine's client can read the rest. A mistake is a
+/// usage error naming the URL (password hidden) and what is wrong.
+pub fn check_url(url: &str) -> Result<Engine, RunError> {
+    let engine = Engine::of_url(url)?;
+    let bad = |what: String| RunError::Usage(format!("--db {}: {what}", redact(url)));
+    match engine {
+        Engine::Postgres => {
+            // As the session will read it: libpq's service file, PG*
+            // variables and password file included.
+            crate::conninfo::postgres(url).map_err(bad)?;
+        }
+        Engine::Mysql => {
+            let url_m = match url.strip_prefix("mariadb:") {
+                Some(rest) => format!("mysql:{rest}"),
+                None => url.to_string(),
+            };
+            mysql_async::Opts::from_url(&url_m)
+                .map_err(|_| bad("expected mysql://user[:password]@host[:port]/database".into()))?;
+        }
+        Engine::Sqlite => {
+            let rest = url.split_once(':').map_or("", |(_, r)| r);
+            if rest.trim().is_empty() {
+                return Err(bad("expected sqlite:PATH or sqlite::memory:".into()));
+            }
+        }
+    }
+    Ok(engine)
+}
+
 /// An engine's error, as the session reports it.
 #[derive(Debug, Clone)]
 pub(crate) struct DbError {
@@ -102,11 +143,6 @@ pub(crate) trait Conn {
             code: "usage".into(),
             message: "this engine has no result cache".into(),
         })
-    }
-    /// Which of `names` (lower case) are tables or views the session
-    /// sees, for the result cache's dependencies.
-    async fn tables_among(&mut self, _names: &[String]) -> Result<Vec<String>, DbError> {
-        Ok(Vec::new())
     }
     /// Runs a statement without binds or rows (BEGIN, COMMIT, SET).
     async fn batch(&mut self, sql: &str) -> Result<(), DbError>;

@@ -3,9 +3,9 @@
 //! the values inlined.
 
 use mysql_async::prelude::Queryable;
-use mysql_async::{Opts, Params, Row, Value};
+use mysql_async::{Params, Row, Value};
 
-use super::{question_marks, redact, Conn, DbError};
+use super::{question_marks, Conn, DbError};
 use crate::cache::Rows;
 use crate::workload::inline_literals;
 
@@ -20,18 +20,12 @@ pub(crate) struct Mysql {
 }
 
 pub(crate) async fn connect(url: &str, simple: bool) -> Result<Mysql, DbError> {
-    let url_m = match url.strip_prefix("mariadb:") {
-        Some(rest) => format!("mysql:{rest}"),
-        None => url.to_string(),
-    };
-    // The parser's own message may quote the URL: say it with the password
-    // hidden instead.
-    let opts = Opts::from_url(&url_m).map_err(|_| DbError {
+    // The URL completed from the option files and MYSQL_PWD; the
+    // parser's own message may quote the URL: the message hides the
+    // password instead.
+    let opts = crate::conninfo::mariadb(url).map_err(|message| DbError {
         code: "connection".into(),
-        message: format!(
-            "cannot read the MariaDB URL `{}`: expected mysql://user[:password]@host[:port]/database",
-            redact(url)
-        ),
+        message,
     })?;
     let conn = mysql_async::Conn::new(opts).await.map_err(|e| error(&e))?;
     let id = conn.id() as i64;
@@ -111,21 +105,6 @@ impl Conn for Mysql {
             .collect())
     }
 
-    async fn tables_among(&mut self, names: &[String]) -> Result<Vec<String>, DbError> {
-        let all: Vec<String> = match self
-            .conn
-            .query(
-                "select lower(table_name) from information_schema.tables \
-                 where table_schema = database()",
-            )
-            .await
-        {
-            Ok(v) => v,
-            Err(e) => return Err(self.check(e)),
-        };
-        Ok(all.into_iter().filter(|t| names.contains(t)).collect())
-    }
-
     async fn batch(&mut self, sql: &str) -> Result<(), DbError> {
         match self.conn.query_drop(sql).await {
             Ok(()) => Ok(()),
@@ -200,7 +179,7 @@ fn error(e: &mysql_async::Error) -> DbError {
         },
         other => DbError {
             code: "connection".into(),
-            message: other.to_string(),
+            message: super::innermost(other),
         },
     }
 }

@@ -136,23 +136,14 @@ fn timed_out() -> std::io::Error {
     std::io::Error::new(std::io::ErrorKind::TimedOut, "timed out")
 }
 
-/// The OS user's name, PostgreSQL's default user (as libpq does).
-fn os_user() -> Option<String> {
-    std::env::var("PGUSER")
-        .or_else(|_| std::env::var("USER"))
-        .or_else(|_| std::env::var("LOGNAME"))
-        .ok()
-        .filter(|u| !u.is_empty())
-}
-
 impl Wire {
     /// Connects to the first host of `url` that answers, authenticates
     /// (trust, password, md5, SCRAM-SHA-256) and waits for the server to
     /// be ready. Errors never hold the password.
     pub(crate) async fn connect(url: &str) -> Result<Wire, DbError> {
-        let cfg: tokio_postgres::Config = url
-            .parse()
-            .map_err(|e| lost(format!("invalid connection string: {e}")))?;
+        // The URL completed as libpq completes it (service, PG*
+        // variables, password file).
+        let cfg = crate::conninfo::postgres(url).map_err(lost)?;
         if cfg.get_ssl_mode() == SslMode::Require {
             return Err(lost(
                 "sslmode=require: tracelab run speaks to PostgreSQL without TLS \
@@ -216,7 +207,7 @@ impl Wire {
     async fn startup(&mut self, cfg: &tokio_postgres::Config) -> Result<(), DbError> {
         let user = match cfg.get_user() {
             Some(u) => u.to_string(),
-            None => os_user().ok_or_else(|| lost("no user in the connection string"))?,
+            None => return Err(lost("no user in the connection string")),
         };
         let mut params = vec![("client_encoding", "UTF8"), ("user", user.as_str())];
         if let Some(db) = cfg.get_dbname() {
@@ -232,8 +223,12 @@ impl Wire {
         frontend::startup_message(params, &mut self.out).map_err(lost)?;
         self.send().await?;
         let password = || {
-            cfg.get_password()
-                .ok_or_else(|| lost("the server asks for a password and the URL has none"))
+            cfg.get_password().ok_or_else(|| {
+                lost(
+                    "the server asks for a password and none was given (URL, PGPASSWORD, \
+                         service or password file)",
+                )
+            })
         };
         let mut scram: Option<sasl::ScramSha256> = None;
         loop {

@@ -91,23 +91,6 @@ impl Conn for Postgres {
         Ok(rows)
     }
 
-    async fn tables_among(&mut self, names: &[String]) -> Result<Vec<String>, DbError> {
-        let mut tables = Vec::new();
-        self.wire
-            .query_once(
-                "select distinct lower(relname) from pg_class where lower(relname) = any($1::text[]) \
-                 and relkind in ('r', 'p', 'v', 'm', 'f') and pg_table_is_visible(oid)",
-                &[Some(&text_array(names))],
-                |b| {
-                    if let Some(Some(v)) = columns(b).next() {
-                        tables.push(String::from_utf8_lossy(v).into_owned());
-                    }
-                },
-            )
-            .await?;
-        Ok(tables)
-    }
-
     async fn query_text(&mut self, sql: &str) -> Result<u64, DbError> {
         let mut n = 0u64;
         self.wire.simple(sql, |_| n += 1).await?;
@@ -139,36 +122,5 @@ impl Conn for Postgres {
 
     async fn close(self) {
         self.wire.close().await
-    }
-}
-
-/// `names` as a PostgreSQL array literal in text form: each element
-/// double-quoted, with `"` and `\` escaped.
-fn text_array(names: &[String]) -> String {
-    let mut s = String::from("{");
-    for (i, n) in names.iter().enumerate() {
-        if i > 0 {
-            s.push(',');
-        }
-        s.push('"');
-        for c in n.chars() {
-            if c == '"' || c == '\\' {
-                s.push('\\');
-            }
-            s.push(c);
-        }
-        s.push('"');
-    }
-    s.push('}');
-    s
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn text_arrays_quote_their_elements() {
-        let names = ["a".to_string(), "b\"c".to_string(), "d\\e".to_string()];
-        assert_eq!(super::text_array(&names), r#"{"a","b\"c","d\\e"}"#);
-        assert_eq!(super::text_array(&[]), "{}");
     }
 }

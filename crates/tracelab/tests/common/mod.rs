@@ -3,14 +3,23 @@
 use std::process::Command;
 
 /// Runs `tracelab ARGS` and returns (stdout, stderr, exit code).
+#[allow(dead_code)]
 pub fn tracelab(args: &[&str]) -> (String, String, i32) {
     tracelab_env(args, &[])
+}
+
+/// The binary under test: this build's, or `$TRACELAB_TEST_BIN` when set
+/// (to show that a test fails on an older build).
+#[allow(dead_code)]
+pub fn bin() -> String {
+    std::env::var("TRACELAB_TEST_BIN")
+        .unwrap_or_else(|_| env!("CARGO_BIN_EXE_tracelab").to_string())
 }
 
 /// As [`tracelab`], with environment variables set.
 #[allow(dead_code)]
 pub fn tracelab_env(args: &[&str], env: &[(&str, &str)]) -> (String, String, i32) {
-    let out = Command::new(env!("CARGO_BIN_EXE_tracelab"))
+    let out = Command::new(bin())
         .args(args)
         .envs(env.iter().copied())
         .output()
@@ -20,4 +29,31 @@ pub fn tracelab_env(args: &[&str], env: &[(&str, &str)]) -> (String, String, i32
         String::from_utf8_lossy(&out.stderr).into_owned(),
         out.status.code().unwrap_or(-1),
     )
+}
+
+/// A small study file in `dir`: `reps` repetitions of two levels of a
+/// factor `n`, each run two executions of `sql`, a report of elapsed ms.
+#[allow(dead_code)]
+pub fn small_study(dir: &std::path::Path, sql: &str, reps: u32) -> std::path::PathBuf {
+    let file = dir.join("small.toml");
+    std::fs::write(
+        &file,
+        format!(
+            r#"
+name = "small"
+reps = {reps}
+[workload]
+sql = "{sql}"
+statements = 2
+[[factors]]
+name = "n"
+values = [1, 2]
+[report]
+rows = "n"
+columns = [{{ name = "e", label = "elapsed ms", expr = "$elapsed_ms" }}]
+"#
+        ),
+    )
+    .unwrap();
+    file
 }

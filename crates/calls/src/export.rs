@@ -1,0 +1,488 @@
+//! The export: files read on every core, each file's calls filtered by
+//! skew's query and built into Arrow batches, the batches encoded by
+//! writer threads while reading goes on.
+//!
+//! Every call of a file is read in order, by one thread: the columns hold
+//! state that chains through a file (bind values, `$parse_id`,
+//! `$exec_id`, `$island_id`), which a file cut into pieces cannot know at
+//! a piece's start. The cores are kept busy instead by reading several
+//! files at once and by encoding (Parquet's dictionaries and zstd) on
+//! other threads than reading.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::sync::{Arc, Mutex};
+
+use arrow_array::RecordBatch;
+use arrow_schema::SchemaRef;
+use tracelab_skew::{CallVars, NameCache, Query, SkewError, SkewOptions};
+use tracelab_trace::{open, open_counted, Call, Diagnostics, ReadOptions, Reader, Source};
+
+use crate::columns::{schema, CallColumns, FileContext, NOT_DICTIONARY, STATISTICS};
+use crate::error::CallsError;
+use crate::header::Header;
+use crate::sink::{Format, TableWriter};
+use crate::tables::{self, StatementRow, Statements};
+use crate::{CallsOptions, FileOutcome, Layout, Outcome};
+
+/// Rows a file may hold back while its `$depmin` is not yet known (see
+/// [`FileExport::take`]); past this the file is read again instead.
+const HOLD_ROWS: usize = 1 << 20;
+
+/// Batches in flight between one reader and its writer.
+const QUEUE: usize = 2;
+
+/// Exports `inputs` (paths, or `-` for standard input) as `opts` says.
+/// `progress`, if given, receives the raw bytes read as reading goes.
+pub fn export(
+    opts: &CallsOptions,
+    inputs: &[String],
+    progress: Option<Arc<AtomicU64>>,
+) -> Result<Outcome, CallsError> {
+    if inputs.is_empty() {
+        return Err(SkewError::NoInput.into());
+    }
+    let query = Query::new(&SkewOptions {
+        where0: opts.where0.clone(),
+        where1: opts.where1.clone(),
+        name: opts.name.clone(),
+        thinktime: opts.thinktime,
+        depmin: opts.depmin,
+        ..SkewOptions::default()
+    })?;
+    let read_opts = ReadOptions {
+        binds: true,
+        unaccounted: false,
+        thinktime_us: (opts.thinktime * 1e6).round() as i64,
+        depmin: opts.depmin,
+        all_lines: query.all_lines,
+        chained: true,
+        line_numbers: true,
+        statements: true,
+    };
+    let (layout, format) = Layout::resolve(&opts.output, opts.format)?;
+    prepare(&layout)?;
+    let jobs = match opts.jobs {
+        0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        n => n,
+    }
+    .clamp(1, inputs.len());
+    let shared = Shared {
+        query: &query,
+        read_opts: &read_opts,
+        layout: &layout,
+        format,
+        progress,
+        failed: Mutex::new(None),
+        stop: AtomicBool::new(false),
+    };
+    let next = AtomicUsize::new(0);
+    let outcomes: Mutex<Vec<FileOutcome>> = Mutex::new(vec![FileOutcome::default(); inputs.len()]);
+    let one_file = matches!(layout, Layout::File(_));
+    let statements: Vec<HashMap<String, StatementRow>> = std::thread::scope(|s| {
+        // A file output has one writer that every reader feeds.
+        let (common, writer) = if one_file {
+            let (tx, rx) = sync_channel::<RecordBatch>(QUEUE * jobs);
+            let path = layout.calls_path(0, format);
+            let shared = &shared;
+            let h = s.spawn(move || shared.note(write_table(&path, format, schema(true), rx)));
+            (Some(tx), Some(h))
+        } else {
+            (None, None)
+        };
+        let workers: Vec<_> = (0..jobs)
+            .map(|_| {
+                let common = common.clone();
+                let (shared, next, outcomes) = (&shared, &next, &outcomes);
+                s.spawn(move || {
+                    let mut stmts = HashMap::new();
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(input) = inputs.get(i) else { break };
+                        if shared.stop.load(Ordering::Relaxed) {
+                            break;
+                        }
+                        let out = shared.file(i as i32, input, common.clone(), &mut stmts);
+                        if let Ok(mut o) = outcomes.lock() {
+                            o[i] = out;
+                        }
+                    }
+                    stmts
+                })
+            })
+            .collect();
+        drop(common);
+        let stmts = workers.into_iter().filter_map(|h| h.join().ok()).collect();
+        if let Some(h) = writer {
+            let _ = h.join();
+        }
+        stmts
+    });
+    if let Some(e) = shared.failed.into_inner().ok().flatten() {
+        return Err(e);
+    }
+    let mut all = Statements::new();
+    for m in statements {
+        for (k, v) in m {
+            all.entry(k).or_insert(v);
+        }
+    }
+    let files = outcomes.into_inner().unwrap_or_default();
+    write_one(
+        &layout.table_path("statements", format),
+        format,
+        &tables::statements_batch(&all),
+    )?;
+    write_one(
+        &layout.table_path("files", format),
+        format,
+        &tables::files_batch(&files),
+    )?;
+    Ok(Outcome {
+        rows: files.iter().map(|f| f.rows).sum(),
+        files,
+        statements: all.len(),
+        layout: Some(layout),
+        format: Some(format),
+    })
+}
+
+/// Creates the output directory; refuses to mix a new export into the
+/// calls of an old one.
+fn prepare(layout: &Layout) -> Result<(), CallsError> {
+    let dir = match layout {
+        Layout::Dir(d) => {
+            let calls = d.join("calls");
+            if calls.exists() {
+                return Err(CallsError::Usage(format!(
+                    "{} exists: remove it, or export to another directory (the new calls would mix with the old)",
+                    calls.display()
+                )));
+            }
+            calls
+        }
+        Layout::File(f) => match f.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => return Ok(()),
+        },
+    };
+    std::fs::create_dir_all(&dir).map_err(|e| CallsError::write(&dir, &e))
+}
+
+fn write_table(
+    path: &Path,
+    format: Format,
+    schema: SchemaRef,
+    rx: Receiver<RecordBatch>,
+) -> Result<(), CallsError> {
+    let mut w = TableWriter::create(path, format, &schema, NOT_DICTIONARY, STATISTICS)?;
+    for b in rx {
+        w.write(&b)?;
+    }
+    w.finish()
+}
+
+fn write_one(path: &Path, format: Format, batch: &RecordBatch) -> Result<(), CallsError> {
+    let mut w = TableWriter::create(path, format, &batch.schema(), &[], &[])?;
+    w.write(batch)?;
+    w.finish()
+}
+
+/// What every worker reads.
+struct Shared<'a> {
+    query: &'a Query,
+    read_opts: &'a ReadOptions,
+    layout: &'a Layout,
+    format: Format,
+    progress: Option<Arc<AtomicU64>>,
+    /// The first write error: it stops the export.
+    failed: Mutex<Option<CallsError>>,
+    stop: AtomicBool,
+}
+
+impl Shared<'_> {
+    fn note(&self, r: Result<(), CallsError>) {
+        if let Err(e) = r {
+            self.stop.store(true, Ordering::Relaxed);
+            if let Ok(mut f) = self.failed.lock() {
+                f.get_or_insert(e);
+            }
+        }
+    }
+
+    /// Exports one file, into `common` (a file output) or a partition of
+    /// its own.
+    fn file(
+        &self,
+        file_id: i32,
+        input: &str,
+        common: Option<SyncSender<RecordBatch>>,
+        stmts: &mut HashMap<String, StatementRow>,
+    ) -> FileOutcome {
+        let source = Source::from_arg(input);
+        let mut out = FileOutcome {
+            file_id,
+            name: input.to_string(),
+            ..FileOutcome::default()
+        };
+        // Standard input is read once: its header facts are not known.
+        out.header = match &source {
+            Source::Stdin => None,
+            s => open(s).ok().map(Header::read),
+        };
+        let file = match open_counted(&source, self.progress.clone()) {
+            Ok(f) => f,
+            Err(e) => {
+                out.skipped = Some(e.to_string());
+                return out;
+            }
+        };
+        out.basename = Some(file.basename.clone());
+        out.compression = Some(format!("{:?}", file.compression).to_lowercase());
+        let basename = file.basename.clone();
+        let session = out.header.as_ref().and_then(|h| h.session.clone());
+        let ctx = FileContext {
+            file_id,
+            file: input,
+            basename: &basename,
+            session: session.as_deref(),
+            tim_offset_us: out.header.as_ref().and_then(|h| h.tim_offset_us),
+        };
+        std::thread::scope(|s| {
+            let (tx, writer) = match common {
+                Some(tx) => (tx, None),
+                None => {
+                    let (tx, rx) = sync_channel::<RecordBatch>(QUEUE);
+                    let path = self.layout.calls_path(file_id, self.format);
+                    let format = self.format;
+                    let made = path
+                        .parent()
+                        .map_or(Ok(()), std::fs::create_dir_all)
+                        .map_err(|e| CallsError::write(&path, &e));
+                    let h = s.spawn(move || {
+                        made.and_then(|_| write_table(&path, format, schema(false), rx))
+                    });
+                    (tx, Some(h))
+                }
+            };
+            let mut fe = FileExport {
+                query: self.query,
+                ctx: &ctx,
+                cols: CallColumns::new(writer.is_none()),
+                tx,
+                broken: false,
+                tentative: self.read_opts.depmin.is_none(),
+                held: Vec::new(),
+                held_rows: 0,
+                used: None,
+                redo_before: None,
+                redo_all: false,
+                names: NameCache::default(),
+                stmts,
+                last_sqlid: String::new(),
+                rows: 0,
+                errors: Diagnostics::default(),
+            };
+            let read = Reader::new(self.read_opts.clone()).read(file, |c| fe.take(c));
+            match read {
+                Ok(summary) => {
+                    out.lines = summary.lines;
+                    out.calls = summary.calls;
+                    out.depmin = summary.depmin;
+                    out.warnings = summary.diagnostics;
+                    self.settle(&mut fe, &source, summary.depmin, &mut out);
+                }
+                Err(e) => {
+                    out.skipped = Some(e.to_string());
+                    fe.flush_held();
+                    fe.flush();
+                }
+            }
+            let FileExport {
+                rows, errors, tx, ..
+            } = fe;
+            drop(tx);
+            out.rows = rows;
+            let unkept = errors.total - errors.kept.len() as u64;
+            for d in errors.kept {
+                out.warnings.push(&d.file, d.line, d.message);
+            }
+            out.warnings.total += unkept;
+            if let Some(h) = writer {
+                self.note(h.join().unwrap_or(Ok(())));
+            }
+        });
+        out
+    }
+
+    /// At the end of a file: sends what was held while `$depmin` was not
+    /// known if it was judged right, or reads the file again with the
+    /// file's `$depmin` (all of it, or the part before it was known).
+    fn settle(
+        &self,
+        fe: &mut FileExport<'_, '_>,
+        source: &Source,
+        depmin: i64,
+        out: &mut FileOutcome,
+    ) {
+        if fe.tentative {
+            fe.tentative = false;
+            let right = fe.used.is_none_or(|(lo, hi)| lo == depmin && hi == depmin);
+            if right && !fe.redo_all {
+                fe.flush_held();
+            } else {
+                fe.drop_held();
+                fe.redo_all = true;
+            }
+        }
+        fe.flush();
+        let end = match (fe.redo_all, fe.redo_before) {
+            (true, _) => u64::MAX,
+            (false, Some(end)) => end,
+            (false, None) => return,
+        };
+        if matches!(source, Source::Stdin) {
+            out.warnings.push(
+                &out.name,
+                out.lines,
+                format!("$depmin of standard input is {depmin}, known only at its end; calls before it was known were dropped (name the file instead to have them read again)"),
+            );
+            return;
+        }
+        fe.redo_all = false;
+        let mut opts = self.read_opts.clone();
+        opts.depmin = Some(depmin);
+        let again = open(source).map_err(|e| e.to_string()).and_then(|f| {
+            Reader::new(opts)
+                .read_before(f, end, |c| fe.take(c))
+                .map_err(|e| e.to_string())
+        });
+        if let Err(e) = again {
+            out.warnings
+                .push(&out.name, 0, format!("reading the start again: {e}"));
+        }
+        fe.flush();
+    }
+}
+
+/// One file being exported.
+struct FileExport<'a, 'm> {
+    query: &'a Query,
+    ctx: &'a FileContext<'a>,
+    cols: CallColumns,
+    tx: SyncSender<RecordBatch>,
+    /// The writer is gone (it failed): stop building.
+    broken: bool,
+    /// `$depmin` may still change: the file's calls so far were judged
+    /// with a minimum depth a later call may lower.
+    tentative: bool,
+    held: Vec<RecordBatch>,
+    held_rows: usize,
+    /// Lowest and highest `$depmin` calls were judged with while tentative.
+    used: Option<(i64, i64)>,
+    /// Calls before this offset were judged wrong: read them again.
+    redo_before: Option<u64>,
+    /// Read the whole file again (held too much, or judged wrong).
+    redo_all: bool,
+    names: NameCache,
+    stmts: &'m mut HashMap<String, StatementRow>,
+    last_sqlid: String,
+    rows: u64,
+    errors: Diagnostics,
+}
+
+impl FileExport<'_, '_> {
+    /// One call: judged by the filter, kept as a row if it passes.
+    ///
+    /// `$depmin` is the file's minimum depth, known for sure only at its
+    /// end or once a call at depth 0 is seen (usually the first lines).
+    /// Until then rows are held back; if the depth the held calls were
+    /// judged with proves wrong they are dropped and read again.
+    fn take(&mut self, call: &Call<'_>) {
+        if self.broken || self.redo_all {
+            return;
+        }
+        if self.tentative {
+            if call.dep.is_some() && call.depmin == 0 {
+                self.tentative = false;
+                if self.used.is_some_and(|(_, hi)| hi != 0) {
+                    self.drop_held();
+                    self.redo_before = Some(call.offset);
+                } else {
+                    self.flush_held();
+                }
+            } else {
+                let d = call.depmin;
+                self.used = Some(self.used.map_or((d, d), |(lo, hi)| (lo.min(d), hi.max(d))));
+            }
+        }
+        let vars = CallVars {
+            call,
+            basename: self.ctx.basename,
+            file: self.ctx.file,
+        };
+        match self.query.keeps(&vars, &mut self.names) {
+            Ok(true) => {}
+            Ok(false) => return,
+            Err(msg) => {
+                self.errors.push(self.ctx.file, call.line, msg);
+                return;
+            }
+        }
+        if call.stmt.sqlid != self.last_sqlid {
+            self.last_sqlid.clone_from(&call.stmt.sqlid);
+            if !self.stmts.contains_key(&call.stmt.sqlid) {
+                self.stmts
+                    .insert(call.stmt.sqlid.clone(), StatementRow::of(call.stmt));
+            }
+        }
+        self.cols.push(call, self.ctx);
+        if self.cols.len() >= crate::BATCH_ROWS {
+            let b = self.cols.finish();
+            if self.tentative {
+                self.held_rows += b.num_rows();
+                self.held.push(b);
+                if self.held_rows > HOLD_ROWS {
+                    self.drop_held();
+                    self.redo_all = true;
+                }
+            } else {
+                self.send(b);
+            }
+        }
+    }
+
+    fn send(&mut self, b: RecordBatch) {
+        if b.num_rows() == 0 || self.broken {
+            return;
+        }
+        self.rows += b.num_rows() as u64;
+        if self.tx.send(b).is_err() {
+            self.broken = true;
+        }
+    }
+
+    /// Sends the rows built so far.
+    fn flush(&mut self) {
+        if !self.cols.is_empty() {
+            let b = self.cols.finish();
+            self.send(b);
+        }
+    }
+
+    fn flush_held(&mut self) {
+        for b in std::mem::take(&mut self.held) {
+            self.send(b);
+        }
+        self.held_rows = 0;
+    }
+
+    /// Drops the rows judged with a wrong `$depmin` (held and building).
+    fn drop_held(&mut self) {
+        self.held.clear();
+        self.held_rows = 0;
+        let _ = self.cols.finish();
+    }
+}

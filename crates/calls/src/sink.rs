@@ -1,0 +1,191 @@
+//! Writing a table: Parquet (zstd, dictionary-encoded names, row groups
+//! sized for scans), CSV or JSON lines, from Arrow batches.
+
+use std::fs::File;
+use std::io::BufWriter;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use arrow_array::builder::StringBuilder;
+use arrow_array::{Array, ArrayRef, ListArray, RecordBatch};
+use arrow_schema::{DataType, Field, Schema};
+use parquet::arrow::ArrowWriter;
+use parquet::basic::{Compression, ZstdLevel};
+use parquet::file::properties::{EnabledStatistics, WriterProperties};
+use parquet::schema::types::ColumnPath;
+
+use crate::error::CallsError;
+
+/// Rows per Parquet row group: about a million, the size DuckDB and Spark
+/// scan well (DuckDB reads row groups in parallel, Spark splits files at
+/// row groups); a 1 GB trace gives four or five.
+pub const ROW_GROUP_ROWS: usize = 1024 * 1024;
+
+/// Output formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Parquet,
+    Csv,
+    Jsonl,
+}
+
+impl Format {
+    pub fn extension(self) -> &'static str {
+        match self {
+            Format::Parquet => "parquet",
+            Format::Csv => "csv",
+            Format::Jsonl => "jsonl",
+        }
+    }
+
+    /// The format a file name's extension says, if any.
+    pub fn of_path(p: &Path) -> Option<Format> {
+        match p.extension()?.to_str()?.to_ascii_lowercase().as_str() {
+            "parquet" | "pq" => Some(Format::Parquet),
+            "csv" => Some(Format::Csv),
+            "jsonl" | "ndjson" | "json" => Some(Format::Jsonl),
+            _ => None,
+        }
+    }
+}
+
+enum Inner {
+    Parquet(ArrowWriter<File>),
+    Csv(arrow_csv::Writer<BufWriter<File>>),
+    Jsonl(arrow_json::LineDelimitedWriter<BufWriter<File>>),
+}
+
+/// One table being written to one file.
+pub struct TableWriter {
+    path: PathBuf,
+    inner: Inner,
+}
+
+fn parquet_properties(no_dictionary: &[&str], stats: &[&str]) -> WriterProperties {
+    let mut b = WriterProperties::builder()
+        .set_compression(Compression::ZSTD(ZstdLevel::default()))
+        .set_max_row_group_row_count(Some(ROW_GROUP_ROWS))
+        .set_write_batch_size(8192)
+        .set_dictionary_enabled(true)
+        // Statistics (min/max per row group) only where engines prune by
+        // them; computing them for every column costs more than it saves.
+        .set_statistics_enabled(if stats.is_empty() {
+            EnabledStatistics::Chunk
+        } else {
+            EnabledStatistics::None
+        });
+    for c in no_dictionary {
+        b = b.set_column_dictionary_enabled(ColumnPath::from(*c), false);
+    }
+    for c in stats {
+        b = b.set_column_statistics_enabled(ColumnPath::from(*c), EnabledStatistics::Chunk);
+    }
+    b.build()
+}
+
+impl TableWriter {
+    /// Creates `path` for batches of `schema`; `no_dictionary` names the
+    /// columns not worth a Parquet dictionary, `stats` those that get
+    /// statistics (all when empty).
+    pub fn create(
+        path: &Path,
+        format: Format,
+        schema: &Arc<Schema>,
+        no_dictionary: &[&str],
+        stats: &[&str],
+    ) -> Result<TableWriter, CallsError> {
+        let err = |e: &dyn std::fmt::Display| CallsError::write(path, e);
+        let file = File::create(path).map_err(|e| err(&e))?;
+        let inner = match format {
+            Format::Parquet => Inner::Parquet(
+                ArrowWriter::try_new(
+                    file,
+                    schema.clone(),
+                    Some(parquet_properties(no_dictionary, stats)),
+                )
+                .map_err(|e| err(&e))?,
+            ),
+            Format::Csv => Inner::Csv(
+                arrow_csv::WriterBuilder::new()
+                    .with_header(true)
+                    .build(BufWriter::with_capacity(1 << 20, file)),
+            ),
+            Format::Jsonl => Inner::Jsonl(arrow_json::LineDelimitedWriter::new(
+                BufWriter::with_capacity(1 << 20, file),
+            )),
+        };
+        Ok(TableWriter {
+            path: path.to_path_buf(),
+            inner,
+        })
+    }
+
+    pub fn write(&mut self, batch: &RecordBatch) -> Result<(), CallsError> {
+        let r = match &mut self.inner {
+            Inner::Parquet(w) => w.write(batch).map_err(|e| e.to_string()),
+            Inner::Csv(w) => lists_as_json(batch)
+                .map_err(|e| e.to_string())
+                .and_then(|b| w.write(&b).map_err(|e| e.to_string())),
+            Inner::Jsonl(w) => w.write(batch).map_err(|e| e.to_string()),
+        };
+        r.map_err(|e| CallsError::write(&self.path, &e))
+    }
+
+    /// Writes what is buffered and the file's footer.
+    pub fn finish(self) -> Result<(), CallsError> {
+        let path = self.path;
+        let r = match self.inner {
+            Inner::Parquet(w) => w.close().map(|_| ()).map_err(|e| e.to_string()),
+            Inner::Csv(w) => std::io::Write::flush(&mut w.into_inner()).map_err(|e| e.to_string()),
+            Inner::Jsonl(mut w) => w.finish().map_err(|e| e.to_string()).and_then(|_| {
+                std::io::Write::flush(&mut w.into_inner()).map_err(|e| e.to_string())
+            }),
+        };
+        r.map_err(|e| CallsError::write(&path, &e))
+    }
+}
+
+/// CSV has no lists: a list column (the bind values) is written as the
+/// JSON array of its values (`["1","'abc'"]`), which DuckDB's
+/// `json_extract` and Spark's `from_json` read back.
+fn lists_as_json(batch: &RecordBatch) -> Result<RecordBatch, arrow_schema::ArrowError> {
+    let schema = batch.schema();
+    if !schema
+        .fields()
+        .iter()
+        .any(|f| matches!(f.data_type(), DataType::List(_)))
+    {
+        return Ok(batch.clone());
+    }
+    let mut fields = Vec::with_capacity(schema.fields().len());
+    let mut cols: Vec<ArrayRef> = Vec::with_capacity(schema.fields().len());
+    for (f, col) in schema.fields().iter().zip(batch.columns()) {
+        let Some(list) = col.as_any().downcast_ref::<ListArray>() else {
+            fields.push(f.as_ref().clone());
+            cols.push(col.clone());
+            continue;
+        };
+        let mut text = StringBuilder::new();
+        let strings = list
+            .values()
+            .as_any()
+            .downcast_ref::<arrow_array::StringArray>();
+        for i in 0..list.len() {
+            if list.is_null(i) {
+                text.append_null();
+                continue;
+            }
+            let (from, to) = (list.value_offsets()[i], list.value_offsets()[i + 1]);
+            let items: Vec<serde_json::Value> = (from..to)
+                .map(|j| match strings {
+                    Some(s) if !s.is_null(j as usize) => s.value(j as usize).into(),
+                    _ => serde_json::Value::Null,
+                })
+                .collect();
+            text.append_value(serde_json::Value::Array(items).to_string());
+        }
+        fields.push(Field::new(f.name(), DataType::Utf8, f.is_nullable()));
+        cols.push(Arc::new(text.finish()));
+    }
+    RecordBatch::try_new(Arc::new(Schema::new(fields)), cols)
+}

@@ -1,0 +1,1701 @@
+//! One pass over a file's calls builds its profile: the resource profile
+//! (as `tracelab skew --unaccounted` adds it up), every statement's call
+//! statistics with and without its recursive children, waits, plans,
+//! binds, histograms, the recursive hierarchy and a timeline.
+//!
+//! A big file is read in pieces on all cores ([`tracelab_trace::Reader::read_split`]).
+//! What a piece cannot know at its start (waits and recursive calls still
+//! waiting for the call that contains them, the execution a cursor is in)
+//! is settled when the pieces are added up in file order: each piece keeps
+//! its first events up to its first top-level call (its "head") and hands
+//! them to the state of the pieces before it, which then goes on exactly as
+//! a single reader would have; what the piece saw after that is added.
+
+use std::sync::Arc;
+
+use rustc_hash::FxHashMap;
+use tracelab_trace::{Call, CallKind, DbFields, Statement};
+
+use crate::binds::{BindBuf, BindStats};
+use crate::plan::{add_capture, parse_stat, Plan, StatLine};
+use crate::stats::{CallTable, ChildSums, ChildTable, Dur, P10};
+use crate::timeline::Timeline;
+
+/// Slots of the wait-name cache.
+const NAME_CACHE: usize = 32;
+
+/// Name of the resource-profile row for time inside database calls not
+/// covered by their CPU or their waits.
+pub const WITHIN: &str = tracelab_trace::PSEUDO_WITHIN;
+/// Name of the row for the gaps between calls.
+pub const BETWEEN: &str = tracelab_trace::PSEUDO_BETWEEN;
+/// The wait that is think time when long enough.
+pub const SNMFC: &str = "SQL*Net message from client";
+
+/// A cursor number as written (decimal, or hex after `0x`).
+pub(crate) fn cursor_key(id: &[u8]) -> Option<u64> {
+    if let Some(hex) = id.strip_prefix(b"0x").or_else(|| id.strip_prefix(b"0X")) {
+        return u64::from_str_radix(std::str::from_utf8(hex).ok()?, 16).ok();
+    }
+    if id.is_empty() || id.len() > 19 {
+        return None;
+    }
+    let mut k: u64 = 0;
+    for &b in id {
+        let d = b.wrapping_sub(b'0');
+        if d > 9 {
+            return None;
+        }
+        k = k * 10 + d as u64;
+    }
+    Some(k)
+}
+
+/// Interned names of calls, waits and profile rows.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Names {
+    ids: FxHashMap<Box<str>, u32>,
+    pub list: Vec<Box<str>>,
+}
+
+impl Names {
+    #[inline]
+    pub fn id(&mut self, name: &str) -> u32 {
+        if let Some(&i) = self.ids.get(name) {
+            return i;
+        }
+        let i = self.list.len() as u32;
+        self.list.push(name.into());
+        self.ids.insert(name.into(), i);
+        i
+    }
+}
+
+/// The slowest execution of a statement.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Slowest {
+    pub elapsed_us: i64,
+    pub offset: u64,
+    pub line: u64,
+    pub binds: Vec<Option<String>>,
+}
+
+/// Everything kept about one statement.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct StmtAgg {
+    pub stmt: Statement,
+    /// Depth learnt from the statement's database calls.
+    pub dep_seen: Option<i64>,
+    /// (byte offset, line) where the statement first shows.
+    pub first: (u64, u64),
+    pub calls: CallTable,
+    pub children: ChildTable,
+    pub og: Option<i64>,
+    pub plh: i64,
+    /// Waits on the statement's cursor: name id, durations, and the byte
+    /// offset of the first (tkprof lists them in the order first seen).
+    pub waits: Vec<(u32, Dur, u64)>,
+    pub errors: Vec<String>,
+    pub error_count: u64,
+    pub exec_hist: P10,
+    pub fetch_hist: P10,
+    pub execution_hist: P10,
+    pub executions: Dur,
+    pub slowest: Option<Slowest>,
+    pub binds: BindStats,
+    pub plans: Vec<Plan>,
+}
+
+impl StmtAgg {
+    fn add_wait(&mut self, name: u32, us: i64, offset: u64) {
+        add_loose(&mut self.waits, name, us, offset);
+    }
+
+    fn execution_done(&mut self, x: &OpenExec, binds: Option<&BindBuf>) {
+        self.execution_hist.add(x.us);
+        self.executions.add(x.us);
+        if self.slowest.as_ref().is_none_or(|s| x.us > s.elapsed_us) {
+            self.slowest = Some(Slowest {
+                elapsed_us: x.us,
+                offset: x.offset,
+                line: x.line,
+                binds: binds.map(|b| b.values()).unwrap_or_default(),
+            });
+        }
+    }
+}
+
+/// An execution in progress on a cursor: EXEC and the FETCHes after it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct OpenExec {
+    stmt: u32,
+    us: i64,
+    offset: u64,
+    line: u64,
+    has_binds: bool,
+}
+
+/// What a cursor is doing, as far as this reader knows.
+#[derive(Debug, Clone, Copy)]
+enum ExecState {
+    /// A piece that has not seen the cursor since its start: FETCHes
+    /// before its first EXEC may belong to an execution an earlier piece
+    /// started (their elapsed time so far).
+    Unknown(i64),
+    Idle,
+    Open(OpenExec),
+}
+
+#[derive(Debug, Clone)]
+struct CursorState {
+    stmt_ptr: usize,
+    stmt: Option<u32>,
+    plh: i64,
+    binds: BindBuf,
+    /// The binds of the open execution.
+    exec_binds: BindBuf,
+    exec: ExecState,
+}
+
+impl CursorState {
+    fn new(piece: bool) -> CursorState {
+        CursorState {
+            stmt_ptr: 0,
+            stmt: None,
+            plh: 0,
+            binds: BindBuf::default(),
+            exec_binds: BindBuf::default(),
+            exec: if piece {
+                ExecState::Unknown(0)
+            } else {
+                ExecState::Idle
+            },
+        }
+    }
+}
+
+/// Calls at one depth not yet claimed by the call they ran inside.
+#[derive(Debug, Clone, Default)]
+struct Pending {
+    sums: ChildSums,
+    /// By child statement: calls, elapsed, CPU.
+    edges: Vec<(u32, u64, i64, i64)>,
+}
+
+/// A parent statement's recursive children: calls, elapsed and CPU.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct EdgeAgg {
+    pub calls: u64,
+    pub elapsed_us: i64,
+    pub cpu_us: i64,
+}
+
+/// A piece's end of an execution begun before the piece, settled when
+/// the pieces are added up: (cursor, statement, elapsed so far, whether the
+/// piece ended it).
+#[derive(Debug, Clone, Copy)]
+struct Boundary {
+    cursor: u64,
+    stmt: u32,
+    us: i64,
+    ended: bool,
+}
+
+/// STAT and ERROR lines on a cursor a piece has not seen a call of.
+#[derive(Debug, Clone)]
+enum Orphan {
+    Plan(u64, Vec<StatLine>),
+    Error(u64, String),
+}
+
+/// The state of one process of the session (a trcsess merge holds
+/// several, their blocks interleaved): what its next calls need.
+#[derive(Debug, Clone, Default)]
+struct Dyn {
+    cursors: FxHashMap<u64, CursorState>,
+    pending_waits: Vec<(i64, i64)>,
+    /// End of the latest top-level call or wait, for the gaps between calls.
+    top_end: Option<i64>,
+    pending: Vec<Pending>,
+    boundary: Vec<Boundary>,
+    orphans: Vec<Orphan>,
+}
+
+/// What the trace says about itself.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Meta {
+    pub trace_name: Option<String>,
+    /// The Oracle banner (`Oracle Database 19c ... Release 19.0.0.0.0`).
+    pub oracle: Option<String>,
+    /// tracelab's own header: (side, engine).
+    pub tracelab: Option<(String, String)>,
+    /// The first `***` timestamp.
+    pub started: Option<String>,
+    pub sessions: Vec<String>,
+    /// trcsess's `*** [ Unix process pid: N ]` blocks.
+    pub process_blocks: u64,
+    /// PARSING IN CURSOR lines at depth 0 and deeper.
+    pub pic_user: u64,
+    pub pic_internal: u64,
+    pub parse_errors: u64,
+    pub stat_unread: u64,
+    /// Whether the trace has CLOSE lines or plh= (11.1.0.7 and later).
+    pub modern: bool,
+    pub first_start: Option<i64>,
+    pub last_end: Option<i64>,
+    /// The smallest `dep=` of the database calls.
+    pub min_dep: Option<i64>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum LineState {
+    Normal,
+    Sql,
+    Binds(u64),
+}
+
+/// A call as the collector sees it, borrowed from the reader or from a
+/// piece's head. (Built on the stack per call: its size does not matter.)
+#[allow(clippy::large_enum_variant)]
+pub(crate) enum Ev<'a> {
+    Db {
+        kind: CallKind,
+        name: &'a str,
+        cursor: Option<u64>,
+        stmt: &'a Statement,
+        f: &'a DbFields,
+        depmin: i64,
+        offset: u64,
+        line: u64,
+    },
+    Wait {
+        name: &'a str,
+        cursor: Option<u64>,
+        stmt: &'a Statement,
+        ela: i64,
+        tim: Option<i64>,
+        offset: u64,
+        line: u64,
+    },
+    Line {
+        text: &'a [u8],
+        offset: u64,
+        line: u64,
+    },
+}
+
+impl<'a> Ev<'a> {
+    pub fn from_call(c: &'a Call<'a>) -> Option<Ev<'a>> {
+        let cursor = if c.cursor.is_empty() {
+            None
+        } else {
+            cursor_key(c.cursor)
+        };
+        Some(match c.kind {
+            CallKind::Unaccounted => return None,
+            CallKind::Line => Ev::Line {
+                text: c.text,
+                offset: c.offset,
+                line: c.line,
+            },
+            CallKind::Wait => Ev::Wait {
+                name: c.name,
+                cursor,
+                stmt: c.stmt,
+                ela: c.wait.ela,
+                tim: c.wait.tim,
+                offset: c.offset,
+                line: c.line,
+            },
+            kind => Ev::Db {
+                kind,
+                name: c.name,
+                cursor,
+                stmt: c.stmt,
+                f: &c.db,
+                depmin: c.depmin,
+                offset: c.offset,
+                line: c.line,
+            },
+        })
+    }
+}
+
+/// An [`Ev`] kept by a piece until the pieces are added up (a few per
+/// piece and process: boxing the big variant would not save anything).
+#[allow(clippy::large_enum_variant)]
+pub(crate) enum OwnedEv {
+    Db {
+        kind: CallKind,
+        name: Box<str>,
+        cursor: Option<u64>,
+        stmt: Arc<Statement>,
+        f: DbFields,
+        depmin: i64,
+        offset: u64,
+        line: u64,
+    },
+    Wait {
+        name: Box<str>,
+        cursor: Option<u64>,
+        stmt: Arc<Statement>,
+        ela: i64,
+        tim: Option<i64>,
+        offset: u64,
+        line: u64,
+    },
+    Line {
+        text: Box<[u8]>,
+        offset: u64,
+        line: u64,
+    },
+}
+
+impl OwnedEv {
+    fn view(&self) -> Ev<'_> {
+        match self {
+            OwnedEv::Db {
+                kind,
+                name,
+                cursor,
+                stmt,
+                f,
+                depmin,
+                offset,
+                line,
+            } => Ev::Db {
+                kind: *kind,
+                name,
+                cursor: *cursor,
+                stmt,
+                f,
+                depmin: *depmin,
+                offset: *offset,
+                line: *line,
+            },
+            OwnedEv::Wait {
+                name,
+                cursor,
+                stmt,
+                ela,
+                tim,
+                offset,
+                line,
+            } => Ev::Wait {
+                name,
+                cursor: *cursor,
+                stmt,
+                ela: *ela,
+                tim: *tim,
+                offset: *offset,
+                line: *line,
+            },
+            OwnedEv::Line { text, offset, line } => Ev::Line {
+                text,
+                offset: *offset,
+                line: *line,
+            },
+        }
+    }
+}
+
+/// The state of one reading: the sums, and what the next calls need.
+#[derive(Debug, Clone)]
+pub(crate) struct Collector {
+    pub thinktime_us: i64,
+    pub think_name: String,
+    pub names: Names,
+    /// Name ids of the calls whose name their kind fixes (by `CallKind as
+    /// usize`), and of recent wait names by address.
+    kind_names: [Option<u32>; 16],
+    name_cache: [(usize, usize, u32); NAME_CACHE],
+    /// Reused for the gaps a call closes.
+    gap_buf: Vec<(i64, i64)>,
+    fixed: Option<(u32, u32, u32, u32)>,
+    /// Resource profile rows by name id (top-level calls, all waits,
+    /// unaccounted-for time).
+    pub comps: Vec<Dur>,
+    pub stmts: Vec<StmtAgg>,
+    /// Statement ids by sqlid, then by depth.
+    stmt_ids: FxHashMap<Box<str>, Vec<(Option<i64>, u32)>>,
+    pub edges: FxHashMap<(u32, u32), EdgeAgg>,
+    /// Waits on no statement's cursor (`WAIT #0`), by name id.
+    pub loose_waits: Vec<(u32, Dur, u64)>,
+    pub timeline: Timeline,
+    pub meta: Meta,
+    /// Whether this collector reads a piece after its head (see the module
+    /// doc): cursors then start in `ExecState::Unknown`.
+    piece: bool,
+    /// The current process's state, and the others' by process id (`None`
+    /// for the process current when this reading began).
+    d: Dyn,
+    pid: Option<u64>,
+    procs: FxHashMap<Option<u64>, Dyn>,
+    line_state: LineState,
+    /// The BINDS block being read.
+    cur_binds: BindBuf,
+    capture: Option<(u64, Vec<StatLine>)>,
+}
+
+impl Collector {
+    pub fn new(thinktime_us: i64, piece: bool) -> Collector {
+        Collector {
+            thinktime_us,
+            think_name: think_name(thinktime_us),
+            names: Names::default(),
+            kind_names: [None; 16],
+            name_cache: [(0, 0, 0); NAME_CACHE],
+            gap_buf: Vec::new(),
+            fixed: None,
+            comps: Vec::new(),
+            stmts: Vec::new(),
+            stmt_ids: FxHashMap::default(),
+            edges: FxHashMap::default(),
+            loose_waits: Vec::new(),
+            timeline: Timeline::default(),
+            meta: Meta::default(),
+            piece,
+            d: Dyn::default(),
+            pid: None,
+            procs: FxHashMap::default(),
+            line_state: LineState::Normal,
+            cur_binds: BindBuf::default(),
+            capture: None,
+        }
+    }
+
+    /// Ids of the rows every call may add to: unaccounted-for within and
+    /// between calls, think time, and SQL*Net message from client.
+    #[inline]
+    fn fixed_ids(&mut self) -> (u32, u32, u32, u32) {
+        if let Some(ids) = self.fixed {
+            return ids;
+        }
+        let think = self.think_name.clone();
+        let ids = (
+            self.names.id(WITHIN),
+            self.names.id(BETWEEN),
+            self.names.id(&think),
+            self.names.id(SNMFC),
+        );
+        self.fixed = Some(ids);
+        ids
+    }
+
+    #[inline]
+    fn comp_id(&mut self, id: u32, us: i64) {
+        if self.comps.len() <= id as usize {
+            self.comps.resize(id as usize + 1, Dur::default());
+        }
+        self.comps[id as usize].add(us);
+    }
+
+    /// The name id of a call: by its kind for the fixed names, from a small
+    /// cache by address for wait names (the reader keeps one copy of each;
+    /// the text is compared too, so a reused address cannot mislead).
+    #[inline]
+    fn name_of(&mut self, kind: CallKind, name: &str) -> u32 {
+        let slot = match kind {
+            CallKind::Lob | CallKind::Unaccounted | CallKind::Line => None,
+            CallKind::Wait => {
+                let h = (name.as_ptr() as usize >> 3) % NAME_CACHE;
+                let (ptr, len, id) = self.name_cache[h];
+                // In a piece, wait names are the reader's one copy each, alive
+                // as long as the piece: the address says it all. Elsewhere
+                // (heads handed over) names are copies: no cache.
+                if self.piece && ptr == name.as_ptr() as usize && len == name.len() {
+                    return id;
+                }
+                if !self.piece {
+                    return self.names.id(name);
+                }
+                let id = self.names.id(name);
+                self.name_cache[h] = (name.as_ptr() as usize, name.len(), id);
+                return id;
+            }
+            k => Some(k as usize),
+        };
+        match slot {
+            Some(i) => {
+                if let Some(id) = self.kind_names[i] {
+                    return id;
+                }
+                let id = self.names.id(name);
+                self.kind_names[i] = Some(id);
+                id
+            }
+            None => self.names.id(name),
+        }
+    }
+
+    fn seen(&mut self, start: i64, end: i64) {
+        let m = &mut self.meta;
+        m.first_start = Some(m.first_start.map_or(start, |s| s.min(start)));
+        m.last_end = Some(m.last_end.map_or(end, |e| e.max(end)));
+    }
+
+    /// The statement a call on cursor `k` belongs to.
+    fn stmt_for(&mut self, k: u64, stmt: &Statement, offset: u64, line: u64) -> u32 {
+        let ptr = stmt as *const Statement as usize;
+        let old = match self.d.cursors.get(&k) {
+            Some(st) => {
+                if let Some(id) = st.stmt {
+                    // The same statement as last time on this cursor: the
+                    // address alone could be a new statement's after a free.
+                    if st.stmt_ptr == ptr && same_stmt(&self.stmts[id as usize].stmt, stmt) {
+                        return id;
+                    }
+                }
+                st.stmt
+            }
+            None => None,
+        };
+        let id = self.stmt_entry(stmt, (offset, line));
+        if old.is_some() && old != Some(id) {
+            // A new statement on a reused cursor ends what the old one did.
+            self.end_exec(k);
+        }
+        let piece = self.piece;
+        let st = self
+            .d
+            .cursors
+            .entry(k)
+            .or_insert_with(|| CursorState::new(piece));
+        st.stmt = Some(id);
+        st.stmt_ptr = ptr;
+        id
+    }
+
+    fn find_stmt(&self, sqlid: &str, dep: Option<i64>) -> Option<u32> {
+        self.stmt_ids
+            .get(sqlid)?
+            .iter()
+            .find(|(d, _)| *d == dep)
+            .map(|(_, id)| *id)
+    }
+
+    /// Ends the execution open on cursor `k`, if any.
+    fn end_exec(&mut self, k: u64) {
+        let Some(st) = self.d.cursors.get_mut(&k) else {
+            return;
+        };
+        match st.exec {
+            ExecState::Open(x) => {
+                st.exec = ExecState::Idle;
+                let binds = x.has_binds.then_some(&st.exec_binds);
+                self.stmts[x.stmt as usize].execution_done(&x, binds);
+            }
+            ExecState::Unknown(us) => {
+                st.exec = ExecState::Idle;
+                if let Some(stmt) = st.stmt {
+                    self.d.boundary.push(Boundary {
+                        cursor: k,
+                        stmt,
+                        us,
+                        ended: true,
+                    });
+                }
+            }
+            ExecState::Idle => {}
+        }
+    }
+
+    pub fn event(&mut self, ev: &Ev<'_>) {
+        if let LineState::Binds(k) = self.line_state {
+            if !matches!(ev, Ev::Line { .. }) {
+                self.end_binds(k);
+            }
+        }
+        if self.capture.is_some() {
+            let stat = matches!(ev, Ev::Line { text, .. } if text.starts_with(b"STAT #"));
+            if !stat {
+                self.flush_capture();
+            }
+        }
+        match *ev {
+            Ev::Db {
+                kind,
+                name,
+                cursor,
+                stmt,
+                f,
+                depmin,
+                offset,
+                line,
+            } => self.db(kind, name, cursor, stmt, f, depmin, (offset, line)),
+            Ev::Wait {
+                name,
+                cursor,
+                stmt,
+                ela,
+                tim,
+                offset,
+                line,
+            } => self.wait(name, cursor, stmt, ela, tim, (offset, line)),
+            Ev::Line { text, .. } => self.line(text),
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn db(
+        &mut self,
+        kind: CallKind,
+        name: &str,
+        cursor: Option<u64>,
+        stmt: &Statement,
+        f: &DbFields,
+        depmin: i64,
+        (offset, line): (u64, u64),
+    ) {
+        let dep = f.dep.unwrap_or(0);
+        let top = dep == depmin;
+        if let Some(d) = f.dep {
+            self.meta.min_dep = Some(self.meta.min_dep.map_or(d, |m| m.min(d)));
+        }
+        if kind == CallKind::Close || f.plh.is_some() {
+            self.meta.modern = true;
+        }
+        let name_id = self.name_of(kind, name);
+        if top {
+            self.comp_id(name_id, f.c.unwrap_or(0));
+        }
+        match (f.tim, f.e) {
+            (Some(tim), Some(e)) => {
+                self.seen(tim - e, tim);
+                if top {
+                    self.account(tim, e, f.c.unwrap_or(0), name_id);
+                }
+            }
+            (Some(tim), None) => self.seen(tim, tim),
+            _ => {}
+        }
+        let Some(k) = cursor else {
+            // The recursive calls a commit runs (XCTEND has no cursor and no
+            // depth) are its own: the next top-level call must not claim them.
+            if kind == CallKind::Xctend {
+                if let Some(p) = self.d.pending.get_mut(depmin.max(0) as usize + 1) {
+                    *p = Pending::default();
+                }
+            }
+            return;
+        };
+        let sid = self.stmt_for(k, stmt, offset, line);
+        let e = f.e.unwrap_or(0);
+        {
+            let s = &mut self.stmts[sid as usize];
+            if f.dep.is_some() {
+                s.dep_seen = f.dep;
+            }
+            let sums = match kind {
+                CallKind::Parse => &mut s.calls.parse,
+                CallKind::Exec | CallKind::Unmap | CallKind::SortUnmap => &mut s.calls.execute,
+                CallKind::Fetch => &mut s.calls.fetch,
+                _ => &mut s.calls.other,
+            };
+            sums.add_call(f);
+            if matches!(kind, CallKind::Parse | CallKind::Exec | CallKind::Fetch) {
+                if s.og.is_none() {
+                    s.og = f.og;
+                }
+                if s.plh == 0 {
+                    s.plh = f.plh.unwrap_or(0);
+                }
+            }
+            match kind {
+                CallKind::Exec => s.exec_hist.add(e),
+                CallKind::Fetch => s.fetch_hist.add(e),
+                _ => {}
+            }
+        }
+        self.execution(kind, k, sid, e, f.plh, (offset, line));
+        if let Some(d) = f.dep {
+            self.hierarchy(kind, sid, d, depmin, f);
+        }
+    }
+
+    /// EXEC starts an execution, FETCH (and UNMAP) adds to it, PARSE and
+    /// CLOSE end it.
+    fn execution(
+        &mut self,
+        kind: CallKind,
+        k: u64,
+        sid: u32,
+        e: i64,
+        plh: Option<i64>,
+        (offset, line): (u64, u64),
+    ) {
+        if let Some(plh) = plh.filter(|&p| p != 0) {
+            if let Some(st) = self.d.cursors.get_mut(&k) {
+                st.plh = plh;
+            }
+        }
+        match kind {
+            CallKind::Exec => {
+                self.end_exec(k);
+                let Some(st) = self.d.cursors.get_mut(&k) else {
+                    return;
+                };
+                let has_binds = st.binds.fresh;
+                if has_binds {
+                    st.binds.fresh = false;
+                    st.exec_binds.clone_from(&st.binds);
+                    self.stmts[sid as usize].binds.add(&st.binds);
+                }
+                st.exec = ExecState::Open(OpenExec {
+                    stmt: sid,
+                    us: e,
+                    offset,
+                    line,
+                    has_binds,
+                });
+            }
+            CallKind::Fetch | CallKind::Unmap | CallKind::SortUnmap => {
+                let Some(st) = self.d.cursors.get_mut(&k) else {
+                    return;
+                };
+                match &mut st.exec {
+                    ExecState::Open(x) => x.us += e,
+                    ExecState::Unknown(us) => *us += e,
+                    ExecState::Idle => {
+                        // Tracing began inside this execution.
+                        st.exec = ExecState::Open(OpenExec {
+                            stmt: sid,
+                            us: e,
+                            offset,
+                            line,
+                            has_binds: false,
+                        })
+                    }
+                }
+            }
+            CallKind::Parse | CallKind::Close => self.end_exec(k),
+            _ => {}
+        }
+    }
+
+    /// A call at depth `d` claims the calls at `d + 1` written before it
+    /// (Oracle writes a call when it ends, so its recursive calls come
+    /// first), and waits to be claimed by a call at `d − 1`.
+    fn hierarchy(&mut self, kind: CallKind, sid: u32, d: i64, depmin: i64, f: &DbFields) {
+        let d = d.max(0) as usize;
+        if let Some(p) = self.d.pending.get_mut(d + 1) {
+            let claimed = std::mem::take(p);
+            let s = &mut self.stmts[sid as usize];
+            let slot = match kind {
+                CallKind::Parse => &mut s.children.parse,
+                CallKind::Exec | CallKind::Unmap | CallKind::SortUnmap => &mut s.children.execute,
+                CallKind::Fetch => &mut s.children.fetch,
+                _ => &mut s.children.other,
+            };
+            slot.add(&claimed.sums);
+            for (child, calls, e, c) in claimed.edges {
+                let edge = self.edges.entry((sid, child)).or_default();
+                edge.calls += calls;
+                edge.elapsed_us += e;
+                edge.cpu_us += c;
+            }
+        }
+        if d as i64 > depmin {
+            if self.d.pending.len() <= d {
+                self.d.pending.resize(d + 1, Pending::default());
+            }
+            let p = &mut self.d.pending[d];
+            p.sums.add_call(f);
+            let (e, c) = (f.e.unwrap_or(0), f.c.unwrap_or(0));
+            match p.edges.iter_mut().find(|x| x.0 == sid) {
+                Some(x) => {
+                    x.1 += 1;
+                    x.2 += e;
+                    x.3 += c;
+                }
+                None => p.edges.push((sid, 1, e, c)),
+            }
+        }
+    }
+
+    /// The unaccounted-for time a top-level call closes, as the trace
+    /// reader's `--unaccounted` counts it: its own e − c − the waits inside
+    /// it, and the gaps before it.
+    fn account(&mut self, tim: i64, e: i64, c: i64, name_id: u32) {
+        let start = tim - e;
+        // ±1 µs tolerance for rounding (reference §C.12).
+        let inside = |w: &(i64, i64)| w.0 >= start - 1 && w.1 <= tim + 1;
+        let waited: i64 = self
+            .d
+            .pending_waits
+            .iter()
+            .filter(|w| inside(w))
+            .map(|w| w.1 - w.0)
+            .sum();
+        let within = e - c - waited;
+        // Gaps run from the end of the latest top-level event (not the
+        // latest end: when `tim` goes back, as where traces were
+        // concatenated, what follows starts a new clock walk).
+        let mut end = self.d.top_end;
+        let mut gaps = std::mem::take(&mut self.gap_buf);
+        gaps.clear();
+        for w in self.d.pending_waits.iter().filter(|w| !inside(w)) {
+            if let Some(prev) = end {
+                if w.0 > prev {
+                    gaps.push((prev, w.0));
+                }
+            }
+            end = Some(w.1);
+        }
+        if let Some(prev) = end {
+            if start > prev {
+                gaps.push((prev, start));
+            }
+        }
+        self.d.top_end = Some(tim);
+        self.d.pending_waits.clear();
+        self.timeline.add(start, tim, name_id, c);
+        if within != 0 {
+            let id = self.fixed_ids().0;
+            self.comp_id(id, within);
+            self.timeline.add(start, tim, id, within);
+        }
+        if !gaps.is_empty() {
+            self.gaps(&gaps);
+        }
+        self.gap_buf = gaps;
+    }
+
+    fn gaps(&mut self, gaps: &[(i64, i64)]) {
+        let between: i64 = gaps.iter().map(|(a, b)| b - a).sum();
+        if between != 0 {
+            let id = self.fixed_ids().1;
+            self.comp_id(id, between);
+            for &(a, b) in gaps {
+                self.timeline.add(a, b, id, b - a);
+            }
+        }
+    }
+
+    fn wait(
+        &mut self,
+        name: &str,
+        cursor: Option<u64>,
+        stmt: &Statement,
+        ela: i64,
+        tim: Option<i64>,
+        (offset, line): (u64, u64),
+    ) {
+        let name_id = self.name_of(CallKind::Wait, name);
+        let (_, _, think_id, snmfc_id) = self.fixed_ids();
+        let think = ela >= self.thinktime_us && name_id == snmfc_id;
+        let comp = if think {
+            self.comp_id(think_id, ela);
+            think_id
+        } else {
+            self.comp_id(name_id, ela);
+            name_id
+        };
+        if let Some(t) = tim {
+            self.d.pending_waits.push((t - ela, t));
+            self.timeline.add(t - ela, t, comp, ela);
+            self.seen(t - ela, t);
+        }
+        match cursor.filter(|&k| k != 0) {
+            Some(k) => {
+                let sid = self.stmt_for(k, stmt, offset, line);
+                self.stmts[sid as usize].add_wait(name_id, ela, offset);
+            }
+            None => add_loose(&mut self.loose_waits, name_id, ela, offset),
+        }
+    }
+
+    fn line(&mut self, b: &[u8]) {
+        match self.line_state {
+            LineState::Sql => {
+                if b == b"END OF STMT" {
+                    self.line_state = LineState::Normal;
+                }
+                return;
+            }
+            LineState::Binds(k) => {
+                if b.is_empty() || b[0] == b' ' || self.cur_binds.open_quote {
+                    self.bind_line(b);
+                    return;
+                }
+                self.end_binds(k);
+            }
+            LineState::Normal => {}
+        }
+        let Some(&first) = b.first() else { return };
+        match first {
+            b'S' if b.starts_with(b"STAT #") => self.stat(b),
+            b'B' if b.starts_with(b"BINDS #") => {
+                let id = &b[7..];
+                let end = id.iter().position(|&c| c == b':').unwrap_or(id.len());
+                if let Some(k) = cursor_key(&id[..end]) {
+                    self.cur_binds.start();
+                    self.line_state = LineState::Binds(k);
+                }
+            }
+            b'P' if b.starts_with(b"PARSING IN CURSOR ") => {
+                self.line_state = LineState::Sql;
+                let deep = memchr::memmem::find(b, b" dep=")
+                    .is_some_and(|i| b.get(i + 5).is_some_and(|&d| d != b'0'));
+                if deep {
+                    self.meta.pic_internal += 1;
+                } else {
+                    self.meta.pic_user += 1;
+                }
+            }
+            b'P' if b.starts_with(b"PARSE ERROR ") => self.meta.parse_errors += 1,
+            b'E' if b.starts_with(b"ERROR #") => self.error(b),
+            b'*' if b.starts_with(b"***") => self.star(b),
+            b'T' if b.starts_with(b"Trace file ") && self.meta.trace_name.is_none() => {
+                self.meta.trace_name = Some(lossy(&b[11..]));
+            }
+            b'D' if b.starts_with(b"Dump file ") && self.meta.trace_name.is_none() => {
+                self.meta.trace_name = Some(lossy(&b[10..]));
+            }
+            b't' if b.starts_with(b"tracelab ") => {
+                // `tracelab 0.1.0 client-side trace of postgres (timer: vdso)`
+                let s = lossy(b);
+                if let Some(i) = s.find("-side trace of ") {
+                    let side = s[..i].rsplit(' ').next().unwrap_or("").to_string();
+                    let engine = s[i + 15..]
+                        .split([' ', '('])
+                        .next()
+                        .unwrap_or("")
+                        .to_string();
+                    self.meta.tracelab.get_or_insert((side, engine));
+                }
+            }
+            b'O' if b.starts_with(b"Oracle")
+                && self.meta.oracle.is_none()
+                && memchr::memmem::find(b, b"Release").is_some() =>
+            {
+                self.meta.oracle = Some(lossy(b));
+            }
+            _ => {}
+        }
+    }
+
+    /// A line of the BINDS block being read, into `cur_binds` (the block
+    /// goes to its cursor when it ends: one look-up per block).
+    fn bind_line(&mut self, b: &[u8]) {
+        let binds = &mut self.cur_binds;
+        if binds.open_quote {
+            binds.more(b);
+            return;
+        }
+        let t = b.trim_ascii_start();
+        if t.starts_with(b"Bind#") {
+            binds.bind();
+            // A damaged dump may put `value=` on the Bind# line itself.
+            if let Some(i) = memchr::memmem::find(t, b"value=") {
+                binds.value(&t[i + 6..]);
+            }
+        } else if let Some(v) = t.strip_prefix(b"value=") {
+            binds.value(v);
+        }
+    }
+
+    /// The BINDS block of cursor `k` ended: it is the cursor's now.
+    fn end_binds(&mut self, k: u64) {
+        self.line_state = LineState::Normal;
+        let piece = self.piece;
+        let st = self
+            .d
+            .cursors
+            .entry(k)
+            .or_insert_with(|| CursorState::new(piece));
+        std::mem::swap(&mut st.binds, &mut self.cur_binds);
+        st.binds.fresh = true;
+        st.binds.open_quote = false;
+    }
+
+    fn stat(&mut self, b: &[u8]) {
+        let Some(s) = parse_stat(b) else {
+            self.meta.stat_unread += 1;
+            return;
+        };
+        let new_capture = match &self.capture {
+            Some((k, lines)) => *k != s.cursor || lines.last().is_some_and(|l| s.id <= l.id),
+            None => true,
+        };
+        if new_capture {
+            self.flush_capture();
+            self.capture = Some((s.cursor, Vec::new()));
+        }
+        if let Some((_, lines)) = self.capture.as_mut() {
+            lines.push(s);
+        }
+    }
+
+    fn flush_capture(&mut self) {
+        let Some((k, lines)) = self.capture.take() else {
+            return;
+        };
+        match self
+            .d
+            .cursors
+            .get(&k)
+            .and_then(|st| st.stmt.map(|s| (s, st.plh)))
+        {
+            Some((sid, plh)) => add_capture(&mut self.stmts[sid as usize].plans, &lines, plh),
+            None if self.piece => self.d.orphans.push(Orphan::Plan(k, lines)),
+            None => self.meta.stat_unread += lines.len() as u64,
+        }
+    }
+
+    fn error(&mut self, b: &[u8]) {
+        // `ERROR #139637903883184:err=27403 tim=3034700188655`
+        let id = &b[7..];
+        let end = id.iter().position(|&c| c == b':').unwrap_or(id.len());
+        let Some(k) = cursor_key(&id[..end]) else {
+            return;
+        };
+        let err = memchr::memmem::find(b, b"err=")
+            .map(|i| {
+                let v = &b[i + 4..];
+                lossy(&v[..v.iter().position(|&c| c == b' ').unwrap_or(v.len())])
+            })
+            .unwrap_or_default();
+        match self.d.cursors.get(&k).and_then(|st| st.stmt) {
+            Some(sid) => add_error(&mut self.stmts[sid as usize], err),
+            None if self.piece => self.d.orphans.push(Orphan::Error(k, err)),
+            None => {}
+        }
+    }
+
+    fn star(&mut self, b: &[u8]) {
+        if b.starts_with(b"*** [ ") {
+            self.meta.process_blocks += 1;
+            if let Some(pid) = process_of(b) {
+                self.switch(pid);
+            }
+            return;
+        }
+        let m = &mut self.meta;
+        if let Some(rest) = b.strip_prefix(b"*** SESSION ID:(") {
+            let id = lossy(&rest[..rest.iter().position(|&c| c == b')').unwrap_or(0)]);
+            if !m.sessions.contains(&id) && m.sessions.len() < 100 {
+                m.sessions.push(id);
+            }
+        } else if m.started.is_none() && b.len() > 8 && b[4].is_ascii_digit() {
+            // `*** 2024-03-26T18:41:12.322015-07:00 (PDB1(3))` or, up to
+            // 12.1, `*** 2013-04-09 12:19:17.047`.
+            let s = lossy(&b[4..]);
+            m.started = Some(s.split(" (").next().unwrap_or("").to_string());
+        }
+    }
+
+    /// Ends a reading: executions still open end, waits after the last
+    /// call leave gaps. Only for the last state (a whole file, or pieces
+    /// added up).
+    pub fn finish(&mut self) {
+        self.flush_capture();
+        let others: Vec<Option<u64>> = self.procs.keys().copied().collect();
+        self.finish_process();
+        for pid in others {
+            if let Some(d) = self.procs.remove(&pid) {
+                self.d = d;
+                self.finish_process();
+            }
+        }
+        self.timeline.finish();
+    }
+
+    fn finish_process(&mut self) {
+        let keys: Vec<u64> = self.d.cursors.keys().copied().collect();
+        for k in keys {
+            self.end_exec(k);
+        }
+        let mut end = self.d.top_end;
+        let mut gaps = Vec::new();
+        for w in std::mem::take(&mut self.d.pending_waits) {
+            if let Some(prev) = end {
+                if w.0 > prev {
+                    gaps.push((prev, w.0));
+                }
+            }
+            end = Some(w.1);
+        }
+        self.gaps(&gaps);
+    }
+
+    /// Adds the piece read after this state: its head first, then its sums;
+    /// its state then goes on from where the piece ended.
+    pub fn absorb(&mut self, piece: Piece) {
+        let start = self.pid;
+        let Piece { heads, col: o, .. } = piece;
+        let names: Vec<u32> = o.names.list.iter().map(|n| self.names.id(n)).collect();
+        let ids: Vec<u32> = o
+            .stmts
+            .iter()
+            .map(|s| self.stmt_entry(&s.stmt, s.first))
+            .collect();
+        let mut dyns: FxHashMap<Option<u64>, Dyn> = o.procs;
+        dyns.insert(o.pid, o.d);
+        // Each process's head, in the state that process had here (the
+        // process current at the piece's start is ours); then the process
+        // goes on from where the piece left it (a process whose head never
+        // ended left nothing else).
+        for h in &heads {
+            if let Some(pid) = h.pid.or(start) {
+                self.switch(pid);
+            }
+            for ev in &h.events {
+                self.event(&ev.view());
+            }
+            if h.started {
+                if let Some(d) = dyns.remove(&h.pid) {
+                    self.adopt(d, &ids);
+                }
+            }
+        }
+        self.flush_capture();
+        for (i, d) in o.comps.iter().enumerate() {
+            if d.count == 0 {
+                continue;
+            }
+            let id = names[i] as usize;
+            if self.comps.len() <= id {
+                self.comps.resize(id + 1, Dur::default());
+            }
+            self.comps[id].merge(d);
+        }
+        for (i, s) in o.stmts.into_iter().enumerate() {
+            merge_stmt(&mut self.stmts[ids[i] as usize], s, &names);
+        }
+        for ((p, c), e) in o.edges {
+            let edge = self
+                .edges
+                .entry((ids[p as usize], ids[c as usize]))
+                .or_default();
+            edge.calls += e.calls;
+            edge.elapsed_us += e.elapsed_us;
+            edge.cpu_us += e.cpu_us;
+        }
+        for (n, d, at) in o.loose_waits {
+            merge_wait(&mut self.loose_waits, names[n as usize], &d, at);
+        }
+        self.timeline.merge(o.timeline, &names);
+        merge_meta(&mut self.meta, o.meta);
+        if let Some(pid) = o.pid.or(start) {
+            self.switch(pid);
+        }
+        self.line_state = o.line_state;
+        self.cur_binds = o.cur_binds;
+        self.capture = o.capture;
+    }
+
+    /// The id of a statement, made (empty) if new.
+    fn stmt_entry(&mut self, stmt: &Statement, first: (u64, u64)) -> u32 {
+        let key_dep = if stmt.placeholder { None } else { stmt.dep };
+        let key = stmt_key(stmt);
+        if let Some(id) = self.find_stmt(&key, key_dep) {
+            // A piece's head, added after its statements were, saw it first.
+            let s = &mut self.stmts[id as usize];
+            if first.0 < s.first.0 {
+                s.first = first;
+            }
+            return id;
+        }
+        let id = self.stmts.len() as u32;
+        self.stmts.push(StmtAgg {
+            stmt: stmt.clone(),
+            first,
+            ..StmtAgg::default()
+        });
+        self.stmt_ids
+            .entry(key.as_ref().into())
+            .or_default()
+            .push((key_dep, id));
+        id
+    }
+
+    /// Makes `pid` the current process.
+    fn switch(&mut self, pid: u64) {
+        if self.pid == Some(pid) {
+            return;
+        }
+        self.flush_capture();
+        let next = self.procs.remove(&Some(pid)).unwrap_or_default();
+        let old = std::mem::replace(&mut self.d, next);
+        self.procs.insert(self.pid, old);
+        self.pid = Some(pid);
+    }
+
+    /// Goes on with the state a later piece ended with (its statement ids
+    /// translated by `ids`), settling what it saw of executions begun here.
+    fn adopt(&mut self, o: Dyn, ids: &[u32]) {
+        for b in o.boundary {
+            self.settle(b.cursor, ids[b.stmt as usize], b.us, b.ended);
+        }
+        for (k, st) in o.cursors {
+            let mut st = st;
+            st.stmt = st.stmt.map(|s| ids[s as usize]);
+            st.stmt_ptr = 0;
+            if let ExecState::Open(x) = &mut st.exec {
+                x.stmt = ids[x.stmt as usize];
+            }
+            if let ExecState::Unknown(us) = st.exec {
+                if let Some(stmt) = st.stmt {
+                    self.settle(k, stmt, us, false);
+                }
+                // The execution open here (if any) goes on.
+                let (exec, exec_binds) = self
+                    .d
+                    .cursors
+                    .get(&k)
+                    .map_or((ExecState::Idle, BindBuf::default()), |mine| {
+                        (mine.exec, mine.exec_binds.clone())
+                    });
+                st.exec = exec;
+                st.exec_binds = exec_binds;
+            }
+            self.d.cursors.insert(k, st);
+        }
+        for orphan in o.orphans {
+            match orphan {
+                Orphan::Plan(k, lines) => {
+                    self.capture = Some((k, lines));
+                    self.flush_capture();
+                }
+                Orphan::Error(k, err) => {
+                    if let Some(sid) = self.d.cursors.get(&k).and_then(|st| st.stmt) {
+                        add_error(&mut self.stmts[sid as usize], err);
+                    }
+                }
+            }
+        }
+        self.d.pending_waits = o.pending_waits;
+        self.d.pending = o
+            .pending
+            .into_iter()
+            .map(|mut p| {
+                for e in &mut p.edges {
+                    e.0 = ids[e.0 as usize];
+                }
+                p
+            })
+            .collect();
+        self.d.top_end = o.top_end.or(self.d.top_end);
+    }
+
+    /// A later piece's FETCHes (`us`) on cursor `k` before its first EXEC:
+    /// they go on the execution open here, which ends if the piece ended it.
+    fn settle(&mut self, k: u64, stmt: u32, us: i64, ended: bool) {
+        let open = self
+            .d
+            .cursors
+            .get_mut(&k)
+            .and_then(|st| match &mut st.exec {
+                ExecState::Open(x) if x.stmt == stmt => {
+                    x.us += us;
+                    Some(())
+                }
+                _ => None,
+            })
+            .is_some();
+        if open {
+            if ended {
+                self.end_exec(k);
+            }
+            return;
+        }
+        if us == 0 {
+            return;
+        }
+        // Tracing began inside this execution.
+        let x = OpenExec {
+            stmt,
+            us,
+            offset: 0,
+            line: 0,
+            has_binds: false,
+        };
+        if ended {
+            self.stmts[stmt as usize].execution_done(&x, None);
+        } else {
+            let piece = self.piece;
+            let st = self
+                .d
+                .cursors
+                .entry(k)
+                .or_insert_with(|| CursorState::new(piece));
+            st.exec = ExecState::Open(x);
+        }
+    }
+}
+
+fn ev_text<'a>(ev: &Ev<'a>) -> &'a [u8] {
+    match ev {
+        Ev::Line { text, .. } => text,
+        _ => b"",
+    }
+}
+
+/// What makes two statements one: the SQL ID, or before 11.1 (no
+/// `sqlid=`, the reader then writes `#<cursor>:<file>`) the hash value:
+/// cursor numbers there are small and reused by every statement.
+pub(crate) fn stmt_key(s: &Statement) -> std::borrow::Cow<'_, str> {
+    if s.placeholder || !s.sqlid.starts_with('#') {
+        return s.sqlid.as_str().into();
+    }
+    match s.hv {
+        Some(hv) if hv != 0 => format!("hv={hv}").into(),
+        // DDL has hv=0: its text tells statements apart.
+        _ => {
+            use std::hash::Hasher;
+            let mut h = rustc_hash::FxHasher::default();
+            h.write(s.sql.as_bytes());
+            format!("hv=0/{:08x}", h.finish() as u32).into()
+        }
+    }
+}
+
+/// Whether `b`, at the address `a` was last seen at, is still `a`: the
+/// reader frees a cursor's statement when the cursor is parsed again, so
+/// an address can come back with another statement. Hash value and text
+/// length tell them apart without comparing texts.
+fn same_stmt(a: &Statement, b: &Statement) -> bool {
+    a.hv == b.hv
+        && a.sql.len() == b.sql.len()
+        && a.placeholder == b.placeholder
+        && (a.hv.is_some() || a.sqlid == b.sqlid)
+}
+
+/// trcsess's `*** [ Unix process pid: 9850 ]`, which starts a block of
+/// that process (Windows: `thread id`): the process id.
+fn process_of(b: &[u8]) -> Option<u64> {
+    let rest = b.strip_prefix(b"*** [ ")?;
+    let digits: Vec<u8> = rest
+        .iter()
+        .skip_while(|c| !c.is_ascii_digit())
+        .take_while(|c| c.is_ascii_digit())
+        .copied()
+        .collect();
+    cursor_key(&digits)
+}
+
+/// The label of the think-time row.
+pub(crate) fn think_name(thinktime_us: i64) -> String {
+    format!(
+        "think time ({SNMFC} >= {} s)",
+        trim_secs(thinktime_us as f64 * 1e-6)
+    )
+}
+
+fn trim_secs(s: f64) -> String {
+    let t = format!("{s:.6}");
+    let t = t.trim_end_matches('0').trim_end_matches('.');
+    t.to_string()
+}
+
+fn add_loose(v: &mut Vec<(u32, Dur, u64)>, name: u32, us: i64, offset: u64) {
+    match v.iter_mut().find(|(n, ..)| *n == name) {
+        Some((_, d, _)) => d.add(us),
+        None => {
+            let mut d = Dur::default();
+            d.add(us);
+            v.push((name, d, offset));
+        }
+    }
+}
+
+/// Adds wait statistics `d` of name `name`, first seen at `at`.
+pub(crate) fn merge_wait(v: &mut Vec<(u32, Dur, u64)>, name: u32, d: &Dur, at: u64) {
+    match v.iter_mut().find(|(n, ..)| *n == name) {
+        Some((_, x, first)) => {
+            x.merge(d);
+            *first = (*first).min(at);
+        }
+        None => v.push((name, *d, at)),
+    }
+}
+
+fn add_error(s: &mut StmtAgg, err: String) {
+    s.error_count += 1;
+    if s.errors.len() < 20 && !s.errors.contains(&err) {
+        s.errors.push(err);
+    }
+}
+
+fn merge_stmt(s: &mut StmtAgg, o: StmtAgg, names: &[u32]) {
+    if s.dep_seen.is_none() {
+        s.dep_seen = o.dep_seen;
+    }
+    if o.first.0 < s.first.0 {
+        s.first = o.first;
+    }
+    s.calls.add(&o.calls);
+    s.children.add(&o.children);
+    if s.og.is_none() {
+        s.og = o.og;
+    }
+    if s.plh == 0 {
+        s.plh = o.plh;
+    }
+    for (n, d, at) in o.waits {
+        merge_wait(&mut s.waits, names[n as usize], &d, at);
+    }
+    for e in o.errors {
+        if s.errors.len() < 20 && !s.errors.contains(&e) {
+            s.errors.push(e);
+        }
+    }
+    s.error_count += o.error_count;
+    s.exec_hist.merge(&o.exec_hist);
+    s.fetch_hist.merge(&o.fetch_hist);
+    s.execution_hist.merge(&o.execution_hist);
+    s.executions.merge(&o.executions);
+    if let Some(x) = o.slowest {
+        if s.slowest
+            .as_ref()
+            .is_none_or(|m| x.elapsed_us > m.elapsed_us)
+        {
+            s.slowest = Some(x);
+        }
+    }
+    s.binds.merge(o.binds);
+    for p in o.plans {
+        match s.plans.iter_mut().find(|m| m.same_plan(&p)) {
+            Some(m) => m.merge(&p),
+            None => s.plans.push(p),
+        }
+    }
+}
+
+fn merge_meta(m: &mut Meta, o: Meta) {
+    if m.trace_name.is_none() {
+        m.trace_name = o.trace_name;
+    }
+    if m.oracle.is_none() {
+        m.oracle = o.oracle;
+    }
+    if m.tracelab.is_none() {
+        m.tracelab = o.tracelab;
+    }
+    if m.started.is_none() {
+        m.started = o.started;
+    }
+    for s in o.sessions {
+        if !m.sessions.contains(&s) && m.sessions.len() < 100 {
+            m.sessions.push(s);
+        }
+    }
+    m.process_blocks += o.process_blocks;
+    m.pic_user += o.pic_user;
+    m.pic_internal += o.pic_internal;
+    m.parse_errors += o.parse_errors;
+    m.stat_unread += o.stat_unread;
+    m.modern |= o.modern;
+    if let Some(s) = o.first_start {
+        m.first_start = Some(m.first_start.map_or(s, |x| x.min(s)));
+    }
+    if let Some(e) = o.last_end {
+        m.last_end = Some(m.last_end.map_or(e, |x| x.max(e)));
+    }
+    if let Some(d) = o.min_dep {
+        m.min_dep = Some(m.min_dep.map_or(d, |x| x.min(d)));
+    }
+}
+
+fn lossy(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).trim_end().to_string()
+}
+
+/// Most events a piece keeps as its head; a piece with no top-level call
+/// that early starts anyway (what is pending across its start is then
+/// not claimed).
+const HEAD_MAX: usize = 100_000;
+
+/// The first events of one process in a piece, up to its first top-level
+/// call: what needs the state the pieces before left.
+pub(crate) struct Head {
+    /// The process (`None`: the one current at the piece's start).
+    pid: Option<u64>,
+    events: Vec<OwnedEv>,
+    started: bool,
+}
+
+/// One piece of a file: the head of each process, and the collector that
+/// read the rest.
+pub(crate) struct Piece {
+    heads: Vec<Head>,
+    /// The process the piece is in (trcsess's blocks).
+    cur: Option<u64>,
+    pub col: Collector,
+    /// The statement last copied into a head, by address.
+    last_stmt: Option<(usize, Arc<Statement>)>,
+}
+
+impl Piece {
+    pub fn new(thinktime_us: i64) -> Piece {
+        Piece {
+            heads: Vec::new(),
+            cur: None,
+            col: Collector::new(thinktime_us, true),
+            last_stmt: None,
+        }
+    }
+
+    #[inline]
+    pub fn on_call(&mut self, c: &Call<'_>) {
+        // Most lines of a trace with binds are the binds' metadata
+        // (`  oacdty=…`, `  kxsbbbfp=…`): nothing reads them.
+        if c.kind == CallKind::Line
+            && c.text.starts_with(b"  ")
+            && !c.text[2..].starts_with(b"value=")
+            && !self.col.cur_binds.open_quote
+        {
+            return;
+        }
+        let Some(ev) = Ev::from_call(c) else { return };
+        let h = match self.heads.last() {
+            Some(h) if h.pid == self.cur => self.heads.len() - 1,
+            _ => match self.heads.iter().position(|h| h.pid == self.cur) {
+                Some(i) => i,
+                None => {
+                    self.heads.push(Head {
+                        pid: self.cur,
+                        events: Vec::new(),
+                        started: false,
+                    });
+                    self.heads.len() - 1
+                }
+            },
+        };
+        if let Ev::Line {
+            text: [b'*', ..], ..
+        } = ev
+        {
+            if let Some(pid) = process_of(ev_text(&ev)) {
+                // The collector switches process; so do the heads.
+                self.cur = Some(pid);
+                self.col.event(&ev);
+                return;
+            }
+        }
+        if self.heads[h].started {
+            self.col.event(&ev);
+            return;
+        }
+        let ends = match &ev {
+            Ev::Db {
+                kind, f, depmin, ..
+            } => {
+                matches!(
+                    kind,
+                    CallKind::Parse
+                        | CallKind::Exec
+                        | CallKind::Fetch
+                        | CallKind::Close
+                        | CallKind::Unmap
+                        | CallKind::SortUnmap
+                ) && f.dep == Some(*depmin)
+                    && f.tim.is_some()
+                    && f.e.is_some()
+            }
+            _ => false,
+        };
+        let owned = self.own(&ev);
+        let head = &mut self.heads[h];
+        head.events.push(owned);
+        if ends || head.events.len() >= HEAD_MAX {
+            head.started = true;
+            if let (true, Ev::Db { f, .. }) = (ends, &ev) {
+                self.col.d.top_end = f.tim;
+            }
+        }
+    }
+
+    fn own(&mut self, ev: &Ev<'_>) -> OwnedEv {
+        let mut arc = |s: &Statement| -> Arc<Statement> {
+            let ptr = s as *const Statement as usize;
+            match &self.last_stmt {
+                Some((p, a)) if *p == ptr && same_stmt(a, s) => a.clone(),
+                _ => {
+                    let a = Arc::new(s.clone());
+                    self.last_stmt = Some((ptr, a.clone()));
+                    a
+                }
+            }
+        };
+        match *ev {
+            Ev::Db {
+                kind,
+                name,
+                cursor,
+                stmt,
+                f,
+                depmin,
+                offset,
+                line,
+            } => OwnedEv::Db {
+                kind,
+                name: name.into(),
+                cursor,
+                stmt: arc(stmt),
+                f: *f,
+                depmin,
+                offset,
+                line,
+            },
+            Ev::Wait {
+                name,
+                cursor,
+                stmt,
+                ela,
+                tim,
+                offset,
+                line,
+            } => OwnedEv::Wait {
+                name: name.into(),
+                cursor,
+                stmt: arc(stmt),
+                ela,
+                tim,
+                offset,
+                line,
+            },
+            Ev::Line { text, offset, line } => OwnedEv::Line {
+                text: text.into(),
+                offset,
+                line,
+            },
+        }
+    }
+}
+
+/// Adds up the pieces of one file, in file order, and finishes.
+pub(crate) fn add_up(pieces: Vec<Piece>, thinktime_us: i64) -> Collector {
+    let mut acc = Collector::new(thinktime_us, false);
+    for p in pieces {
+        acc.absorb(p);
+    }
+    acc.finish();
+    acc
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cursor_keys() {
+        assert_eq!(cursor_key(b"140661336887528"), Some(140661336887528));
+        assert_eq!(cursor_key(b"0x7ff225353470"), Some(0x7ff225353470));
+        assert_eq!(cursor_key(b""), None);
+        assert_eq!(cursor_key(b"12a"), None);
+    }
+
+    #[test]
+    fn think_label() {
+        assert_eq!(
+            think_name(1_000_000),
+            "think time (SQL*Net message from client >= 1 s)"
+        );
+        assert_eq!(
+            think_name(5_000),
+            "think time (SQL*Net message from client >= 0.005 s)"
+        );
+    }
+}

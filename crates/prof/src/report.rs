@@ -1,0 +1,432 @@
+//! The profile of one trace as the renderers (text, tkprof layout, JSON,
+//! HTML) read it: built once from what the collector gathered.
+
+use serde::Serialize;
+
+use crate::binds::BindSet;
+use crate::collect::{Collector, StmtAgg, BETWEEN, WITHIN};
+use crate::plan::Plan;
+use crate::stats::{CallTable, Dur, P10};
+
+/// Who wrote the trace, which decides which columns mean something.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum Engine {
+    /// Oracle's own trace (event 10046): every column is real.
+    Oracle { banner: Option<String> },
+    /// tracelab's client or server trace of PostgreSQL, MariaDB or SQLite:
+    /// no disk/query/current block counts, no library cache, no optimizer
+    /// goal, no row-source plans (the writer puts 0 there).
+    Tracelab { side: String, engine: String },
+}
+
+impl Engine {
+    /// Whether `p`, `cr`, `cu`, `mis` and `og` were measured.
+    pub fn has_block_stats(&self) -> bool {
+        matches!(self, Engine::Oracle { .. })
+    }
+
+    /// A short description for headers.
+    pub fn describe(&self) -> String {
+        match self {
+            Engine::Oracle { banner: Some(b) } => b.clone(),
+            Engine::Oracle { banner: None } => "Oracle extended SQL trace".into(),
+            Engine::Tracelab { side, engine } => format!("tracelab {side}-side trace of {engine}"),
+        }
+    }
+
+    /// Why a column is empty, for engines that do not have it.
+    pub fn missing(&self) -> String {
+        match self {
+            Engine::Oracle { .. } => String::new(),
+            Engine::Tracelab { engine, .. } => format!("{engine} has no such figure"),
+        }
+    }
+}
+
+/// One row of the resource profile.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Component {
+    pub name: String,
+    pub duration_us: i64,
+    pub percent: f64,
+    pub calls: u64,
+    pub min_us: i64,
+    pub max_us: i64,
+}
+
+/// A wait event of a statement or of a totals section.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct WaitRow {
+    pub name: String,
+    pub times: u64,
+    pub max_us: i64,
+    pub total_us: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct BindReport {
+    /// Executions that had a BINDS block.
+    pub executions: u64,
+    /// Distinct bind sets (a lower bound when `capped`).
+    pub distinct: u64,
+    pub capped: bool,
+    /// The first sets seen, with their executions.
+    pub sets: Vec<BindSet>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Slowest {
+    pub elapsed_us: i64,
+    /// Line of the EXEC (0 when it began before the trace).
+    pub line: u64,
+    pub binds: Vec<Option<String>>,
+}
+
+/// A recursive statement run inside this one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ChildRef {
+    /// Index into [`FileProfile::statements`].
+    pub statement: usize,
+    pub calls: u64,
+    pub elapsed_us: i64,
+    pub cpu_us: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StatementReport {
+    /// 1 for the statement with the largest share.
+    pub rank: usize,
+    pub sqlid: String,
+    pub sql: String,
+    /// No PARSING IN CURSOR for it in the trace: `sql` is mrskew's
+    /// `#<cursor>:<file>` placeholder.
+    pub placeholder: bool,
+    pub dep: Option<i64>,
+    pub uid: Option<i64>,
+    pub oct: Option<i64>,
+    pub hv: Option<i64>,
+    pub plan_hash: i64,
+    pub optimizer_goal: Option<i64>,
+    /// Elapsed time in its calls less that of the recursive calls inside
+    /// them: its share of the response time, with no double counting.
+    pub self_elapsed_us: i64,
+    pub self_cpu_us: i64,
+    pub percent_of_r: f64,
+    /// The calls as the trace writes them (a parent's figures include its
+    /// recursive calls'): what tkprof prints.
+    pub with_recursive: CallTable,
+    /// The same less the recursive calls made inside them.
+    pub without_recursive: CallTable,
+    pub waits: Vec<WaitRow>,
+    pub plans: Vec<Plan>,
+    pub binds: BindReport,
+    pub exec_histogram: P10,
+    pub fetch_histogram: P10,
+    /// Executions: an EXEC and the FETCHes after it.
+    pub execution_histogram: P10,
+    pub executions: Dur,
+    pub slowest: Option<Slowest>,
+    pub errors: Vec<String>,
+    pub error_count: u64,
+    pub first_line: u64,
+    pub children: Vec<ChildRef>,
+    pub parents: Vec<usize>,
+}
+
+/// tkprof's OVERALL TOTALS section.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Default)]
+pub struct Totals {
+    pub calls: CallTable,
+    pub waits: Vec<WaitRow>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Default)]
+pub struct Summary {
+    /// PARSING IN CURSOR lines at depth 0 (tkprof's "user SQL statements").
+    pub user_statements: u64,
+    /// ... and deeper ("internal SQL statements").
+    pub internal_statements: u64,
+    pub unique_statements: u64,
+    pub parse_errors: u64,
+    /// STAT lines that could not be read or tied to a statement.
+    pub stat_lines_unread: u64,
+    /// Whole seconds from the first call's start to the last call's end.
+    pub elapsed_seconds: i64,
+}
+
+/// Time per profile component in bins over `tim`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Default)]
+pub struct TimelineReport {
+    pub bin_us: i64,
+    /// Bins with any time: (start tim, [(index into `profile`, µs)]).
+    pub bins: Vec<(i64, Vec<(usize, i64)>)>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FileProfile {
+    /// The file as named on the command line.
+    pub file: String,
+    /// `Trace file` of the header.
+    pub trace_name: Option<String>,
+    pub engine: Engine,
+    pub lines: u64,
+    pub calls: u64,
+    pub first_tim: Option<i64>,
+    pub last_tim: Option<i64>,
+    /// The first `***` timestamp: wall clock near the start.
+    pub started: Option<String>,
+    pub sessions: Vec<String>,
+    /// trcsess's process blocks (`*** [ Unix process pid: N ]`).
+    pub process_blocks: u64,
+    pub thinktime_us: i64,
+    /// The response time R: the sum of the profile (for a whole trace, the
+    /// time from the first call's start to the last call's end).
+    pub response_time_us: i64,
+    pub profile: Vec<Component>,
+    pub statements: Vec<StatementReport>,
+    pub non_recursive: Totals,
+    pub recursive: Totals,
+    pub summary: Summary,
+    /// tkprof's "Trace file compatibility".
+    pub compatibility: String,
+    pub timeline: TimelineReport,
+    pub warnings: Vec<String>,
+}
+
+impl FileProfile {
+    /// Builds the report; `line` translates (offset, line) into the file's
+    /// line number.
+    pub(crate) fn build(
+        file: &str,
+        col: Collector,
+        lines: u64,
+        calls: u64,
+        warnings: Vec<String>,
+        line: impl Fn(u64, u64) -> u64,
+    ) -> FileProfile {
+        let meta = &col.meta;
+        let engine = match &meta.tracelab {
+            Some((side, engine)) if meta.oracle.is_none() => Engine::Tracelab {
+                side: side.clone(),
+                engine: engine.clone(),
+            },
+            _ => Engine::Oracle {
+                banner: meta.oracle.clone(),
+            },
+        };
+        let names = &col.names.list;
+        // The resource profile, largest first; unaccounted-for rows too.
+        let mut profile: Vec<Component> = col
+            .comps
+            .iter()
+            .enumerate()
+            .filter(|(_, d)| d.count > 0)
+            .map(|(i, d)| Component {
+                name: names[i].to_string(),
+                duration_us: d.total_us,
+                percent: 0.0,
+                calls: d.count,
+                min_us: d.min_us,
+                max_us: d.max_us,
+            })
+            .collect();
+        let r: i64 = profile.iter().map(|c| c.duration_us).sum();
+        for c in &mut profile {
+            c.percent = pct(c.duration_us, r);
+        }
+        profile.sort_by(|a, b| {
+            b.duration_us
+                .cmp(&a.duration_us)
+                .then_with(|| a.name.cmp(&b.name))
+        });
+        let comp_index = |id: u32| -> Option<usize> {
+            profile.iter().position(|c| *c.name == *names[id as usize])
+        };
+        let comp_of: Vec<Option<usize>> = (0..names.len() as u32).map(comp_index).collect();
+        let timeline = TimelineReport {
+            bin_us: col.timeline.width(),
+            bins: col
+                .timeline
+                .bins
+                .iter()
+                .map(|(k, v)| {
+                    let mut parts: Vec<(usize, i64)> = v
+                        .iter()
+                        .filter_map(|(c, us)| comp_of[*c as usize].map(|i| (i, *us)))
+                        .collect();
+                    parts.sort_unstable();
+                    (k << col.timeline.shift, parts)
+                })
+                .collect(),
+        };
+        // Statements ranked by their own elapsed time.
+        let mut order: Vec<usize> = (0..col.stmts.len()).collect();
+        let self_e = |s: &StmtAgg| {
+            let kids = &s.children;
+            s.calls.total().elapsed_us + s.calls.other.elapsed_us
+                - kids.parse.elapsed_us
+                - kids.execute.elapsed_us
+                - kids.fetch.elapsed_us
+                - kids.other.elapsed_us
+        };
+        order.sort_by(|&a, &b| {
+            let (x, y) = (&col.stmts[a], &col.stmts[b]);
+            self_e(y)
+                .cmp(&self_e(x))
+                .then_with(|| x.first.0.cmp(&y.first.0))
+        });
+        let mut rank_of = vec![0usize; col.stmts.len()];
+        for (r, &i) in order.iter().enumerate() {
+            rank_of[i] = r;
+        }
+        let wait_rows = |w: &[(u32, Dur, u64)]| -> Vec<WaitRow> {
+            let mut w: Vec<&(u32, Dur, u64)> = w.iter().collect();
+            w.sort_by_key(|x| (x.2, x.0));
+            w.into_iter()
+                .map(|(n, d, _)| WaitRow {
+                    name: names[*n as usize].to_string(),
+                    times: d.count,
+                    max_us: d.max_us,
+                    total_us: d.total_us,
+                })
+                .collect()
+        };
+        let mut statements: Vec<StatementReport> = order
+            .iter()
+            .enumerate()
+            .map(|(rank, &i)| {
+                let s = &col.stmts[i];
+                let without = CallTable {
+                    parse: s.calls.parse.net_of(&s.children.parse),
+                    execute: s.calls.execute.net_of(&s.children.execute),
+                    fetch: s.calls.fetch.net_of(&s.children.fetch),
+                    other: s.calls.other.net_of(&s.children.other),
+                };
+                let self_cpu = without.total().cpu_us + without.other.cpu_us;
+                let se = self_e(s);
+                StatementReport {
+                    rank: rank + 1,
+                    sqlid: crate::collect::stmt_key(&s.stmt).into_owned(),
+                    sql: s.stmt.sql.clone(),
+                    placeholder: s.stmt.placeholder,
+                    dep: s.stmt.dep.or(s.dep_seen),
+                    uid: s.stmt.uid,
+                    oct: s.stmt.oct,
+                    hv: s.stmt.hv,
+                    plan_hash: s.plh,
+                    optimizer_goal: s.og,
+                    self_elapsed_us: se,
+                    self_cpu_us: self_cpu,
+                    percent_of_r: pct(se, r),
+                    with_recursive: s.calls.clone(),
+                    without_recursive: without,
+                    waits: wait_rows(&s.waits),
+                    plans: s.plans.clone(),
+                    binds: BindReport {
+                        executions: s.binds.executions,
+                        distinct: s.binds.distinct.len() as u64,
+                        capped: s.binds.saturated,
+                        sets: s.binds.sets(),
+                    },
+                    exec_histogram: s.exec_hist,
+                    fetch_histogram: s.fetch_hist,
+                    execution_histogram: s.execution_hist,
+                    executions: s.executions,
+                    slowest: s.slowest.as_ref().map(|x| Slowest {
+                        elapsed_us: x.elapsed_us,
+                        line: if x.line == 0 {
+                            0
+                        } else {
+                            line(x.offset, x.line)
+                        },
+                        binds: x.binds.clone(),
+                    }),
+                    errors: s.errors.clone(),
+                    error_count: s.error_count,
+                    first_line: line(s.first.0, s.first.1),
+                    children: Vec::new(),
+                    parents: Vec::new(),
+                }
+            })
+            .collect();
+        let mut edges: Vec<(&(u32, u32), &crate::collect::EdgeAgg)> = col.edges.iter().collect();
+        edges.sort_by_key(|((p, c), _)| (rank_of[*p as usize], rank_of[*c as usize]));
+        for ((p, c), e) in edges {
+            let (p, c) = (rank_of[*p as usize], rank_of[*c as usize]);
+            statements[p].children.push(ChildRef {
+                statement: c,
+                calls: e.calls,
+                elapsed_us: e.elapsed_us,
+                cpu_us: e.cpu_us,
+            });
+            if !statements[c].parents.contains(&p) {
+                statements[c].parents.push(p);
+            }
+        }
+        // tkprof's overall totals: statements at depth 0, and deeper.
+        let mut non_recursive = Totals::default();
+        let mut recursive = Totals::default();
+        let mut nr_waits: Vec<(u32, Dur, u64)> = col.loose_waits.clone();
+        let mut r_waits: Vec<(u32, Dur, u64)> = Vec::new();
+        let mut by_first: Vec<&StmtAgg> = col.stmts.iter().collect();
+        by_first.sort_by_key(|s| s.first.0);
+        for s in by_first {
+            let deep = s.stmt.dep.or(s.dep_seen).unwrap_or(0) > 0;
+            let (t, w) = if deep {
+                (&mut recursive, &mut r_waits)
+            } else {
+                (&mut non_recursive, &mut nr_waits)
+            };
+            t.calls.add(&s.calls);
+            for (n, d, at) in &s.waits {
+                crate::collect::merge_wait(w, *n, d, *at);
+            }
+        }
+        non_recursive.waits = wait_rows(&nr_waits);
+        recursive.waits = wait_rows(&r_waits);
+        let summary = Summary {
+            user_statements: meta.pic_user,
+            internal_statements: meta.pic_internal,
+            unique_statements: col.stmts.iter().filter(|s| !s.stmt.placeholder).count() as u64,
+            parse_errors: meta.parse_errors,
+            stat_lines_unread: meta.stat_unread,
+            elapsed_seconds: match (meta.first_start, meta.last_end) {
+                (Some(a), Some(b)) => (b - a) / 1_000_000,
+                _ => 0,
+            },
+        };
+        let _ = (WITHIN, BETWEEN);
+        FileProfile {
+            file: file.to_string(),
+            trace_name: meta.trace_name.clone(),
+            engine,
+            lines,
+            calls,
+            first_tim: meta.first_start,
+            last_tim: meta.last_end,
+            started: meta.started.clone(),
+            sessions: meta.sessions.clone(),
+            process_blocks: meta.process_blocks,
+            thinktime_us: col.thinktime_us,
+            response_time_us: r,
+            profile,
+            statements,
+            non_recursive,
+            recursive,
+            summary,
+            compatibility: if meta.modern { "11.1.0.7" } else { "10.01.00" }.to_string(),
+            timeline,
+            warnings,
+        }
+    }
+}
+
+/// `x` as a percentage of `of` (0 when `of` is 0).
+pub fn pct(x: i64, of: i64) -> f64 {
+    if of == 0 {
+        0.0
+    } else {
+        x as f64 / of as f64 * 100.0
+    }
+}

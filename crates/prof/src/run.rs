@@ -1,0 +1,213 @@
+//! Profiling files: each file read in pieces on all cores (or several
+//! files at once), its pieces added up in file order.
+
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use tracelab_trace::{open_counted, ReadOptions, Reader, Source};
+
+use crate::collect::{add_up, Piece};
+use crate::report::FileProfile;
+
+/// What `tracelab prof` was asked.
+#[derive(Debug, Clone)]
+pub struct ProfOptions {
+    /// Seconds of SQL*Net message from client that are think time.
+    pub thinktime: f64,
+    /// Worker threads; 0 = one per core.
+    pub jobs: usize,
+}
+
+impl Default for ProfOptions {
+    fn default() -> Self {
+        ProfOptions {
+            thinktime: 1.0,
+            jobs: 0,
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ProfError {
+    #[error("no trace file named (give one or more files, or - for standard input)")]
+    NoInput,
+    #[error("{0}")]
+    Usage(String),
+}
+
+/// One input: its profile, or why it has none.
+#[derive(Debug)]
+pub enum FileOutcome {
+    Profiled(Box<FileProfile>),
+    Skipped { file: String, why: String },
+}
+
+/// The profiles, in the order the files were named.
+#[derive(Debug)]
+pub struct Outcome {
+    pub files: Vec<FileOutcome>,
+}
+
+impl Outcome {
+    /// Whether any input was skipped or damaged.
+    pub fn had_trouble(&self) -> bool {
+        self.files.iter().any(|f| match f {
+            FileOutcome::Skipped { .. } => true,
+            FileOutcome::Profiled(p) => !p.warnings.is_empty(),
+        })
+    }
+
+    pub fn profiles(&self) -> impl Iterator<Item = &FileProfile> {
+        self.files.iter().filter_map(|f| match f {
+            FileOutcome::Profiled(p) => Some(&**p),
+            FileOutcome::Skipped { .. } => None,
+        })
+    }
+}
+
+/// Profiles `inputs` (paths, or `-`). `progress`, if given, receives the
+/// raw bytes read.
+pub fn profile(
+    inputs: &[String],
+    opts: &ProfOptions,
+    progress: Option<Arc<AtomicU64>>,
+) -> Result<Outcome, ProfError> {
+    if inputs.is_empty() {
+        return Err(ProfError::NoInput);
+    }
+    if !(opts.thinktime.is_finite() && opts.thinktime >= 0.0) {
+        return Err(ProfError::Usage(format!(
+            "--thinktime={}: expected a number of seconds, 0 or more",
+            opts.thinktime
+        )));
+    }
+    let jobs = match opts.jobs {
+        0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        n => n,
+    }
+    .max(1);
+    // Fewer files than cores: each file is cut into pieces, two per core
+    // (one job reads each file whole).
+    let parts = if jobs > 1 && inputs.len() < jobs {
+        2 * jobs / inputs.len()
+    } else {
+        1
+    };
+    let workers = jobs.min(inputs.len());
+    let next = AtomicUsize::new(0);
+    let results: Mutex<Vec<Option<FileOutcome>>> =
+        Mutex::new((0..inputs.len()).map(|_| None).collect());
+    std::thread::scope(|s| {
+        for _ in 0..workers {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(input) = inputs.get(i) else { break };
+                let out = profile_file(input, opts, parts, progress.clone());
+                if let Ok(mut r) = results.lock() {
+                    r[i] = Some(out);
+                }
+            });
+        }
+    });
+    let files = results
+        .into_inner()
+        .unwrap_or_default()
+        .into_iter()
+        .zip(inputs)
+        .map(|(r, name)| {
+            r.unwrap_or_else(|| FileOutcome::Skipped {
+                file: name.clone(),
+                why: format!("{name}: the reader stopped"),
+            })
+        })
+        .collect();
+    Ok(Outcome { files })
+}
+
+fn profile_file(
+    input: &str,
+    opts: &ProfOptions,
+    parts: usize,
+    progress: Option<Arc<AtomicU64>>,
+) -> FileOutcome {
+    let skipped = |why: String| FileOutcome::Skipped {
+        file: input.to_string(),
+        why,
+    };
+    let thinktime_us = (opts.thinktime * 1e6).round() as i64;
+    let source = Source::from_arg(input);
+    // Top-level calls are those at depth 0: the reader's own `$depmin` is
+    // known only at the end of a file, and a trace that starts with the
+    // recursive calls of its first hard parse would see them as top-level
+    // until then. A file with no call at depth 0 is read again with its
+    // own minimum depth.
+    let (mut col, mut summary) = match read(&source, parts, thinktime_us, 0, progress.clone()) {
+        Ok(r) => r,
+        Err(why) => return skipped(why),
+    };
+    let mut warnings = Vec::new();
+    if let Some(min) = col.meta.min_dep.filter(|&d| d > 0) {
+        if matches!(source, Source::Stdin) {
+            warnings.push(format!(
+                "{input}: no call at depth 0; standard input cannot be read again with depth {min} as the top"
+            ));
+        } else {
+            match read(&source, parts, thinktime_us, min, None) {
+                Ok(r) => (col, summary) = r,
+                Err(why) => return skipped(why),
+            }
+        }
+    }
+    warnings.extend(summary.diagnostics.kept.iter().map(|d| d.to_string()));
+    let more = summary.diagnostics.total - summary.diagnostics.kept.len() as u64;
+    if more > 0 {
+        warnings.push(format!("{input}: {more} more damaged lines not shown"));
+    }
+    if col.meta.stat_unread > 0 {
+        warnings.push(format!(
+            "{input}: {} STAT lines could not be read or tied to a statement",
+            col.meta.stat_unread
+        ));
+    }
+    FileOutcome::Profiled(Box::new(FileProfile::build(
+        input,
+        col,
+        summary.lines,
+        summary.calls,
+        warnings,
+        |offset, line| summary.absolute_line(offset, line),
+    )))
+}
+
+/// One reading of a file with `depmin` as the top depth.
+fn read(
+    source: &Source,
+    parts: usize,
+    thinktime_us: i64,
+    depmin: i64,
+    progress: Option<Arc<AtomicU64>>,
+) -> Result<(crate::collect::Collector, tracelab_trace::ReadSummary), String> {
+    let file = open_counted(source, progress).map_err(|e| e.to_string())?;
+    let read_opts = ReadOptions {
+        // Bind values, STAT lines and the header are read from the lines
+        // themselves (see collect.rs), so that a big file can be read in
+        // pieces.
+        binds: false,
+        unaccounted: false,
+        thinktime_us,
+        depmin: Some(depmin),
+        all_lines: true,
+        chained: false,
+        line_numbers: true,
+        statements: true,
+    };
+    let (pieces, summary) = Reader::new(read_opts)
+        .read_split(
+            file,
+            parts,
+            || Piece::new(thinktime_us),
+            |p: &mut Piece, c| p.on_call(c),
+        )
+        .map_err(|e| e.to_string())?;
+    Ok((add_up(pieces, thinktime_us), summary))
+}

@@ -1,0 +1,232 @@
+//! The names a study's report expressions may use, known before its first
+//! run: the figures every run has, the optional measurements it asks for,
+//! its vars, and the columns its probes and scripts return. A report column
+//! that names anything else would print `—` after every run; it is refused
+//! (exit 2) before anything runs instead.
+
+use std::collections::BTreeSet;
+
+use crate::columns::compile;
+use crate::error::StudyError;
+use crate::script::{output_names, statements};
+use crate::spec::{Loaded, Sql};
+
+/// What a study's runs will produce.
+struct Produced {
+    names: BTreeSet<String>,
+    /// Families of names known only once a run has happened
+    /// (`syscall_read`, `trace_exec_s`).
+    prefixes: Vec<&'static str>,
+    /// A script returns columns the text does not name (`SELECT *`):
+    /// nothing can be refused.
+    open: bool,
+}
+
+impl Produced {
+    fn has(&self, name: &str) -> bool {
+        self.open || self.names.contains(name) || self.prefixes.iter().any(|p| name.starts_with(p))
+    }
+}
+
+impl Loaded {
+    /// Every name the study's runs will have: figures, measurements, vars,
+    /// and the columns of probes and before/after scripts.
+    fn produced(&self) -> Result<Produced, StudyError> {
+        let s = &self.study;
+        let mut p = Produced {
+            names: crate::measure::RUN_FIGURES
+                .iter()
+                .map(|n| n.to_string())
+                .collect(),
+            prefixes: Vec::new(),
+            open: false,
+        };
+        if s.measure.backend_cpu {
+            p.names.insert("backend_cpu_ms".into());
+        }
+        let st = &s.measure.strace;
+        if st.server {
+            p.names.insert("syscalls".into());
+            p.prefixes.push("syscall_");
+        }
+        if st.client {
+            p.names.insert("client_syscalls".into());
+            p.prefixes.push("client_syscall_");
+        }
+        if st.any() && st.extra {
+            p.names.insert("strace_statements".into());
+            p.names
+                .extend(st.vars.keys().map(|k| format!("strace_{k}")));
+        }
+        let log = &s.measure.server_log;
+        if log.on {
+            p.names.insert("server_log_bytes".into());
+            p.names.insert("server_log_lines".into());
+            p.names.extend(log.count.keys().map(|k| format!("log_{k}")));
+        }
+        let levels: Vec<_> = s.factors.iter().flat_map(|f| f.all_levels()).collect();
+        if s.measure.trace || levels.iter().any(|l| l.run.trace) {
+            p.names.insert("trace_bytes".into());
+            p.prefixes.push("trace_");
+        }
+        if levels
+            .iter()
+            .any(|l| l.proxy.as_ref().is_some_and(|x| x.trace))
+        {
+            p.names.insert("proxy_trace_bytes".into());
+            p.prefixes.push("proxy_trace_");
+        }
+        if levels
+            .iter()
+            .any(|l| l.env.names().any(|n| n == "LD_PRELOAD"))
+        {
+            p.names.insert("server_processes".into());
+            p.names.insert("preload_processes".into());
+        }
+        p.names.extend(s.vars.keys().cloned());
+        p.names.extend(s.quick.vars.keys().cloned());
+        for f in &s.factors {
+            p.names.insert(f.name.clone());
+            for l in f.all_levels() {
+                p.names.extend(l.vars.keys().cloned());
+            }
+        }
+        let mut scripts: Vec<(String, &Sql)> = Vec::new();
+        for pr in &s.probes {
+            scripts.push(("probes.sql".into(), &pr.sql));
+        }
+        for (key, sql) in [
+            ("workload.before", &s.workload.before),
+            ("workload.after", &s.workload.after),
+        ] {
+            if let Some(sql) = sql {
+                scripts.push((key.into(), sql));
+            }
+        }
+        for f in &s.factors {
+            for l in &f.levels {
+                for (key, sql) in [
+                    ("factors.levels.before", &l.before),
+                    ("factors.levels.after", &l.after),
+                ] {
+                    if let Some(sql) = sql {
+                        scripts.push((key.into(), sql));
+                    }
+                }
+            }
+        }
+        for (key, sql) in scripts {
+            for t in sql.pieces() {
+                for st in statements(&self.sql_text(&key, t)?) {
+                    match output_names(&st) {
+                        Some(names) => p.names.extend(names),
+                        None => p.open = true,
+                    }
+                }
+            }
+        }
+        Ok(p)
+    }
+
+    /// Refuses a report column that names a measurement or var the study
+    /// will not produce, with the nearest name it will, before any run.
+    pub fn check_measurements(&self) -> Result<(), StudyError> {
+        let p = self.produced()?;
+        for c in &self.study.report.columns {
+            let Ok(e) = compile(&c.expr) else { continue };
+            for n in e.names() {
+                if p.has(n) {
+                    continue;
+                }
+                let near = p
+                    .names
+                    .iter()
+                    .min_by_key(|k| strsim::levenshtein(k, n))
+                    .filter(|k| strsim::levenshtein(k, n) <= 3)
+                    .map(|k| format!(" (did you mean `${k}`?)"))
+                    .unwrap_or_default();
+                let mut known: Vec<String> = p.names.iter().map(|k| format!("${k}")).collect();
+                known.extend(p.prefixes.iter().map(|x| format!("${x}...")));
+                return Err(self.error(
+                    "report.columns.expr",
+                    format!(
+                        "column `{}`: `${n}` is not a measurement or var this study produces{near}; \
+                         it has {}",
+                        c.name,
+                        known.join(", ")
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::spec::Loaded;
+
+    const STUDY: &str = r#"
+name = "t"
+[vars]
+rows = 10
+[workload]
+sql = "select 1"
+statements = "{rows}"
+after = "SELECT pg_relation_size('t') AS heap_bytes"
+[[factors]]
+name = "batch"
+values = [1, 2]
+[[probes]]
+name = "wal"
+sql.postgres = "SELECT wal_bytes, wal_sync_time FROM pg_stat_wal"
+[report]
+rows = "batch"
+columns = [{ name = "r", label = "r", expr = "EXPR" }]
+"#;
+
+    fn check(expr: &str) -> Result<(), String> {
+        Loaded::parse("t.toml", &STUDY.replace("EXPR", expr), None, &[])
+            .unwrap()
+            .check_measurements()
+            .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn report_expressions_name_only_what_the_study_produces() {
+        for good in [
+            "$elapsed_ms / $statements",
+            "$backend_cpu_ms",
+            "$wal_bytes / $rows",
+            "$heap_bytes * $batch",
+            "$p99_us",
+        ] {
+            assert_eq!(check(good), Ok(()), "{good}");
+        }
+        let e = check("$elapsed_msx / $statements").unwrap_err();
+        assert!(
+            e.starts_with("t.toml:17: key `report.columns.expr`: column `r`: `$elapsed_msx` is not a measurement")
+                && e.contains("did you mean `$elapsed_ms`?"),
+            "{e}"
+        );
+        assert!(check("$wal_flush_time")
+            .unwrap_err()
+            .contains("`$wal_flush_time`"));
+        // Families known only after a run: accepted when measured.
+        assert!(check("$trace_exec_s").is_err());
+        let traced = STUDY
+            .replace("[report]", "[measure]\ntrace = true\n[report]")
+            .replace("EXPR", "$trace_exec_s");
+        let l = Loaded::parse("t.toml", &traced, None, &[]).unwrap();
+        assert!(l.check_measurements().is_ok());
+    }
+
+    #[test]
+    fn every_built_in_study_names_only_what_it_produces() {
+        for (name, text, _) in crate::builtin::STUDIES {
+            let l = Loaded::parse(name, text, None, crate::builtin::files(name)).unwrap();
+            l.check_measurements()
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
+        }
+    }
+}

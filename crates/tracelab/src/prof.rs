@@ -1,0 +1,105 @@
+//! `tracelab prof`: the response-time profile report of a trace (tkprof,
+//! TVD$XTAT, Method R Profiler), as text, JSON or one HTML page.
+
+use crate::output::say;
+use tracelab_prof::{profile, FileOutcome, Outcome, ProfOptions, TextOptions};
+
+use crate::exit::{self, Failure};
+use crate::progress::Progress;
+
+const AFTER_HELP: &str = "\
+Per trace file (a trcsess-merged file is one session): the resource profile of the whole
+response time R (each call and wait, unaccounted-for time within and between calls, think
+time), the statements ranked by their share of R, the recursive statements under their
+parents, then each statement as tkprof prints it (call count cpu elapsed disk query current
+rows, misses in library cache, optimizer mode, parsing user, row-source plan, waits) with
+what tkprof leaves out: the figures without its recursive statements, its distinct bind
+sets and a p10 histogram of its EXEC/FETCH calls and executions; tkprof's OVERALL TOTALS.
+tkprof's figures: a statement's calls as the trace writes them (a parent's include its
+recursive calls'), seconds truncated to 0.01.
+Exit status: 0 done, 1 report written but some input damaged or skipped, 2 bad usage,
+3 output error.";
+
+/// Options of `tracelab prof`.
+#[derive(clap::Args, Debug)]
+#[command(after_help = AFTER_HELP)]
+pub struct Args {
+    /// Trace files (plain, gzip, bzip2, xz or zstd); - reads standard input.
+    #[arg(value_name = "FILE")]
+    files: Vec<String>,
+    /// Also write the report as one self-contained HTML page to this file.
+    #[arg(long, value_name = "FILE")]
+    html: Option<String>,
+    /// Write JSON instead of text.
+    #[arg(long)]
+    json: bool,
+    /// tkprof's layout only (statements in the order they first appear, no
+    /// profile, no tracelab additions), to compare with tkprof's own output.
+    #[arg(long, conflicts_with = "json")]
+    tkprof: bool,
+    /// Seconds of SQL*Net message from client that count as think time
+    /// [default: 1].
+    #[arg(long, value_name = "SECONDS")]
+    thinktime: Option<f64>,
+    /// Write the text or JSON report to this file instead of standard output.
+    #[arg(long, value_name = "FILE")]
+    output: Option<String>,
+    /// Worker threads [default: one per core].
+    #[arg(long, value_name = "N")]
+    jobs: Option<usize>,
+}
+
+fn warnings(o: &Outcome) {
+    for f in &o.files {
+        match f {
+            FileOutcome::Skipped { why, .. } => say!("tracelab: skipped {why}"),
+            FileOutcome::Profiled(p) => {
+                for w in &p.warnings {
+                    say!("tracelab: warning: {w}");
+                }
+            }
+        }
+    }
+}
+
+pub fn run(a: Args) -> Result<i32, Failure> {
+    let opts = ProfOptions {
+        thinktime: a.thinktime.unwrap_or(1.0),
+        jobs: a.jobs.unwrap_or(0),
+    };
+    let total: u64 = a
+        .files
+        .iter()
+        .filter_map(|f| std::fs::metadata(f).ok())
+        .map(|m| m.len())
+        .sum();
+    let progress = Progress::start(total);
+    let outcome = profile(&a.files, &opts, Some(progress.counter.clone()));
+    progress.finish();
+    let outcome = outcome?;
+    warnings(&outcome);
+    let profiles: Vec<_> = outcome.profiles().collect();
+    let text = if a.json {
+        tracelab_prof::to_json(&profiles)
+    } else {
+        let o = TextOptions { tkprof: a.tkprof };
+        profiles
+            .iter()
+            .map(|p| tracelab_prof::render(p, o))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    if let Some(path) = &a.html {
+        let page = tracelab_prof::html::render(&profiles);
+        std::fs::write(path, page).map_err(|source| Failure::Output {
+            what: path.clone(),
+            source,
+        })?;
+    }
+    crate::skew::write_report(a.output.as_deref(), &text)?;
+    Ok(if outcome.had_trouble() {
+        exit::TROUBLE
+    } else {
+        exit::OK
+    })
+}

@@ -1,0 +1,379 @@
+//! `tracelab prof` as a DBA runs it: on the real traces of
+//! tests/fixtures (figures checked against what mrskew and trctools
+//! published for them, and against `tracelab skew`), on tracelab's own
+//! traces, and on bad input.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::tracelab;
+use serde_json::Value;
+
+fn fixture(p: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures")
+        .join(p)
+        .to_string_lossy()
+        .into_owned()
+}
+
+const DB_PING: &str = "db-ping/cdb1_ora_15440_PINGTEST.trc";
+const CRC_30561: &str = "crc-local-force/orcl_ora_30561_RC-20230830160541-20230703160541.trc.gz";
+
+fn json(args: &[&str]) -> Value {
+    let mut all = vec!["prof", "--json"];
+    all.extend_from_slice(args);
+    let (out, err, code) = tracelab(&all);
+    assert!(code == 0 || code == 1, "exit {code}: {err}");
+    serde_json::from_str(&out).expect("JSON")
+}
+
+/// (duration, calls) of a row of a mrskew-style table.
+fn row(table: &str, label: &str) -> Option<(String, String)> {
+    table.lines().find_map(|l| {
+        let rest = l.strip_prefix(label)?;
+        if !rest.starts_with("  ") {
+            return None;
+        }
+        let cells: Vec<&str> = rest.split_whitespace().collect();
+        Some((cells[0].to_string(), cells[2].to_string()))
+    })
+}
+
+#[test]
+fn the_profile_holds_mrskews_rows_and_adds_up_to_skews_unaccounted_total() {
+    let (out, err, code) = tracelab(&["prof", &fixture(DB_PING)]);
+    assert_eq!(code, 0, "{err}");
+    // Every row mrskew published for this file, with its duration and calls.
+    let golden = std::fs::read_to_string(fixture("golden/db-ping-default.txt")).unwrap();
+    let mut rows = 0;
+    for l in golden.lines().skip(2) {
+        if l.starts_with('-') || l.starts_with("TOTAL") {
+            continue;
+        }
+        let label = l.split("  ").next().unwrap();
+        let want = row(l, label).unwrap();
+        assert_eq!(row(&out, label), Some(want), "row {label}:\n{out}");
+        rows += 1;
+    }
+    assert_eq!(rows, 11);
+    // With the time mrskew leaves out, the total is skew --unaccounted's.
+    let (skew, _, _) = tracelab(&["skew", "--unaccounted", &fixture(DB_PING)]);
+    let total = |t: &str| {
+        t.lines().find(|l| l.starts_with("TOTAL (")).map(|l| {
+            l.split_whitespace()
+                .skip(2)
+                .take(2)
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+    };
+    assert_eq!(total(&out), total(&skew));
+    assert_eq!(total(&out).as_deref(), Some("22.098316 100.0%"));
+    assert!(out.contains("Response time R = 22.098316 s"), "{out}");
+}
+
+#[test]
+fn think_time_is_the_long_sql_net_message_from_client() {
+    // mrskew published 19 such waits of 60 s (under 65 s) totalling
+    // 1,140.029350 s for this file; it has one more of 200.949926 s.
+    let v = json(&[&fixture(CRC_30561)]);
+    let p = &v[0]["profile"];
+    let think = p
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "think time (SQL*Net message from client >= 1 s)")
+        .unwrap();
+    assert_eq!(think["calls"], 20);
+    assert_eq!(think["max_us"], 200_949_926);
+    assert_eq!(think["duration_us"], 1_140_029_350i64 + 200_949_926);
+    // A lower threshold moves more waits into think time.
+    let v = json(&["--thinktime", "0.01", &fixture(CRC_30561)]);
+    let think = v[0]["profile"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "think time (SQL*Net message from client >= 0.01 s)")
+        .unwrap();
+    assert!(think["calls"].as_u64().unwrap() > 20);
+}
+
+/// Σ over every statement and call kind of a field, and of the waits.
+fn sums(p: &Value) -> (i64, i64, i64, u64, u64) {
+    let (mut c, mut e, mut fetches) = (0, 0, 0);
+    for s in p["statements"].as_array().unwrap() {
+        for k in ["parse", "execute", "fetch", "other"] {
+            c += s["with_recursive"][k]["cpu_us"].as_i64().unwrap();
+            e += s["with_recursive"][k]["elapsed_us"].as_i64().unwrap();
+        }
+        fetches += s["with_recursive"]["fetch"]["count"].as_u64().unwrap();
+    }
+    let (mut ela, mut waits) = (0, 0);
+    for t in ["non_recursive", "recursive"] {
+        for w in p[t]["waits"].as_array().unwrap() {
+            ela += w["total_us"].as_i64().unwrap();
+            waits += w["times"].as_u64().unwrap();
+        }
+    }
+    (c, e, ela, waits, fetches)
+}
+
+#[test]
+fn trctools_published_sums() {
+    // Values from trctools' own unit tests (MANIFEST.md).
+    let v = json(&[&fixture("trctools/simple_trace.trc")]);
+    assert_eq!(sums(&v[0]), (553, 598, 755, 5, 2));
+    let s = &v[0]["statements"];
+    assert!(s
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|s| s["sqlid"] == "atxg62s17nkj4"));
+    let v = json(&[&fixture("trctools/simple_trace_2x.trc")]);
+    assert_eq!(sums(&v[0]), (1105, 1744, 1966, 12, 4));
+    // Tracing began after the first PARSING IN CURSOR: the CPU of the
+    // statement is still 552 µs.
+    let v = json(&[&fixture("trctools/simple_trace_missing_parse.trc")]);
+    let cpu: i64 = v[0]["statements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["sqlid"] == "atxg62s17nkj4")
+        .map(|s| {
+            ["parse", "execute", "fetch", "other"]
+                .iter()
+                .map(|k| s["with_recursive"][k]["cpu_us"].as_i64().unwrap())
+                .sum::<i64>()
+        })
+        .sum();
+    assert_eq!(cpu, 552);
+    // One cursor number, three statements, 14 FETCHes.
+    let v = json(&[&fixture("trctools/two_statements_one_cursor.trc")]);
+    let ids: Vec<&str> = v[0]["statements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["sqlid"].as_str().unwrap())
+        .collect();
+    for id in ["cdgn9f8spbxnt", "atxg62s17nkj4", "6ssxu7vjxb51a"] {
+        assert!(ids.contains(&id), "{ids:?}");
+    }
+    assert_eq!(sums(&v[0]).4, 14);
+    // The same trace plain and xz-compressed: the same profile.
+    let plain = json(&[&fixture("trctools/lobread.trc")]);
+    let xz = json(&[&fixture("trctools/lobread.trc.xz")]);
+    assert_eq!(plain[0]["profile"], xz[0]["profile"]);
+    assert_eq!(plain[0]["statements"], xz[0]["statements"]);
+}
+
+#[test]
+fn tkprof_layout_and_the_recursive_hierarchy() {
+    let (out, err, code) = tracelab(&["prof", &fixture("trace-combine/main.trc")]);
+    assert_eq!(code, 0, "{err}");
+    for want in [
+        "RESOURCE PROFILE\n",
+        "STATEMENTS BY SHARE OF R",
+        "RECURSIVE STATEMENTS UNDER THEIR PARENTS\n",
+        "call     count       cpu    elapsed       disk      query    current        rows\n",
+        "------- ------  -------- ---------- ---------- ---------- ----------  ----------\n",
+        "Rows (1st) Rows (avg) Rows (max)  Row Source Operation\n",
+        "Parsing user id: SYS   (recursive depth: 2)\n",
+        "OVERALL TOTALS FOR ALL NON-RECURSIVE STATEMENTS\n",
+        "OVERALL TOTALS FOR ALL RECURSIVE STATEMENTS\n",
+        "Without recursive statements",
+        "a trcsess merge of 11 process blocks",
+        "  lines in trace file.\n",
+    ] {
+        assert!(out.contains(want), "missing {want:?}");
+    }
+    // --tkprof: tkprof's layout alone, statements in the order they first
+    // appear.
+    let (tk, _, _) = tracelab(&["prof", "--tkprof", &fixture("trace-combine/main.trc")]);
+    assert!(!tk.contains("RESOURCE PROFILE") && !tk.contains("tracelab: rank"));
+    let first = tk.find("SQL ID: ").unwrap();
+    assert!(
+        tk[first..].starts_with("SQL ID: 50vxqdkj4zu1w"),
+        "{}",
+        &tk[first..first + 40]
+    );
+    // The PL/SQL block's EXEC less its recursive statements: the JSON
+    // tables differ by exactly what the children claimed.
+    let v = json(&[&fixture("trace-combine/main.trc")]);
+    let top = &v[0]["statements"][0];
+    assert_eq!(top["sqlid"], "9x825n14bw9r9");
+    let with = top["with_recursive"]["execute"]["elapsed_us"]
+        .as_i64()
+        .unwrap();
+    let without = top["without_recursive"]["execute"]["elapsed_us"]
+        .as_i64()
+        .unwrap();
+    let kids: i64 = top["children"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["elapsed_us"].as_i64().unwrap())
+        .sum();
+    assert!(kids > 0 && without < with);
+    let parse_kids = with - without;
+    assert!(parse_kids <= kids, "{parse_kids} > {kids}");
+}
+
+#[test]
+fn the_html_page_is_self_contained_with_charts_and_links() {
+    let dir = tempfile::tempdir().unwrap();
+    let page = dir.path().join("p.html");
+    let (_, err, code) = tracelab(&[
+        "prof",
+        "--html",
+        page.to_str().unwrap(),
+        &fixture(DB_PING),
+        &fixture("trace-combine/main.trc"),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.starts_with("<!DOCTYPE html>"));
+    assert!(
+        !html.contains("<script") && !html.contains("src=\"http") && !html.contains("href=\"http")
+    );
+    assert!(html.contains("aria-label=\"resource profile\""));
+    assert!(html.contains("aria-label=\"timeline\""));
+    assert!(html.contains("by elapsed seconds (p10)"));
+    // Profile rows link to statements, and every link has its target.
+    assert!(html.contains("PL/SQL lock timer</td>"));
+    let mut links = 0;
+    for part in html.split("href=\"#").skip(1) {
+        let id = &part[..part.find('"').unwrap()];
+        assert!(
+            html.contains(&format!("id=\"{id}\"")),
+            "no target for #{id}"
+        );
+        links += 1;
+    }
+    assert!(links > 10);
+    assert!(
+        html.contains("id=\"f1-s1\""),
+        "the second trace has its own anchors"
+    );
+}
+
+#[test]
+fn tracelabs_own_sqlite_trace_says_which_columns_it_lacks() {
+    let dir = tempfile::tempdir().unwrap();
+    let traces = dir.path().join("t");
+    let (_, err, code) = tracelab(&[
+        "run",
+        "--engine",
+        "sqlite",
+        "--sql",
+        "select 1",
+        "--transactions",
+        "20",
+        "--trace",
+        traces.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let trace: PathBuf = traces.join("tracelab_run_0.trc");
+    let (out, err, code) = tracelab(&["prof", trace.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("tracelab client-side trace of sqlite"),
+        "{out}"
+    );
+    assert!(
+        out.contains("Misses in library cache during parse: n/a (sqlite has no such figure)"),
+        "{out}"
+    );
+    // The disk, query and current cells say n/a rather than 0.
+    let exec = out
+        .lines()
+        .find(|l| l.starts_with("Execute "))
+        .expect("an Execute row");
+    assert_eq!(
+        exec.split_whitespace().filter(|c| *c == "n/a").count(),
+        3,
+        "{exec}"
+    );
+    let v = json(&[trace.to_str().unwrap()]);
+    assert_eq!(v[0]["engine"]["kind"], "tracelab");
+    assert_eq!(v[0]["engine"]["engine"], "sqlite");
+    let execs = v[0]["statements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["executions"]["count"].as_u64().unwrap())
+        .max()
+        .unwrap();
+    assert_eq!(execs, 20);
+}
+
+#[test]
+fn bad_input_is_named_and_the_rest_still_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let junk = dir.path().join("junk.txt");
+    std::fs::write(&junk, "hello\nworld\n").unwrap();
+    let missing = dir.path().join("missing.trc");
+    let (out, err, code) = tracelab(&[
+        "prof",
+        missing.to_str().unwrap(),
+        junk.to_str().unwrap(),
+        &fixture(DB_PING),
+    ]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("missing.trc"), "{err}");
+    assert!(
+        err.contains("junk.txt") && err.contains("not an Oracle extended SQL trace"),
+        "{err}"
+    );
+    assert!(out.contains("Response time R = 22.098316 s"));
+    // A damaged trace: warnings with file and line, the report written.
+    let (out, err, code) = tracelab(&["prof", &fixture("trctools/malformed_stat.trc")]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("malformed_stat.trc"), "{err}");
+    assert!(out.contains("OVERALL TOTALS"));
+    let (_, err, code) = tracelab(&["prof"]);
+    assert_eq!(code, 2, "{err}");
+    let (_, err, code) = tracelab(&["prof", "--thinktime", "-1", &fixture(DB_PING)]);
+    assert_eq!(code, 2, "{err}");
+}
+
+#[test]
+fn traces_before_11g_keep_statements_apart_by_hash_value() {
+    // 9.2: no sqlid=, cursor numbers reused by every statement, DDL with
+    // hv=0. Expected: one statement per (hash value or DDL text, depth) of
+    // the PARSING IN CURSOR lines, counted here from the raw lines.
+    let path = fixture("oracle-samples/dokt_ora_26478.trc");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let mut want = std::collections::BTreeSet::new();
+    let mut lines = text.lines();
+    while let Some(l) = lines.next() {
+        if let Some(rest) = l.strip_prefix("PARSING IN CURSOR ") {
+            let field = |k: &str| {
+                rest.split(' ')
+                    .find_map(|w| w.strip_prefix(k))
+                    .unwrap_or("")
+                    .to_string()
+            };
+            let hv = field("hv=");
+            let key = if hv == "0" {
+                lines.next().unwrap_or("").to_string()
+            } else {
+                hv
+            };
+            want.insert((key, field("dep=")));
+        }
+    }
+    let v = json(&[&path]);
+    let got: Vec<&Value> = v[0]["statements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["placeholder"] == false)
+        .collect();
+    assert!(want.len() > 20, "{}", want.len());
+    assert_eq!(got.len(), want.len());
+    assert!(got
+        .iter()
+        .any(|s| s["sqlid"].as_str().unwrap().starts_with("hv=0/")));
+}
