@@ -329,6 +329,7 @@ fn questions(
         let mut rows = Vec::new();
         let mut tested = 0;
         let mut differ = 0;
+        let mut fewest = usize::MAX;
         for (context, by) in contexts {
             let Some(base) = by.get(q.baseline.as_str()) else {
                 continue;
@@ -342,6 +343,7 @@ fn questions(
                 };
                 let Some(c) = compare(v, base) else { continue };
                 tested += 1;
+                fewest = fewest.min(v.len()).min(base.len());
                 if c.p.is_some_and(|p| p < 0.05) {
                     differ += 1;
                 }
@@ -364,8 +366,15 @@ fn questions(
         }
         answered = true;
         let answer = match differ {
+            // Absence of evidence, not evidence of absence: the runs per
+            // cell say how much a test could see.
             0 => format!(
-                "no: none of the {tested} comparisons differs from {} at the 5 % level",
+                "not shown: none of the {tested} comparisons differs from {} at the 5 % level \
+                 ({fewest} runs a cell: differences within the intervals below are not ruled out)",
+                q.baseline
+            ),
+            1 => format!(
+                "yes: 1 of the {tested} comparisons differs from {} at the 5 % level",
                 q.baseline
             ),
             d => format!(
@@ -530,4 +539,98 @@ pub(crate) fn not_run(study: &Study, runs: &[StoredRun]) -> Vec<String> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use crate::report::{render, Format};
+    use crate::store::{Stored, StoredRun};
+
+    /// A study of two factors, `tracing` (off, on) and `timer` (a, b),
+    /// whose runs' elapsed times are given per cell.
+    fn stored(cells: &[(&str, &str, &[f64])]) -> Stored {
+        let text = r#"
+name = "q"
+[workload]
+sql = "select 1"
+[[factors]]
+name = "timer"
+values = ["a", "b"]
+[[factors]]
+name = "tracing"
+values = ["off", "on"]
+[report]
+rows = "tracing"
+baseline = "off"
+columns = [{ name = "elapsed", label = "elapsed (ms)", expr = "$elapsed_ms", digits = 1 }]
+questions = [{ title = "Does tracing cost?", factor = "tracing", baseline = "off", column = "elapsed" }]
+"#;
+        let mut runs = Vec::new();
+        for (timer, tracing, values) in cells {
+            for (rep, v) in values.iter().enumerate() {
+                runs.push(StoredRun {
+                    seq: runs.len(),
+                    rep: rep as u32,
+                    cell: vec![
+                        ("timer".into(), timer.to_string()),
+                        ("tracing".into(), tracing.to_string()),
+                    ],
+                    values: [("elapsed_ms".to_string(), *v)].into_iter().collect(),
+                    notes: String::new(),
+                });
+            }
+        }
+        Stored {
+            name: "q".into(),
+            file: "q.toml".into(),
+            text: text.into(),
+            quick: false,
+            reps: 3,
+            seed: 1,
+            facts: BTreeMap::new(),
+            planned: runs.len(),
+            runs,
+        }
+    }
+
+    #[test]
+    fn a_question_is_answered_by_a_test_per_context_and_no_difference_is_not_a_no() {
+        // Tracing doubles elapsed under timer a, clearly; under timer b
+        // the runs are too scattered to tell.
+        let st = stored(&[
+            ("a", "off", &[100.0, 101.0, 99.0]),
+            ("a", "on", &[200.0, 202.0, 198.0]),
+            ("b", "off", &[100.0, 50.0, 150.0]),
+            ("b", "on", &[120.0, 60.0, 180.0]),
+        ]);
+        let r = render(&st, Format::Text).unwrap();
+        assert!(
+            r.contains("Does tracing cost?\n")
+                && r.contains("yes: 1 of the 2 comparisons differs from off at the 5 % level"),
+            "{r}"
+        );
+        let line = |ctx: &str| {
+            r.lines()
+                .find(|l| l.starts_with(ctx) && l.contains(" on "))
+                .unwrap_or_else(|| panic!("no row for {ctx}: {r}"))
+                .to_string()
+        };
+        assert!(line("timer=a").contains("×2.000") && line("timer=a").contains("higher by 100%"));
+        assert!(line("timer=b").contains("no detectable difference"));
+        // Nothing detected is said as such, with the runs per cell.
+        let st = stored(&[
+            ("a", "off", &[100.0, 50.0, 150.0]),
+            ("a", "on", &[120.0, 60.0, 180.0]),
+        ]);
+        let r = render(&st, Format::Text).unwrap();
+        assert!(
+            r.contains(
+                "not shown: none of the 1 comparisons differs from off at the 5 % level (3 runs a cell"
+            ),
+            "{r}"
+        );
+        assert!(!r.contains("no: none"), "{r}");
+    }
 }
