@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Wall time of the built-in studies on the private PostgreSQL, for the
 # README ("tracelab study", run times). The acceptance bounds on this
-# machine: commit-batch and redo-undo --quick < 3 min each; trace-overhead
-# --quick < 5 min and full < 30 min.
+# machine: commit-batch, redo-undo and exec-model --quick < 3 min each;
+# result-cache --quick < 5 min (its eight runs last 20 s each);
+# trace-overhead --quick < 5 min and full < 30 min.
 #
 # Usage (from the repository root):
 #     bash bench/study.sh              # every study, --quick
@@ -23,7 +24,7 @@ modes=(--quick)
 [[ -n ${FULL:-} ]] && modes+=(full)
 echo "study | mode | runs | wall s"
 echo "---|---|---:|---:"
-for study in ${STUDIES:-commit-batch redo-undo trace-overhead}; do
+for study in ${STUDIES:-commit-batch redo-undo exec-model result-cache trace-overhead}; do
   for mode in "${modes[@]}"; do
     args=()
     [[ $mode == --quick ]] && args+=(--quick)

@@ -51,5 +51,13 @@ apt_need 'command -v java' openjdk-17-jre-headless
 pip_need duckdb duckdb
 pip_need pyspark pyspark
 
+# Headless Chromium opens every kind of HTML page tracelab writes
+# (crates/tracelab/tests/html_pages.rs): Debian's browser and driver,
+# Selenium to drive them, Pillow to read the screenshots.
+apt_need 'command -v chromium' chromium
+apt_need 'command -v chromedriver' chromium-driver
+pip_need selenium selenium
+pip_need PIL pillow
+
 # --no-fail-fast: one failing test binary does not hide the others.
 cargo test --workspace --no-fail-fast "$@"

@@ -61,6 +61,7 @@ pub fn export(
         chained: true,
         line_numbers: true,
         statements: true,
+        ..ReadOptions::default()
     };
     let (layout, format) = Layout::resolve(&opts.output, opts.format)?;
     prepare(&layout)?;
@@ -422,6 +423,7 @@ impl FileExport<'_, '_> {
             call,
             basename: self.ctx.basename,
             file: self.ctx.file,
+            conv: &self.query.conv,
         };
         match self.query.keeps(&vars, &mut self.names) {
             Ok(true) => {}

@@ -322,9 +322,11 @@ impl<'s> Lexer<'s> {
         } else {
             self.operator(c)?
         };
+        // A bareword (a word that names no function) is a string, a term:
+        // `FETCH x 3` repeats it, `FETCH / 2` divides.
         self.prev_term = tok.is_operand()
             || matches!(tok, Tok::Op(Op::RParen | Op::RBracket | Op::RBrace))
-            || matches!(&tok, Tok::Ident(w) if w == "undef");
+            || matches!(&tok, Tok::Ident(w) if w == "undef" || crate::functions::lookup(w).is_none());
         Ok(Token {
             tok,
             start,

@@ -1102,7 +1102,13 @@ impl<'s> Parser<'s> {
         )
     }
 
-    /// A bareword: a function call, `undef`, or a refused keyword.
+    /// A word: a function call, `undef`, a refused keyword, or a bareword.
+    ///
+    /// Outside `use strict` (mrskew's expressions are not strict), a word
+    /// that names no function is a string of itself: mrskew users write
+    /// `--gl='FETCH . sprintf(q{%10s},q{acct for})'`. A word followed by
+    /// `(` or by a term is a call, so a misspelt function still gets an
+    /// error pointing at it.
     fn parse_word(&mut self, word: &str, pos: usize) -> Result<Expr, CompileError> {
         if let Some(e) = self.keyword_error(word, pos) {
             return Err(e);
@@ -1111,7 +1117,14 @@ impl<'s> Parser<'s> {
             return self.parse_undef(pos);
         }
         let Some(spec) = functions::lookup(word) else {
-            return Err(self.unknown_function(word, pos));
+            let next = &self.peek()?.tok;
+            if matches!(next, Tok::Op(Op::LParen) | Tok::Ident(_)) || next.is_operand() {
+                return Err(self.unknown_function(word, pos));
+            }
+            return Ok(Expr::leaf(
+                Node::Const(Value::Str(Cow::Owned(word.to_string()))),
+                pos,
+            ));
         };
         if word == "split" {
             return self.parse_split(pos);

@@ -78,14 +78,44 @@ fn manifest_commands() {
     );
 
     // --group-label='FILE:LINE' and -gl='LINE:TEXT' are not expressions
-    // (barewords); the host shows them as written. They must fail cleanly.
+    // (a bareword, then a ':' with no '?'); the host shows them as
+    // written. They must fail cleanly, pointing at the ':'.
     for label in ["FILE:LINE", "LINE:TEXT"] {
         let e = compile_err(label);
+        assert_eq!(e.position, 4, "{label}: {}", e.message);
+    }
+}
+
+#[test]
+fn barewords_are_strings_outside_strict() {
+    let rec = snmfc();
+    // The header of a published mrskew table.
+    assert_eq!(
+        compile("FETCH . sprintf(q{%10s},q{acct for})")
+            .eval(&rec)
+            .unwrap()
+            .to_string(),
+        "FETCH  acct for"
+    );
+    assert_eq!(
+        compile("FETCH x 2").eval(&rec).unwrap().to_string(),
+        "FETCHFETCH"
+    );
+    assert!(compile("$nam eq SQL ? 0 : 1").eval_bool(&rec).unwrap());
+    assert!(compile("FETCH").constant().is_some());
+    // A misspelt function is still an error at the word.
+    for (src, col) in [
+        ("sprntf(q{%d}, 1)", 0),
+        ("1 + lenght $nam", 4),
+        ("uc lenght(1)", 3),
+    ] {
+        let e = compile_err(src);
         assert!(
-            e.message.contains("unknown function"),
-            "{label}: {}",
+            e.message.contains("unknown function 'lenght'") || e.message.contains("'sprntf'"),
+            "{src}: {}",
             e.message
         );
+        assert_eq!(e.position, col, "{src}");
     }
 }
 

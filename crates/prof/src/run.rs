@@ -200,6 +200,7 @@ fn read(
         chained: false,
         line_numbers: true,
         statements: true,
+        ..ReadOptions::default()
     };
     let (pieces, summary) = Reader::new(read_opts)
         .read_split(

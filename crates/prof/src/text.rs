@@ -7,7 +7,7 @@
 use std::fmt::Write as _;
 
 use tracelab_skew::number::{commify, fixed};
-use tracelab_skew::{Agg, Groups, Report, SkewOptions};
+use tracelab_skew::{Agg, Groups, Num, Report, SkewOptions};
 
 use crate::report::{FileProfile, StatementReport};
 use crate::stats::{P10, P10_BUCKETS};
@@ -16,7 +16,7 @@ use crate::tkprof::{self, call_table, legend, statement, totals_and_summary, STA
 /// Seconds with six decimals and thousands separators, as mrskew prints
 /// durations.
 pub fn secs6(us: i64) -> String {
-    fixed(us as f64 * 1e-6, 6, true)
+    fixed(Num::micros(i128::from(us)), 6, true)
 }
 
 /// A plain table: columns as wide as their widest cell, two spaces apart,
@@ -68,14 +68,13 @@ pub fn profile_table(p: &FileProfile) -> String {
     for (i, c) in p.profile.iter().enumerate() {
         groups.map.insert(
             c.name.as_str().into(),
-            Agg {
-                sum_us: c.duration_us,
-                sum_other: 0.0,
-                calls: c.calls,
-                min: c.min_us as f64 * 1e-6,
-                max: c.max_us as f64 * 1e-6,
-                first: (0, i as u64),
-            },
+            Agg::micros(
+                i128::from(c.duration_us),
+                c.calls,
+                c.min_us,
+                c.max_us,
+                (0, 0, i as u64),
+            ),
         );
     }
     let o = SkewOptions {
@@ -437,7 +436,7 @@ pub fn render(p: &FileProfile, o: TextOptions) -> String {
         "\nResponse time R = {} s: every call and wait, the time the trace does not account for, and think time ({} of {} s or more).\n",
         secs6(p.response_time_us),
         crate::collect::SNMFC,
-        fixed(p.thinktime_us as f64 * 1e-6, 6, true)
+        secs6(p.thinktime_us)
     );
     out.push_str("RESOURCE PROFILE\n");
     out.push_str(&profile_table(p));

@@ -66,6 +66,17 @@ pub enum Distribution {
     Pareto,
 }
 
+/// What the proxy understands of the bytes it relays.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Protocol {
+    /// PostgreSQL's wire protocol: framed, traced, cancels routed, SSL
+    /// refused.
+    Postgres,
+    /// Any TCP protocol (MariaDB's, say), relayed as bytes: the emulated
+    /// link alone, nothing parsed, nothing traced.
+    Tcp,
+}
+
 /// Everything the proxy does, fixed at start.
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -82,6 +93,7 @@ pub struct Config {
     pub trace_dir: Option<PathBuf>,
     /// Write bind values in traces.
     pub binds: bool,
+    pub protocol: Protocol,
 }
 
 impl Config {
@@ -96,6 +108,7 @@ impl Config {
             bandwidth: None,
             trace_dir: None,
             binds: true,
+            protocol: Protocol::Postgres,
         }
     }
 

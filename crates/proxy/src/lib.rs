@@ -27,7 +27,7 @@ use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::task::JoinSet;
 
-pub use config::{parse_rate, Config, Direction, Distribution, Upstream};
+pub use config::{parse_rate, Config, Direction, Distribution, Protocol, Upstream};
 pub use counters::{Counters, Stats};
 pub use error::ProxyError;
 
@@ -42,6 +42,13 @@ pub struct Proxy {
 impl Proxy {
     /// Binds the listening socket and prepares the trace directory.
     pub async fn bind(cfg: Config) -> Result<Proxy, ProxyError> {
+        if cfg.protocol == config::Protocol::Tcp && cfg.trace_dir.is_some() {
+            return Err(ProxyError::Config(
+                "--trace: the proxy traces PostgreSQL's protocol; with --protocol tcp it relays \
+                 bytes it does not read"
+                    .into(),
+            ));
+        }
         if let Some(dir) = &cfg.trace_dir {
             std::fs::create_dir_all(dir).map_err(|source| ProxyError::TraceDir {
                 path: dir.clone(),

@@ -12,7 +12,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpStream, UnixStream};
 
 use crate::clock;
-use crate::config::{Config, Upstream};
+use crate::config::{Config, Protocol, Upstream};
 use crate::counters::Stats;
 use crate::frame::Framer;
 use crate::link::{Shaper, Timer, Way};
@@ -119,56 +119,62 @@ pub async fn serve(shared: Arc<Shared>, mut client: TcpStream, peer: SocketAddr,
     };
     let _ = client.set_nodelay(true);
     let mut refused = 0;
-    let startup = loop {
-        // As the server's authentication_timeout: a client that opens a
-        // connection and says nothing does not hold it for ever.
-        let read = tokio::time::timeout(STARTUP_TIMEOUT, read_startup(&mut client)).await;
-        let p = match read {
-            Ok(Ok(Some(p))) => p,
-            Ok(Ok(None)) => return,
-            Err(_) => {
-                log(serial, &peer, "no startup packet within 60 s; closed");
-                return;
-            }
-            Ok(Err(e)) => {
-                stats.malformed.fetch_add(1, Relaxed);
-                log(serial, &peer, &format!("{e}; closed"));
-                return;
-            }
-        };
-        let code = u32::from_be_bytes([p[4], p[5], p[6], p[7]]);
-        match code {
-            message::SSL_REQUEST | message::GSSENC_REQUEST if refused < 2 => {
-                // No TLS or GSS encryption between client and proxy: 'N'
-                // tells the client to go on in clear (sslmode=prefer does).
-                refused += 1;
-                stats.ssl_refused.fetch_add(1, Relaxed);
-                if client.write_all(b"N").await.is_err() {
+    // Any other protocol is relayed as it comes: the server may speak
+    // first (MariaDB's handshake).
+    let startup = if shared.cfg.protocol == Protocol::Tcp {
+        Vec::new()
+    } else {
+        loop {
+            // As the server's authentication_timeout: a client that opens a
+            // connection and says nothing does not hold it for ever.
+            let read = tokio::time::timeout(STARTUP_TIMEOUT, read_startup(&mut client)).await;
+            let p = match read {
+                Ok(Ok(Some(p))) => p,
+                Ok(Ok(None)) => return,
+                Err(_) => {
+                    log(serial, &peer, "no startup packet within 60 s; closed");
                     return;
                 }
-            }
-            message::CANCEL_REQUEST => {
-                cancel(&shared, &p, serial, &peer).await;
-                return;
-            }
-            c if c >> 16 == 3 => break p,
-            c => {
-                stats.malformed.fetch_add(1, Relaxed);
-                log(
-                    serial,
-                    &peer,
-                    &format!("unsupported startup request code {c}; closed"),
-                );
-                let m = message::error_response(
-                    "08P01",
-                    &format!(
-                        "tracelab proxy: unsupported protocol {}.{}",
-                        c >> 16,
-                        c & 0xffff
-                    ),
-                );
-                let _ = client.write_all(&m).await;
-                return;
+                Ok(Err(e)) => {
+                    stats.malformed.fetch_add(1, Relaxed);
+                    log(serial, &peer, &format!("{e}; closed"));
+                    return;
+                }
+            };
+            let code = u32::from_be_bytes([p[4], p[5], p[6], p[7]]);
+            match code {
+                message::SSL_REQUEST | message::GSSENC_REQUEST if refused < 2 => {
+                    // No TLS or GSS encryption between client and proxy: 'N'
+                    // tells the client to go on in clear (sslmode=prefer does).
+                    refused += 1;
+                    stats.ssl_refused.fetch_add(1, Relaxed);
+                    if client.write_all(b"N").await.is_err() {
+                        return;
+                    }
+                }
+                message::CANCEL_REQUEST => {
+                    cancel(&shared, &p, serial, &peer).await;
+                    return;
+                }
+                c if c >> 16 == 3 => break p,
+                c => {
+                    stats.malformed.fetch_add(1, Relaxed);
+                    log(
+                        serial,
+                        &peer,
+                        &format!("unsupported startup request code {c}; closed"),
+                    );
+                    let m = message::error_response(
+                        "08P01",
+                        &format!(
+                            "tracelab proxy: unsupported protocol {}.{}",
+                            c >> 16,
+                            c & 0xffff
+                        ),
+                    );
+                    let _ = client.write_all(&m).await;
+                    return;
+                }
             }
         }
     };
@@ -331,6 +337,11 @@ impl Conn<'_> {
         self.shared.cfg.trace_dir.is_some()
     }
 
+    /// Bytes of a protocol the proxy does not read (`Protocol::Tcp`).
+    fn raw(&self) -> bool {
+        self.shared.cfg.protocol == Protocol::Tcp
+    }
+
     #[allow(clippy::too_many_arguments)]
     async fn relay<CR, CW, UR, UW>(
         &self,
@@ -372,6 +383,13 @@ impl Conn<'_> {
     /// Looks at a chunk from the client: counts its messages, decodes
     /// those the tracer follows, notes a Terminate.
     fn inspect_client(&self, framer: &mut Framer, data: &[u8]) -> Result<Vec<ClientMsg>, End> {
+        if self.raw() {
+            self.shared
+                .stats
+                .bytes_to_server
+                .fetch_add(data.len() as u64, Relaxed);
+            return Ok(Vec::new());
+        }
         let tracing = self.tracing();
         let binds = self.shared.cfg.binds;
         let mut msgs = Vec::new();
@@ -506,6 +524,13 @@ impl Conn<'_> {
         arrival: Instant,
         last_error: &mut bool,
     ) {
+        if self.raw() {
+            self.shared
+                .stats
+                .bytes_to_client
+                .fetch_add(data.len() as u64, Relaxed);
+            return;
+        }
         let tracing = self.tracing();
         let mut key = None;
         let mut msgs: Vec<(u8, Vec<u8>)> = Vec::new();
@@ -617,7 +642,7 @@ impl Conn<'_> {
             let (end, ()) = tokio::join!(reader, writer);
             end
         };
-        if end == End::ReadEnded && !self.client_done.load(Relaxed) && !last_error {
+        if end == End::ReadEnded && !self.client_done.load(Relaxed) && !last_error && !self.raw() {
             // The server went away while the client still talks to it, and
             // did not say why (a FATAL error of its own would have): say
             // so in the protocol, between messages only.

@@ -1,5 +1,6 @@
 //! A client result cache with Oracle Client Result Cache semantics: one
-//! cache per process, shared by the run's sessions; results keyed by SQL
+//! cache per process, shared by the run's sessions (or one per session, as
+//! each of sqlrun's sessions was a process of its own); results keyed by SQL
 //! text, bind values and session settings; only read-only queries on
 //! annotated tables; bounded in bytes, least recently used out; entries
 //! invalidated when a table they read changes, and never served when the
@@ -43,6 +44,11 @@ pub struct CacheOptions {
     pub tables: Vec<(String, CacheMode)>,
     /// Install the invalidation triggers before the run.
     pub setup: bool,
+    /// One cache (and one invalidation channel) per session instead of
+    /// one shared by the run's sessions: as Oracle's cache is per client
+    /// process, and each of sqlrun's sessions is a process, so that each
+    /// session fills its own cache and has its own statistics.
+    pub per_session: bool,
 }
 
 /// Rows as the engine returned them: each value's bytes, `None` for NULL.
@@ -72,6 +78,29 @@ pub struct CacheStats {
 }
 
 impl CacheStats {
+    /// The statistics of several caches together (one per session): counts
+    /// and blocks added up, the block size kept, the last channel error and
+    /// the first cache's statements not cached.
+    pub fn sum(all: &[CacheStats]) -> CacheStats {
+        let mut t = all.first().cloned().unwrap_or_default();
+        for s in all.iter().skip(1) {
+            t.block_count_max += s.block_count_max;
+            t.block_count_current += s.block_count_current;
+            t.block_count_current_max += s.block_count_current_max;
+            t.create_count_success += s.create_count_success;
+            t.create_count_failure += s.create_count_failure;
+            t.find_count += s.find_count;
+            t.invalidation_count += s.invalidation_count;
+            t.delete_count_invalid += s.delete_count_invalid;
+            t.delete_count_valid += s.delete_count_valid;
+            t.channel_failures += s.channel_failures;
+            if s.channel_error.is_some() {
+                t.channel_error = s.channel_error.clone();
+            }
+        }
+        t
+    }
+
     /// The rows of CLIENT_RESULT_CACHE_STATS$ with Oracle's names.
     pub fn rows(&self) -> [(&'static str, u64); 10] {
         [
@@ -684,6 +713,7 @@ mod tests {
                 ("chair".into(), CacheMode::Manual),
             ],
             setup: false,
+            per_session: false,
         });
         let slot = |id: &str, name: &str| Slot {
             id: id.into(),

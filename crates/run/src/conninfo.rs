@@ -430,6 +430,14 @@ pub(crate) fn mariadb_from(url: &str, src: &Sources<'_>) -> Result<mysql_async::
     })?;
     let file = mariadb_options(src);
     let mut b = mysql_async::OptsBuilder::from_opts(opts.clone());
+    // A URL that names a TCP host is reached over TCP, as the MariaDB
+    // client library does; mysql_async would otherwise look up the
+    // server's socket and reconnect through it (its `prefer_socket`),
+    // bypassing whatever is on the TCP path (a proxy, the network whose
+    // latency is measured). `?prefer_socket=true` still asks for it.
+    if has_host && !url_m.contains("prefer_socket=") {
+        b = b.prefer_socket(false);
+    }
     if opts.user().is_none() {
         if let Some(u) = file.get("user").cloned().or_else(|| os_user(src.env)) {
             b = b.user(Some(u));
@@ -534,6 +542,20 @@ mod tests {
         let e =
             postgres_from("postgres://h/d?service=nope", &sources(&env, home.path())).unwrap_err();
         assert!(e.contains("\"nope\" not found"), "{e}");
+    }
+
+    #[test]
+    fn a_mariadb_url_with_a_host_stays_on_tcp() {
+        let home = tempfile::tempdir().unwrap();
+        let env = |_: &str| None;
+        let src = sources(&env, home.path());
+        let o = mariadb_from("mysql://root@127.0.0.1:3306/t", &src).unwrap();
+        assert!(
+            !o.prefer_socket(),
+            "a TCP URL is not swapped for the socket"
+        );
+        let o = mariadb_from("mysql://root@127.0.0.1:3306/t?prefer_socket=true", &src).unwrap();
+        assert!(o.prefer_socket(), "unless the URL asks for it");
     }
 
     #[test]

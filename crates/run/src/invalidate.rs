@@ -198,11 +198,23 @@ pub(crate) fn run(cache: Arc<ResultCache>, ch: Channel, done: Arc<AtomicBool>) {
             if let Err(why) = r {
                 cache.channel_lost(&why);
             }
-            if !done.load(Ordering::Acquire) {
-                tokio::time::sleep((lag / 4).max(Duration::from_millis(5))).await;
-            }
+            pause((lag / 4).max(Duration::from_millis(5)), &done).await;
         }
     });
+}
+
+/// Sleeps for `d`, or less once the run is `done`: a channel between two
+/// heartbeats of a long lag (a quarter of a minute, say) must not hold
+/// the end of the run back that long.
+async fn pause(d: Duration, done: &AtomicBool) {
+    let until = tokio::time::Instant::now() + d;
+    while !done.load(Ordering::Acquire) {
+        let now = tokio::time::Instant::now();
+        if now >= until {
+            return;
+        }
+        tokio::time::sleep((until - now).min(Duration::from_millis(20))).await;
+    }
 }
 
 /// Asks the catalog until an answer is published (a DDL heard while
@@ -287,6 +299,7 @@ async fn listen(cache: &Arc<ResultCache>, ch: &Channel, done: &AtomicBool) -> Re
         if lost.load(Ordering::Acquire) {
             return Err("the listening connection was lost".into());
         }
+        let first = previous.is_none();
         if let Some(p) = previous {
             cache.confirm(p);
         }
@@ -297,7 +310,11 @@ async fn listen(cache: &Arc<ResultCache>, ch: &Channel, done: &AtomicBool) -> Re
             published = cache.epoch();
             continue;
         }
-        tokio::time::sleep(period).await;
+        // The second heartbeat follows the first at once: the cache serves
+        // from then on, not a quarter lag after the channel connected.
+        if !first {
+            pause(period, done).await;
+        }
     }
     Ok(())
 }
@@ -379,7 +396,7 @@ async fn poll_counters(cache: &ResultCache, ch: &Channel, done: &AtomicBool) -> 
         // started afresh (`ddl` above).
         seen = Some(now);
         cache.confirm(sent);
-        tokio::time::sleep(period).await;
+        pause(period, done).await;
     }
     let _ = c.disconnect().await;
     Ok(())

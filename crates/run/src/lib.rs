@@ -13,6 +13,7 @@ mod error;
 mod invalidate;
 mod live;
 mod pace;
+pub mod report;
 mod resolve;
 mod session;
 pub mod sql;
@@ -28,7 +29,8 @@ pub use clock::Timer;
 pub use engine::{check_url, redact, Engine};
 pub use error::RunError;
 pub use invalidate::setup_sql as result_cache_setup_sql;
-pub use summary::{Latency, SessionSummary, StatementSummary, Summary};
+pub use live::Second;
+pub use summary::{Bucket, Latency, SessionSummary, StatementSummary, Summary};
 pub use workload::{
     cast_placeholders, inline_binds, postgres_placeholders, read_binds, read_typed_binds, BindFile,
     ExeMode, Statement, Workload,
@@ -87,6 +89,9 @@ pub struct RunOptions {
     pub interrupt: Option<Arc<AtomicBool>>,
     /// Show a live progress line on a terminal.
     pub progress: bool,
+    /// Keep throughput and latency percentiles of every second and the
+    /// latency histogram in the summary (`run --report`).
+    pub timeline: bool,
     pub connect: ConnectMode,
     /// SQLSTATEs of statement errors that are counted apart, not as errors.
     pub ignore_errors: Vec<String>,
@@ -131,6 +136,7 @@ impl Default for RunOptions {
             rollback: false,
             interrupt: None,
             progress: false,
+            timeline: false,
             connect: ConnectMode::Flood,
             ignore_errors: Vec::new(),
             timer: Timer::Vdso,
@@ -177,7 +183,7 @@ pub fn run(opts: &RunOptions, workload: &Workload) -> Result<Summary, RunError> 
             .max(1)
     };
     let clock = clock::Clock::start(opts.timer);
-    let cache = match &opts.result_cache {
+    let caches: Vec<Arc<cache::ResultCache>> = match &opts.result_cache {
         Some(c) => {
             if engine == Engine::Sqlite {
                 return Err(RunError::Usage(
@@ -186,14 +192,21 @@ pub fn run(opts: &RunOptions, workload: &Workload) -> Result<Summary, RunError> 
                         .into(),
                 ));
             }
-            Some(Arc::new(cache::ResultCache::new(c.clone())))
+            let n = if c.per_session {
+                opts.sessions.max(1)
+            } else {
+                1
+            };
+            (0..n)
+                .map(|_| Arc::new(cache::ResultCache::new(c.clone())))
+                .collect()
         }
-        None => None,
+        None => Vec::new(),
     };
-    // The invalidation channel runs beside the sessions, and stops after
-    // them.
+    // Each cache's invalidation channel runs beside the sessions, and stops
+    // after them.
     let channel_done = Arc::new(AtomicBool::new(false));
-    let channel = cache.as_ref().map(|c| {
+    let spawn_channel = |c: &Arc<cache::ResultCache>, setup: bool| {
         let ch = invalidate::Channel {
             engine,
             url: opts.url.clone(),
@@ -205,17 +218,17 @@ pub fn run(opts: &RunOptions, workload: &Workload) -> Result<Summary, RunError> 
                     .map(|s| (s.sql.clone(), s.engine_sql.clone()))
                     .collect(),
                 tables: c.opts.tables.clone(),
-                setup: c.opts.setup,
+                setup,
             },
             clock,
         };
         let (c, done) = (c.clone(), channel_done.clone());
         std::thread::spawn(move || invalidate::run(c, ch, done))
-    });
-    // Sessions start once the channel vouches for freshness (or has
-    // failed, or has had ten seconds): a run measures the cache at work,
-    // not its first heartbeats, however short the run.
-    if let Some(c) = &cache {
+    };
+    // Sessions start once a channel vouches for freshness (or has failed,
+    // or has had ten seconds): a run measures the cache at work, not its
+    // first heartbeats, however short the run.
+    let ready = |c: &cache::ResultCache| {
         let waited = Instant::now();
         while !c.serving(clock.now())
             && c.stats().channel_failures == 0
@@ -223,15 +236,22 @@ pub fn run(opts: &RunOptions, workload: &Workload) -> Result<Summary, RunError> 
         {
             std::thread::sleep(std::time::Duration::from_millis(1));
         }
+    };
+    let mut channels = Vec::with_capacity(caches.len());
+    if let Some(first) = caches.first() {
+        // The first channel installs the triggers (--result-cache-setup);
+        // the others start once it has, so that no two install them at once.
+        channels.push(spawn_channel(first, first.opts.setup));
+        ready(first);
         // --result-cache-setup that failed (no privilege, a bad name) is
         // a usage error, said before anything runs.
-        if let Some(why) = c
+        if let Some(why) = first
             .stats()
             .channel_error
             .filter(|e| e.starts_with("--result-cache-setup"))
         {
             channel_done.store(true, std::sync::atomic::Ordering::Release);
-            if let Some(h) = channel {
+            for h in channels {
                 let _ = h.join();
             }
             return Err(RunError::Usage(format!(
@@ -239,22 +259,33 @@ pub fn run(opts: &RunOptions, workload: &Workload) -> Result<Summary, RunError> 
                 engine::redact(&opts.url)
             )));
         }
+        for c in &caches[1..] {
+            channels.push(spawn_channel(c, false));
+        }
+        for c in &caches[1..] {
+            ready(c);
+        }
     }
     // The run's elapsed time starts with its sessions.
     let start = Instant::now();
     let shared = std::sync::Arc::new((
         opts.clone(),
         workload.clone(),
-        live::Live::new(if opts.progress { workers } else { 0 }),
-        cache.clone(),
+        live::Live::new(if opts.progress || opts.timeline {
+            workers
+        } else {
+            0
+        }),
+        caches.clone(),
         trace_first,
     ));
     let done = AtomicBool::new(false);
+    let mut timeline = Vec::new();
     let mut results: Vec<SessionSummary> = std::thread::scope(|s| {
-        if opts.progress {
+        let watcher = (opts.progress || opts.timeline).then(|| {
             let (shared, done) = (shared.clone(), &done);
-            s.spawn(move || live::show(&shared.2, start, done));
-        }
+            s.spawn(move || live::watch(&shared.2, start, done, opts.progress, opts.timeline))
+        });
         if let Some(file) = &opts.pause_at_exit {
             let (shared, done) = (shared.clone(), &done);
             s.spawn(move || {
@@ -302,7 +333,8 @@ pub fn run(opts: &RunOptions, workload: &Workload) -> Result<Summary, RunError> 
                                         &shared.1,
                                         clock,
                                         (&shared.2, wk),
-                                        shared.3.as_deref(),
+                                        (!shared.3.is_empty())
+                                            .then(|| &*shared.3[i % shared.3.len()]),
                                         shared.4,
                                     )
                                     .await
@@ -326,17 +358,31 @@ pub fn run(opts: &RunOptions, workload: &Workload) -> Result<Summary, RunError> 
             .collect();
         // The progress line stops with the sessions.
         done.store(true, std::sync::atomic::Ordering::Relaxed);
+        if let Some(w) = watcher {
+            timeline = w.join().unwrap_or_default();
+        }
         out
     });
     results.sort_by_key(|s| s.session);
     // The run ends with its sessions, not with the channel's last sleep.
     let elapsed = start.elapsed();
     channel_done.store(true, std::sync::atomic::Ordering::Release);
-    if let Some(h) = channel {
+    for h in channels {
         let _ = h.join();
+    }
+    let stats: Vec<cache::CacheStats> = caches.iter().map(|c| c.stats()).collect();
+    if stats.len() > 1 {
+        for s in &mut results {
+            s.result_cache = stats.get(s.session).cloned();
+        }
     }
     let sql: Vec<&str> = workload.statements.iter().map(|s| s.sql.as_str()).collect();
     let mut summary = Summary::new(results, elapsed, &sql);
-    summary.result_cache = cache.map(|c| c.stats());
+    summary.result_cache = (!stats.is_empty()).then(|| cache::CacheStats::sum(&stats));
+    if opts.timeline {
+        summary.timeline = timeline;
+    } else {
+        summary.latency_histogram.clear();
+    }
     Ok(summary)
 }

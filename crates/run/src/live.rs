@@ -141,34 +141,103 @@ pub fn line(elapsed: Duration, tps: f64, interval: &Histogram<u64>, errors: u64)
     )
 }
 
-/// Redraws the progress line on stderr once a second until `done`; prints
-/// nothing when stderr is not a terminal.
-pub fn show(live: &Live, start: Instant, done: &AtomicBool) {
-    if !std::io::stderr().is_terminal() {
-        return;
+/// Once a second until `done`: takes the interval's latencies, redraws the
+/// progress line on stderr when `draw` is set and stderr is a terminal, and
+/// keeps the second in the timeline it returns when `keep` is set (for
+/// `run --report`). The last, partial second is kept too when it lasted
+/// half a second or more, its rate counted over its own length.
+pub fn watch(
+    live: &Live,
+    start: Instant,
+    done: &AtomicBool,
+    draw: bool,
+    keep: bool,
+) -> Vec<Second> {
+    let draw = draw && std::io::stderr().is_terminal();
+    if !draw && !keep {
+        return Vec::new();
     }
-    let mut last_tx = 0;
+    let mut timeline = Vec::new();
+    let (mut last_tx, mut last_err) = (0, 0);
     let mut last = Instant::now();
-    while !done.load(Ordering::Relaxed) {
-        std::thread::sleep(Duration::from_millis(200));
-        if last.elapsed() < Duration::from_secs(1) {
-            continue;
+    loop {
+        let ending = done.load(Ordering::Relaxed);
+        if !ending {
+            std::thread::sleep(Duration::from_millis(200));
+            if last.elapsed() < Duration::from_secs(1) {
+                continue;
+            }
         }
         let tx = live.transactions.load(Ordering::Relaxed);
+        let errors = live.errors.load(Ordering::Relaxed);
         let secs = last.elapsed().as_secs_f64();
-        let l = line(
-            start.elapsed(),
-            (tx - last_tx) as f64 / secs,
-            &live.take_interval(),
-            live.errors.load(Ordering::Relaxed),
-        );
-        let mut e = std::io::stderr();
-        let _ = write!(e, "\r{l}");
-        let _ = e.flush();
+        let interval = live.take_interval();
+        let tps = if secs > 0.0 {
+            (tx - last_tx) as f64 / secs
+        } else {
+            0.0
+        };
+        // A last interval much shorter than a second is the sessions'
+        // wind-down: its rate would read as a collapse.
+        if keep && (!ending || secs >= 0.5) {
+            timeline.push(Second::of(
+                start.elapsed(),
+                tps,
+                &interval,
+                errors - last_err,
+            ));
+        }
+        if ending {
+            break;
+        }
+        if draw {
+            let l = line(start.elapsed(), tps, &interval, errors);
+            let mut e = std::io::stderr();
+            let _ = write!(e, "\r{l}");
+            let _ = e.flush();
+        }
         last_tx = tx;
+        last_err = errors;
         last = Instant::now();
     }
-    let _ = write!(std::io::stderr(), "\r{}\r", " ".repeat(72));
+    if draw {
+        let _ = write!(std::io::stderr(), "\r{}\r", " ".repeat(72));
+    }
+    timeline
+}
+
+/// One second of a run (the interval ending `t_s` seconds after its
+/// start): throughput, latency percentiles and errors.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct Second {
+    pub t_s: f64,
+    pub tps: f64,
+    pub p50_us: u64,
+    pub p90_us: u64,
+    pub p99_us: u64,
+    pub max_us: u64,
+    pub errors: u64,
+}
+
+impl Second {
+    fn of(at: Duration, tps: f64, h: &Histogram<u64>, errors: u64) -> Second {
+        let q = |q: f64| {
+            if h.is_empty() {
+                0
+            } else {
+                h.value_at_quantile(q)
+            }
+        };
+        Second {
+            t_s: (at.as_secs_f64() * 1000.0).round() / 1000.0,
+            tps,
+            p50_us: q(0.5),
+            p90_us: q(0.9),
+            p99_us: q(0.99),
+            max_us: if h.is_empty() { 0 } else { h.max() },
+            errors,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -192,5 +261,42 @@ mod tests {
         );
         assert!(l.ends_with("errors 2"), "{l}");
         assert!(live.take_interval().is_empty(), "reset after reading");
+    }
+
+    #[test]
+    fn the_timeline_keeps_each_second_and_the_last_partial_one() {
+        let live = Live::new(1);
+        let done = AtomicBool::new(false);
+        let start = Instant::now();
+        let timeline = std::thread::scope(|s| {
+            let w = s.spawn(|| watch(&live, start, &done, false, true));
+            // Two calls in the first second, one after it; then the end.
+            live.record(0, 100);
+            live.record(0, 300);
+            live.transactions.fetch_add(2, Ordering::Relaxed);
+            std::thread::sleep(Duration::from_millis(1500));
+            live.record(0, 5_000);
+            live.transactions.fetch_add(1, Ordering::Relaxed);
+            live.errors.fetch_add(1, Ordering::Relaxed);
+            std::thread::sleep(Duration::from_millis(300));
+            done.store(true, Ordering::Relaxed);
+            w.join().unwrap()
+        });
+        assert!(timeline.len() >= 2, "{timeline:?}");
+        let (first, last) = (timeline[0], timeline[timeline.len() - 1]);
+        assert!(
+            first.t_s >= 1.0 && first.p50_us >= 99 && first.p50_us <= 301,
+            "{first:?}"
+        );
+        assert_eq!(first.errors, 0);
+        let calls: f64 = timeline.iter().map(|s| s.tps).sum();
+        assert!(calls > 0.0);
+        assert_eq!(
+            last.max_us.max(timeline[1].max_us) / 10,
+            500,
+            "{timeline:?}"
+        );
+        assert_eq!(timeline.iter().map(|s| s.errors).sum::<u64>(), 1);
+        assert!(watch(&live, start, &done, false, false).is_empty());
     }
 }

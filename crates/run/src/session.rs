@@ -927,7 +927,8 @@ async fn drive<C: Conn>(
     {
         ss.s.transactions += 1;
     }
-    ss.s.elapsed_us = ss.last_end - session_start;
+    // Cache hits count: they are the session's work too.
+    ss.s.elapsed_us = ss.last_end.max(hit_end) - session_start;
     if opts.pause_at_exit.is_some() {
         // Stay connected, so that server statistics of the sessions can be
         // read, until the run is released.

@@ -48,6 +48,10 @@ pub struct SessionSummary {
     pub elapsed_us: i64,
     /// Why the session ended early, if it did.
     pub failure: Option<String>,
+    /// CLIENT_RESULT_CACHE_STATS$ of the session's own cache, with a cache
+    /// per session.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub result_cache: Option<crate::cache::CacheStats>,
     /// Its trace could not be written completely: the file and why.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub trace_error: Option<String>,
@@ -103,6 +107,7 @@ impl SessionSummary {
             backend_pid: None,
             elapsed_us: 0,
             failure: None,
+            result_cache: None,
             trace_error: None,
             latency: Histogram::new(3).expect("3 significant digits is valid"),
             lag: Histogram::new(3).expect("3 significant digits is valid"),
@@ -163,6 +168,60 @@ pub struct Summary {
     /// CLIENT_RESULT_CACHE_STATS$ of the run's cache, when it had one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub result_cache: Option<crate::cache::CacheStats>,
+    /// Every second of the run (`run --report`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub timeline: Vec<crate::live::Second>,
+    /// Calls by latency, in 1-2-5 buckets (`run --report`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub latency_histogram: Vec<Bucket>,
+}
+
+/// Calls whose latency was at least `lo_us` and less than `hi_us`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Bucket {
+    pub lo_us: u64,
+    pub hi_us: u64,
+    pub calls: u64,
+}
+
+/// The calls of `h` in buckets with edges 1, 2, 5, 10, 20, 50 … µs, from
+/// the one holding the fastest call to the one holding the slowest: the
+/// shape of a latency distribution on a log axis, with round edges a
+/// reader can quote.
+pub(crate) fn buckets(h: &Histogram<u64>) -> Vec<Bucket> {
+    if h.is_empty() {
+        return Vec::new();
+    }
+    let mut edges = vec![0u64, 1];
+    let mut p = 1u64;
+    while *edges.last().unwrap_or(&0) <= h.max() {
+        for m in [2, 5, 10] {
+            edges.push(p.saturating_mul(m));
+        }
+        p = p.saturating_mul(10);
+    }
+    let mut out: Vec<Bucket> = edges
+        .windows(2)
+        .map(|w| Bucket {
+            lo_us: w[0],
+            hi_us: w[1],
+            calls: 0,
+        })
+        .collect();
+    // Each recorded value (the histogram's own, 3 significant digits: the
+    // middle of its range of equal values) goes whole into the bucket
+    // holding it, so the buckets add up to the calls; a value within 0.1 %
+    // of an edge may land on either side of it.
+    for v in h.iter_recorded() {
+        let at = h.median_equivalent(v.value_iterated_to());
+        let k = edges.partition_point(|&e| e <= at).saturating_sub(1);
+        if let Some(b) = out.get_mut(k.min(edges.len() - 2)) {
+            b.calls += v.count_at_value();
+        }
+    }
+    let first = out.iter().position(|b| b.calls > 0).unwrap_or(0);
+    let last = out.iter().rposition(|b| b.calls > 0).unwrap_or(0);
+    out[first..=last].to_vec()
 }
 
 impl Summary {
@@ -222,6 +281,8 @@ impl Summary {
             per_statement,
             per_session,
             result_cache: None,
+            timeline: Vec::new(),
+            latency_histogram: buckets(&all),
         }
     }
 
@@ -338,5 +399,30 @@ impl Summary {
             t.push_str(&format!("trace not written completely: {e}\n"));
         }
         t
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn latency_buckets_have_round_edges_and_add_up_to_the_calls() {
+        let mut h = Histogram::<u64>::new(3).unwrap();
+        for v in [3, 4, 4, 9, 10, 180, 199_000, 200_000] {
+            h.record(v).unwrap();
+        }
+        let b = buckets(&h);
+        let edges: Vec<(u64, u64)> = b.iter().map(|b| (b.lo_us, b.hi_us)).collect();
+        assert_eq!(edges.first(), Some(&(2, 5)), "{b:?}");
+        assert_eq!(edges.last(), Some(&(200_000, 500_000)), "{b:?}");
+        let calls = |lo| b.iter().find(|b| b.lo_us == lo).unwrap().calls;
+        assert_eq!(calls(2), 3);
+        assert_eq!(calls(5), 1);
+        assert_eq!(calls(10), 1);
+        assert_eq!(calls(100), 1);
+        assert_eq!(calls(100_000), 1, "199,000 µs is under 200,000: {b:?}");
+        assert_eq!(b.iter().map(|b| b.calls).sum::<u64>(), 8);
+        assert!(buckets(&Histogram::<u64>::new(3).unwrap()).is_empty());
     }
 }

@@ -45,6 +45,7 @@ fn cache_opts(setup: bool) -> CacheOptions {
         lag: LAG,
         tables: vec![("chair".into(), CacheMode::Force)],
         setup,
+        per_session: false,
     }
 }
 
@@ -124,10 +125,23 @@ fn check(obs: &[Obs], changes: &[(Instant, u32, String)]) {
 fn with_writer(
     url: &str,
     runtime: Duration,
+    write: impl FnMut(u32, &str) + Send,
+) -> (Summary, Vec<Obs>, Vec<(Instant, u32, String)>) {
+    with_writer_scoped(url, runtime, false, write)
+}
+
+/// As [`with_writer`], with a cache per session when `per_session`.
+fn with_writer_scoped(
+    url: &str,
+    runtime: Duration,
+    per_session: bool,
     mut write: impl FnMut(u32, &str) + Send,
 ) -> (Summary, Vec<Obs>, Vec<(Instant, u32, String)>) {
     let (hook, seen) = recorder();
-    let (opts, w) = lookups(url, hook, runtime);
+    let (mut opts, w) = lookups(url, hook, runtime);
+    if let Some(c) = opts.result_cache.as_mut() {
+        c.per_session = per_session;
+    }
     let changes: Mutex<Vec<(Instant, u32, String)>> = Mutex::default();
     let sum = std::thread::scope(|s| {
         let h = s.spawn(|| run(&opts, &w).unwrap());
@@ -170,6 +184,57 @@ fn postgres_no_stale_results_beyond_the_lag_with_a_concurrent_writer() {
     assert!(changes.len() >= 8);
     // The executions the tally counts include the hits.
     assert_eq!(sum.executions, obs.len() as u64);
+}
+
+#[test]
+fn a_cache_per_session_fills_and_counts_on_its_own_and_stays_fresh() {
+    let srv = postgres();
+    let mut writer = postgres::Client::connect(&srv.state.url, postgres::NoTls).unwrap();
+    let (sum, obs, changes) = with_writer_scoped(
+        &srv.state.url,
+        Duration::from_secs(3),
+        true,
+        |chair, name| {
+            writer
+                .execute(
+                    "update chair set name = $1 where chair = $2",
+                    &[&name, &(chair as i32)],
+                )
+                .unwrap();
+        },
+    );
+    assert_eq!(sum.errors, 0, "{:?}", sum.errors_by_code);
+    check(&obs, &changes);
+    // Four caches, four channels listening: each session filled its own
+    // cache with all 20 chairs at least (a shared cache would have let
+    // the other sessions find most of them).
+    let per: Vec<_> = sum
+        .per_session
+        .iter()
+        .map(|s| s.result_cache.clone().expect("a cache per session"))
+        .collect();
+    assert_eq!(per.len(), 4);
+    for (i, st) in per.iter().enumerate() {
+        assert!(st.create_count_success >= 20, "session {i}: {st:?}");
+        assert!(
+            st.find_count > 0 && st.invalidation_count > 0,
+            "session {i}: {st:?}"
+        );
+        assert_eq!(st.block_count_max, (1 << 20) / 256, "session {i}");
+    }
+    let total = sum.result_cache.clone().unwrap();
+    assert_eq!(
+        total.find_count,
+        per.iter().map(|s| s.find_count).sum::<u64>()
+    );
+    assert_eq!(total.find_count, obs.iter().filter(|o| o.3).count() as u64);
+    assert_eq!(total.block_count_max, 4 * (1 << 20) / 256);
+    // Every session's statistics are in the JSON summary.
+    let json: serde_json::Value = serde_json::from_str(&sum.json()).unwrap();
+    assert_eq!(
+        json["per_session"][3]["result_cache"]["find_count"],
+        serde_json::json!(per[3].find_count)
+    );
 }
 
 #[test]
@@ -271,4 +336,36 @@ fn sqlite_and_missing_annotations_are_refused_clearly() {
     .unwrap_err()
     .to_string();
     assert!(e.contains("PostgreSQL and MariaDB"), "{e}");
+}
+
+#[test]
+fn a_long_lag_neither_delays_the_start_nor_holds_the_end_and_hits_count_in_elapsed() {
+    let srv = postgres();
+    let (hook, seen) = recorder();
+    let (mut opts, w) = lookups(&srv.state.url, hook, Duration::from_secs(2));
+    if let Some(c) = opts.result_cache.as_mut() {
+        c.lag = Duration::from_secs(60);
+        c.per_session = true;
+    }
+    let t0 = Instant::now();
+    let sum = run(&opts, &w).unwrap();
+    let took = t0.elapsed();
+    // A quarter lag is 15 s: the sessions used to wait 10 s for the
+    // channel's second heartbeat, and the run's end for the channel's
+    // sleep between heartbeats; now a 2 s run takes about 2 s.
+    assert!(took < Duration::from_secs(8), "a 2 s run took {took:?}");
+    let st = sum.result_cache.clone().unwrap();
+    let hits = seen.lock().unwrap().iter().filter(|o| o.3).count() as u64;
+    assert!(st.find_count > 1000 && st.find_count == hits, "{st:?}");
+    // A session that serves itself from the cache works until the end of
+    // its runtime: its elapsed time counts the hits after its last call
+    // to the server.
+    for s in &sum.per_session {
+        assert!(
+            s.elapsed_us > 1_800_000 && s.elapsed_us < 4_000_000,
+            "session {}: elapsed {} µs",
+            s.session,
+            s.elapsed_us
+        );
+    }
 }

@@ -93,6 +93,7 @@ fn read_while(
                 .map(|t| (t.to_string(), CacheMode::Force))
                 .collect(),
             setup: true,
+            per_session: false,
         }),
         on_result: Some(hook),
         ..RunOptions::default()

@@ -1,50 +1,157 @@
 //! Per-group sums, counts, minima and maxima; mergeable, so that each
 //! worker thread keeps its own and they are added up at the end.
+//!
+//! Sums never depend on the order calls are added in, so that reading a
+//! file in pieces on several cores (`--jobs`) cannot change a digit:
+//! durations are whole microseconds summed as 128-bit integers (no
+//! wraparound, however large the values), and other values (`--select`)
+//! are summed in 128-bit fixed point.
 
 use rustc_hash::FxHashMap;
+
+use crate::number::Num;
+
+/// 2^64: the fixed-point scale of non-integer sums (a resolution of
+/// 5.4e-20, a range of ±9.2e18).
+const FIXED_ONE: f64 = 18_446_744_073_709_551_616.0;
+
+/// Where a group first appeared: pre-created groups first (tier 0, in
+/// their order), then (file index, byte offset) of the group's first
+/// call. Ties in the sort column keep this order, as mrskew's stable sort
+/// does.
+pub type First = (u8, u32, u64);
+
+/// The first-appearance key of a call at `offset` in input file `file`.
+pub fn at(file: u32, offset: u64) -> First {
+    (1, file, offset)
+}
 
 /// The statistics of one group. A group with no calls (a pre-created
 /// histogram bucket, a non-call line under `--name=:all`) has `calls == 0`
 /// and prints blank cells.
 #[derive(Debug, Clone, Copy)]
 pub struct Agg {
-    /// Exact sum in microseconds while every value was a whole number of
-    /// microseconds (the default `$af`); it avoids float drift on billions
-    /// of calls.
-    pub sum_us: i64,
-    /// Sum of values that were not whole microseconds (`--select`).
-    pub sum_other: f64,
-    pub calls: u64,
+    /// Values that were whole microseconds (the default `$af`).
+    pub sum_us: i128,
+    pub min_us: i64,
+    pub max_us: i64,
+    /// Values that were not (a `--select` expression): their count, a
+    /// fixed-point sum (valid while `fixed_ok`), a plain sum for when it
+    /// is not, and their extremes.
+    pub floats: u64,
+    pub fixed: i128,
+    pub fixed_ok: bool,
+    pub sum_f: f64,
     pub min: f64,
     pub max: f64,
-    /// (file index, byte offset) of the group's first record, for
-    /// `--sort=no`.
-    pub first: (u32, u64),
+    pub calls: u64,
+    pub first: First,
 }
 
 impl Agg {
-    fn empty(first: (u32, u64)) -> Agg {
+    fn empty(first: First) -> Agg {
         Agg {
             sum_us: 0,
-            sum_other: 0.0,
-            calls: 0,
+            min_us: i64::MAX,
+            max_us: i64::MIN,
+            floats: 0,
+            fixed: 0,
+            fixed_ok: true,
+            sum_f: 0.0,
             min: f64::INFINITY,
             max: f64::NEG_INFINITY,
+            calls: 0,
             first,
         }
     }
 
-    pub fn sum(&self) -> f64 {
-        self.sum_us as f64 * 1e-6 + self.sum_other
+    /// A group built elsewhere from whole microseconds (prof's resource
+    /// profile), printed by skew's renderer.
+    pub fn micros(sum_us: i128, calls: u64, min_us: i64, max_us: i64, first: First) -> Agg {
+        Agg {
+            sum_us,
+            min_us,
+            max_us,
+            calls,
+            ..Agg::empty(first)
+        }
+    }
+
+    /// Whether every value was a whole number of microseconds.
+    pub fn exact(&self) -> bool {
+        self.floats == 0
+    }
+
+    /// The sum of the non-integer values, in their own units.
+    fn float_sum(&self) -> f64 {
+        if self.fixed_ok {
+            self.fixed as f64 / FIXED_ONE
+        } else {
+            self.sum_f
+        }
+    }
+
+    /// The sum, in seconds (or the `--select` expression's units).
+    pub fn sum(&self) -> Num {
+        if self.exact() {
+            Num::micros(self.sum_us)
+        } else {
+            Num::Float(self.float_sum() + self.sum_us as f64 * 1e-6)
+        }
+    }
+
+    pub fn mean(&self) -> Num {
+        if self.exact() {
+            Num::micros_over(self.sum_us, self.calls)
+        } else {
+            Num::Float(self.sum().to_f64() / self.calls as f64)
+        }
+    }
+
+    pub fn min(&self) -> Num {
+        if self.exact() {
+            Num::micros(i128::from(self.min_us))
+        } else {
+            Num::Float(self.min.min(self.min_us as f64 * 1e-6))
+        }
+    }
+
+    pub fn max(&self) -> Num {
+        if self.exact() {
+            Num::micros(i128::from(self.max_us))
+        } else {
+            Num::Float(self.max.max(self.max_us as f64 * 1e-6))
+        }
     }
 
     #[inline]
     fn add(&mut self, value: f64, us: Option<i64>) {
-        match us {
-            Some(us) => self.sum_us += us,
-            None => self.sum_other += value,
-        }
         self.calls += 1;
+        match us {
+            Some(us) => {
+                // 2^64 values of 2^63 µs at most: no overflow.
+                self.sum_us += i128::from(us);
+                self.min_us = self.min_us.min(us);
+                self.max_us = self.max_us.max(us);
+            }
+            None => self.add_float(value),
+        }
+    }
+
+    #[cold]
+    fn add_float(&mut self, value: f64) {
+        self.floats += 1;
+        self.sum_f += value;
+        if value.abs() < FIXED_ONE / 2.0 {
+            // Exact: scaling by a power of two, then truncation.
+            let v = (value * FIXED_ONE) as i128;
+            match self.fixed.checked_add(v) {
+                Some(s) => self.fixed = s,
+                None => self.fixed_ok = false,
+            }
+        } else {
+            self.fixed_ok = false;
+        }
         if value < self.min {
             self.min = value;
         }
@@ -55,10 +162,17 @@ impl Agg {
 
     pub fn merge(&mut self, o: &Agg) {
         self.sum_us += o.sum_us;
-        self.sum_other += o.sum_other;
-        self.calls += o.calls;
+        self.min_us = self.min_us.min(o.min_us);
+        self.max_us = self.max_us.max(o.max_us);
+        self.floats += o.floats;
+        match self.fixed.checked_add(o.fixed) {
+            Some(s) if o.fixed_ok => self.fixed = s,
+            _ => self.fixed_ok = false,
+        }
+        self.sum_f += o.sum_f;
         self.min = self.min.min(o.min);
         self.max = self.max.max(o.max);
+        self.calls += o.calls;
         self.first = self.first.min(o.first);
     }
 }
@@ -71,13 +185,14 @@ pub struct Groups {
 
 impl Groups {
     /// Adds a value to a group; `us` is the value in whole microseconds when
-    /// it is one (exact summing), `None` otherwise.
-    #[inline]
-    pub fn add(&mut self, group: &str, value: f64, us: Option<i64>, at: (u32, u64)) {
+    /// it is one (exact summing), `None` otherwise. Once per call: inlined
+    /// with the map's look-up.
+    #[inline(always)]
+    pub fn add(&mut self, group: &str, value: f64, us: Option<i64>, first: First) {
         match self.map.get_mut(group) {
             Some(a) => a.add(value, us),
             None => {
-                let mut a = Agg::empty(at);
+                let mut a = Agg::empty(first);
                 a.add(value, us);
                 self.map.insert(group.into(), a);
             }
@@ -85,9 +200,12 @@ impl Groups {
     }
 
     /// Makes a group exist without a call in it.
-    pub fn touch(&mut self, group: &str, at: (u32, u64)) {
-        if !self.map.contains_key(group) {
-            self.map.insert(group.into(), Agg::empty(at));
+    pub fn touch(&mut self, group: &str, first: First) {
+        match self.map.get_mut(group) {
+            Some(a) => a.first = a.first.min(first),
+            None => {
+                self.map.insert(group.into(), Agg::empty(first));
+            }
         }
     }
 
@@ -110,17 +228,37 @@ mod tests {
     #[test]
     fn add_merge_and_empty_groups() {
         let mut a = Groups::default();
-        a.add("EXEC", 0.000030, Some(30), (0, 5));
-        a.add("EXEC", 0.000010, Some(10), (0, 9));
-        a.touch("bucket", (0, 0));
+        a.add("EXEC", 0.000030, Some(30), at(0, 5));
+        a.add("EXEC", 0.000010, Some(10), at(0, 9));
+        a.touch("bucket", (0, 0, 0));
         let mut b = Groups::default();
-        b.add("EXEC", 0.5, None, (1, 1));
+        b.add("EXEC", 0.000005, Some(5), at(1, 1));
         a.merge(b);
         let e = a.map["EXEC"];
         assert_eq!(e.calls, 3);
-        assert!((e.sum() - 0.50004).abs() < 1e-12);
-        assert_eq!((e.min, e.max), (0.000010, 0.5));
-        assert_eq!(e.first, (0, 5));
+        assert_eq!(e.sum(), Num::micros(45));
+        assert_eq!((e.min(), e.max()), (Num::micros(5), Num::micros(30)));
+        assert_eq!(e.first, at(0, 5));
         assert_eq!(a.map["bucket"].calls, 0);
+    }
+
+    #[test]
+    fn sums_do_not_wrap_and_do_not_depend_on_order() {
+        let mut g = Groups::default();
+        for _ in 0..20 {
+            g.add("x", 1e12, Some(999_999_999_999_999_999), at(0, 0));
+        }
+        assert_eq!(g.map["x"].sum().fixed(6), "19999999999999.999980");
+        let values = [0.1, 1e-9, 3.3, 7e5, 0.25, 1e-15, 2.0 / 3.0];
+        let mut fwd = Groups::default();
+        let mut back = Groups::default();
+        for (i, v) in values.iter().enumerate() {
+            fwd.add("y", *v, None, at(0, i as u64));
+        }
+        for (i, v) in values.iter().enumerate().rev() {
+            back.add("y", *v, None, at(0, i as u64));
+        }
+        let (f, b) = (fwd.map["y"], back.map["y"]);
+        assert_eq!(f.sum().to_f64().to_bits(), b.sum().to_f64().to_bits());
     }
 }

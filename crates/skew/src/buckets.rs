@@ -1,7 +1,7 @@
 //! Duration histograms: the built-in p10, disk and ssd bucket sets of
 //! mrskew's rc files (reference §A.8), without their Perl `--init`.
 
-use crate::number::commify;
+use crate::number::{fixed, Num};
 
 /// Half-open ranges `[edge[i-1], edge[i])` of seconds, the first from 0 and
 /// the last open-ended, each with its label.
@@ -70,8 +70,9 @@ impl Buckets {
     }
 }
 
+/// An edge as the report prints numbers (half up in decimal).
 fn fmt(x: f64) -> String {
-    commify(&format!("{x:.6}"))
+    fixed(Num::Float(x), 6, true)
 }
 
 /// p10.rc's label shape: `" 1.     0.000000     0.000001"`.
@@ -100,6 +101,10 @@ mod tests {
     fn custom_edges_and_errors() {
         let b = Buckets::parse("0.001, 0.01").unwrap();
         assert_eq!(b.labels().len(), 3);
+        // Labels round like every number of the report: half up.
+        let b = Buckets::parse("0.0000005,2.5").unwrap();
+        assert_eq!(b.labels()[0], " 1.     0.000000     0.000001");
+        assert_eq!(b.labels()[2], " 3.     2.500000           +∞");
         assert!(Buckets::parse("0.01,0.001").is_err());
         assert!(Buckets::parse("fast").is_err());
     }

@@ -15,8 +15,9 @@ mod vars;
 
 pub use aggregate::{Agg, Groups};
 pub use error::SkewError;
-pub use options::{Format, SkewOptions, Sort};
+pub use number::{Num, PercentFormat};
+pub use options::{Format, SkewOptions, Sort, Units};
 pub use query::{NameCache, Query};
-pub use report::{Report, Row, Stats};
+pub use report::{Nums, Report, Row, Stats};
 pub use run::{profile, FileOutcome, Outcome};
-pub use vars::{secs, CallVars};
+pub use vars::{CallVars, Conversions};

@@ -1,5 +1,7 @@
 //! The profiler's options, resolved: defaults are mrskew's.
 
+use crate::number::PercentFormat;
+
 /// How the report is written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Format {
@@ -69,6 +71,30 @@ impl Sort {
     }
 }
 
+/// Seconds per unit of the trace's time fields (mrskew's `--timunit`,
+/// `--cpuunit`, `--trcunit`): 1e-6 from Oracle 9i on; 0.01 before (8i
+/// wrote centiseconds); 1.024e-6 for the ports whose "microseconds" are
+/// nanoseconds shifted right by 10.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Units {
+    /// `tim`.
+    pub tim: f64,
+    /// `c`.
+    pub cpu: f64,
+    /// `e` and `ela` (and the unaccounted-for pseudo-calls).
+    pub elapsed: f64,
+}
+
+impl Default for Units {
+    fn default() -> Self {
+        Units {
+            tim: 1e-6,
+            cpu: 1e-6,
+            elapsed: 1e-6,
+        }
+    }
+}
+
 /// Everything `tracelab skew` was asked, after rc files and defaults.
 #[derive(Debug, Clone)]
 pub struct SkewOptions {
@@ -91,6 +117,20 @@ pub struct SkewOptions {
     /// Rows shown before the rest fold into `N others`; 0 shows all.
     pub top: usize,
     pub precision: usize,
+    /// `--gwidth`: at most this many characters of column 1.
+    pub gwidth: Option<usize>,
+    /// `--pfact`, `--pform`, `--plabel`: the % column is the share times
+    /// this factor, printed with this format, under this header.
+    pub pfact: f64,
+    pub pform: PercentFormat,
+    pub plabel: String,
+    pub units: Units,
+    /// `--max-line`: the longest line read, in bytes.
+    pub max_line: usize,
+    /// A file at least this big is cut into pieces read on several cores
+    /// when there are fewer files than cores (see
+    /// [`tracelab_trace::ReadOptions::min_split`]).
+    pub min_split: u64,
     pub commas: bool,
     pub head: bool,
     pub foot: bool,
@@ -120,6 +160,13 @@ impl Default for SkewOptions {
             sort: Sort::default(),
             top: 10,
             precision: 6,
+            gwidth: None,
+            pfact: 100.0,
+            pform: PercentFormat::default(),
+            plabel: "%".into(),
+            units: Units::default(),
+            max_line: tracelab_trace::DEFAULT_MAX_LINE,
+            min_split: tracelab_trace::MIN_SPLIT,
             commas: true,
             head: true,
             foot: true,

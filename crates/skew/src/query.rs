@@ -12,7 +12,7 @@ use tracelab_trace::{Call, CallKind};
 use crate::buckets::Buckets;
 use crate::error::SkewError;
 use crate::options::SkewOptions;
-use crate::vars::{secs, CallVars, MrskewScope, Var, BIND};
+use crate::vars::{CallVars, Conversions, MrskewScope, Var, BIND};
 
 enum Cond {
     True,
@@ -81,6 +81,8 @@ pub struct Query {
     pub uses_line: bool,
     /// Reads statement context (`$sqlid`, `$sql`, ...).
     pub uses_statements: bool,
+    /// The units of the trace's time fields.
+    pub conv: Conversions,
 }
 
 fn compile(what: &str, src: &str) -> Result<Program, SkewError> {
@@ -174,9 +176,19 @@ impl Query {
         let uses_depmin = matches!(where0, Cond::DepIsMin)
             || matches!(where1, Cond::DepIsMin)
             || programs.iter().any(|p| uses(p, Var::Depmin));
-        let chained = programs
+        // The wall clock ($time0, $time1) chains too: a piece of a file
+        // does not know the `***` timestamp before its start.
+        let chained = programs.iter().any(|p| {
+            [
+                Var::ParseId,
+                Var::ExecId,
+                Var::IslandId,
+                Var::Time0,
+                Var::Time1,
+            ]
             .iter()
-            .any(|p| uses(p, Var::ParseId) || uses(p, Var::ExecId) || uses(p, Var::IslandId));
+            .any(|v| uses(p, *v))
+        });
         let uses_line = programs.iter().any(|p| uses(p, Var::Line));
         let uses_statements = programs.iter().any(|p| {
             [
@@ -187,6 +199,8 @@ impl Query {
                 Var::Uid,
                 Var::Lid,
                 Var::Ad,
+                Var::Ssqlid,
+                Var::Ssql,
             ]
             .iter()
             .any(|v| uses(p, *v))
@@ -213,6 +227,7 @@ impl Query {
             chained,
             uses_line,
             uses_statements,
+            conv: Conversions::new(&o.units),
         })
     }
 
@@ -233,9 +248,10 @@ impl Query {
         {
             return Ok(None);
         }
+        let af = self.conv.af(call.kind);
         let (value, us) = match &self.select {
             Select::Af if call.kind == CallKind::Line => (None, None),
-            Select::Af => (Some(secs(call.af_us())), Some(call.af_us())),
+            Select::Af => (Some(af.secs(call.af_us())), af.us(call.af_us())),
             Select::Expr(p) => match p.eval(vars).map_err(|e| format!("--select: {e}"))? {
                 Value::Undef => (None, None),
                 Value::Num(n) => (Some(n), None),
@@ -244,7 +260,7 @@ impl Query {
         };
         let group = match &self.group {
             Group::Name => Cow::Borrowed(call.name),
-            Group::Buckets(b) => Cow::Borrowed(b.label_of(secs(call.af_us()))),
+            Group::Buckets(b) => Cow::Borrowed(b.label_of(af.secs(call.af_us()))),
             Group::Expr(p) => match p.eval(vars).map_err(|e| format!("--group: {e}"))? {
                 Value::Undef => Cow::Borrowed(""),
                 Value::Str(s) => s,
@@ -294,10 +310,16 @@ impl Query {
     }
 }
 
-/// A label option is an expression since mrskew 9.3.0.17 (`--gl='"FILE"'`);
-/// older rc files give plain text (`--gl=FILE:LINE`). Use the expression's
-/// value when it is a constant, the text as written otherwise.
+/// A label option is an expression since mrskew 9.3.0.17 (`--gl='"FILE"'`,
+/// `--gl='FETCH . sprintf(q{%10s},q{acct for})'`); older rc files give
+/// plain text (`--gl=FILE:LINE`, `--select-label=DISTINCT-TEXTS`). A label
+/// with no quote, bracket or sigil is that plain text (as an expression of
+/// barewords `DISTINCT-TEXTS` would be 0); otherwise the expression's value
+/// when it is a constant, the text as written when it is not.
 fn label_of(text: &str) -> String {
+    if !text.contains(['\'', '"', '(', '{', '[', '$', '@']) {
+        return text.to_string();
+    }
     match Program::compile(text, &MrskewScope) {
         Ok(p) => match p.constant() {
             Some(Value::Str(s)) => s.into_owned(),
@@ -305,5 +327,30 @@ fn label_of(text: &str) -> String {
             _ => text.to_string(),
         },
         Err(_) => text.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::label_of;
+
+    #[test]
+    fn labels_are_plain_text_or_expressions() {
+        for plain in [
+            "FILE:LINE",
+            "DISTINCT-TEXTS",
+            "BLKS/READ",
+            "CALL-NAME",
+            "SQLID",
+        ] {
+            assert_eq!(label_of(plain), plain);
+        }
+        assert_eq!(label_of("\"FILE#:BLOCK#\""), "FILE#:BLOCK#");
+        assert_eq!(
+            label_of("FETCH . sprintf(q{%10s},q{acct for})"),
+            "FETCH  acct for"
+        );
+        // Not a constant: shown as written.
+        assert_eq!(label_of("$sqlid . q{:}"), "$sqlid . q{:}");
     }
 }

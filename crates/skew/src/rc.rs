@@ -36,6 +36,14 @@ const OPTIONS: &[(&str, &[&str], Kind)] = &[
     ("top", &[], Kind::Value),
     ("rc", &[], Kind::Value),
     ("precision", &[], Kind::Value),
+    ("gwidth", &[], Kind::Value),
+    ("pfact", &[], Kind::Value),
+    ("pform", &[], Kind::Value),
+    ("plabel", &[], Kind::Value),
+    ("timunit", &[], Kind::Value),
+    ("cpuunit", &[], Kind::Value),
+    ("trcunit", &[], Kind::Value),
+    ("max-line", &[], Kind::Value),
     ("commas", &[], Kind::Flag),
     ("head", &[], Kind::Flag),
     ("foot", &[], Kind::Flag),
@@ -100,8 +108,10 @@ pub const BUILTIN: &[(&str, &str)] = &[
     ),
     (
         "sqlid.rc",
-        "# Time by statement: SQL id and the first 60 characters of its text.\n\
-         --group='$sqlid . q{:} . substr($sql,0,60)'\n\
+        "# Time by statement: SQL id and the first 60 characters of its text, its\n\
+         # white space runs (line ends too) made one space, as mrskew's sqlid.rc does;\n\
+         # a statement whose text the trace lacks shows its #cursor:file once.\n\
+         --group='$sqlid . ($sql eq $sqlid ? q{} : q{:} . substr(join(q{ }, split(q{ }, $sql)), 0, 60))'\n\
          --group-label='\"SQLID:SQL\"'\n",
     ),
     (

@@ -5,9 +5,11 @@ use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use tracelab_trace::{open_counted, Diagnostics, ReadOptions, ReadSummary, Reader, Source};
+use tracelab_trace::{
+    open_counted, Diagnostics, ReadOptions, ReadSummary, Reader, Source, Timeline,
+};
 
-use crate::aggregate::Groups;
+use crate::aggregate::{at, Groups};
 use crate::error::SkewError;
 use crate::options::SkewOptions;
 use crate::query::{NameCache, Query};
@@ -26,6 +28,8 @@ pub struct FileOutcome {
     pub calls: u64,
     /// Calls that passed the filter.
     pub matched: u64,
+    /// With `--unaccounted`: overlapping calls and session changes met.
+    pub timeline: Timeline,
 }
 
 /// The profile and what the run found on the way.
@@ -62,16 +66,25 @@ pub fn profile(
     if inputs.is_empty() {
         return Err(SkewError::NoInput);
     }
+    if opts.unaccounted && opts.units.cpu != opts.units.elapsed {
+        return Err(SkewError::Usage(format!(
+            "--unaccounted subtracts c from e: it needs --cpuunit ({}) and --trcunit ({}) to be the same unit",
+            opts.units.cpu, opts.units.elapsed
+        )));
+    }
     let query = Query::new(opts)?;
     let read_opts = ReadOptions {
         binds: query.needs_binds,
         unaccounted: opts.unaccounted,
-        thinktime_us: (opts.thinktime * 1e6).round() as i64,
+        // In the trace's own units of `ela`.
+        thinktime_us: (opts.thinktime / opts.units.elapsed).round() as i64,
         depmin: opts.depmin,
         all_lines: query.all_lines,
         chained: query.chained,
         line_numbers: query.uses_line,
         statements: query.uses_statements,
+        max_line: opts.max_line,
+        min_split: opts.min_split,
     };
     let jobs = match opts.jobs {
         0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
@@ -119,7 +132,7 @@ pub fn profile(
     });
     let mut groups = Groups::default();
     for (i, label) in query.precreated.iter().enumerate() {
-        groups.touch(label, (0, i as u64));
+        groups.touch(label, (0, 0, i as u64));
     }
     let mut names = BTreeSet::new();
     for w in workers {
@@ -222,17 +235,18 @@ fn profile_file(
             call,
             basename: &basename,
             file: &name,
+            conv: &query.conv,
         };
         match query.hit(&vars, &mut p.names_seen) {
             Ok(Some(hit)) => match hit.value {
                 Some(v) => {
                     p.matched += 1;
-                    p.groups.add(&hit.group, v, hit.us, (index, call.offset));
+                    p.groups.add(&hit.group, v, hit.us, at(index, call.offset));
                     if opts.verbose && !p.names.contains(call.name) {
                         p.names.insert(call.name.to_string());
                     }
                 }
-                None => p.groups.touch(&hit.group, (index, call.offset)),
+                None => p.groups.touch(&hit.group, at(index, call.offset)),
             },
             Ok(None) => {}
             Err(msg) => {
@@ -277,6 +291,7 @@ fn profile_file(
     out.warnings = warnings;
     out.lines = summary.lines;
     out.calls = summary.calls;
+    out.timeline = summary.timeline;
     out
 }
 

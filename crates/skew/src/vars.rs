@@ -3,7 +3,9 @@
 use std::borrow::Cow;
 
 use tracelab_expr::{Scope, Value, VarId, Vars};
-use tracelab_trace::{Call, CallKind};
+use tracelab_trace::{format_wall_clock, Call, CallKind};
+
+use crate::options::Units;
 
 /// Every scalar variable an expression may read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,10 +51,14 @@ pub enum Var {
     Rlbk,
     RdOnly,
     IslandId,
+    Ssqlid,
+    Ssql,
+    Time0,
+    Time1,
 }
 
 /// Every variant in declaration order, so that an id indexes it.
-const ALL: [Var; 40] = [
+const ALL: [Var; 44] = [
     Var::Af,
     Var::Dur,
     Var::E,
@@ -93,6 +99,10 @@ const ALL: [Var; 40] = [
     Var::Rlbk,
     Var::RdOnly,
     Var::IslandId,
+    Var::Ssqlid,
+    Var::Ssql,
+    Var::Time0,
+    Var::Time1,
 ];
 
 /// Name → variable; several names are synonyms, as in mrskew.
@@ -143,6 +153,10 @@ const SCALARS: &[(&str, Var)] = &[
     ("rd_only", Var::RdOnly),
     ("island_id", Var::IslandId),
     ("experience_id", Var::IslandId),
+    ("ssqlid", Var::Ssqlid),
+    ("ssql", Var::Ssql),
+    ("time0", Var::Time0),
+    ("time1", Var::Time1),
 ];
 
 /// The only array: `@bind`.
@@ -176,13 +190,77 @@ pub struct CallVars<'a, 'c> {
     pub basename: &'a str,
     /// `$file`: the file as named on the command line.
     pub file: &'a str,
+    pub conv: &'a Conversions,
 }
 
-/// Microseconds to seconds the way mrskew does it: × 1e-6, not ÷ 1e6
-/// (reference §A.7: it decides bucket edges and sprintf rounding).
-#[inline]
-pub fn secs(us: i64) -> f64 {
-    us as f64 * 1e-6
+/// One time field's unit: seconds per unit, and microseconds per unit when
+/// that is a whole number (then durations stay exact integers).
+#[derive(Debug, Clone, Copy)]
+pub struct Conv {
+    secs: f64,
+    us: Option<i64>,
+}
+
+impl Conv {
+    fn new(secs: f64) -> Conv {
+        let k = secs * 1e6;
+        let whole = (k - k.round()).abs() <= 1e-9 * k.abs().max(1.0) && k.round() >= 1.0;
+        Conv {
+            secs,
+            us: whole.then(|| k.round() as i64),
+        }
+    }
+
+    /// Raw units to seconds the way mrskew does it: × 1e-6, not ÷ 1e6
+    /// (reference §A.7: it decides bucket edges and sprintf rounding).
+    #[inline]
+    pub fn secs(&self, raw: i64) -> f64 {
+        raw as f64 * self.secs
+    }
+
+    /// Raw units to whole microseconds, if the unit allows.
+    #[inline]
+    pub fn us(&self, raw: i64) -> Option<i64> {
+        self.us.and_then(|k| raw.checked_mul(k))
+    }
+
+    /// Microseconds per unit.
+    pub fn us_per_unit(&self) -> f64 {
+        self.secs * 1e6
+    }
+}
+
+/// The conversions of `--timunit`, `--cpuunit` and `--trcunit`.
+#[derive(Debug, Clone, Copy)]
+pub struct Conversions {
+    pub tim: Conv,
+    pub cpu: Conv,
+    pub elapsed: Conv,
+}
+
+impl Conversions {
+    pub fn new(u: &Units) -> Conversions {
+        Conversions {
+            tim: Conv::new(u.tim),
+            cpu: Conv::new(u.cpu),
+            elapsed: Conv::new(u.elapsed),
+        }
+    }
+
+    /// The unit of a call's accounted-for duration (`$af`).
+    #[inline]
+    pub fn af(&self, kind: CallKind) -> &Conv {
+        match kind {
+            CallKind::Wait | CallKind::Unaccounted | CallKind::Line => &self.elapsed,
+            _ => &self.cpu,
+        }
+    }
+}
+
+impl Default for Conversions {
+    fn default() -> Self {
+        Conversions::new(&Units::default())
+    }
 }
 
 fn num(v: Option<i64>) -> Value<'static> {
@@ -199,22 +277,24 @@ impl CallVars<'_, '_> {
         let is_wait = c.kind == CallKind::Wait;
         let is_line = c.kind == CallKind::Line;
         let db = c.kind.is_dbcall();
+        let conv = self.conv;
+        let ela = &conv.elapsed;
         match v {
             Var::Af if is_line => Value::Undef,
-            Var::Af => Value::Num(secs(c.af_us())),
+            Var::Af => Value::Num(conv.af(c.kind).secs(c.af_us())),
             Var::Dur if is_line => Value::Undef,
-            Var::Dur => Value::Num(secs(c.dur_us())),
+            Var::Dur => Value::Num(ela.secs(c.dur_us())),
             Var::E => {
                 c.db.e
                     .filter(|_| db)
-                    .map_or(Value::Undef, |e| Value::Num(secs(e)))
+                    .map_or(Value::Undef, |e| Value::Num(ela.secs(e)))
             }
             Var::C => {
                 c.db.c
                     .filter(|_| db)
-                    .map_or(Value::Undef, |e| Value::Num(secs(e)))
+                    .map_or(Value::Undef, |e| Value::Num(conv.cpu.secs(e)))
             }
-            Var::Ela if is_wait => Value::Num(secs(c.wait.ela)),
+            Var::Ela if is_wait => Value::Num(ela.secs(c.wait.ela)),
             Var::Ela => Value::Undef,
             Var::Nam => str_val(c.name),
             Var::Call => str_val(match c.kind {
@@ -225,7 +305,9 @@ impl CallVars<'_, '_> {
             Var::R => num(c.db.r),
             Var::Dep => num(c.dep),
             Var::Depmin => Value::Num(c.depmin as f64),
-            Var::Tim => c.tim_us().map_or(Value::Undef, |t| Value::Num(secs(t))),
+            Var::Tim => c
+                .tim_us()
+                .map_or(Value::Undef, |t| Value::Num(conv.tim.secs(t))),
             Var::Line => Value::Num(c.line as f64),
             Var::File => str_val(self.file),
             Var::Basename => str_val(self.basename),
@@ -255,7 +337,22 @@ impl CallVars<'_, '_> {
             Var::Rlbk => num(c.db.rlbk),
             Var::RdOnly => num(c.db.rd_only),
             Var::IslandId => Value::Num(c.island_id as f64),
+            Var::Ssqlid => str_val(&c.stmt.shareable().sqlid),
+            Var::Ssql => str_val(&c.stmt.shareable().sql),
+            Var::Time0 | Var::Time1 if is_line => Value::Undef,
+            Var::Time1 => self.wall(0).map_or(Value::Undef, Value::Str),
+            Var::Time0 => self.wall(c.dur_us()).map_or(Value::Undef, Value::Str),
         }
+    }
+
+    /// `$time1` (`back` = 0) or `$time0` (`back` = the call's duration):
+    /// the wall clock `back` elapsed units before the call's `tim`.
+    fn wall(&self, back: i64) -> Option<Cow<'static, str>> {
+        let c = self.call;
+        let tim = c.tim_us()?;
+        let end = c.wall_us(tim, self.conv.tim.us_per_unit())?;
+        let back_us = (back as f64 * self.conv.elapsed.us_per_unit()).round() as i64;
+        Some(Cow::Owned(format_wall_clock(end.saturating_sub(back_us))))
     }
 }
 

@@ -1,7 +1,8 @@
 //! The built-in studies, embedded in the binary: `study show NAME` prints
 //! one so that a user can copy and change it.
 
-/// SQL files of a study: (name as the study file writes it, text).
+/// Files of a study, SQL and data (bind files): (name as the study file
+/// writes it, text).
 pub type SqlFiles = &'static [(&'static str, &'static str)];
 
 /// (name, TOML text, SQL files it names).
@@ -12,12 +13,31 @@ pub const STUDIES: &[(&str, &str, SqlFiles)] = &[
         &[],
     ),
     (
+        "exec-model",
+        include_str!("../studies/exec-model.toml"),
+        &[],
+    ),
+    (
         "redo-undo",
         include_str!("../studies/redo-undo.toml"),
         &[(
             "redo-undo/debt.sql",
             include_str!("../studies/redo-undo/debt.sql"),
         )],
+    ),
+    (
+        "result-cache",
+        include_str!("../studies/result-cache.toml"),
+        &[
+            (
+                "result-cache/setup.sql",
+                include_str!("../studies/result-cache/setup.sql"),
+            ),
+            (
+                "result-cache/binds.txt",
+                include_str!("../studies/result-cache/binds.txt"),
+            ),
+        ],
     ),
     (
         "trace-overhead",
@@ -49,7 +69,7 @@ pub fn files(name: &str) -> SqlFiles {
     STUDIES.iter().find(|s| s.0 == name).map_or(&[], |s| s.2)
 }
 
-/// An SQL file of any built-in study, by the name its study uses.
+/// A file (SQL, binds) of any built-in study, by the name its study uses.
 pub fn sql_file(name: &str) -> Option<&'static str> {
     STUDIES
         .iter()

@@ -12,6 +12,7 @@ const ONCE: &str = "once, before the first run";
 const BEFORE: &str = "before each run";
 const EACH: &str = "in each run";
 const AFTER: &str = "after each run";
+const FRESHNESS: &str = "in the freshness check, after the plan";
 
 /// The words of a statement, lower case, comments and quotes left as
 /// they are (object names are words).
@@ -131,7 +132,7 @@ impl Loaded {
                 }
             }
         }
-        let mut out: Vec<(&'static str, Vec<String>)> = [ONCE, BEFORE, EACH, AFTER]
+        let mut out: Vec<(&'static str, Vec<String>)> = [ONCE, BEFORE, EACH, AFTER, FRESHNESS]
             .iter()
             .map(|w| (*w, Vec::new()))
             .collect();
@@ -164,6 +165,42 @@ impl Loaded {
                             ),
                         },
                     );
+                }
+            }
+        }
+        // A level's result cache installs its invalidation triggers
+        // (run --result-cache-setup); the freshness check's writer changes
+        // a table while the sessions read.
+        for f in &s.factors {
+            for l in &f.levels {
+                if let Some(c) = l.result_cache.as_ref().filter(|c| c.setup) {
+                    add(
+                        ONCE,
+                        format!(
+                            "create the result cache's invalidation triggers (tracelab_rc*) on the tables the workload reads ({}){} (level {}={})",
+                            c.tables.join(", "),
+                            if engine == "mariadb" {
+                                ", and table tracelab_rc_changes"
+                            } else {
+                                ", and event trigger tracelab_rc_ddl"
+                            },
+                            f.name,
+                            l.name
+                        ),
+                    );
+                }
+            }
+        }
+        if let Some(pieces) = s
+            .freshness
+            .as_ref()
+            .and_then(|fr| fr.write.for_engine(engine))
+        {
+            for text in pieces {
+                for st in statements(&self.sql_text("freshness.write", text)?) {
+                    if let Some(c) = change(&st) {
+                        add(FRESHNESS, c);
+                    }
                 }
             }
         }
@@ -205,14 +242,39 @@ mod tests {
         );
     }
 
+    /// Every change on PostgreSQL as `when: what`.
+    fn flat(l: &Loaded) -> Vec<String> {
+        l.changes("postgres")
+            .unwrap()
+            .iter()
+            .flat_map(|(w, v)| v.iter().map(move |x| format!("{w}: {x}")))
+            .collect()
+    }
+
+    #[test]
+    fn result_cache_names_its_triggers_and_the_writer() {
+        let l = crate::load("result-cache").unwrap();
+        let flat = flat(&l);
+        assert!(
+            flat.contains(&"once, before the first run: drop table holiday".to_string()),
+            "{flat:?}"
+        );
+        assert!(
+            flat.iter().any(|x| x.starts_with(
+                "once, before the first run: create the result cache's invalidation triggers"
+            ) && x.contains("holiday:force")),
+            "{flat:?}"
+        );
+        assert!(
+            flat.contains(&"in the freshness check, after the plan: update holiday".to_string()),
+            "{flat:?}"
+        );
+    }
+
     #[test]
     fn commit_batch_names_its_table() {
         let l = crate::load("commit-batch").unwrap();
-        let c = l.changes("postgres").unwrap();
-        let flat: Vec<String> = c
-            .iter()
-            .flat_map(|(w, v)| v.iter().map(move |x| format!("{w}: {x}")))
-            .collect();
+        let flat = flat(&l);
         assert!(
             flat.contains(&"once, before the first run: drop table ins_t".to_string()),
             "{flat:?}"

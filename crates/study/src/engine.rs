@@ -73,6 +73,9 @@ pub fn requirement(engine: &str, db: Option<&str>, scratch: &Path, restarts: boo
             let _ = std::fs::remove_file(scratch.join("requirement-check.sqlite"));
         }
         "mariadb" => match db {
+            Some(_) if restarts => out.push(
+                "engine mariadb: this study restarts the server for some levels (thread_handling), which only the private server allows; run it without --db".into(),
+            ),
             None => {
                 if let Err(e) = tracelab_db::MariaBinaries::find() {
                     out.push(format!("engine mariadb: {e}"));

@@ -14,11 +14,11 @@ use tracelab_run::{read_binds, RunOptions, Stop, Summary, Timer, Workload};
 
 use crate::engine::{engine_of_url, redact, requirement};
 use crate::error::{pg, StudyError};
-use crate::measure::{self, CpuWatch, LogWatch, Strace};
+use crate::measure::{self, CpuWatch, LogWatch, Strace, Syscall};
 use crate::plan::{cell_key, plan, Choice, Planned};
-use crate::proxy::{upstream_of, InPath};
 use crate::script::{statements, substitute};
-use crate::spec::{value_text, Level, Loaded, Num, ProxyLevel, Sql, When, WorkloadSpec};
+use crate::server_counters::{Server, ServerWatch};
+use crate::spec::{value_text, Level, Loaded, Num, Sql, When, WorkloadSpec};
 use crate::store::{Header, Store};
 
 /// tracelab's clock shim (crates/clock), built by this crate's build
@@ -35,6 +35,9 @@ pub struct Options {
     pub resume: bool,
     /// Set by Ctrl-C: stop after the current run.
     pub interrupt: Arc<AtomicBool>,
+    /// Keep every run's traces (client, proxy) in `out/traces/SEQ-SIDE/`
+    /// rather than remove them once profiled.
+    pub keep_traces: bool,
     /// Consent to what the study creates, drops or changes on a `--db`
     /// database (named, and refused without it, before anything runs).
     pub yes: bool,
@@ -57,9 +60,9 @@ pub struct Outcome {
 }
 
 /// One engine's connection state during a study.
-struct Engine {
-    name: String,
-    url: String,
+pub(crate) struct Engine {
+    pub(crate) name: String,
+    pub(crate) url: String,
     private: Option<ServerState>,
     /// Server settings applied with ALTER SYSTEM, as the levels want.
     applied: BTreeMap<String, String>,
@@ -148,7 +151,7 @@ pub fn run_study(given: &Loaded, o: &Options, obs: &dyn Observer) -> Result<Outc
     loaded.check_measurements()?;
     let mut cells_seen = BTreeSet::new();
     for p in &planned {
-        if cells_seen.insert(cell_key(&p.cell)) {
+        if cells_seen.insert((cell_key(&p.cell), p.strace)) {
             let levels = levels_of(&loaded, &p.cell);
             let vars = vars_of(
                 &loaded,
@@ -157,6 +160,7 @@ pub fn run_study(given: &Loaded, o: &Options, obs: &dyn Observer) -> Result<Outc
                 &overrides,
                 &p.cell,
                 &levels,
+                p.strace,
             );
             amounts(&loaded, &vars)?;
         }
@@ -230,20 +234,6 @@ pub fn run_study(given: &Loaded, o: &Options, obs: &dyn Observer) -> Result<Outc
         let restarts = e != "sqlite" && uses_restart(&loaded, &planned, e);
         problems.extend(requirement(e, db_for(e), scratch.path(), restarts));
     }
-    for p in &planned {
-        let e = engine_of(&p.cell);
-        if e != "postgres"
-            && levels_of(&loaded, &p.cell)
-                .iter()
-                .any(|l| l.proxy.is_some())
-        {
-            problems.push(format!(
-                "{}: a proxy level needs PostgreSQL (tracelab proxy speaks its protocol); give the level only_with = {{ engine = [\"postgres\"] }}",
-                cell_key(&p.cell)
-            ));
-            break;
-        }
-    }
     // Built-in vars: `{clock_lib}`, the clock shim written out for the
     // server to preload (only when the study names it).
     let mut builtins = BTreeMap::new();
@@ -275,7 +265,18 @@ pub fn run_study(given: &Loaded, o: &Options, obs: &dyn Observer) -> Result<Outc
     let mut engs: BTreeMap<String, Engine> = BTreeMap::new();
     let result = (|| -> Result<Outcome, StudyError> {
         for e in &engines {
-            let eng = open_engine(e, db_for(e), &loaded, scratch.path())?;
+            // A MariaDB starts with the restart settings of its first run.
+            let first: BTreeMap<String, String> = planned
+                .iter()
+                .find(|p| engine_of(&p.cell) == *e)
+                .map(|p| {
+                    levels_of(&loaded, &p.cell)
+                        .iter()
+                        .flat_map(|lv| lv.restart.for_engine(e))
+                        .collect()
+                })
+                .unwrap_or_default();
+            let eng = open_engine(e, db_for(e), &loaded, scratch.path(), &first)?;
             engs.insert(e.clone(), eng);
         }
         for eng in engs.values_mut() {
@@ -289,7 +290,12 @@ pub fn run_study(given: &Loaded, o: &Options, obs: &dyn Observer) -> Result<Outc
             }
             None => {
                 let mut s = Store::open(&o.out, true)?;
-                let reps = planned.iter().map(|p| p.rep + 1).max().unwrap_or(1);
+                let reps = planned
+                    .iter()
+                    .filter(|p| !p.strace)
+                    .map(|p| p.rep + 1)
+                    .max()
+                    .unwrap_or(1);
                 s.begin(
                     &Header {
                         name: &study.name,
@@ -306,7 +312,18 @@ pub fn run_study(given: &Loaded, o: &Options, obs: &dyn Observer) -> Result<Outc
             }
         };
         let done = store.done()?;
-        obs.begin(planned.len(), done.len());
+        // The freshness check runs once per engine after the plan.
+        let checks: Vec<&String> = if study.freshness.is_some() {
+            engines.iter().collect()
+        } else {
+            Vec::new()
+        };
+        let checked = store.freshness_done()?;
+        obs.begin(
+            planned.len() + checks.len(),
+            done.len() + checks.iter().filter(|e| checked.contains(**e)).count(),
+        );
+        let keep = o.keep_traces.then(|| o.out.join("traces"));
         let ctx = Context {
             l: &loaded,
             quick,
@@ -314,6 +331,7 @@ pub fn run_study(given: &Loaded, o: &Options, obs: &dyn Observer) -> Result<Outc
             scratch: scratch.path(),
             builtins: &builtins,
             overrides: &overrides,
+            keep: keep.as_deref(),
             obs,
         };
         let mut ran = 0;
@@ -332,6 +350,10 @@ pub fn run_study(given: &Loaded, o: &Options, obs: &dyn Observer) -> Result<Outc
                 .get_mut(&e)
                 .ok_or_else(|| StudyError::Usage(format!("engine {e} not started")))?;
             let r = run_one(&ctx, p, eng)?;
+            if !r.syscalls.is_empty() {
+                store.record_syscalls(p.seq, &r.syscalls)?;
+            }
+            store.record_details(p.seq, &r.sessions, &r.profiles)?;
             store.record(
                 p.seq,
                 t0.elapsed().as_secs_f64(),
@@ -342,6 +364,20 @@ pub fn run_study(given: &Loaded, o: &Options, obs: &dyn Observer) -> Result<Outc
             )?;
             ran += 1;
             obs.run_done(&cell_key(&p.cell));
+        }
+        if let Some(fr) = study.freshness.as_ref().filter(|_| !interrupted) {
+            for e in checks.into_iter().filter(|e| !checked.contains(*e)) {
+                if o.interrupt.load(Ordering::Relaxed) {
+                    interrupted = true;
+                    break;
+                }
+                let eng = engs
+                    .get_mut(e)
+                    .ok_or_else(|| StudyError::Usage(format!("engine {e} not started")))?;
+                let values = crate::freshness::run(&ctx, &o.choice, fr, eng)?;
+                store.record_freshness(e, &values)?;
+                obs.run_done(&format!("freshness check engine={e}"));
+            }
         }
         Ok(Outcome {
             store: store.path().to_path_buf(),
@@ -371,17 +407,19 @@ pub fn run_study(given: &Loaded, o: &Options, obs: &dyn Observer) -> Result<Outc
 }
 
 /// What every run of a study shares.
-struct Context<'a> {
-    l: &'a Loaded,
-    quick: bool,
+pub(crate) struct Context<'a> {
+    pub(crate) l: &'a Loaded,
+    pub(crate) quick: bool,
     /// Server settings whose change restarts the private server.
-    restart_keys: &'a BTreeSet<String>,
-    scratch: &'a std::path::Path,
+    pub(crate) restart_keys: &'a BTreeSet<String>,
+    pub(crate) scratch: &'a std::path::Path,
     /// Vars tracelab provides (`clock_lib`).
     builtins: &'a BTreeMap<String, String>,
     /// `--var` values, over the study's own (and its quick ones).
     overrides: &'a BTreeMap<String, String>,
-    obs: &'a dyn Observer,
+    /// Where every run's traces are kept (`--keep-traces`), if anywhere.
+    keep: Option<&'a std::path::Path>,
+    pub(crate) obs: &'a dyn Observer,
 }
 
 /// Whether a planned run on `engine` uses a level that restarts the server
@@ -397,13 +435,13 @@ fn uses_restart(l: &Loaded, planned: &[Planned], engine: &str) -> bool {
         })
 }
 
-fn engine_of(cell: &[(String, String)]) -> String {
+pub(crate) fn engine_of(cell: &[(String, String)]) -> String {
     cell.iter()
         .find(|(f, _)| f == "engine")
         .map_or("postgres".to_string(), |(_, l)| l.clone())
 }
 
-fn levels_of(l: &Loaded, cell: &[(String, String)]) -> Vec<Level> {
+pub(crate) fn levels_of(l: &Loaded, cell: &[(String, String)]) -> Vec<Level> {
     cell.iter()
         .filter_map(|(f, name)| {
             l.study
@@ -430,17 +468,13 @@ fn pg_options(l: &Loaded, dir: PathBuf) -> PgOptions {
 
 /// A private MariaDB with its defaults (innodb_flush_log_at_trx_commit =
 /// 1: every commit flushes, as the commit-batch study wants); the levels'
-/// server settings are set as globals on it. Two more, for the CPU of the
-/// sessions' threads: performance_schema names each session's OS thread
-/// (about 0.05 s more to start, 100 MB more memory), and no thread cache,
-/// so that a session's thread has done no other session's work.
-fn maria_options(dir: PathBuf) -> MariaOptions {
+/// server settings are set as globals on it, their restart settings are
+/// options of mariadbd (`restart`: those in force). See
+/// `crate::mariadb::server_options` for what the measurements add.
+fn maria_options(l: &Loaded, dir: PathBuf, restart: &BTreeMap<String, String>) -> MariaOptions {
     MariaOptions {
         dir: Some(dir),
-        settings: vec![
-            ("performance_schema".into(), "ON".into()),
-            ("thread_cache_size".into(), "0".into()),
-        ],
+        settings: crate::mariadb::server_options(l, restart),
     }
 }
 
@@ -449,7 +483,9 @@ fn open_engine(
     db: Option<&str>,
     l: &Loaded,
     scratch: &std::path::Path,
+    first_restart: &BTreeMap<String, String>,
 ) -> Result<Engine, StudyError> {
+    let mut applied = BTreeMap::new();
     let (url, private) = match (e, db) {
         (_, Some(u)) => (u.to_string(), None),
         ("postgres", None) => {
@@ -461,7 +497,11 @@ fn open_engine(
             None,
         ),
         ("mariadb", None) => {
-            let s = start_mariadb_with_env(&maria_options(scratch.join("mariadb")), &[])?;
+            let s = start_mariadb_with_env(
+                &maria_options(l, scratch.join("mariadb"), first_restart),
+                &[],
+            )?;
+            applied = first_restart.clone();
             (s.url.clone(), Some(s))
         }
         _ => {
@@ -474,7 +514,7 @@ fn open_engine(
         name: e.to_string(),
         url,
         private,
-        applied: BTreeMap::new(),
+        applied,
         env: BTreeMap::new(),
         setup_done: false,
         probe: None,
@@ -555,6 +595,10 @@ fn engine_facts(eng: &mut Engine) -> BTreeMap<String, String> {
     let mut f = BTreeMap::new();
     let name = eng.name.clone();
     f.insert(format!("{name}.url"), redact(&eng.url));
+    if name == "mariadb" {
+        f.extend(crate::mariadb::facts(&eng.url));
+        return f;
+    }
     if name != "postgres" {
         return f;
     }
@@ -582,19 +626,33 @@ fn engine_facts(eng: &mut Engine) -> BTreeMap<String, String> {
 struct RunResult {
     vars: BTreeMap<String, f64>,
     measurements: BTreeMap<String, f64>,
+    syscalls: Vec<Syscall>,
     summary: String,
     notes: Vec<String>,
+    /// (session, name, value): each session's tally and cache statistics.
+    sessions: Vec<(usize, String, f64)>,
+    profiles: Vec<crate::profile::ProfileRow>,
 }
 
 /// The text of each var for this run: tracelab's own (`clock_lib`), study
 /// vars (quick ones over them, `--var` over both), each factor's level
-/// name under the factor's name, the levels' vars.
-fn run_vars(
+/// name under the factor's name, the levels' vars, and for a run under
+/// strace the study's `strace_vars`.
+pub(crate) fn run_vars(
     ctx: &Context<'_>,
     cell: &[(String, String)],
     levels: &[Level],
+    strace: bool,
 ) -> BTreeMap<String, String> {
-    vars_of(ctx.l, ctx.quick, ctx.builtins, ctx.overrides, cell, levels)
+    vars_of(
+        ctx.l,
+        ctx.quick,
+        ctx.builtins,
+        ctx.overrides,
+        cell,
+        levels,
+        strace,
+    )
 }
 
 /// [`run_vars`] before a run's context exists (`builtins` may be empty:
@@ -606,6 +664,7 @@ fn vars_of(
     overrides: &BTreeMap<String, String>,
     cell: &[(String, String)],
     levels: &[Level],
+    strace: bool,
 ) -> BTreeMap<String, String> {
     let mut v: BTreeMap<String, String> = builtins.clone();
     v.extend(l.study.vars.iter().map(|(k, x)| (k.clone(), value_text(x))));
@@ -621,6 +680,16 @@ fn vars_of(
     for lv in levels {
         for (k, x) in &lv.vars {
             // A level's var may name a study var: rows = "{small}".
+            let text = value_text(x);
+            let text = substitute(&text, &v).unwrap_or(text);
+            v.insert(k.clone(), text);
+        }
+    }
+    if strace {
+        // A run under strace: `strace_vars` over the cell's, before the
+        // references left are resolved (`iterations = "{strace_iter}"`
+        // changes `calls = "3 * {iterations}"` too).
+        for (k, x) in &l.study.measure.strace_vars {
             let text = value_text(x);
             let text = substitute(&text, &v).unwrap_or(text);
             v.insert(k.clone(), text);
@@ -657,7 +726,12 @@ fn resolve(v: &mut BTreeMap<String, String>) {
 /// A number, or text that becomes one once its `{var}`s are replaced: a
 /// number, or arithmetic in the report's expression language (`"3 *
 /// {iterations}"`).
-fn num(l: &Loaded, key: &str, n: &Num, vars: &BTreeMap<String, String>) -> Result<f64, StudyError> {
+pub(crate) fn num(
+    l: &Loaded,
+    key: &str,
+    n: &Num,
+    vars: &BTreeMap<String, String>,
+) -> Result<f64, StudyError> {
     match n {
         Num::Int(i) => Ok(*i as f64),
         Num::Float(f) => Ok(*f),
@@ -666,8 +740,14 @@ fn num(l: &Loaded, key: &str, n: &Num, vars: &BTreeMap<String, String>) -> Resul
             if let Ok(x) = s.trim().parse::<f64>() {
                 return Ok(x);
             }
-            crate::columns::compile(&s)
-                .ok()
+            // Arithmetic on numbers only: the expression language reads a
+            // bare word as text (which counts as 0).
+            let arithmetic = s
+                .chars()
+                .all(|c| c.is_ascii_digit() || " \t.+-*/()".contains(c));
+            arithmetic
+                .then(|| crate::columns::compile(&s).ok())
+                .flatten()
                 .and_then(|e| e.eval(&BTreeMap::new()))
                 .ok_or_else(|| l.error(key, format!("expected a number, found `{s}`")))
         }
@@ -750,7 +830,7 @@ fn amounts(l: &Loaded, vars: &BTreeMap<String, String>) -> Result<Amounts, Study
 }
 
 /// The SQL for `engine` (its pieces joined in order), with vars replaced.
-fn sql_of(
+pub(crate) fn sql_of(
     l: &Loaded,
     key: &str,
     sql: &Sql,
@@ -862,57 +942,10 @@ fn script(
             }
             Ok(())
         }
-        "mariadb" => mariadb_script(&eng.url, sql, into)
-            .map_err(|e| StudyError::Database(format!("{what}: {e}"))),
+        // Sent whole: the server parses it, stored programs included.
+        "mariadb" => crate::mariadb::script(&eng.url, &[sql.to_string()], what, into, short),
         other => Err(StudyError::Usage(format!("engine {other}: no scripts"))),
     }
-}
-
-/// A MariaDB script, sent whole as one multi-statement query: the server
-/// parses it, stored programs (`CREATE PROCEDURE ... BEGIN ...; ...; END`)
-/// included, which a split at `;` would break. Numeric columns of the rows
-/// of every result become measurements.
-fn mariadb_script(url: &str, sql: &str, into: &mut BTreeMap<String, f64>) -> Result<(), String> {
-    use mysql_async::prelude::Queryable;
-    use mysql_async::Value;
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| e.to_string())?;
-    rt.block_on(async {
-        let opts = mysql_async::Opts::from_url(url).map_err(|e| e.to_string())?;
-        let mut c = mysql_async::Conn::new(opts)
-            .await
-            .map_err(|e| e.to_string())?;
-        let r: Result<(), mysql_async::Error> = async {
-            let mut res = c.query_iter(sql).await?;
-            while !res.is_empty() {
-                let rows: Vec<mysql_async::Row> = res.collect().await?;
-                for row in rows {
-                    let cols = row.columns();
-                    for (i, col) in cols.iter().enumerate() {
-                        let v = match row.as_ref(i) {
-                            Some(Value::Int(x)) => Some(*x as f64),
-                            Some(Value::UInt(x)) => Some(*x as f64),
-                            Some(Value::Float(x)) => Some(f64::from(*x)),
-                            Some(Value::Double(x)) => Some(*x),
-                            Some(Value::Bytes(b)) => {
-                                std::str::from_utf8(b).ok().and_then(|s| s.parse().ok())
-                            }
-                            _ => None,
-                        };
-                        if let Some(v) = v {
-                            into.insert(col.name_str().to_string(), v);
-                        }
-                    }
-                }
-            }
-            Ok(())
-        }
-        .await;
-        let _ = c.disconnect().await;
-        r.map_err(|e| format!("`{}`: {e}", short(sql)))
-    })
 }
 
 fn short(s: &str) -> String {
@@ -981,15 +1014,27 @@ fn apply_server(
         ));
     }
     if e == "mariadb" {
-        if restart_env {
-            restart(ctx, eng, &env)?;
-            // A new server: its globals are the defaults again.
-            eng.applied.clear();
+        // MariaDB: restart settings are options of mariadbd (a restart of
+        // the private server when they or the environment change, which
+        // resets the globals); the others global variables, set on the
+        // running server.
+        let restart_of = |m: &BTreeMap<String, String>| -> BTreeMap<String, String> {
+            m.iter()
+                .filter(|(k, _)| ctx.restart_keys.contains(*k))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect()
+        };
+        let options = restart_of(&want);
+        if restart_env || options != restart_of(&eng.applied) {
+            restart(ctx, eng, &env, &options)?;
+            eng.applied = options;
         }
-        // MariaDB: global variables, set on the running server.
         let mut sql = String::new();
         let keys: BTreeSet<&String> = want.keys().chain(eng.applied.keys()).collect();
         for k in keys {
+            if ctx.restart_keys.contains(k) {
+                continue;
+            }
             let v = match want.get(k) {
                 Some(v) if v.parse::<f64>().is_ok() => v.clone(),
                 Some(v) => format!("'{}'", v.replace('\'', "''")),
@@ -1029,7 +1074,7 @@ fn apply_server(
                 "a level needs a server restart, which only the private server allows".into(),
             ));
         }
-        restart(ctx, eng, &env)?;
+        restart(ctx, eng, &env, &BTreeMap::new())?;
     } else {
         let c = eng.client()?;
         c.batch_execute("SELECT pg_reload_conf()")
@@ -1041,19 +1086,25 @@ fn apply_server(
     Ok(())
 }
 
-/// Restarts the private server with `env`, and checks that every library
-/// it preloads is mapped in its main process.
+/// Restarts the private server with `env` (and MariaDB with the restart
+/// settings `options`; PostgreSQL's are in its configuration), and checks
+/// that every library it preloads is mapped in its main process.
 fn restart(
     ctx: &Context<'_>,
     eng: &mut Engine,
     env: &BTreeMap<String, String>,
+    options: &BTreeMap<String, String>,
 ) -> Result<(), StudyError> {
     let Some(s) = eng.private.clone() else {
         return Err(StudyError::Usage(
             "a level needs a server restart, which only the private server allows".into(),
         ));
     };
-    let shown: Vec<String> = env.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    let shown: Vec<String> = env
+        .iter()
+        .chain(options)
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
     ctx.obs.note(&format!(
         "restarting the private {} server{}",
         eng.name,
@@ -1067,7 +1118,7 @@ fn restart(
     stop(&s.dir)?;
     let env_list: Vec<(String, String)> = env.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
     let s2 = if eng.name == "mariadb" {
-        start_mariadb_with_env(&maria_options(s.dir.clone()), &env_list)?
+        start_mariadb_with_env(&maria_options(ctx.l, s.dir.clone(), options), &env_list)?
     } else {
         start_postgres_with_env(&pg_options(ctx.l, s.dir.clone()), &env_list)?
     };
@@ -1091,28 +1142,51 @@ fn restart(
     Ok(())
 }
 
-/// A cell's run, resolved from its levels and vars: the workload, the
-/// options of `tracelab run`, and what the run carries along.
-struct Prepared {
-    workload: Workload,
-    /// Options of the run; the URL carries the session settings (on
-    /// PostgreSQL) but not yet the run's tag or the proxy.
-    opts: RunOptions,
-    settings: Vec<(String, String)>,
-    sessions: usize,
-    per_commit: u64,
-    /// Statements (or transactions) of the warm-up run.
-    warmup: u64,
-    /// A client-side trace per session.
-    trace: bool,
-    proxy: Option<ProxyLevel>,
+/// Brings the engine to a cell's levels: its server settings and
+/// environment, and the study's setup the first time.
+pub(crate) fn ready(
+    ctx: &Context<'_>,
+    levels: &[Level],
+    vars: &BTreeMap<String, String>,
+    eng: &mut Engine,
+) -> Result<(), StudyError> {
+    apply_server(ctx, eng, levels, vars)?;
+    if !eng.setup_done {
+        if let Some(sql) = ctx.l.study.setup.as_ref() {
+            if let Some(t) = sql_of(ctx.l, "setup", sql, &eng.name, vars)? {
+                script(eng, &t, "setup", &mut BTreeMap::new())?;
+            }
+        }
+        eng.setup_done = true;
+    }
+    Ok(())
 }
 
-fn prepare(
+/// A cell's run as `tracelab run` takes it, resolved from its levels and
+/// vars, before the measured run's own touches (its application_name,
+/// pause, traces, a proxy).
+pub(crate) struct Prepared {
+    /// Options of the run; the URL carries the session settings (on
+    /// PostgreSQL) but not yet the run's tag or the proxy.
+    pub base: RunOptions,
+    pub workload: Workload,
+    pub sessions: usize,
+    pub per_commit: u64,
+    /// Statements (or transactions) of the unmeasured warm-up run.
+    pub warmup: u64,
+    /// The sessions' settings (in the URL on PostgreSQL).
+    pub settings: Vec<(String, String)>,
+    /// A client-side trace per session.
+    pub trace: bool,
+}
+
+/// The workload, options and settings of a cell's levels with `vars`.
+pub(crate) fn prepare(
     l: &Loaded,
     levels: &[Level],
     vars: &BTreeMap<String, String>,
     eng: &Engine,
+    scratch: &std::path::Path,
 ) -> Result<Prepared, StudyError> {
     let s = &l.study;
     let w = &s.workload;
@@ -1127,7 +1201,7 @@ fn prepare(
         .ok_or_else(|| l.error("workload.sql", format!("no SQL for engine {e}")))?;
     let binds = match &w.binds {
         Some(b) => {
-            let path = l.dir.clone().unwrap_or_default().join(b);
+            let path = l.data_file("workload.binds", b, scratch)?;
             read_binds(&path).map_err(|e| l.error("workload.binds", e.to_string()))?
         }
         None => Vec::new(),
@@ -1159,7 +1233,6 @@ fn prepare(
     let mut fetch = num(l, "workload.fetch_size", &w.fetch_size, vars)?;
     let mut timer = Timer::Vdso;
     let mut trace = s.measure.trace;
-    let mut proxy = None;
     for lv in levels {
         if let Some(f) = &lv.run.fetch_size {
             fetch = num(l, "factors.levels.run.fetch_size", f, vars)?;
@@ -1171,11 +1244,9 @@ fn prepare(
             None => timer,
         };
         trace |= lv.run.trace;
-        if lv.proxy.is_some() {
-            proxy = lv.proxy.clone();
-        }
     }
-    let opts = RunOptions {
+    let result_cache = crate::result_cache::options(levels, |k, n| num(l, k, n, vars))?;
+    let base = RunOptions {
         // PostgreSQL sessions get their settings in the URL (below).
         url: if e == "postgres" {
             with_params(&eng.url, "tracelab-study", &settings)
@@ -1193,17 +1264,17 @@ fn prepare(
         } else {
             settings.clone()
         },
+        result_cache,
         ..RunOptions::default()
     };
     Ok(Prepared {
+        base,
         workload,
-        opts,
-        settings,
         sessions,
         per_commit,
         warmup,
+        settings,
         trace,
-        proxy,
     })
 }
 
@@ -1212,20 +1283,12 @@ fn run_one(ctx: &Context<'_>, p: &Planned, eng: &mut Engine) -> Result<RunResult
     let s = &l.study;
     let w = &s.workload;
     let levels = levels_of(l, &p.cell);
-    let vars = run_vars(ctx, &p.cell, &levels);
+    let vars = run_vars(ctx, &p.cell, &levels, p.strace);
     let e = eng.name.clone();
     let mut m: BTreeMap<String, f64> = BTreeMap::new();
 
-    apply_server(ctx, eng, &levels, &vars)?;
-    if !eng.setup_done {
-        if let Some(sql) = s.setup.as_ref() {
-            if let Some(t) = sql_of(l, "setup", sql, &e, &vars)? {
-                script(eng, &t, "setup", &mut BTreeMap::new())?;
-            }
-        }
-        eng.setup_done = true;
-    }
-    let prep = prepare(l, &levels, &vars, eng)?;
+    ready(ctx, &levels, &vars, eng)?;
+    let prep = prepare(l, &levels, &vars, eng, ctx.scratch)?;
 
     // Warm up: the same work, shorter, not measured.
     if prep.warmup > 0 {
@@ -1237,7 +1300,7 @@ fn run_one(ctx: &Context<'_>, p: &Planned, eng: &mut Engine) -> Result<RunResult
         let _ = tracelab_run::run(
             &RunOptions {
                 stop: Stop::Transactions(n),
-                ..prep.opts.clone()
+                ..prep.base.clone()
             },
             &prep.workload,
         );
@@ -1268,18 +1331,7 @@ fn run_one(ctx: &Context<'_>, p: &Planned, eng: &mut Engine) -> Result<RunResult
     }
 
     // The measured run.
-    let strace = &s.measure.strace;
-    let measured = observed_run(
-        ctx,
-        p,
-        eng,
-        &prep,
-        Observe {
-            suffix: "",
-            cpu: s.measure.backend_cpu,
-            strace: !strace.extra,
-        },
-    )?;
+    let measured = observed_run(ctx, p, eng, &prep)?;
     m.extend(measured.m);
     let mut notes = eng.notes.clone();
     notes.extend(measured.notes);
@@ -1314,127 +1366,77 @@ fn run_one(ctx: &Context<'_>, p: &Planned, eng: &mut Engine) -> Result<RunResult
             script(eng, &q, &format!("probe {}", pr.name), &mut m)?;
         }
     }
-
-    // System calls counted in a run of their own, once per cell.
-    if strace.any() && strace.extra && p.rep == 0 {
-        let mut v2 = vars.clone();
-        for (k, x) in &strace.vars {
-            let t = value_text(x);
-            let t = substitute(&t, &v2).map_err(|e| l.error("measure.strace.vars", e))?;
-            if let Ok(n) = t.parse::<f64>() {
-                m.insert(format!("strace_{k}"), n);
-            }
-            v2.insert(k.clone(), t);
-        }
-        resolve(&mut v2);
-        let prep2 = prepare(l, &levels, &v2, eng)?;
-        for b in scripts(l, &levels, w, &e, &v2, Phase::Before)? {
-            script(eng, &b, "before", &mut BTreeMap::new())?;
-        }
-        let counted = observed_run(
-            ctx,
-            p,
-            eng,
-            &prep2,
-            Observe {
-                suffix: "-strace",
-                cpu: false,
-                strace: true,
-            },
-        )?;
-        m.insert(
-            "strace_statements".into(),
-            counted.summary.executions as f64,
-        );
-        m.extend(
-            counted
-                .m
-                .into_iter()
-                .filter(|(k, _)| k.starts_with("syscall") || k.starts_with("client_syscall")),
-        );
-        notes.extend(counted.notes);
-        for a in scripts(l, &levels, w, &e, &v2, Phase::After)? {
-            script(eng, &a, "after", &mut BTreeMap::new())?;
-        }
-    }
-
     let numeric: BTreeMap<String, f64> = vars
         .iter()
         .filter_map(|(k, v)| v.parse::<f64>().ok().map(|x| (k.clone(), x)))
         .collect();
+    if p.strace {
+        // Slowed by strace: out of the timed columns.
+        m = m
+            .into_iter()
+            .map(|(k, v)| {
+                if is_syscall_count(&k) {
+                    (k, v)
+                } else {
+                    (format!("strace_{k}"), v)
+                }
+            })
+            .collect();
+    }
     Ok(RunResult {
         vars: numeric,
         measurements: m,
+        syscalls: measured.syscalls,
         summary: summary.json(),
         notes,
+        sessions: crate::result_cache::session_values(&summary),
+        profiles: measured.profiles,
     })
 }
 
-/// What to observe about a run besides its own figures.
-struct Observe {
-    /// Names the run's scratch files apart (`-strace` for the extra run).
-    suffix: &'static str,
-    /// The CPU of its server sessions.
-    cpu: bool,
-    /// System call counts, as the study's `strace` says.
-    strace: bool,
+/// A count of strace's (the server's or the driver's), which a run under
+/// strace keeps under its own name.
+fn is_syscall_count(name: &str) -> bool {
+    ["syscalls", "client_syscalls"].contains(&name)
+        || name.starts_with("syscall_")
+        || name.starts_with("client_syscall_")
 }
 
 struct Observed {
     summary: Summary,
     m: BTreeMap<String, f64>,
     notes: Vec<String>,
+    /// The server's strace table, of a run under strace.
+    syscalls: Vec<Syscall>,
+    /// The profile of its traces (client and proxy), for the report.
+    profiles: Vec<crate::profile::ProfileRow>,
 }
 
-/// One run of a cell and what is measured around it: the sessions' server
-/// CPU, system calls, the server log's growth, the traces of the client
-/// and of a proxy in the path, and the run's own figures.
+/// The measured run of a cell and what is measured around it: the
+/// sessions' server CPU, server counters, system calls (the server's and
+/// the driver's), the server log's growth, the libraries the server
+/// preloads, the traces of the client and of a proxy in the path, and the
+/// run's own figures.
 fn observed_run(
     ctx: &Context<'_>,
     p: &Planned,
     eng: &mut Engine,
     prep: &Prepared,
-    what: Observe,
 ) -> Result<Observed, StudyError> {
     let s = &ctx.l.study;
     let e = eng.name.clone();
     let scratch = ctx.scratch;
     let mut notes = Vec::new();
     let mut m: BTreeMap<String, f64> = BTreeMap::new();
-    let tag = format!("tracelab-study-{}{}", p.seq, what.suffix);
-    let release = scratch.join(format!("release-{}{}", p.seq, what.suffix));
+    let levels = levels_of(ctx.l, &p.cell);
+    let tag = format!("tracelab-study-{}", p.seq);
+    let release = scratch.join(format!("release-{}", p.seq));
     let _ = std::fs::remove_file(&release);
-    let mut opts = prep.opts.clone();
+    let mut opts = prep.base.clone();
     if e == "postgres" {
-        opts.url = with_params(&eng.url, &tag, &prep.settings);
+        opts.url = with_params(&prep.base.url, &tag, &prep.settings);
     }
     let sessions = prep.sessions;
-
-    // The client's traces and a proxy's.
-    let trace_dir = scratch.join(format!("trace-{}{}", p.seq, what.suffix));
-    if prep.trace {
-        let _ = std::fs::remove_dir_all(&trace_dir);
-        opts.trace_dir = Some(trace_dir.clone());
-    }
-    let proxy_dir = scratch.join(format!("proxy-{}{}", p.seq, what.suffix));
-    let proxy = match &prep.proxy {
-        Some(pl) => {
-            let upstream = match &eng.private {
-                Some(st) => tracelab_proxy::Upstream::Unix(st.socket_path()),
-                None => upstream_of(&eng.url).ok_or_else(|| {
-                    StudyError::Usage(format!(
-                        "a proxy level needs a postgres://USER@HOST:PORT/DB URL, not {}",
-                        redact(&eng.url)
-                    ))
-                })?,
-            };
-            let _ = std::fs::remove_dir_all(&proxy_dir);
-            let px = InPath::start(upstream, pl, pl.trace.then(|| proxy_dir.clone()))?;
-            opts.url = px.url(&opts.url)?;
-            Some(px)
-        }
-        None => None,
-    };
 
     // The libraries the server preloads, in each of its processes.
     let libs = preloads(&eng.env);
@@ -1452,14 +1454,14 @@ fn observed_run(
 
     let mut watch = None;
     let mut connect_cost = None;
-    if e == "postgres" && what.cpu {
-        connect_cost = measure::connect_cost_ns(&prep.opts.url);
+    if e == "postgres" && s.measure.backend_cpu {
+        connect_cost = measure::connect_cost_ns(&prep.base.url);
         watch = CpuWatch::start(&eng.url, &tag, sessions, release.clone());
         if watch.is_none() {
             notes.push("backend CPU not measured: no watcher connection".into());
         }
     }
-    if e == "mariadb" && what.cpu {
+    if e == "mariadb" && s.measure.backend_cpu {
         // The sessions are threads of the server process, read in /proc:
         // only for the private server, which is on this machine.
         match server_pid(eng) {
@@ -1482,52 +1484,72 @@ fn observed_run(
         opts.pause_at_exit = Some(Some(release.clone()));
     }
 
-    // strace of the server and of this process.
-    let strace_spec = &s.measure.strace;
-    let mut server_strace = None;
-    let mut client_strace = None;
-    let strace_server = what.strace && strace_spec.server && e != "sqlite";
-    let strace_client = what.strace && strace_spec.client;
-    if strace_server || strace_client {
-        if !Strace::available() {
-            notes.push(
-                "syscalls not counted: strace not installed (apt-get install -y strace)".into(),
-            );
-        } else {
-            if strace_server {
-                let pid = match (server_pid(eng), e.as_str()) {
-                    (Some(pid), _) => Some(pid),
-                    (None, "postgres") => {
-                        let c = eng.client()?;
-                        let me: i32 = c
-                            .query_one("select pg_backend_pid()", &[])
-                            .map_err(|e| pg("backend pid", e))?
-                            .get(0);
-                        measure::parent_pid(me)
-                    }
-                    _ => None,
-                };
-                server_strace = pid.and_then(|pid| {
-                    Strace::attach(pid, &scratch.join(format!("strace-server{}", what.suffix)))
-                });
-                if server_strace.is_none() {
-                    notes.push(format!(
-                        "server syscalls not counted: strace could not attach to the {e} server"
-                    ));
-                }
+    // The server's processes: the postmaster (its backends and workers
+    // are its children) or mariadbd (its sessions are threads).
+    let straced = s.measure.strace || p.strace;
+    let wants_server = straced || s.measure.server_counters;
+    let server = if wants_server { server_of(eng)? } else { None };
+    if wants_server && server.is_none() && e != "sqlite" {
+        notes.push(format!(
+            "server counters and syscalls not taken: {}",
+            if eng.private.is_none() && e == "mariadb" {
+                "MariaDB's processes are read on this machine, for the private server only (not with --db)"
+            } else {
+                "the server's process was not found on this machine"
             }
-            if strace_client {
-                client_strace = Strace::attach(
-                    std::process::id() as i32,
-                    &scratch.join(format!("strace-client{}", what.suffix)),
-                );
-                if client_strace.is_none() {
-                    notes.push(
-                        "client syscalls not counted: strace could not attach to tracelab".into(),
-                    );
-                }
+        ));
+    }
+    // strace of the server, and of this process (the driver).
+    let strace_ok = straced && Strace::available();
+    if straced && !strace_ok {
+        notes.push("syscalls not counted: strace not installed (apt-get install -y strace)".into());
+    }
+    let server_strace = match server {
+        Some(srv) if strace_ok => {
+            let st = Strace::attach(srv.top(), &scratch.join("strace.txt"));
+            if st.is_none() {
+                notes.push(format!(
+                    "server syscalls not counted: strace could not attach to the {e} server"
+                ));
             }
+            st
         }
+        _ => None,
+    };
+    let client_strace = if strace_ok && s.measure.strace_client {
+        let st = Strace::attach(
+            std::process::id() as i32,
+            &scratch.join("strace-client.txt"),
+        );
+        if st.is_none() {
+            notes.push("client syscalls not counted: strace could not attach to tracelab".into());
+        }
+        st
+    } else {
+        None
+    };
+    let counters = match server {
+        Some(srv) if s.measure.server_counters => {
+            let w = ServerWatch::start(srv, scratch);
+            if w.is_none() {
+                notes.push("server counters not taken: cannot read the server's /proc".into());
+            }
+            w
+        }
+        _ => None,
+    };
+
+    // The client's traces, and a proxy in the path (the sessions, and a
+    // cache's channels, go to it).
+    let trace_dir = scratch.join(format!("trace-{}", p.seq));
+    if prep.trace {
+        let _ = std::fs::remove_dir_all(&trace_dir);
+        opts.trace_dir = Some(trace_dir.clone());
+    }
+    let proxy_dir = scratch.join(format!("proxy-{}", p.seq));
+    let in_path = crate::proxy::start_for(&levels, &e, &eng.url, Some(&proxy_dir))?;
+    if let Some((px, _)) = &in_path {
+        opts.url = px.url(&opts.url)?;
     }
 
     // The server's logs, from here on.
@@ -1552,13 +1574,25 @@ fn observed_run(
     let cpu1 = measure::self_cpu_ns();
     let backend_ns = watch.map(CpuWatch::finish);
     let _ = std::fs::remove_file(&release);
-    // Every trace written (the proxy's as its connections end), then the
-    // counts of the system calls that wrote them.
-    if let Some(px) = proxy {
-        px.stop();
+    // Every trace written (the proxy's as its connections end: it is
+    // stopped here), then the counts of the system calls that wrote them.
+    let filter = s.measure.profile_where.as_deref().unwrap_or("1");
+    let kept = |what: &str| ctx.keep.map(|k| k.join(format!("{}-{}", p.seq, what)));
+    let mut profiles = Vec::new();
+    if let Some((px, traced)) = in_path {
+        let c = crate::proxy::collect(px, traced, filter, kept("proxy").as_deref());
+        m.extend(c.measurements);
+        profiles.extend(c.profile);
+        notes.extend(c.notes);
     }
     if let Some(st) = client_strace {
-        m.extend(st.finish("client_", &strace_spec.calls));
+        let t = st.finish_table();
+        if t.total.is_none() {
+            notes.push("client syscalls not counted: strace wrote no table".into());
+        }
+        let mut c = t.measurements();
+        zero_calls(&mut c, &s.measure.strace_calls);
+        m.extend(c.into_iter().map(|(k, v)| (format!("client_{k}"), v)));
     }
     let summary: Summary =
         ran.map_err(|e| StudyError::Database(format!("run {}: {e}", cell_key(&p.cell))))?;
@@ -1584,8 +1618,25 @@ fn observed_run(
     if e == "postgres" {
         wait_gone(eng, &tag);
     }
+    if let Some(w) = counters {
+        let (c, note) = w.finish();
+        m.extend(c);
+        notes.extend(note);
+    }
+    let mut syscalls = Vec::new();
     if let Some(st) = server_strace {
-        m.extend(st.finish("", &strace_spec.calls));
+        // A run made for strace keeps its whole table (the report's
+        // System calls section); strace on every run, its counts.
+        let t = st.finish_table();
+        if t.total.is_none() {
+            notes.push("syscalls not counted: strace wrote no table".into());
+        }
+        let mut c = t.measurements();
+        zero_calls(&mut c, &s.measure.strace_calls);
+        m.extend(c);
+        if p.strace {
+            syscalls = t.rows;
+        }
     }
     if let Some(w) = logs {
         m.extend(w.finish(&s.measure.server_log.count));
@@ -1596,24 +1647,20 @@ fn observed_run(
         ));
     }
     if prep.trace {
-        m.insert("trace_bytes".into(), measure::dir_bytes(&trace_dir) as f64);
-        match measure::trace_profile(&trace_dir, "trace_") {
+        m.insert(
+            "trace_bytes".into(),
+            crate::profile::dir_bytes(&trace_dir) as f64,
+        );
+        match measure::trace_profile(&trace_dir) {
             Ok(t) => m.extend(t),
             Err(e) => notes.push(format!("traces not profiled: {e}")),
         }
-        let _ = std::fs::remove_dir_all(&trace_dir);
-    }
-    if prep.proxy.as_ref().is_some_and(|p| p.trace) {
-        m.insert(
-            "proxy_trace_bytes".into(),
-            measure::dir_bytes(&proxy_dir) as f64,
-        );
-        match measure::trace_profile(&proxy_dir, "proxy_trace_") {
-            Ok(t) => m.extend(t),
-            Err(e) => notes.push(format!("proxy traces not profiled: {e}")),
+        if let Ok(rows) = crate::profile::of_dir(&trace_dir, filter) {
+            profiles.extend(crate::profile::tagged(rows, "client"));
         }
-        let _ = std::fs::remove_dir_all(&proxy_dir);
+        crate::profile::keep_or_remove(&trace_dir, kept("client").as_deref(), &mut notes);
     }
+    m.extend(crate::result_cache::measurements(&summary));
 
     // The run's own figures.
     for (name, v) in measure::run_figures(&summary) {
@@ -1646,7 +1693,7 @@ fn observed_run(
             );
         }
         (_, Some(Err(why))) => notes.push(format!("backend CPU not measured for a run: {why}")),
-        ("sqlite", _) if what.cpu => {
+        ("sqlite", _) if s.measure.backend_cpu => {
             // SQLite runs in this process: its CPU is ours (the driver's
             // included).
             m.insert(
@@ -1656,14 +1703,54 @@ fn observed_run(
         }
         _ => {}
     }
-    Ok(Observed { summary, m, notes })
+    Ok(Observed {
+        summary,
+        m,
+        notes,
+        syscalls,
+        profiles,
+    })
+}
+
+/// The system calls a study names (`strace_calls`) as 0 where strace saw
+/// none, so that a column can name them; `syscalls` 0 too when strace
+/// wrote no total.
+fn zero_calls(m: &mut BTreeMap<String, f64>, calls: &[String]) {
+    m.entry("syscalls".into()).or_insert(0.0);
+    for c in calls {
+        m.entry(format!("syscall_{c}")).or_insert(0.0);
+    }
+}
+
+/// The server's processes as strace and the counters follow them: the
+/// private server's (its pid file), or a PostgreSQL's found through a
+/// backend of its own.
+fn server_of(eng: &mut Engine) -> Result<Option<Server>, StudyError> {
+    Ok(match eng.name.as_str() {
+        "postgres" => {
+            let pm = match server_pid(eng) {
+                Some(pid) => Some(pid),
+                None => {
+                    let c = eng.client()?;
+                    let me: i32 = c
+                        .query_one("select pg_backend_pid()", &[])
+                        .map_err(|e| pg("backend pid", e))?
+                        .get(0);
+                    measure::parent_pid(me)
+                }
+            };
+            pm.map(Server::Children)
+        }
+        "mariadb" => server_pid(eng).map(Server::Threads),
+        _ => None,
+    })
 }
 
 /// A PostgreSQL URL that names the session (`application_name`, so that
 /// the study finds its backends) and carries its settings (`options=-c
 /// name=value`), which every PostgreSQL client library passes on at
 /// connection time.
-fn with_params(url: &str, tag: &str, settings: &[(String, String)]) -> String {
+pub(crate) fn with_params(url: &str, tag: &str, settings: &[(String, String)]) -> String {
     let enc = |s: &str| -> String {
         s.bytes()
             .map(|b| {

@@ -299,6 +299,42 @@ pub struct Strace {
     out: PathBuf,
 }
 
+/// One row of the `strace -c` table.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Syscall {
+    pub name: String,
+    pub calls: u64,
+    pub errors: u64,
+    /// Time in the call, as strace's `seconds` column (system time).
+    pub seconds: f64,
+}
+
+/// A whole `strace -c` table: its rows and its `total` line.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct StraceTable {
+    pub rows: Vec<Syscall>,
+    /// The `total` line; `None` when the table has none (strace did not
+    /// finish writing it).
+    pub total: Option<Syscall>,
+}
+
+impl StraceTable {
+    /// As measurements: `syscalls` (the total's calls), `syscall_NAME`
+    /// (calls), `syscall_errors`, `syscall_seconds`.
+    pub fn measurements(&self) -> BTreeMap<String, f64> {
+        let mut out = BTreeMap::new();
+        for r in &self.rows {
+            out.insert(format!("syscall_{}", r.name), r.calls as f64);
+        }
+        if let Some(t) = &self.total {
+            out.insert("syscalls".to_string(), t.calls as f64);
+            out.insert("syscall_errors".to_string(), t.errors as f64);
+            out.insert("syscall_seconds".to_string(), t.seconds);
+        }
+        out
+    }
+}
+
 impl Strace {
     pub fn available() -> bool {
         Command::new("strace")
@@ -309,6 +345,10 @@ impl Strace {
             .is_ok_and(|s| s.success())
     }
 
+    /// Attached to `pid` and all its threads (`-f` with `-p` attaches
+    /// every thread of the process), and to every process or thread it
+    /// starts while attached: every thread of mariadbd, or the postmaster
+    /// and the backends and workers it forks.
     pub fn attach(pid: i32, out: &Path) -> Option<Strace> {
         let child = Command::new("strace")
             .args(["-c", "-f", "-o"])
@@ -332,21 +372,14 @@ impl Strace {
         })
     }
 
-    /// Detaches and returns `syscalls` (total) and `syscall_NAME` counts,
-    /// each name prefixed with `prefix`; the system calls named in `calls`
-    /// are there even when none was made (0).
-    pub fn finish(self, prefix: &str, calls: &[String]) -> BTreeMap<String, f64> {
-        let mut m = self.counts();
-        m.entry("syscalls".into()).or_insert(0.0);
-        for c in calls {
-            m.entry(format!("syscall_{c}")).or_insert(0.0);
-        }
-        m.into_iter()
-            .map(|(k, v)| (format!("{prefix}{k}"), v))
-            .collect()
+    /// Detaches and returns the whole table.
+    pub fn finish_table(self) -> StraceTable {
+        parse_strace_table(&self.detach())
     }
 
-    fn counts(mut self) -> BTreeMap<String, f64> {
+    /// Stops strace (SIGINT: it detaches and writes its table) and
+    /// returns what it wrote.
+    fn detach(mut self) -> String {
         // SAFETY: sending SIGINT to our own child, whose pid we hold.
         unsafe {
             libc::kill(self.child.id() as i32, libc::SIGINT);
@@ -362,7 +395,7 @@ impl Strace {
         let _ = self.child.wait();
         let text = std::fs::read_to_string(&self.out).unwrap_or_default();
         let _ = std::fs::remove_file(&self.out);
-        parse_strace(&text)
+        text
     }
 }
 
@@ -423,23 +456,37 @@ pub fn run_figures(summary: &tracelab_run::Summary) -> impl Iterator<Item = (&'s
     RUN_FIGURES.into_iter().zip(values)
 }
 
-/// The `strace -c` table: `% time seconds usecs/call calls [errors] syscall`.
-pub fn parse_strace(text: &str) -> BTreeMap<String, f64> {
-    let mut out = BTreeMap::new();
+/// The `strace -c` table: `% time seconds usecs/call calls [errors]
+/// syscall`, the errors column blank where a call never failed. Lines of
+/// any other shape (headers, rules, strace's own messages) are skipped.
+pub fn parse_strace_table(text: &str) -> StraceTable {
+    let mut out = StraceTable::default();
     for line in text.lines() {
         let f: Vec<&str> = line.split_whitespace().collect();
-        if f.len() < 5 || f[0].parse::<f64>().is_err() {
+        if !(5..=6).contains(&f.len()) || f[0].parse::<f64>().is_err() {
             continue;
         }
-        let name = f[f.len() - 1];
-        let calls: f64 = match f[3].parse() {
-            Ok(c) => c,
-            Err(_) => continue,
+        let (Ok(seconds), Ok(calls)) = (f[1].parse::<f64>(), f[3].parse::<u64>()) else {
+            continue;
         };
-        if name == "total" {
-            out.insert("syscalls".to_string(), calls);
+        let errors = if f.len() == 6 {
+            match f[4].parse::<u64>() {
+                Ok(e) => e,
+                Err(_) => continue,
+            }
         } else {
-            out.insert(format!("syscall_{name}"), calls);
+            0
+        };
+        let row = Syscall {
+            name: f[f.len() - 1].to_string(),
+            calls,
+            errors,
+            seconds,
+        };
+        if row.name == "total" {
+            out.total = Some(row);
+        } else {
+            out.rows.push(row);
         }
     }
     out
@@ -572,17 +619,6 @@ impl LogWatch {
     }
 }
 
-/// Bytes of the files in a directory (a run's traces).
-pub fn dir_bytes(dir: &Path) -> u64 {
-    std::fs::read_dir(dir).map_or(0, |rd| {
-        rd.filter_map(|e| e.ok())
-            .filter_map(|e| e.metadata().ok())
-            .filter(|m| m.is_file())
-            .map(|m| m.len())
-            .sum()
-    })
-}
-
 /// A process and all its descendants alive now (a postmaster and its
 /// backends and background processes), from /proc.
 pub fn process_tree(root: i32) -> Vec<i32> {
@@ -618,52 +654,11 @@ pub fn maps_file(pid: i32, path: &Path) -> bool {
 /// The profile of a run's traces by call name, as `tracelab skew` prints
 /// it by default (mrskew's accounted-for time: a call's CPU and every
 /// wait, the client's waits for the database inside calls included), as
-/// measurements: `{prefix}NAME_s`, `{prefix}NAME_calls`,
-/// `{prefix}total_s` (prefix `trace_` for the client's traces, `proxy_trace_`
-/// for the proxy's).
-pub fn trace_profile(dir: &Path, prefix: &str) -> Result<BTreeMap<String, f64>, String> {
-    let mut files: Vec<String> = std::fs::read_dir(dir)
-        .map_err(|e| format!("{}: {e}", dir.display()))?
-        .filter_map(|e| e.ok())
-        .map(|e| e.path().to_string_lossy().into_owned())
-        .filter(|p| p.ends_with(".trc"))
-        .collect();
-    files.sort();
-    if files.is_empty() {
-        return Err(format!("{}: no trace files", dir.display()));
-    }
-    let opts = tracelab_skew::SkewOptions {
-        top: 0,
-        jobs: 1,
-        ..tracelab_skew::SkewOptions::default()
-    };
-    let out = tracelab_skew::profile(&opts, &files, None).map_err(|e| e.to_string())?;
-    let mut m = BTreeMap::new();
-    for row in &out.report.rows {
-        if let Some(st) = &row.stats {
-            let name = measurement_name(&row.label);
-            m.insert(format!("{prefix}{name}_s"), st.duration);
-            m.insert(format!("{prefix}{name}_calls"), st.calls as f64);
-        }
-    }
-    if let Some(st) = &out.report.total.stats {
-        m.insert(format!("{prefix}total_s"), st.duration);
-    }
-    Ok(m)
-}
-
-/// A call name as a measurement name usable in expressions:
-/// "SQL*Net message from client" → `sql_net_message_from_client`.
-fn measurement_name(label: &str) -> String {
-    let mut out = String::new();
-    for c in label.trim().chars() {
-        if c.is_ascii_alphanumeric() {
-            out.push(c.to_ascii_lowercase());
-        } else if !out.ends_with('_') {
-            out.push('_');
-        }
-    }
-    out.trim_matches('_').to_string()
+/// measurements: `trace_NAME_s`,
+/// `trace_NAME_calls`, `trace_total_s`.
+pub fn trace_profile(dir: &Path) -> Result<BTreeMap<String, f64>, String> {
+    let rows = crate::profile::of_dir(dir, "1")?;
+    Ok(crate::profile::measurements(&rows, "trace_"))
 }
 
 #[cfg(test)]
@@ -678,10 +673,11 @@ mod tests {
                   40.00    0.000400           2       200        3 recvfrom\n\
                  ------ ----------- ----------- --------- --------- ----------------\n\
                  100.00    0.001000           3       260        3 total\n";
-        let m = parse_strace(t);
+        let m = parse_strace_table(t).measurements();
         assert_eq!(m["syscalls"], 260.0);
         assert_eq!(m["syscall_fdatasync"], 60.0);
         assert_eq!(m["syscall_recvfrom"], 200.0);
+        assert_eq!(m["syscall_errors"], 3.0);
     }
 
     #[test]
@@ -707,12 +703,33 @@ mod tests {
     }
 
     #[test]
-    fn call_names_become_measurement_names() {
+    fn reads_strace_6_output_with_errors_seconds_and_its_own_messages() {
+        // strace 6.1 `-c -f -p`, as written here for mariadbd (cut).
+        let t = "strace: Process 31644 attached with 20 threads\n\
+                 % time     seconds  usecs/call     calls    errors syscall\n\
+                 ------ ----------- ----------- --------- --------- ------------------\n\
+                  70.17    0.776564        5177       150        36 futex\n\
+                  23.58    0.260945       23722        11           epoll_wait\n\
+                   6.25    0.069194          12      5600           write\n\
+                 ------ ----------- ----------- --------- --------- ------------------\n\
+                 100.00    1.106703         191      5761        36 total\n\
+                 strace: Process 31645 detached\n";
+        let t = parse_strace_table(t);
+        assert_eq!(t.rows.len(), 3);
         assert_eq!(
-            measurement_name("SQL*Net message from client"),
-            "sql_net_message_from_client"
+            t.rows[0],
+            Syscall {
+                name: "futex".into(),
+                calls: 150,
+                errors: 36,
+                seconds: 0.776564
+            }
         );
-        assert_eq!(measurement_name("EXEC"), "exec");
+        assert_eq!(t.rows[1].errors, 0);
+        let total = t.total.unwrap();
+        assert_eq!(total.calls, t.rows.iter().map(|r| r.calls).sum::<u64>());
+        assert_eq!(total.errors, 36);
+        assert!(parse_strace_table("no table at all\n").total.is_none());
     }
 
     #[test]

@@ -44,19 +44,19 @@ impl Loaded {
         if s.measure.backend_cpu {
             p.names.insert("backend_cpu_ms".into());
         }
-        let st = &s.measure.strace;
-        if st.server {
+        let m = &s.measure;
+        if m.strace || m.strace_runs > 0 {
             p.names.insert("syscalls".into());
             p.prefixes.push("syscall_");
+            if m.strace_client {
+                p.names.insert("client_syscalls".into());
+                p.prefixes.push("client_syscall_");
+            }
         }
-        if st.client {
-            p.names.insert("client_syscalls".into());
-            p.prefixes.push("client_syscall_");
-        }
-        if st.any() && st.extra {
-            p.names.insert("strace_statements".into());
-            p.names
-                .extend(st.vars.keys().map(|k| format!("strace_{k}")));
+        if m.strace_runs > 0 {
+            // The runs under strace keep their other figures as `strace_...`.
+            p.prefixes.push("strace_");
+            p.names.extend(m.strace_vars.keys().cloned());
         }
         let log = &s.measure.server_log;
         if log.on {
@@ -69,13 +69,25 @@ impl Loaded {
             p.names.insert("trace_bytes".into());
             p.prefixes.push("trace_");
         }
-        if levels
-            .iter()
-            .any(|l| l.proxy.as_ref().is_some_and(|x| x.trace))
-        {
-            p.names.insert("proxy_trace_bytes".into());
+        if s.measure.server_counters {
+            p.names.extend(
+                crate::server_counters::COUNTERS
+                    .iter()
+                    .map(|n| n.to_string()),
+            );
+        }
+        // A proxy in a level's path: its counters and its traces' profile
+        // (crate::proxy::collect); a result cache: Oracle's statistics
+        // (crate::result_cache::measurements).
+        if levels.iter().any(|l| l.proxy.is_some()) {
+            p.names.extend(crate::proxy::MEASUREMENTS.map(String::from));
             p.prefixes.push("proxy_trace_");
         }
+        if levels.iter().any(|l| l.result_cache.is_some()) {
+            p.names.extend(crate::result_cache::measurement_names());
+        }
+        // A preloaded library: the server's processes, and those that
+        // mapped it.
         if levels
             .iter()
             .any(|l| l.env.names().any(|n| n == "LD_PRELOAD"))

@@ -579,6 +579,8 @@ questions = [{ title = "Does tracing cost?", factor = "tracing", baseline = "off
                     ],
                     values: [("elapsed_ms".to_string(), *v)].into_iter().collect(),
                     notes: String::new(),
+                    strace: false,
+                    syscalls: Vec::new(),
                 });
             }
         }
@@ -592,6 +594,9 @@ questions = [{ title = "Does tracing cost?", factor = "tracing", baseline = "off
             facts: BTreeMap::new(),
             planned: runs.len(),
             runs,
+            session_values: Vec::new(),
+            profiles: Vec::new(),
+            freshness: BTreeMap::new(),
         }
     }
 

@@ -14,6 +14,9 @@ pub struct Planned {
     pub rep: u32,
     /// (factor, level) in factor order.
     pub cell: Vec<(String, String)>,
+    /// A run with strace attached (`[measure] strace_runs`), apart from
+    /// the timed ones.
+    pub strace: bool,
 }
 
 /// A cell as text: `batch=1 engine=postgres`.
@@ -125,28 +128,42 @@ pub fn plan(l: &Loaded, c: &Choice, seed: u64) -> Result<Vec<Planned>, StudyErro
                 .product::<usize>()
         )));
     }
-    let mut cells: Vec<Vec<(String, String)>> = vec![Vec::new()];
+    let mut cells: Vec<Vec<(String, Level)>> = vec![Vec::new()];
     for (name, levels) in &factors {
         let mut next = Vec::new();
         for c in &cells {
             for lv in levels {
                 let mut c = c.clone();
-                c.push((name.clone(), lv.name.clone()));
+                c.push((name.clone(), lv.clone()));
                 next.push(c);
             }
         }
         cells = next;
     }
+    // A level of one engine pairs with no other engine.
+    cells.retain(|cell| {
+        let engine = cell
+            .iter()
+            .find(|(f, _)| f == "engine")
+            .map_or("postgres", |(_, lv)| lv.name.as_str());
+        cell.iter()
+            .all(|(_, lv)| lv.engine.as_deref().is_none_or(|e| e == engine))
+    });
+    if cells.is_empty() {
+        return Err(StudyError::Usage(
+            "no cell to run: every combination of the chosen levels pairs a level with another engine than its own".into(),
+        ));
+    }
     // Cells with a level that does not apply there (`only_with`) are not
     // run; the report names them (`crate::overview::not_run`).
+    let named = |c: &[(String, Level)]| -> Vec<(String, String)> {
+        c.iter()
+            .map(|(f, lv)| (f.clone(), lv.name.clone()))
+            .collect()
+    };
     cells.retain(|cell| {
-        factors.iter().all(|(name, levels)| {
-            let here = cell.iter().find(|(f, _)| f == name).map(|(_, l)| l);
-            levels
-                .iter()
-                .filter(|lv| Some(&lv.name) == here)
-                .all(|lv| applies(lv, cell))
-        })
+        let names = named(cell);
+        cell.iter().all(|(_, lv)| applies(lv, &names))
     });
     if cells.is_empty() {
         return Err(StudyError::Usage(
@@ -154,18 +171,22 @@ pub fn plan(l: &Loaded, c: &Choice, seed: u64) -> Result<Vec<Planned>, StudyErro
                 .into(),
         ));
     }
-    let mut runs: Vec<Planned> = (0..reps)
-        .flat_map(|rep| {
-            cells.iter().map(move |cell| Planned {
-                seq: 0,
-                rep,
-                cell: cell.clone(),
-            })
+    let cells: Vec<Vec<(String, String)>> = cells.iter().map(|c| named(c)).collect();
+    let round = |rep: u32, strace: bool| {
+        cells.iter().map(move |cell| Planned {
+            seq: 0,
+            rep,
+            cell: cell.clone(),
+            strace,
         })
-        .collect();
+    };
+    let mut runs: Vec<Planned> = (0..reps).flat_map(|rep| round(rep, false)).collect();
     if s.order == Order::Random {
         fastrand::Rng::with_seed(seed).shuffle(&mut runs);
     }
+    // Runs under strace after every timed one, so that none of its
+    // slowness reaches them.
+    runs.extend((0..s.measure.strace_runs).flat_map(|rep| round(rep, true)));
     for (i, r) in runs.iter_mut().enumerate() {
         r.seq = i;
     }
@@ -258,5 +279,55 @@ columns = [{ name = "r", label = "r", expr = "$elapsed_ms" }]
         keys.sort();
         keys.dedup();
         assert_eq!(keys.len(), 6);
+    }
+
+    #[test]
+    fn levels_of_an_engine_pair_only_with_it_and_strace_runs_come_last() {
+        let text = r#"
+name = "t"
+reps = 2
+[workload]
+sql = "select 1"
+[measure]
+strace_runs = 1
+[[factors]]
+name = "engine"
+values = ["mariadb", "postgres"]
+[[factors]]
+name = "model"
+levels = [
+  { name = "threads", engine = "mariadb" },
+  { name = "pool", engine = "mariadb" },
+  { name = "serial", engine = "postgres" },
+]
+[report]
+rows = "model"
+baselines = ["threads", "serial"]
+columns = [{ name = "r", label = "r", expr = "$elapsed_ms" }]
+"#;
+        let l = Loaded::parse("t", text, None, &[]).unwrap();
+        let p = plan(&l, &Choice::default(), 0).unwrap();
+        let keys: Vec<String> = p.iter().map(|r| cell_key(&r.cell)).collect();
+        assert_eq!(
+            keys[..3],
+            [
+                "engine=mariadb model=threads",
+                "engine=mariadb model=pool",
+                "engine=postgres model=serial"
+            ]
+        );
+        assert_eq!(p.len(), 3 * 2 + 3);
+        assert!(p[..6].iter().all(|r| !r.strace));
+        assert!(p[6..].iter().all(|r| r.strace && r.rep == 0));
+        assert_eq!(p[8].seq, 8);
+        let bad = text.replace(r#"engine = "postgres" }"#, r#"engine = "oracle" }"#);
+        let e = Loaded::parse("t", &bad, None, &[]).unwrap_err().to_string();
+        assert!(e.contains("engine `oracle`"), "{e}");
+        let bad = text.replace(
+            r#"baselines = ["threads", "serial"]"#,
+            r#"baselines = ["threads", "x"]"#,
+        );
+        let e = Loaded::parse("t", &bad, None, &[]).unwrap_err().to_string();
+        assert!(e.contains("has no level `x`"), "{e}");
     }
 }

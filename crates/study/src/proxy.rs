@@ -1,37 +1,146 @@
-//! tracelab proxy in the path of a level's runs (`proxy = { trace = true,
-//! delay = "3ms" }`): started in this process before the run, its
-//! sessions sent to it instead of the server, stopped (its traces
-//! flushed) when the run has ended.
+//! tracelab proxy in the path of a level's runs (`proxy = { delay =
+//! "6ms", jitter = "1ms", direction = "to-server", trace = true }`):
+//! started in this process before the measured run, the run's sessions
+//! (and a result cache's invalidation channels) sent to it instead of the
+//! server, stopped when the run has ended, which flushes its traces; the
+//! traces are then profiled (`proxy_trace_*`) and their profile kept for
+//! the report.
+//!
+//! The proxy reads PostgreSQL's protocol. On MariaDB it relays the bytes
+//! (`tracelab proxy --protocol tcp`): the same emulated link, the same
+//! delay, but no server-side trace; a level that asks for one gets a note
+//! saying why there is none.
 
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use tracelab_proxy::{Config, Proxy, Upstream};
+use serde::Deserialize;
+pub use tracelab_proxy::Upstream;
+use tracelab_proxy::{parse_rate, Config, Counters, Direction, Distribution, Protocol, Proxy};
 
 use crate::error::StudyError;
-use crate::spec::ProxyLevel;
+use crate::profile::{self, ProfileRow};
+use crate::spec::Level;
 
+/// What a level's proxy emulates, as `tracelab proxy`'s options say it.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProxyLevel {
+    /// Its server-side 10046 trace of every connection (PostgreSQL),
+    /// profiled as `proxy_trace_NAME_s`, `proxy_trace_NAME_calls` and
+    /// `proxy_trace_total_s`, its size as `proxy_trace_bytes`.
+    #[serde(default)]
+    pub trace: bool,
+    /// Round-trip time added (`proxy --delay`: `6ms`, `250us`).
+    pub delay: Option<String>,
+    /// Spread of the delay (`proxy --jitter`).
+    pub jitter: Option<String>,
+    /// `uniform` (netem's default), `normal` or `pareto`.
+    pub distribution: Option<String>,
+    /// `both`, `to-server` (netem on the client's egress) or `to-client`.
+    pub direction: Option<String>,
+    /// Per direction per connection: `10mbit`, `1MB`, ...
+    pub bandwidth: Option<String>,
+    /// Bind values in its traces (default on).
+    pub binds: Option<bool>,
+}
+
+fn duration(key: &str, v: &Option<String>) -> Result<Duration, String> {
+    match v {
+        None => Ok(Duration::ZERO),
+        Some(s) => humantime::parse_duration(s.trim()).map_err(|e| {
+            format!("{key} = \"{s}\": expected a duration such as 6ms or 500us ({e})")
+        }),
+    }
+}
+
+impl ProxyLevel {
+    /// Everything the file says, checked before anything runs.
+    pub fn check(&self) -> Result<(), String> {
+        self.config(
+            "127.0.0.1:0",
+            Upstream::Tcp("127.0.0.1:1".into()),
+            "postgres",
+            None,
+        )
+        .map(|_| ())
+    }
+
+    /// The proxy's configuration in front of `upstream` for `engine`.
+    fn config(
+        &self,
+        listen: &str,
+        upstream: Upstream,
+        engine: &str,
+        trace_dir: Option<PathBuf>,
+    ) -> Result<Config, String> {
+        let mut cfg = Config::new(listen, upstream);
+        cfg.delay = duration("delay", &self.delay)?;
+        cfg.jitter = duration("jitter", &self.jitter)?;
+        cfg.distribution = match self.distribution.as_deref() {
+            None | Some("uniform") => Distribution::Uniform,
+            Some("normal") => Distribution::Normal,
+            Some("pareto") => Distribution::Pareto,
+            Some(o) => {
+                return Err(format!(
+                    "distribution = \"{o}\": expected uniform, normal or pareto"
+                ))
+            }
+        };
+        cfg.direction = match self.direction.as_deref() {
+            None | Some("both") => Direction::Both,
+            Some("to-server") => Direction::ToServer,
+            Some("to-client") => Direction::ToClient,
+            Some(o) => {
+                return Err(format!(
+                    "direction = \"{o}\": expected both, to-server or to-client"
+                ))
+            }
+        };
+        cfg.bandwidth = self
+            .bandwidth
+            .as_deref()
+            .map(parse_rate)
+            .transpose()
+            .map_err(|e| e.to_string())?;
+        cfg.binds = self.binds.unwrap_or(true);
+        cfg.protocol = if engine == "postgres" {
+            Protocol::Postgres
+        } else {
+            Protocol::Tcp
+        };
+        cfg.trace_dir = trace_dir.filter(|_| cfg.protocol == Protocol::Postgres);
+        Ok(cfg)
+    }
+}
+
+/// A proxy serving a run, on a free port of 127.0.0.1.
 pub struct InPath {
     addr: SocketAddr,
+    stats: std::sync::Arc<tracelab_proxy::Stats>,
+    trace_dir: Option<PathBuf>,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
 impl InPath {
-    /// Starts a proxy on a free port of 127.0.0.1 in front of `upstream`,
-    /// writing its traces to `trace_dir`.
+    /// Starts a proxy in front of `upstream` for `engine`, writing its
+    /// traces (PostgreSQL) to `trace_dir`.
     pub fn start(
         upstream: Upstream,
         level: &ProxyLevel,
+        engine: &str,
         trace_dir: Option<PathBuf>,
     ) -> Result<InPath, StudyError> {
-        let mut cfg = Config::new("127.0.0.1:0", upstream);
-        if let Some(d) = &level.delay {
-            // Checked when the study file was read.
-            cfg.delay = humantime::parse_duration(d).unwrap_or_default();
+        let cfg = level
+            .config("127.0.0.1:0", upstream, engine, trace_dir)
+            .map_err(StudyError::Usage)?;
+        let trace_dir = cfg.trace_dir.clone();
+        if let Some(d) = &trace_dir {
+            let _ = std::fs::remove_dir_all(d);
         }
-        cfg.trace_dir = trace_dir;
         let (addr_tx, addr_rx) = std::sync::mpsc::channel();
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
         let thread = std::thread::Builder::new()
@@ -55,25 +164,34 @@ impl InPath {
                             return;
                         }
                     };
-                    let _ = addr_tx.send(proxy.local_addr().map_err(|e| e.to_string()));
-                    // One event loop: the proxy serves the run's few sessions
-                    // beside them on this machine.
+                    let _ = addr_tx.send(
+                        proxy
+                            .local_addr()
+                            .map(|a| (a, proxy.stats()))
+                            .map_err(|e| e.to_string()),
+                    );
+                    // As `tracelab proxy` by default: twice the CPUs in
+                    // event loops (one loop falls far behind 20 clients;
+                    // see Proxy::serve).
+                    let loops = 2 * std::thread::available_parallelism().map_or(1, |n| n.get());
                     proxy
-                        .serve(1, async move {
+                        .serve(loops, async move {
                             let _ = stop_rx.await;
                         })
                         .await;
                 });
                 rt.shutdown_timeout(Duration::from_secs(2));
             })
-            .map_err(|e| StudyError::Usage(format!("cannot start the proxy: {e}")))?;
-        let addr = addr_rx
+            .map_err(|e| StudyError::Usage(format!("cannot start tracelab proxy: {e}")))?;
+        let (addr, stats) = addr_rx
             .recv_timeout(Duration::from_secs(10))
             .map_err(|_| "it did not start within 10 s".to_string())
             .and_then(|r| r)
             .map_err(|e| StudyError::Usage(format!("tracelab proxy: {e}")))?;
         Ok(InPath {
             addr,
+            stats,
+            trace_dir,
             stop: Some(stop_tx),
             thread: Some(thread),
         })
@@ -82,17 +200,18 @@ impl InPath {
     /// `url` with the proxy's address in place of the server's.
     pub fn url(&self, url: &str) -> Result<String, StudyError> {
         reroute(url, &self.addr.to_string()).ok_or_else(|| {
-            StudyError::Usage(
-                "a proxy level needs a postgres://USER@HOST:PORT/DB URL to send its sessions through the proxy"
-                    .into(),
-            )
+            StudyError::Usage(format!(
+                "a proxy level needs a URL with a TCP host and port (scheme://USER@HOST:PORT/DB), not {}",
+                crate::engine::redact(url)
+            ))
         })
     }
 
     /// Stops accepting, ends the connections left and waits until every
-    /// trace is written.
-    pub fn stop(mut self) {
+    /// trace is written; returns the counters.
+    pub fn stop(mut self) -> Counters {
         self.shut();
+        self.stats.snapshot()
     }
 
     fn shut(&mut self) {
@@ -111,22 +230,121 @@ impl Drop for InPath {
     }
 }
 
-/// Where a server named by a `postgres://` URL listens, for the proxy's
-/// upstream: `HOST:PORT` (5432 when the URL names none).
+/// What a run's proxy leaves: measurements, the profile of its traces
+/// for the report, notes.
+pub struct Collected {
+    pub measurements: BTreeMap<String, f64>,
+    pub profile: Vec<ProfileRow>,
+    pub notes: Vec<String>,
+}
+
+/// The proxy of a cell's levels, if one asks for it, started in front of
+/// the engine at `url`; its traces (if the level asks for them) go to
+/// `trace_dir` (`None`: no traces). Also returns whether it was asked to
+/// trace.
+pub fn start_for(
+    levels: &[Level],
+    engine: &str,
+    url: &str,
+    trace_dir: Option<&Path>,
+) -> Result<Option<(InPath, bool)>, StudyError> {
+    let Some(level) = levels.iter().rev().find_map(|l| l.proxy.as_ref()) else {
+        return Ok(None);
+    };
+    if engine == "sqlite" {
+        return Err(StudyError::Usage(
+            "a proxy level on SQLite: it runs in process, there is no connection to put a proxy on"
+                .into(),
+        ));
+    }
+    let upstream = upstream_of(url).ok_or_else(|| {
+        StudyError::Usage(format!(
+            "a proxy level needs the server's URL with a TCP host and port, not {}",
+            crate::engine::redact(url)
+        ))
+    })?;
+    let dir = trace_dir.filter(|_| level.trace).map(Path::to_path_buf);
+    let traced = dir.is_some();
+    let px = InPath::start(upstream, level, engine, dir)?;
+    Ok(Some((px, traced)))
+}
+
+/// The counters [`collect`] measures of every proxy (its traces' profile
+/// adds `proxy_trace_*`).
+pub const MEASUREMENTS: [&str; 3] = [
+    "proxy_connections",
+    "proxy_delay_ms",
+    "proxy_upstream_errors",
+];
+
+/// Stops the proxy and collects what it leaves: its counters
+/// (`proxy_connections`, `proxy_delay_ms`: the delay it added, both
+/// directions, summed over chunks), the profile of its traces (all calls
+/// as `proxy_trace_*`; the rows that pass `filter` for the report), and
+/// the traces themselves moved to `keep` when given.
+pub fn collect(px: InPath, traced: bool, filter: &str, keep: Option<&Path>) -> Collected {
+    let dir = px.trace_dir.clone();
+    let c = px.stop();
+    let values = [
+        c.connections as f64,
+        (c.delay_to_server_us + c.delay_to_client_us) as f64 / 1000.0,
+        c.upstream_errors as f64,
+    ];
+    let m: BTreeMap<String, f64> = MEASUREMENTS
+        .iter()
+        .map(|n| n.to_string())
+        .zip(values)
+        .collect();
+    let mut out = Collected {
+        measurements: m,
+        profile: Vec::new(),
+        notes: Vec::new(),
+    };
+    match (traced, dir) {
+        (true, None) => out.notes.push(
+            "no server-side trace through the proxy: it reads PostgreSQL's protocol only (on this engine it relays bytes)"
+                .into(),
+        ),
+        (true, Some(dir)) => {
+            out.measurements
+                .insert("proxy_trace_bytes".into(), profile::dir_bytes(&dir) as f64);
+            match profile::of_dir(&dir, "1") {
+                Ok(rows) => out
+                    .measurements
+                    .extend(profile::measurements(&rows, "proxy_trace_")),
+                Err(e) => out.notes.push(format!("proxy traces not profiled: {e}")),
+            }
+            match profile::of_dir(&dir, filter) {
+                Ok(rows) => out.profile = profile::tagged(rows, "proxy"),
+                Err(e) => out.notes.push(format!("proxy traces not profiled: {e}")),
+            }
+            profile::keep_or_remove(&dir, keep, &mut out.notes);
+        }
+        (false, _) => {}
+    }
+    out
+}
+
+/// Where a server named by a URL listens, for the proxy's upstream:
+/// `HOST:PORT` (the scheme's usual port when the URL names none).
 pub fn upstream_of(url: &str) -> Option<Upstream> {
     let (start, end) = authority(url)?;
-    let auth = &url[start..end];
-    let host = auth.rsplit_once('@').map_or(auth, |(_, h)| h);
+    let host = &url[start..end];
     if host.is_empty() {
         return None;
     }
+    let default_port = if url.starts_with("mysql:") || url.starts_with("mariadb:") {
+        3306
+    } else {
+        5432
+    };
     let hp = if host
         .rsplit_once(':')
         .is_some_and(|(_, p)| p.parse::<u16>().is_ok())
     {
         host.to_string()
     } else {
-        format!("{host}:5432")
+        format!("{host}:{default_port}")
     };
     Upstream::parse(&hp).ok()
 }
@@ -173,9 +391,42 @@ mod tests {
             Some(Upstream::Tcp("db:6000".into()))
         );
         assert_eq!(
-            upstream_of("postgresql://u@10.0.0.1/x"),
-            Some(Upstream::Tcp("10.0.0.1:5432".into()))
+            upstream_of("mysql://root@127.0.0.1/tracelab"),
+            Some(Upstream::Tcp("127.0.0.1:3306".into()))
         );
         assert_eq!(upstream_of("postgres:///x?host=/tmp"), None);
+    }
+
+    #[test]
+    fn levels_are_checked_as_the_proxy_reads_its_options() {
+        let ok = ProxyLevel {
+            delay: Some("6ms".into()),
+            jitter: Some("1ms".into()),
+            direction: Some("to-server".into()),
+            ..ProxyLevel::default()
+        };
+        assert!(ok.check().is_ok());
+        let cfg = ok
+            .config(
+                "127.0.0.1:0",
+                Upstream::Tcp("h:1".into()),
+                "mariadb",
+                Some("/t".into()),
+            )
+            .unwrap();
+        assert_eq!(cfg.delay, Duration::from_millis(6));
+        assert_eq!(cfg.direction, Direction::ToServer);
+        assert_eq!(cfg.protocol, Protocol::Tcp);
+        assert_eq!(cfg.trace_dir, None, "MariaDB's bytes are not traced");
+        let bad = ProxyLevel {
+            delay: Some("6 parsecs".into()),
+            ..ProxyLevel::default()
+        };
+        assert!(bad.check().unwrap_err().contains("delay = \"6 parsecs\""));
+        let bad = ProxyLevel {
+            direction: Some("up".into()),
+            ..ProxyLevel::default()
+        };
+        assert!(bad.check().unwrap_err().contains("to-server"));
     }
 }

@@ -99,6 +99,19 @@ impl Table {
     }
 }
 
+/// A study's `about` text, written in Markdown, as HTML. Raw HTML in it is
+/// shown as text: a study file is not trusted to put markup in a report.
+fn markdown_html(text: &str) -> String {
+    use pulldown_cmark::{Event, Parser};
+    let events = Parser::new(text).map(|e| match e {
+        Event::Html(h) | Event::InlineHtml(h) => Event::Text(h),
+        e => e,
+    });
+    let mut html = String::new();
+    pulldown_cmark::html::push_html(&mut html, events);
+    html
+}
+
 pub fn esc(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")
@@ -157,11 +170,20 @@ pub(crate) fn level_pos(study: &Study, f: &str, l: &str) -> usize {
         .unwrap_or(usize::MAX)
 }
 
-fn groups(study: &Study, cols: &[(String, Expr)], runs: &[StoredRun]) -> Vec<Group> {
+/// The runs of one table: the other factors' levels fixed, by row (a
+/// level of each rows factor), in the factors' level order.
+pub(crate) struct Tabled<'a> {
+    /// e.g. "engine=postgres"; empty when the rows factors are the only
+    /// ones.
+    pub title: String,
+    pub rows: Vec<(Vec<String>, Vec<&'a StoredRun>)>,
+}
+
+/// Runs by table and row, in the order of the factors' levels, so that a
+/// shuffled run order gives the same report.
+pub(crate) fn tabled<'a>(study: &Study, runs: &'a [StoredRun]) -> Vec<Tabled<'a>> {
     let rows_f = &study.report.rows;
-    let mut out: Vec<Group> = Vec::new();
-    // Groups in the order of the factors' levels, so that a shuffled run
-    // order gives the same report.
+    let mut out: Vec<Tabled<'a>> = Vec::new();
     let level_pos = |f: &str, l: &str| level_pos(study, f, l);
     let mut sorted: Vec<&StoredRun> = runs.iter().collect();
     sorted.sort_by_key(|r| {
@@ -192,26 +214,19 @@ fn groups(study: &Study, cols: &[(String, Expr)], runs: &[StoredRun]) -> Vec<Gro
             })
             .collect();
         if out.last().is_none_or(|g| g.title != title) {
-            out.push(Group {
+            out.push(Tabled {
                 title: title.clone(),
-                cells: Vec::new(),
+                rows: Vec::new(),
             });
         }
         let Some(g) = out.last_mut() else { continue };
-        if !g.cells.iter().any(|(l, _)| *l == row) {
-            g.cells.push((row.clone(), BTreeMap::new()));
-        }
-        let Some(cell) = g.cells.iter_mut().find(|(l, _)| *l == row) else {
-            continue;
-        };
-        for (name, e) in cols {
-            if let Some(v) = e.eval(&r.values) {
-                cell.1.entry(name.clone()).or_default().push(v);
-            }
+        match g.rows.iter_mut().find(|(l, _)| *l == row) {
+            Some((_, v)) => v.push(r),
+            None => g.rows.push((row, vec![r])),
         }
     }
     for g in &mut out {
-        g.cells.sort_by_key(|(row, _)| {
+        g.rows.sort_by_key(|(row, _)| {
             rows_f
                 .iter()
                 .zip(row)
@@ -220,6 +235,30 @@ fn groups(study: &Study, cols: &[(String, Expr)], runs: &[StoredRun]) -> Vec<Gro
         });
     }
     out
+}
+
+fn groups(study: &Study, cols: &[(String, Expr)], runs: &[StoredRun]) -> Vec<Group> {
+    tabled(study, runs)
+        .into_iter()
+        .map(|t| Group {
+            title: t.title,
+            cells: t
+                .rows
+                .into_iter()
+                .map(|(level, runs)| {
+                    let mut vals: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+                    for r in runs {
+                        for (name, e) in cols {
+                            if let Some(v) = e.eval(&r.values) {
+                                vals.entry(name.clone()).or_default().push(v);
+                            }
+                        }
+                    }
+                    (level, vals)
+                })
+                .collect(),
+        })
+        .collect()
 }
 
 /// Why one cell of the table is to be read with care: its runs disagree
@@ -327,7 +366,6 @@ pub fn render(st: &Stored, format: Format) -> Result<String, StudyError> {
         })
         .collect::<Result<_, _>>()?;
     let gs = groups(study, &cols, &st.runs);
-    let baseline = spec.baseline.clone();
     let mut out = String::new();
     let title = if study.title.is_empty() {
         study.name.clone()
@@ -338,7 +376,7 @@ pub fn render(st: &Stored, format: Format) -> Result<String, StudyError> {
         crate::spec::Order::Interleaved => "interleaved order".to_string(),
         crate::spec::Order::Random => format!("random order (seed {})", st.seed),
     };
-    let subtitle = format!(
+    let mut subtitle = format!(
         "{} of {} runs{}, {} repetition{} per cell in {order}; values are means of the repetitions \
          (* marks a value to read with care, said under its table)",
         st.runs.len(),
@@ -347,6 +385,7 @@ pub fn render(st: &Stored, format: Format) -> Result<String, StudyError> {
         st.reps,
         if st.reps == 1 { "" } else { "s" }
     );
+    subtitle.push_str(&crate::syscall_report::subtitle(study));
     match format {
         Format::Text => {
             let _ = writeln!(out, "{title}\n{subtitle}\n");
@@ -364,7 +403,7 @@ pub fn render(st: &Stored, format: Format) -> Result<String, StudyError> {
                 esc(&subtitle)
             );
             if !study.about.is_empty() {
-                let _ = writeln!(out, "<p>{}</p>", esc(study.about.trim()));
+                out.push_str(&markdown_html(study.about.trim()));
             }
         }
     }
@@ -373,6 +412,8 @@ pub fn render(st: &Stored, format: Format) -> Result<String, StudyError> {
         out.push_str(&crate::overview::series_charts(study, &cols, &st.runs));
     }
     for g in &gs {
+        // Each table's own: the first listed baseline level it has.
+        let baseline = spec.baseline_of(g.cells.iter().map(|(l, _)| l[0].as_str()));
         let base_vals = baseline
             .as_ref()
             .and_then(|b| g.cells.iter().find(|(l, _)| &l[0] == b))
@@ -451,25 +492,39 @@ pub fn render(st: &Stored, format: Format) -> Result<String, StudyError> {
                     let _ = writeln!(out, "<p class=\"note\">* {}</p>", esc(n));
                 }
                 if let Some(ch) = spec.chart.as_ref().filter(|c| c.series.is_none()) {
-                    let series: Vec<(String, Vec<(String, f64)>)> = ch
+                    // Each point the mean of its repetitions, its whisker
+                    // the 95 % interval of the statistics table.
+                    let series: Vec<tracelab_chart::Series> = ch
                         .lines
                         .iter()
                         .map(|name| {
-                            let label = spec
-                                .columns
-                                .iter()
-                                .find(|c| &c.name == name)
-                                .map_or(name.clone(), |c| c.label.clone());
-                            let pts = g
+                            let col = spec.columns.iter().find(|c| &c.name == name);
+                            let label = col.map_or(name.clone(), |c| c.label.clone());
+                            let floor = col.and_then(|c| c.min);
+                            let points = g
                                 .cells
                                 .iter()
-                                .filter_map(|(l, v)| mean(v.get(name)).map(|m| (l.join(" "), m)))
+                                .filter_map(|(l, v)| {
+                                    let d = describe(v.get(name)?)?;
+                                    let p = tracelab_chart::Point::new(l.join(" "), d.mean);
+                                    Some(match d.ci {
+                                        Some((a, b)) => {
+                                            p.with_interval(floor.map_or(a, |m| a.max(m)), b)
+                                        }
+                                        None => p,
+                                    })
+                                })
                                 .collect();
-                            (label, pts)
+                            tracelab_chart::Series { label, points }
                         })
                         .collect();
-                    out.push_str(&svg::line_chart(
-                        format!("{} {}", ch.title, g.title).trim(),
+                    let title = if g.title.is_empty() {
+                        ch.title.clone()
+                    } else {
+                        format!("{} ({})", ch.title, g.title)
+                    };
+                    out.push_str(&svg::chart(
+                        title.trim(),
                         &spec.rows.join(" "),
                         &ch.y_label,
                         ch.log2_x,
@@ -561,6 +616,13 @@ pub fn render(st: &Stored, format: Format) -> Result<String, StudyError> {
             }
         }
     }
+    crate::syscall_report::render(study, &st.runs, format, &mut out);
+    // The sections a study asks for beyond its table.
+    crate::published::section(st, study, format, &mut out);
+    crate::sessions::section(st, study, format, &mut out);
+    crate::profile::section(st, study, format, &mut out);
+    crate::freshness::section(st, study, format, &mut out);
+    crate::sessions::tallies(st, study, format, &mut out);
     // Column definitions, notes and facts.
     let defs = Table {
         head: vec!["column".into(), "label".into(), "expression".into()],
@@ -697,8 +759,9 @@ pub fn compare_stores(a: &Stored, b: &Stored) -> Result<String, StudyError> {
 const CSS: &str = "body{font-family:system-ui,sans-serif;margin:2em;color:#222}\
 table{border-collapse:collapse;margin:1em 0}\
 th,td{padding:.2em .6em;border-bottom:1px solid #ddd}\
-th{background:#f4f4f4}td.r{text-align:right;font-variant-numeric:tabular-nums}\
-p.note{color:#844}svg{display:block;margin:1em 0}";
+th{background:#f4f4f4}td.r{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}\
+p.note{color:#844}svg{display:block;margin:1em 0}\
+div.side{display:flex;gap:2em;overflow-x:auto}mark{background:#ffe58a}";
 
 #[cfg(test)]
 mod tests {
@@ -757,8 +820,13 @@ columns = [
                     .into_iter()
                     .collect(),
                     notes: String::new(),
+                    strace: false,
+                    syscalls: Vec::new(),
                 })
                 .collect(),
+            session_values: Vec::new(),
+            profiles: Vec::new(),
+            freshness: BTreeMap::new(),
         }
     }
 

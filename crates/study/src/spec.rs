@@ -48,6 +48,9 @@ pub struct Study {
     #[serde(default)]
     pub measure: Measure,
     pub report: ReportSpec,
+    /// A check run after the plan: a writer changes a cached table while
+    /// the sessions read, and every result is checked for staleness.
+    pub freshness: Option<crate::freshness::FreshnessSpec>,
 }
 
 fn three() -> u32 {
@@ -273,8 +276,6 @@ pub struct Level {
     /// Options of the measured run (`tracelab run`'s) at this level.
     #[serde(default)]
     pub run: RunLevel,
-    /// tracelab proxy between the run's sessions and the server.
-    pub proxy: Option<ProxyLevel>,
     /// The level runs only in cells where each of these factors is at one
     /// of these levels (`{ loop = ["client"] }`); the other cells are not
     /// run, and the report says so.
@@ -290,6 +291,15 @@ pub struct Level {
     pub after: Option<Sql>,
     #[serde(default)]
     pub vars: BTreeMap<String, toml::Value>,
+    /// The engine this level belongs to: a cell that pairs it with another
+    /// engine is not run (`model = serial` is a PostgreSQL level,
+    /// `pool-of-threads` a MariaDB one).
+    pub engine: Option<String>,
+    /// tracelab proxy between the run's sessions and the server, with the
+    /// link it emulates; its server-side traces are profiled.
+    pub proxy: Option<crate::proxy::ProxyLevel>,
+    /// A client result cache for the run's sessions (`run --result-cache`).
+    pub result_cache: Option<crate::result_cache::CacheLevel>,
 }
 
 /// `tracelab run` options a level sets for its measured runs.
@@ -305,19 +315,6 @@ pub struct RunLevel {
     pub trace: bool,
     /// Rows per fetch round trip (over the workload's `fetch_size`).
     pub fetch_size: Option<Num>,
-}
-
-/// tracelab proxy in the path of a level's runs (PostgreSQL): the
-/// sessions connect to it, it to the server.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ProxyLevel {
-    /// Its server-side 10046 trace of every connection, profiled as
-    /// `proxy_trace_*` measurements, its size as `proxy_trace_bytes`.
-    #[serde(default)]
-    pub trace: bool,
-    /// Round-trip time added (`proxy --delay`: `3ms`, `250us`).
-    pub delay: Option<String>,
 }
 
 /// A query whose columns become measurements, before and/or after a run.
@@ -353,13 +350,12 @@ pub struct Measure {
     /// CPU of each session's server process (/proc), as `backend_cpu_ms`.
     #[serde(default = "yes")]
     pub backend_cpu: bool,
-    /// System call counts (`strace -c -f`) of the server (as `syscalls`
-    /// and `syscall_NAME`) and/or of tracelab's own process, the driver
-    /// (`client_syscalls`, `client_syscall_NAME`); skipped with a note
-    /// where strace is missing. `true` counts the server's in the measured
-    /// run.
+    /// System call counts of the server (`strace -c -f`) on every run,
+    /// as `syscalls` and `syscall_NAME`; skipped with a note where strace
+    /// is missing. See `strace_runs` for counts that leave the timed runs
+    /// alone.
     #[serde(default)]
-    pub strace: StraceSpec,
+    pub strace: bool,
     /// Growth of the private server's log files during the run
     /// (`server_log_bytes`), and lines of it holding given text.
     #[serde(default)]
@@ -369,104 +365,59 @@ pub struct Measure {
     /// `commit`, `sql_net_message_from_client`, ...) and `trace_total_s`.
     #[serde(default)]
     pub trace: bool,
+    /// Runs per cell with `strace -c -f` attached, apart from the timed
+    /// runs (strace slows the server): they come after the timed rounds,
+    /// store the strace table (the `syscalls` table of the store, and
+    /// `syscalls`, `syscall_NAME`) and keep their other figures under a
+    /// `strace_` prefix (`strace_elapsed_ms`), out of the timed columns.
+    #[serde(default)]
+    pub strace_runs: u32,
+    /// strace also follows tracelab's own process, the driver's sessions
+    /// (and an in-process proxy's loops), wherever it follows the server:
+    /// `client_syscalls`, `client_syscall_NAME`.
+    #[serde(default)]
+    pub strace_client: bool,
+    /// System calls reported even when none was made (as 0), so that a
+    /// column can name them: `["write", "clock_gettime"]`.
+    #[serde(default)]
+    pub strace_calls: Vec<String>,
+    /// Vars of the runs under strace (`strace_runs`), over the cell's:
+    /// fewer iterations, say, as strace stops at every system call and
+    /// the counts are read per statement.
+    #[serde(default)]
+    pub strace_vars: BTreeMap<String, toml::Value>,
+    /// Counters of every server process or thread that need no ptrace,
+    /// on every run: context switches and read/write syscalls from /proc,
+    /// server CPU, tasks started, and `perf stat -e context-switches`
+    /// where perf works (`crate::server_counters`).
+    #[serde(default)]
+    pub server_counters: bool,
+    /// The filter (mrskew's `--where`) of the profile tables the report
+    /// shows of the client's and a proxy's traces, e.g. `$af < 1` to
+    /// leave out the long idle waits; the `trace_*` measurements are of
+    /// every call.
+    pub profile_where: Option<String>,
 }
 
 impl Default for Measure {
     fn default() -> Self {
         Measure {
             backend_cpu: true,
-            strace: StraceSpec::default(),
+            strace: false,
             server_log: LogSpec::default(),
             trace: false,
+            strace_runs: 0,
+            strace_client: false,
+            strace_calls: Vec::new(),
+            strace_vars: BTreeMap::new(),
+            server_counters: false,
+            profile_where: None,
         }
     }
 }
 
 fn yes() -> bool {
     true
-}
-
-/// What strace counts, and in which run.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(try_from = "toml::Value")]
-pub struct StraceSpec {
-    /// The server's processes: `strace -f` on the postmaster (whose new
-    /// children are the run's backends) or on mariadbd.
-    pub server: bool,
-    /// tracelab's own process: the driver's sessions (and an in-process
-    /// proxy's loops).
-    pub client: bool,
-    /// Counted in an extra run of each cell (its first repetition), after
-    /// the measured one, so that strace's own cost (a stop at every system
-    /// call) does not touch the times measured.
-    pub extra: bool,
-    /// System calls reported even when not made (as 0).
-    pub calls: Vec<String>,
-    /// Vars of the extra run (fewer iterations, say: the counts are
-    /// compared per statement).
-    pub vars: BTreeMap<String, toml::Value>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct StraceTable {
-    #[serde(default = "server_side")]
-    of: Vec<String>,
-    #[serde(default = "same_run")]
-    run: String,
-    #[serde(default)]
-    calls: Vec<String>,
-    #[serde(default)]
-    vars: BTreeMap<String, toml::Value>,
-}
-
-fn server_side() -> Vec<String> {
-    vec!["server".into()]
-}
-fn same_run() -> String {
-    "same".into()
-}
-
-impl TryFrom<toml::Value> for StraceSpec {
-    type Error = String;
-
-    fn try_from(v: toml::Value) -> Result<StraceSpec, String> {
-        let t = match v {
-            toml::Value::Boolean(on) => {
-                return Ok(StraceSpec {
-                    server: on,
-                    ..StraceSpec::default()
-                })
-            }
-            t @ toml::Value::Table(_) => {
-                StraceTable::deserialize(t).map_err(|e| e.message().to_string())?
-            }
-            _ => return Err("expected true, false or a table { of, run, calls, vars }".into()),
-        };
-        for o in &t.of {
-            if o != "server" && o != "client" {
-                return Err(format!("of: `{o}`: expected \"server\" or \"client\""));
-            }
-        }
-        let extra = match t.run.as_str() {
-            "same" => false,
-            "extra" => true,
-            other => return Err(format!("run: `{other}`: expected \"same\" or \"extra\"")),
-        };
-        Ok(StraceSpec {
-            server: t.of.iter().any(|o| o == "server"),
-            client: t.of.iter().any(|o| o == "client"),
-            extra,
-            calls: t.calls,
-            vars: t.vars,
-        })
-    }
-}
-
-impl StraceSpec {
-    pub fn any(&self) -> bool {
-        self.server || self.client
-    }
 }
 
 /// The server log measurement: `true`, or `{ count = { NAME = "text" } }`
@@ -518,6 +469,11 @@ pub struct ReportSpec {
     /// The level of `rows` (of the first of them) that % changes and
     /// ratios compare with.
     pub baseline: Option<String>,
+    /// Baselines of tables with different levels (one engine's models
+    /// each): a table's baseline is the first of `baseline` and these
+    /// that it has.
+    #[serde(default)]
+    pub baselines: Vec<String>,
     pub columns: Vec<Column>,
     pub chart: Option<Chart>,
     /// A table of every cell, its factors' levels first (the layout of
@@ -530,6 +486,25 @@ pub struct ReportSpec {
     /// baseline, everything else equal?
     #[serde(default)]
     pub questions: Vec<Question>,
+    /// The original study's figures, shown next to these.
+    pub published: Option<crate::published::Published>,
+    /// Per-session tables: the tally of each run (sqlrun's rc.log), the
+    /// cache statistics, a chart of the sessions' values by cell.
+    pub sessions: Option<crate::sessions::SessionsSpec>,
+    /// mrskew's table of the traces of each cell (client and proxy).
+    pub profiles: Option<crate::profile::ProfilesSpec>,
+}
+
+impl ReportSpec {
+    /// The baseline of a table whose levels (of the first rows factor)
+    /// are `levels`.
+    pub fn baseline_of<'a>(&self, levels: impl Iterator<Item = &'a str> + Clone) -> Option<String> {
+        self.baseline
+            .iter()
+            .chain(&self.baselines)
+            .find(|b| levels.clone().any(|l| l == b.as_str()))
+            .cloned()
+    }
 }
 
 /// A string or a list of strings.
@@ -741,6 +716,39 @@ impl Loaded {
         }
     }
 
+    /// A data file the study names (a bind file, say): next to the study
+    /// file, or, for a built-in study (or a copy of one naming its files),
+    /// its embedded text written into `scratch`.
+    pub fn data_file(&self, key: &str, name: &str, scratch: &Path) -> Result<PathBuf, StudyError> {
+        let on_disk = self.dir.as_ref().map(|d| d.join(name));
+        if let Some(p) = on_disk.as_ref().filter(|p| p.is_file()) {
+            return Ok(p.clone());
+        }
+        let embedded = self
+            .embedded
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, t)| *t)
+            .or_else(|| crate::builtin::sql_file(name));
+        match embedded {
+            Some(text) => {
+                let path = scratch.join(name.replace('/', "_"));
+                std::fs::write(&path, text).map_err(crate::error::io(&path))?;
+                Ok(path)
+            }
+            None => Err(self.error(
+                key,
+                format!(
+                    "no file {name} {}",
+                    on_disk.map_or("in this study".to_string(), |p| format!(
+                        "({} does not exist)",
+                        p.display()
+                    ))
+                ),
+            )),
+        }
+    }
+
     /// Checks what serde cannot: names that must refer to each other.
     fn check(&self) -> Result<(), StudyError> {
         let s = &self.study;
@@ -854,17 +862,6 @@ impl Loaded {
                         ));
                     }
                 }
-                if let Some(d) = lv.proxy.as_ref().and_then(|p| p.delay.as_ref()) {
-                    if humantime::parse_duration(d).is_err() {
-                        return Err(self.error(
-                            "factors.levels.proxy.delay",
-                            format!(
-                                "level `{}`: delay `{d}`: expected a duration such as 3ms or 250us",
-                                lv.name
-                            ),
-                        ));
-                    }
-                }
             }
         }
         if s.report.rows.is_empty() {
@@ -875,6 +872,9 @@ impl Loaded {
         }
         if let Some(b) = &s.report.baseline {
             need("report.baseline", &s.report.rows[0], Some(b))?;
+        }
+        for b in &s.report.baselines {
+            need("report.baselines", &s.report.rows[0], Some(b))?;
         }
         let column = |key: &str, name: &str| -> Result<(), StudyError> {
             if s.report.columns.iter().any(|c| c.name == name) {
@@ -910,6 +910,49 @@ impl Loaded {
         if let Some(f) = s.report.chart.as_ref().and_then(|c| c.series.as_ref()) {
             need("report.chart.series", f, None)?;
         }
+        for f in &s.factors {
+            for lv in &f.levels {
+                if let Some(e) = &lv.engine {
+                    if !crate::engine::ENGINES.contains(&e.as_str()) {
+                        return Err(self.error(
+                            "factors.levels.engine",
+                            format!(
+                                "level `{}`: engine `{e}`: expected one of {}",
+                                lv.name,
+                                crate::engine::ENGINES.join(", ")
+                            ),
+                        ));
+                    }
+                }
+            }
+        }
+        if s.measure.strace && s.measure.strace_runs > 0 {
+            return Err(self.error(
+                "measure.strace_runs",
+                "expected either `strace = true` (strace on every run) or `strace_runs` (separate runs under strace), not both",
+            ));
+        }
+        let m = &s.measure;
+        if !m.strace && m.strace_runs == 0 {
+            for (key, set) in [
+                ("measure.strace_client", m.strace_client),
+                ("measure.strace_calls", !m.strace_calls.is_empty()),
+                ("measure.strace_vars", !m.strace_vars.is_empty()),
+            ] {
+                if set {
+                    return Err(self.error(
+                        key,
+                        "says what strace counts, but nothing runs under strace: add `strace_runs = 1` (or `strace = true`)",
+                    ));
+                }
+            }
+        }
+        if m.strace && !m.strace_vars.is_empty() {
+            return Err(self.error(
+                "measure.strace_vars",
+                "vars of the runs under strace are for `strace_runs` (with `strace = true` every run is under strace)",
+            ));
+        }
         for c in &s.report.columns {
             crate::columns::compile(&c.expr).map_err(|e| {
                 self.error(
@@ -927,6 +970,30 @@ impl Loaded {
         }
         if !["extended", "prepared", "simple"].contains(&s.workload.protocol.as_str()) {
             return Err(self.error("workload.protocol", "expected `extended` or `simple`"));
+        }
+        for f in &s.factors {
+            for lv in &f.levels {
+                if let Some(p) = &lv.proxy {
+                    p.check()
+                        .map_err(|e| self.error("factors.levels.proxy", e))?;
+                }
+                if let Some(c) = &lv.result_cache {
+                    c.check()
+                        .map_err(|e| self.error("factors.levels.result_cache", e))?;
+                }
+            }
+        }
+        if let Some(w) = &s.measure.profile_where {
+            crate::profile::check_where(w).map_err(|e| self.error("measure.profile_where", e))?;
+        }
+        if let Some(p) = &s.report.published {
+            p.check(s).map_err(|e| self.error("report.published", e))?;
+        }
+        if let Some(x) = &s.report.sessions {
+            x.check(s).map_err(|e| self.error("report.sessions", e))?;
+        }
+        if let Some(fr) = &s.freshness {
+            fr.check(s).map_err(|e| self.error("freshness", e))?;
         }
         Ok(())
     }
@@ -1117,28 +1184,35 @@ columns = [{ name = "r", label = "r", expr = "$elapsed_ms" }]
     fn strace_and_server_log_measurements_read() {
         let text = GOOD.replace(
             "[report]",
-            "[measure]\nstrace = { of = [\"server\", \"client\"], run = \"extra\", calls = [\"write\"] }\nserver_log = { count = { plans = \"Query Text:\" } }\n[report]",
+            "[measure]\nstrace_runs = 1\nstrace_client = true\nstrace_calls = [\"write\"]\nstrace_vars = { n = 5 }\nserver_log = { count = { plans = \"Query Text:\" } }\n[report]",
         );
         let l = Loaded::parse("t.toml", &text, None, &[]).unwrap();
         let m = &l.study.measure;
-        assert!(m.strace.server && m.strace.client && m.strace.extra);
-        assert_eq!(m.strace.calls, ["write"]);
+        assert!(m.strace_client && !m.strace && m.strace_runs == 1);
+        assert_eq!(m.strace_calls, ["write"]);
+        assert_eq!(value_text(&m.strace_vars["n"]), "5");
         assert!(m.server_log.on);
         assert_eq!(m.server_log.count["plans"], "Query Text:");
-        let plain = GOOD.replace("[report]", "[measure]\nstrace = true\n[report]");
+        let plain = GOOD.replace("[report]", "[measure]\nserver_log = true\n[report]");
         let l = Loaded::parse("t.toml", &plain, None, &[]).unwrap();
-        assert!(l.study.measure.strace.server && !l.study.measure.strace.extra);
-        let bad = GOOD.replace(
-            "[report]",
-            "[measure]\nstrace = { of = [\"kernel\"] }\n[report]",
-        );
+        assert!(l.study.measure.server_log.on && l.study.measure.server_log.count.is_empty());
+        // What strace counts, with nothing under strace.
+        let bad = GOOD.replace("[report]", "[measure]\nstrace_client = true\n[report]");
         let e = Loaded::parse("t.toml", &bad, None, &[])
             .unwrap_err()
             .to_string();
         assert!(
-            e.contains("`kernel`: expected \"server\" or \"client\""),
+            e.contains("key `measure.strace_client`: says what strace counts, but nothing runs under strace"),
             "{e}"
         );
+        let bad = GOOD.replace(
+            "[report]",
+            "[measure]\nstrace = true\nstrace_vars = { n = 5 }\n[report]",
+        );
+        let e = Loaded::parse("t.toml", &bad, None, &[])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("key `measure.strace_vars`"), "{e}");
     }
 
     #[test]

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use rusqlite::{params, Connection, OptionalExtension};
 
 use crate::error::StudyError;
+use crate::measure::Syscall;
 use crate::plan::{cell_key, Planned};
 
 pub const FILE: &str = "results.sqlite";
@@ -49,6 +50,41 @@ CREATE TABLE IF NOT EXISTS measurements (
     value REAL NOT NULL,
     PRIMARY KEY (seq, name)
 );
+CREATE TABLE IF NOT EXISTS strace_runs (  -- planned runs under strace, apart from the timed ones
+    seq INTEGER PRIMARY KEY REFERENCES plan(seq)
+);
+CREATE TABLE IF NOT EXISTS syscalls (     -- the strace -c table of a run, one row per syscall
+    seq INTEGER NOT NULL REFERENCES plan(seq),
+    name TEXT NOT NULL,
+    calls INTEGER NOT NULL,
+    errors INTEGER NOT NULL,
+    seconds REAL NOT NULL,
+    PRIMARY KEY (seq, name)
+);
+CREATE TABLE IF NOT EXISTS session_values ( -- per session of a run
+    seq INTEGER NOT NULL,
+    session INTEGER NOT NULL,    -- from 0, as the run numbers them
+    name TEXT NOT NULL,          -- executions, transactions, 'Find Count', ...
+    value REAL NOT NULL,
+    PRIMARY KEY (seq, session, name)
+);
+CREATE TABLE IF NOT EXISTS profiles (  -- a run's traces by call name
+    seq INTEGER NOT NULL,
+    source TEXT NOT NULL,        -- client or proxy
+    name TEXT NOT NULL,          -- the call name
+    duration REAL NOT NULL,      -- s
+    calls INTEGER NOT NULL,
+    min REAL NOT NULL,
+    max REAL NOT NULL,
+    PRIMARY KEY (seq, source, name)
+);
+CREATE TABLE IF NOT EXISTS freshness ( -- the check run, per engine
+    engine TEXT NOT NULL,
+    session INTEGER NOT NULL,    -- -1: the whole run
+    name TEXT NOT NULL,
+    value REAL NOT NULL,
+    PRIMARY KEY (engine, session, name)
+);
 ";
 
 pub struct Store {
@@ -68,6 +104,11 @@ pub struct Stored {
     pub facts: BTreeMap<String, String>,
     pub planned: usize,
     pub runs: Vec<StoredRun>,
+    /// (seq, session, name, value) of every run, by seq and session.
+    pub session_values: Vec<(usize, usize, String, f64)>,
+    pub profiles: Vec<(usize, crate::profile::ProfileRow)>,
+    /// engine → session (-1: the whole run) → name → value.
+    pub freshness: BTreeMap<String, BTreeMap<i64, BTreeMap<String, f64>>>,
 }
 
 #[derive(Debug, Clone)]
@@ -78,6 +119,10 @@ pub struct StoredRun {
     /// Measurements and vars together, as report expressions see them.
     pub values: BTreeMap<String, f64>,
     pub notes: String,
+    /// A run under strace, apart from the timed ones.
+    pub strace: bool,
+    /// Its strace table, by calls (empty when none was taken).
+    pub syscalls: Vec<Syscall>,
 }
 
 /// Study-level facts written when a store is made.
@@ -161,6 +206,12 @@ impl Store {
                         serde_json::to_string(&p.cell).unwrap_or_default()
                     ],
                 )?;
+                if p.strace {
+                    tx.execute(
+                        "INSERT INTO strace_runs (seq) VALUES (?1)",
+                        params![p.seq as i64],
+                    )?;
+                }
             }
             Ok(())
         })();
@@ -190,6 +241,16 @@ impl Store {
 
     /// The plan as stored (for --resume).
     pub fn plan(&self) -> Result<Vec<Planned>, StudyError> {
+        let straced: std::collections::BTreeSet<i64> = {
+            let mut st = self
+                .conn
+                .prepare("SELECT seq FROM strace_runs")
+                .map_err(|e| self.err(e))?;
+            let rows = st
+                .query_map([], |r| r.get::<_, i64>(0))
+                .map_err(|e| self.err(e))?;
+            rows.collect::<Result<_, _>>().map_err(|e| self.err(e))?
+        };
         let mut st = self
             .conn
             .prepare("SELECT seq, rep, levels FROM plan ORDER BY seq")
@@ -209,6 +270,7 @@ impl Store {
             out.push(Planned {
                 seq: seq as usize,
                 rep,
+                strace: straced.contains(&seq),
                 cell: serde_json::from_str(&levels).map_err(|e| StudyError::Store {
                     path: self.path.clone(),
                     what: format!("plan row {seq}: {e}"),
@@ -274,6 +336,111 @@ impl Store {
         tx.commit().map_err(&e)
     }
 
+    /// Records the strace table of a run, written before the run itself
+    /// ([`Store::record`]): a run stopped between the two is run again by
+    /// --resume, which replaces these rows.
+    pub fn record_syscalls(&mut self, seq: usize, syscalls: &[Syscall]) -> Result<(), StudyError> {
+        let path = self.path.clone();
+        let e = move |e: rusqlite::Error| StudyError::Store {
+            path: path.clone(),
+            what: e.to_string(),
+        };
+        let tx = self.conn.transaction().map_err(&e)?;
+        tx.execute("DELETE FROM syscalls WHERE seq = ?1", params![seq as i64])
+            .map_err(&e)?;
+        for c in syscalls {
+            tx.execute(
+                "INSERT INTO syscalls (seq, name, calls, errors, seconds) VALUES (?1, ?2, ?3, ?4, ?5)",
+                params![seq as i64, c.name, c.calls as i64, c.errors as i64, c.seconds],
+            )
+            .map_err(&e)?;
+        }
+        tx.commit().map_err(&e)
+    }
+
+    /// A run's per-session values and trace profiles, written before the
+    /// run itself (`record`), replacing any left by an interrupted try.
+    pub fn record_details(
+        &mut self,
+        seq: usize,
+        sessions: &[(usize, String, f64)],
+        profiles: &[crate::profile::ProfileRow],
+    ) -> Result<(), StudyError> {
+        let path = self.path.clone();
+        let e = move |e: rusqlite::Error| StudyError::Store {
+            path: path.clone(),
+            what: e.to_string(),
+        };
+        let tx = self.conn.transaction().map_err(&e)?;
+        tx.execute("DELETE FROM session_values WHERE seq = ?1", [seq as i64])
+            .map_err(&e)?;
+        tx.execute("DELETE FROM profiles WHERE seq = ?1", [seq as i64])
+            .map_err(&e)?;
+        for (session, name, v) in sessions {
+            tx.execute(
+                "INSERT INTO session_values (seq, session, name, value) VALUES (?1, ?2, ?3, ?4)",
+                params![seq as i64, *session as i64, name, v],
+            )
+            .map_err(&e)?;
+        }
+        for p in profiles {
+            tx.execute(
+                "INSERT INTO profiles (seq, source, name, duration, calls, min, max)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                params![
+                    seq as i64,
+                    p.source,
+                    p.name,
+                    p.duration,
+                    p.calls as i64,
+                    p.min,
+                    p.max
+                ],
+            )
+            .map_err(&e)?;
+        }
+        tx.commit().map_err(&e)
+    }
+
+    /// The freshness check of `engine`: values of the whole run (session
+    /// -1) and of each session, in one transaction.
+    pub fn record_freshness(
+        &mut self,
+        engine: &str,
+        values: &[(i64, String, f64)],
+    ) -> Result<(), StudyError> {
+        let path = self.path.clone();
+        let e = move |e: rusqlite::Error| StudyError::Store {
+            path: path.clone(),
+            what: e.to_string(),
+        };
+        let tx = self.conn.transaction().map_err(&e)?;
+        tx.execute("DELETE FROM freshness WHERE engine = ?1", [engine])
+            .map_err(&e)?;
+        for (session, name, v) in values {
+            if v.is_finite() {
+                tx.execute(
+                    "INSERT INTO freshness (engine, session, name, value) VALUES (?1, ?2, ?3, ?4)",
+                    params![engine, session, name, v],
+                )
+                .map_err(&e)?;
+            }
+        }
+        tx.commit().map_err(&e)
+    }
+
+    /// Engines whose freshness check is recorded.
+    pub fn freshness_done(&self) -> Result<std::collections::BTreeSet<String>, StudyError> {
+        let mut st = self
+            .conn
+            .prepare("SELECT DISTINCT engine FROM freshness")
+            .map_err(|e| self.err(e))?;
+        let rows = st
+            .query_map([], |r| r.get::<_, String>(0))
+            .map_err(|e| self.err(e))?;
+        rows.collect::<Result<_, _>>().map_err(|e| self.err(e))
+    }
+
     /// Everything a report needs.
     pub fn load(&self) -> Result<Stored, StudyError> {
         let head = self
@@ -332,6 +499,12 @@ impl Store {
                 .conn
                 .prepare("SELECT name, value FROM measurements WHERE seq = ?1")
                 .map_err(|e| self.err(e))?;
+            let mut sc = self
+                .conn
+                .prepare(
+                    "SELECT name, calls, errors, seconds FROM syscalls WHERE seq = ?1 ORDER BY calls DESC, name",
+                )
+                .map_err(|e| self.err(e))?;
             for r in rows {
                 let (seq, vars, notes) = r.map_err(|e| self.err(e))?;
                 let mut values: BTreeMap<String, f64> =
@@ -346,13 +519,106 @@ impl Store {
                 let Some(p) = plan.iter().find(|p| p.seq == seq as usize) else {
                     continue;
                 };
+                let syscalls = sc
+                    .query_map([seq], |r| {
+                        Ok(Syscall {
+                            name: r.get(0)?,
+                            calls: r.get::<_, i64>(1)? as u64,
+                            errors: r.get::<_, i64>(2)? as u64,
+                            seconds: r.get(3)?,
+                        })
+                    })
+                    .map_err(|e| self.err(e))?
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(|e| self.err(e))?;
                 runs.push(StoredRun {
                     seq: seq as usize,
                     rep: p.rep,
                     cell: p.cell.clone(),
                     values,
                     notes,
+                    strace: p.strace,
+                    syscalls,
                 });
+            }
+        }
+        let done: std::collections::BTreeSet<usize> = runs.iter().map(|r| r.seq).collect();
+        let mut session_values = Vec::new();
+        {
+            let mut st = self
+                .conn
+                .prepare("SELECT seq, session, name, value FROM session_values ORDER BY seq, session, rowid")
+                .map_err(|e| self.err(e))?;
+            let rows = st
+                .query_map([], |r| {
+                    Ok((
+                        r.get::<_, i64>(0)? as usize,
+                        r.get::<_, i64>(1)? as usize,
+                        r.get::<_, String>(2)?,
+                        r.get::<_, f64>(3)?,
+                    ))
+                })
+                .map_err(|e| self.err(e))?;
+            for r in rows {
+                let r = r.map_err(|e| self.err(e))?;
+                // Only of runs recorded: an interrupted run's are left out.
+                if done.contains(&r.0) {
+                    session_values.push(r);
+                }
+            }
+        }
+        let mut profiles = Vec::new();
+        {
+            let mut st = self
+                .conn
+                .prepare("SELECT seq, source, name, duration, calls, min, max FROM profiles ORDER BY seq, source, name")
+                .map_err(|e| self.err(e))?;
+            let rows = st
+                .query_map([], |r| {
+                    Ok((
+                        r.get::<_, i64>(0)? as usize,
+                        crate::profile::ProfileRow {
+                            source: r.get(1)?,
+                            name: r.get(2)?,
+                            duration: r.get(3)?,
+                            calls: r.get::<_, i64>(4)? as u64,
+                            min: r.get(5)?,
+                            max: r.get(6)?,
+                        },
+                    ))
+                })
+                .map_err(|e| self.err(e))?;
+            for r in rows {
+                let r = r.map_err(|e| self.err(e))?;
+                if done.contains(&r.0) {
+                    profiles.push(r);
+                }
+            }
+        }
+        let mut freshness: BTreeMap<String, BTreeMap<i64, BTreeMap<String, f64>>> = BTreeMap::new();
+        {
+            let mut st = self
+                .conn
+                .prepare("SELECT engine, session, name, value FROM freshness")
+                .map_err(|e| self.err(e))?;
+            let rows = st
+                .query_map([], |r| {
+                    Ok((
+                        r.get::<_, String>(0)?,
+                        r.get::<_, i64>(1)?,
+                        r.get::<_, String>(2)?,
+                        r.get::<_, f64>(3)?,
+                    ))
+                })
+                .map_err(|e| self.err(e))?;
+            for r in rows {
+                let (e, s, n, v) = r.map_err(|e| self.err(e))?;
+                freshness
+                    .entry(e)
+                    .or_default()
+                    .entry(s)
+                    .or_default()
+                    .insert(n, v);
             }
         }
         Ok(Stored {
@@ -365,6 +631,9 @@ impl Store {
             facts,
             planned: plan.len(),
             runs,
+            session_values,
+            profiles,
+            freshness,
         })
     }
 }

@@ -1,6 +1,8 @@
 //! The call model: what every consumer of a trace sees.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
+
+use crate::shareable::Shareable;
 
 /// Name of the pseudo-call for time inside a database call not covered by
 /// its CPU or its waits (e − c − Σ ela of the waits it contains).
@@ -60,6 +62,89 @@ pub struct Statement {
     pub ad: String,
     /// Whether this is a placeholder (no PARSING IN CURSOR seen).
     pub placeholder: bool,
+    /// Cache of [`Statement::shareable`], computed on first use; leave it
+    /// at its default.
+    pub normalised: OnceLock<Shareable>,
+}
+
+impl Statement {
+    /// The literal-normalised text and its SQL_ID (mrskew's `$ssql`,
+    /// `$ssqlid`; see [`crate::shareable`]), computed once per statement.
+    /// A placeholder statement is its own shareable form.
+    pub fn shareable(&self) -> &Shareable {
+        self.normalised.get_or_init(|| {
+            if self.placeholder {
+                Shareable {
+                    sql: self.sql.clone(),
+                    sqlid: self.sqlid.clone(),
+                }
+            } else {
+                Shareable::of(&self.sql)
+            }
+        })
+    }
+}
+
+/// Where a trace's `tim` clock meets the wall clock: the `tim` of the
+/// first timed line after a `***` timestamp, and that timestamp.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WallClock {
+    /// Microseconds since 1970-01-01 00:00:00 in the trace's local time,
+    /// as written (the zone offset, when written, is not applied).
+    pub wall_us: i64,
+    pub tim: i64,
+}
+
+/// Reads a `***` timestamp: `2017-06-27 13:56:36.872` (up to 12.1) or
+/// `2024-03-26T18:41:12.322015-07:00 (PDB1(3))` (12.2 on), with or without
+/// a zone; what follows the seconds is ignored. Microseconds since 1970 in
+/// the local time as written.
+pub fn parse_wall_clock(s: &[u8]) -> Option<i64> {
+    let num = |r: std::ops::Range<usize>| -> Option<u32> {
+        let d = s.get(r)?;
+        d.iter().all(u8::is_ascii_digit).then_some(())?;
+        std::str::from_utf8(d).ok()?.parse().ok()
+    };
+    if s.get(4) != Some(&b'-') || s.get(7) != Some(&b'-') || !matches!(s.get(10), Some(b' ' | b'T'))
+    {
+        return None;
+    }
+    let date = chrono::NaiveDate::from_ymd_opt(num(0..4)? as i32, num(5..7)?, num(8..10)?)?;
+    if s.get(13) != Some(&b':') || s.get(16) != Some(&b':') {
+        return None;
+    }
+    let mut micros = 0u32;
+    if s.get(19) == Some(&b'.') {
+        let frac: Vec<u8> = s[20..]
+            .iter()
+            .take_while(|c| c.is_ascii_digit())
+            .take(6)
+            .copied()
+            .collect();
+        for k in 0..6 {
+            micros = micros * 10 + frac.get(k).map_or(0, |d| u32::from(d - b'0'));
+        }
+    }
+    let t = date.and_hms_micro_opt(num(11..13)?, num(14..16)?, num(17..19)?, micros)?;
+    Some(t.and_utc().timestamp_micros())
+}
+
+/// A wall clock as mrwhen prints it: `2023-05-11T08:14:01.903343`.
+pub fn format_wall_clock(us: i64) -> String {
+    use chrono::{Datelike, Timelike};
+    match chrono::DateTime::from_timestamp_micros(us) {
+        Some(t) => format!(
+            "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:06}",
+            t.year(),
+            t.month(),
+            t.day(),
+            t.hour(),
+            t.minute(),
+            t.second(),
+            t.timestamp_subsec_micros()
+        ),
+        None => String::new(),
+    }
 }
 
 /// Raw fields of a database-call line (`c=…,e=…,…`), in microseconds where
@@ -161,6 +246,9 @@ pub struct Call<'a> {
     pub pseudo_us: i64,
     /// Counter of think-time islands (see [`crate::ReadOptions::thinktime_us`]).
     pub island_id: u64,
+    /// The latest wall-clock anchor before the call, if the trace has a
+    /// `***` timestamp before it (see [`Call::wall_us`]).
+    pub wall: Option<WallClock>,
 }
 
 impl Call<'_> {
@@ -191,5 +279,14 @@ impl Call<'_> {
             CallKind::Wait => self.wait.tim,
             _ => self.db.tim,
         }
+    }
+
+    /// The wall clock (microseconds since 1970, local time) at `tim`, a
+    /// value of the trace's `tim` clock, through the latest `***` timestamp
+    /// (reference §C.2); `tim_unit_us` is microseconds per `tim` unit.
+    pub fn wall_us(&self, tim: i64, tim_unit_us: f64) -> Option<i64> {
+        let w = self.wall?;
+        let delta = (tim - w.tim) as f64 * tim_unit_us;
+        Some(w.wall_us.saturating_add(delta.round() as i64))
     }
 }

@@ -25,6 +25,24 @@ pub(crate) fn int(s: &[u8]) -> Option<i64> {
     Some(if neg { -v } else { v })
 }
 
+/// Why a field's value is not a number. Values are capped at 18 digits
+/// (so that sums, differences and unit conversions of them can never
+/// wrap); a longer run of digits says so rather than "not a number".
+#[cold]
+fn not_a_number(key: &[u8], value: &[u8]) -> String {
+    let digits = value.strip_prefix(b"-").unwrap_or(value);
+    let why = if digits.len() > 18 && digits.iter().all(u8::is_ascii_digit) {
+        " (more than 18 digits: too large for a trace's field, read as missing)"
+    } else {
+        ""
+    };
+    format!(
+        "expected a number after '{}=', found '{}'{why}",
+        String::from_utf8_lossy(key),
+        String::from_utf8_lossy(value)
+    )
+}
+
 /// Splits `#<cursor>:rest` or `#<cursor> rest` into the cursor text, a
 /// numeric key (decimal or `0x` hex) and the rest after the separator.
 pub(crate) fn cursor(s: &[u8]) -> Option<(&[u8], u64, &[u8])> {
@@ -134,15 +152,23 @@ pub(crate) fn db_fields(s: &[u8], f: &mut DbFields) -> Result<(), String> {
             }
             // LOB lines write `type=TEMPORARY LOB`, CLOSE lines `type=1`.
             if key != b"type" {
-                return Err(format!(
-                    "expected a number after '{}=', found '{}'",
-                    String::from_utf8_lossy(key),
-                    String::from_utf8_lossy(&s[val_start..i])
-                ));
+                return Err(not_a_number(key, &s[val_start..i]));
             }
         }
     }
-    Ok(())
+    depth(f)
+}
+
+/// Oracle's recursive depths start at 0: a negative one is damage, and the
+/// line is refused (a file's `$depmin` must not depend on it).
+#[inline]
+fn depth(f: &DbFields) -> Result<(), String> {
+    match f.dep {
+        Some(d) if d < 0 => Err(format!(
+            "expected a depth of 0 or more after 'dep=', found '{d}'"
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// The fields of PARSE, EXEC and FETCH lines from 11.1.0.7 on, in the
@@ -156,7 +182,7 @@ fn canonical(s: &[u8], f: &mut DbFields) -> bool {
         f.e = Some(field(s, &mut i, b"e=", b',')?);
         if s.get(i) == Some(&b'd') {
             // CLOSE: c, e, dep, type, tim.
-            f.dep = Some(field(s, &mut i, b"dep=", b',')?);
+            f.dep = Some(field(s, &mut i, b"dep=", b',').filter(|d| *d >= 0)?);
             f.typ = Some(field(s, &mut i, b"type=", b',')?);
             f.tim = Some(field(s, &mut i, b"tim=", b'\n')?);
             return Some(());
@@ -166,7 +192,8 @@ fn canonical(s: &[u8], f: &mut DbFields) -> bool {
         f.cu = Some(field(s, &mut i, b"cu=", b',')?);
         f.mis = Some(field(s, &mut i, b"mis=", b',')?);
         f.r = Some(field(s, &mut i, b"r=", b',')?);
-        f.dep = Some(field(s, &mut i, b"dep=", b',')?);
+        // A negative depth is damage: the general parser says so.
+        f.dep = Some(field(s, &mut i, b"dep=", b',').filter(|d| *d >= 0)?);
         f.og = Some(field(s, &mut i, b"og=", b',')?);
         f.plh = Some(field(s, &mut i, b"plh=", b',')?);
         f.tim = Some(field(s, &mut i, b"tim=", b'\n')?);
@@ -256,12 +283,7 @@ pub(crate) fn wait(s: &[u8]) -> Result<Wait<'_>, String> {
         rest = tail;
     }
     let num_end = rest.iter().position(|&b| b == b' ').unwrap_or(rest.len());
-    let ela = int(&rest[..num_end]).ok_or_else(|| {
-        format!(
-            "expected a number after 'ela=', found '{}'",
-            String::from_utf8_lossy(&rest[..num_end])
-        )
-    })?;
+    let ela = int(&rest[..num_end]).ok_or_else(|| not_a_number(b"ela", &rest[..num_end]))?;
     let mut rest = &rest[num_end..];
     let mut fields = WaitFields {
         ela,
@@ -269,13 +291,10 @@ pub(crate) fn wait(s: &[u8]) -> Result<Wait<'_>, String> {
     };
     // tim= and obj# are the last two tokens; read them from the end.
     if let Some((tim, before)) = trailing_int(rest, b" tim=") {
-        fields.tim = Some(tim.ok_or("expected a number after 'tim='")?);
+        fields.tim = Some(tim.ok_or_else(|| not_a_number(b"tim", &rest[before.len() + 5..]))?);
         rest = before;
     } else if let Some(i) = memchr::memmem::rfind(rest, b" tim=") {
-        return Err(format!(
-            "expected a number after 'tim=', found '{}'",
-            String::from_utf8_lossy(&rest[i + 5..])
-        ));
+        return Err(not_a_number(b"tim", &rest[i + 5..]));
     }
     if let Some((obj, before)) = trailing_int(rest, b" obj#=") {
         fields.obj = obj;
@@ -375,6 +394,13 @@ mod tests {
         );
         let err = db_fields(b"c=1,e=x", &mut DbFields::default()).unwrap_err();
         assert!(err.contains("'e='"), "{err}");
+        for line in [
+            &b"c=1,e=1,p=0,cr=0,cu=0,mis=0,r=0,dep=-1,og=1,plh=0,tim=5"[..],
+            b"c=1,e=1,dep=-1,tim=5",
+        ] {
+            let err = db_fields(line, &mut DbFields::default()).unwrap_err();
+            assert!(err.contains("depth of 0 or more"), "{err}");
+        }
     }
 
     #[test]
@@ -395,6 +421,38 @@ mod tests {
         );
         assert!(wait(b" nam='x' ela= abc tim=1").is_err());
         assert!(wait(b" garbage").is_err());
+    }
+
+    #[test]
+    fn numbers_past_18_digits_say_so() {
+        let long = "more than 18 digits";
+        let e = wait(b" nam='x' ela= 9223372036854775807 p1=0 obj#=-1 tim=1")
+            .err()
+            .unwrap();
+        assert!(
+            e.contains("after 'ela=', found '9223372036854775807' (more than"),
+            "{e}"
+        );
+        let e = wait(b" nam='x' ela= 1 p1=0 obj#=-1 tim=12345678901234567890")
+            .err()
+            .unwrap();
+        assert!(
+            e.contains("after 'tim=', found '12345678901234567890'") && e.contains(long),
+            "{e}"
+        );
+        let e = db_fields(
+            b"c=9223372036854775807,e=1,dep=0,tim=1",
+            &mut DbFields::default(),
+        )
+        .err()
+        .unwrap();
+        assert!(
+            e.contains("after 'c=', found '9223372036854775807'") && e.contains(long),
+            "{e}"
+        );
+        // Not digits: no word about their count.
+        let e = wait(b" nam='x' ela= 12x tim=1").err().unwrap();
+        assert!(!e.contains(long), "{e}");
     }
 
     #[test]

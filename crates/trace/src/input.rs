@@ -1,11 +1,17 @@
 //! Opening trace files: plain or compressed (recognised by content, not by
 //! name), or standard input (`-`).
 
-use std::fs::File;
+use std::fs::{File, OpenOptions};
 use std::io::{self, BufReader, Read};
+use std::os::fd::AsFd;
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use nix::fcntl::{fcntl, FcntlArg, OFlag};
+use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 
 /// Where a trace comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -113,6 +119,82 @@ impl std::fmt::Debug for TraceFile {
 pub enum OpenError {
     #[error("{name}: cannot open: {source}")]
     Io { name: String, source: io::Error },
+    #[error("{name}: a FIFO with no writer (waited {} s for one): nothing to read", waited.as_secs())]
+    NoWriter { name: String, waited: Duration },
+}
+
+/// How long a FIFO among the inputs may go without a writer before it is
+/// skipped: long enough for a writer started by the same script, short
+/// enough that a forgotten FIFO does not hold back the other files' report.
+pub const FIFO_WAIT: Duration = Duration::from_secs(5);
+
+/// Opens `p` for reading without blocking on a FIFO that has no writer
+/// (a plain `open` waits for one forever): a FIFO is given [`FIFO_WAIT`]
+/// for a writer to appear. Returns the file in blocking mode, and the
+/// bytes read while waiting (to be read before the rest).
+fn open_path(p: &Path, name: &str) -> Result<(File, Vec<u8>), OpenError> {
+    let io = |source: io::Error| OpenError::Io {
+        name: name.to_string(),
+        source,
+    };
+    let mut f = OpenOptions::new()
+        .read(true)
+        .custom_flags(OFlag::O_NONBLOCK.bits())
+        .open(p)
+        .map_err(io)?;
+    let mut first = Vec::new();
+    if f.metadata().map_err(io)?.file_type().is_fifo() {
+        first = wait_for_writer(&mut f, name)?;
+    }
+    let flags = fcntl(f.as_fd(), FcntlArg::F_GETFL).map_err(|e| io(e.into()))?;
+    let blocking = OFlag::from_bits_truncate(flags) & !OFlag::O_NONBLOCK;
+    fcntl(f.as_fd(), FcntlArg::F_SETFL(blocking)).map_err(|e| io(e.into()))?;
+    Ok((f, first))
+}
+
+/// Reads a FIFO opened without blocking until a writer shows: a read
+/// returns 0 while there is none, data or `EAGAIN` once there is one.
+fn wait_for_writer(f: &mut File, name: &str) -> Result<Vec<u8>, OpenError> {
+    let start = Instant::now();
+    let mut buf = vec![0u8; 64 << 10];
+    loop {
+        match f.read(&mut buf) {
+            Ok(0) => {
+                let left = FIFO_WAIT.saturating_sub(start.elapsed());
+                if left.is_zero() {
+                    return Err(OpenError::NoWriter {
+                        name: name.to_string(),
+                        waited: FIFO_WAIT,
+                    });
+                }
+                // Wakes early when a writer writes; a writer that has not
+                // written yet is found by the next read. A writer that came
+                // and went leaves POLLHUP set: then sleep, not spin.
+                let ms = left.as_millis().min(100) as u16;
+                let mut fds = [PollFd::new(f.as_fd(), PollFlags::POLLIN)];
+                let woke = poll(&mut fds, PollTimeout::from(ms)).unwrap_or(0) > 0;
+                if woke
+                    && !fds[0]
+                        .revents()
+                        .is_some_and(|r| r.contains(PollFlags::POLLIN))
+                {
+                    std::thread::sleep(Duration::from_millis(u64::from(ms)));
+                }
+            }
+            Ok(n) => {
+                buf.truncate(n);
+                return Ok(buf);
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(Vec::new()),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(source) => {
+                return Err(OpenError::Io {
+                    name: name.to_string(),
+                    source,
+                })
+            }
+        }
+    }
 }
 
 /// Counts the raw (possibly compressed) bytes read, for progress bars.
@@ -143,10 +225,11 @@ pub fn open_counted(
         Source::Stdin => ("-".to_string(), Box::new(io::stdin())),
         Source::Path(p) => {
             let name = p.display().to_string();
-            let f = File::open(p).map_err(|e| OpenError::Io {
-                name: name.clone(),
-                source: e,
-            })?;
+            let (f, first) = open_path(p, &name)?;
+            if !first.is_empty() {
+                let raw: Box<dyn Read + Send> = Box::new(io::Cursor::new(first).chain(f));
+                return open_stream(name, raw, counter);
+            }
             if let Some(len) = plain_len(&f) {
                 let basename = oracle_basename(&name, Compression::None);
                 return Ok(TraceFile {
@@ -163,6 +246,16 @@ pub fn open_counted(
             (name, Box::new(f))
         }
     };
+    open_stream(name, raw, counter)
+}
+
+/// A trace read as a stream (standard input, pipes, devices, compressed
+/// files), its compression recognised from its first bytes.
+fn open_stream(
+    name: String,
+    raw: Box<dyn Read + Send>,
+    counter: Option<Arc<AtomicU64>>,
+) -> Result<TraceFile, OpenError> {
     let raw: Box<dyn Read + Send> = match counter {
         Some(counter) => Box::new(Counted {
             inner: raw,

@@ -19,11 +19,17 @@ mod input;
 mod lines;
 mod reader;
 mod secrets;
+pub mod shareable;
 mod writer;
 
-pub use call::{Call, CallKind, DbFields, Statement, WaitFields, PSEUDO_BETWEEN, PSEUDO_WITHIN};
+pub use call::{
+    format_wall_clock, parse_wall_clock, Call, CallKind, DbFields, Statement, WaitFields,
+    WallClock, PSEUDO_BETWEEN, PSEUDO_WITHIN,
+};
 pub use diag::{Diagnostic, Diagnostics};
 pub use input::{open, open_counted, Compression, OpenError, Source, TraceFile};
-pub use reader::{ReadError, ReadOptions, ReadSummary, Reader};
+pub use lines::DEFAULT_MAX_LINE;
+pub use reader::{ReadError, ReadOptions, ReadSummary, Reader, Timeline, MIN_SPLIT};
 pub use secrets::{mentions_password, redact_message, redact_sql};
+pub use shareable::Shareable;
 pub use writer::{sqlid, CallTimes, Header, TraceWriter};

@@ -12,11 +12,13 @@ use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
 
-use crate::call::{Call, CallKind, DbFields, Statement, WaitFields, PSEUDO_BETWEEN, PSEUDO_WITHIN};
+use crate::call::{
+    Call, CallKind, DbFields, Statement, WaitFields, WallClock, PSEUDO_BETWEEN, PSEUDO_WITHIN,
+};
 use crate::diag::Diagnostics;
 use crate::fields;
 use crate::input::{Body, TraceFile};
-use crate::lines::{Line, Lines, RangeReader};
+use crate::lines::{Line, Lines, RangeReader, DEFAULT_MAX_LINE};
 
 /// What the consumer needs; what it does not need is not computed.
 #[derive(Debug, Clone)]
@@ -36,7 +38,10 @@ pub struct ReadOptions {
     /// mrskew's `--name=:all`.
     pub all_lines: bool,
     /// The consumer reads state that chains through the whole file
-    /// (`$parse_id`, `$exec_id`, `$island_id`): never split the file.
+    /// (`$parse_id`, `$exec_id`, `$island_id`, the wall clock of
+    /// [`Call::wall`]): never split the file. (A piece read on its own
+    /// knows no `***` timestamp before its start, so its calls' `wall` is
+    /// `None` until it meets one.)
     pub chained: bool,
     /// The consumer reads [`Call::line`] while reading. When false, a file
     /// read in pieces skips a counting pass and `Call::line` counts from
@@ -48,6 +53,13 @@ pub struct ReadOptions {
     /// statements each piece inherits; calls on cursors parsed in an
     /// earlier piece then carry placeholders.
     pub statements: bool,
+    /// The longest line kept, in bytes: a longer one is warned about and
+    /// read as an empty line, so that a runaway line cannot exhaust memory.
+    pub max_line: usize,
+    /// Files smaller than this are read by one thread in
+    /// [`Reader::read_split`] (splitting costs more than it saves); tests
+    /// lower it to cut small files.
+    pub min_split: u64,
 }
 
 impl Default for ReadOptions {
@@ -61,8 +73,31 @@ impl Default for ReadOptions {
             chained: false,
             line_numbers: true,
             statements: true,
+            max_line: DEFAULT_MAX_LINE,
+            min_split: MIN_SPLIT,
         }
     }
+}
+
+/// What [`ReadOptions::unaccounted`] met on the way that changes how the
+/// time between calls is counted; the consumer says so to the user.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Timeline {
+    /// Calls and between-call waits that start before the event before
+    /// them ended (seen in 11.1 traces), and by how much in all (in the
+    /// trace's units): that time is counted once, taken out of the
+    /// unaccounted-for pseudo-calls.
+    pub overlaps: u64,
+    pub overlap: i128,
+    /// Changes of `*** SESSION ID` (shared-server traces interleave
+    /// sessions) or of trcsess's `*** [ Unix process pid: N ]` inside the
+    /// file, the distinct sessions seen, and the time across the changes,
+    /// which belongs to other sessions and is left out.
+    pub session_switches: u64,
+    pub sessions: u64,
+    pub left_out: i128,
+    /// Pseudo-calls left out because their durations did not fit in 64 bits.
+    pub overflows: u64,
 }
 
 /// What a read found besides its calls.
@@ -73,6 +108,8 @@ pub struct ReadSummary {
     /// The minimum depth of the file's database calls (or the fixed one).
     pub depmin: i64,
     pub diagnostics: Diagnostics,
+    /// With [`ReadOptions::unaccounted`]: overlaps and session changes met.
+    pub timeline: Timeline,
     /// (start offset, lines before it) of each piece whose line numbers
     /// were counted from the piece's start.
     pub(crate) relative_pieces: Vec<(u64, u64)>,
@@ -116,8 +153,11 @@ struct Cursor {
 #[derive(Clone, Copy)]
 enum State {
     Normal,
-    /// Inside PARSING IN CURSOR text for this cursor key.
-    Sql(u64),
+    /// Inside PARSING IN CURSOR text for this cursor key, opened at `line`.
+    Sql {
+        key: u64,
+        line: u64,
+    },
     /// Inside a PARSE ERROR text for this cursor key.
     ParseErrorSql(u64),
     Binds(u64),
@@ -155,13 +195,29 @@ struct Run<'f> {
     pending: Vec<PendingWait>,
     /// End of the latest top-level event, for between-call gaps.
     top_end: Option<i64>,
+    /// The session of the lines being read: `*** SESSION ID:(sid.serial#)`
+    /// in slot 0, trcsess's `*** [ Unix process pid: N ]` in slot 1; the
+    /// sessions seen; and, after a change, the end of the previous
+    /// session's last event (the time across the change is another
+    /// session's) until the new session's first event.
+    session: [Option<Box<[u8]>>; 2],
+    sessions: Vec<(u8, Box<[u8]>)>,
+    switched_from: Option<Option<i64>>,
     recognised: u64,
+    /// PARSING IN CURSOR, PARSE ERROR, BINDS and STAT lines: with the
+    /// calls, what tells a SQL trace from Oracle's other trace files.
+    sql_lines: u64,
+    /// The process that wrote the file, from the header's `image:`.
+    image: Option<String>,
+    /// Wall clock of the latest `***` timestamp, until a `tim` anchors it.
+    wall_pending: Option<i64>,
+    wall: Option<WallClock>,
     /// Whether the current line was handed out as a call.
     emitted: bool,
     /// Byte offset of the current line in the file.
     offset: u64,
-    /// Wait names seen, as text.
-    names: FxHashMap<Box<[u8]>, Box<str>>,
+    /// Wait and LOB call names seen, as text.
+    names: FxHashMap<Box<[u8]>, Arc<str>>,
     summary: ReadSummary,
 }
 
@@ -208,13 +264,11 @@ impl Reader {
             }),
             Body::Stream(r) => r,
         };
-        let mut lines = Lines::new(reader);
+        let mut lines = Lines::new(reader).max_line(self.opts.max_line);
         let mut run = Run::new(&self.opts, &name, FxHashMap::default());
         let line_no = drive(&mut run, &mut lines, 0, whole, limit, &mut on_call)?;
-        if whole && run.recognised == 0 {
-            return Err(not_a_trace(&name, line_no));
-        }
         if whole {
+            run.not_a_sql_trace(line_no)?;
             run.finish(line_no, &mut on_call);
         }
         let mut summary = std::mem::take(&mut run.summary);
@@ -228,7 +282,7 @@ impl Reader {
     /// piece cannot know at its start (bind values, the gaps between calls
     /// of `unaccounted`, the `chained` ids).
     pub fn can_split(&self, file: &TraceFile) -> bool {
-        matches!(&file.body, Body::File { len, .. } if *len >= MIN_SPLIT)
+        matches!(&file.body, Body::File { len, .. } if *len >= self.opts.min_split.max(1))
             && !self.opts.unaccounted
             && !self.opts.binds
             && !self.opts.chained
@@ -272,11 +326,6 @@ impl Reader {
             line: 0,
             source,
         };
-        let mut head = vec![0u8; 4096.min(len as usize)];
-        file.read_exact_at(&mut head, 0).map_err(io_err)?;
-        if memchr::memchr(0, &head).is_some() {
-            return Err(not_binary(&name));
-        }
         let bounds = split_points(&file, len, parts).map_err(io_err)?;
         let n = bounds.len() - 1;
         // Pieces after the first start without knowing the file's minimum
@@ -298,6 +347,7 @@ impl Reader {
                 },
                 bounds[i],
             )
+            .max_line(opts.max_line)
         };
         // Pass 1, only if needed: lines and statements of every piece but
         // the last.
@@ -341,18 +391,22 @@ impl Reader {
                     None
                 },
             );
+            // The first piece is checked like a whole file (binary data,
+            // nothing recognisable at its start), so that the verdict does
+            // not depend on how the file was cut.
             let no = drive(
                 &mut run,
                 &mut lines,
                 first_line,
-                false,
+                i == 0,
                 u64::MAX,
                 &mut |c: &Call<'_>| on_call(&mut state, c),
             )?;
             let seen = run.depmin_seen;
             let used = run.depmin_used;
             let summary = std::mem::take(&mut run.summary);
-            Ok((state, summary, no - first_line, seen, used, run.recognised))
+            let found = (run.recognised, run.sql_lines, run.image.take());
+            Ok((state, summary, no - first_line, seen, used, found))
         };
         let results: Vec<_> = std::thread::scope(|s| {
             let handles: Vec<_> = (0..n)
@@ -367,10 +421,16 @@ impl Reader {
             .into_iter()
             .map(|r| r.unwrap_or_else(|_| Err(not_a_trace(&name, 0))))
             .collect::<Result<_, _>>()?;
-        let recognised: u64 = results.iter().map(|r| r.5).sum();
+        let recognised: u64 = results.iter().map(|r| r.5 .0).sum();
         let lines: u64 = results.iter().map(|r| r.2).sum();
         if recognised == 0 {
             return Err(not_a_trace(&name, lines));
+        }
+        let calls: u64 = results.iter().map(|r| r.1.calls).sum();
+        let sql_lines: u64 = results.iter().map(|r| r.5 .1).sum();
+        if calls == 0 && sql_lines == 0 {
+            let image = results.iter_mut().find_map(|r| r.5 .2.take());
+            return Err(not_a_sql_trace(&name, lines, image.as_deref()));
         }
         let depmin = opts
             .depmin
@@ -383,7 +443,9 @@ impl Reader {
                 *result = run_piece(i, Some(depmin))?;
             }
         }
-        let counted = opts.statements || opts.line_numbers;
+        // Lines were counted before the pieces only when the consumer reads
+        // them; otherwise each piece counted from its own start.
+        let counted = opts.line_numbers;
         let mut summary = ReadSummary {
             lines,
             depmin,
@@ -421,22 +483,25 @@ fn drive<R: Read>(
     on_call: &mut impl FnMut(&Call<'_>),
 ) -> Result<u64, ReadError> {
     let mut no = first_line;
-    loop {
-        let line = match lines.next_line() {
-            Ok(Some(l)) if l.offset >= limit => return Ok(no),
-            Ok(Some(l)) => l,
-            Ok(None) => return Ok(no),
-            Err(source) => {
-                return Err(ReadError::Io {
-                    file: run.file.to_string(),
-                    line: no + 1,
-                    source,
-                })
-            }
-        };
+    if sniff {
+        // The first line's start, before it is complete: a stream of NUL
+        // bytes with no line end (/dev/zero) is refused at once.
+        let head = lines.head();
+        let first = memchr::memchr(b'\n', head).map_or(head, |i| &head[..i]);
+        if memchr::memchr(0, first).is_some() {
+            return Err(not_binary(run.file));
+        }
+    }
+    while let Some(line) = lines.next_line() {
+        if line.offset >= limit {
+            return Ok(no);
+        }
         no += 1;
         if sniff && no == 1 && memchr::memchr(0, line.bytes).is_some() {
             return Err(not_binary(run.file));
+        }
+        if line.overlong {
+            run.overlong(no);
         }
         run.feed(no, &line, on_call);
         if sniff && no == SNIFF_LINES && run.recognised == 0 {
@@ -446,10 +511,41 @@ fn drive<R: Read>(
             });
         }
     }
+    if let Some((source, cut)) = lines.take_error() {
+        if run.recognised == 0 {
+            // A small compressed file is often one block (bzip2's 900 KB,
+            // zstd's 128 KB): cut short, none of it decodes.
+            let source = std::io::Error::new(
+                source.kind(),
+                format!("{source}: the file is damaged or cut short before its first trace line"),
+            );
+            return Err(ReadError::Io {
+                file: run.file.to_string(),
+                line: no + 1,
+                source,
+            });
+        }
+        let what = if cut > 0 {
+            format!("line {} is cut short ({cut} bytes, not read) and ", no + 1)
+        } else {
+            String::new()
+        };
+        run.warn(
+            no + 1,
+            format!(
+                "read error: {source}: the file is damaged or cut short here; {what}the rest is lost (the lines before were read)"
+            ),
+        );
+    }
+    Ok(no)
 }
 
 /// Whether a database call with `dep=0` appears in the first few
-/// megabytes: then the file's `$depmin` is 0 (depths are never negative).
+/// megabytes: then the file's `$depmin` is 0 (the reader refuses negative
+/// depths as damage). The line must read as the reader would read it (a
+/// damaged line that merely holds `,dep=0,` proves nothing), and any such
+/// line is read as a call whatever state the reader is in: it ends SQL
+/// text, PARSE ERROR text and BINDS.
 fn has_top_level_call(file: &File, len: u64) -> std::io::Result<bool> {
     const LOOK: u64 = 16 << 20;
     let mut lines = Lines::at(
@@ -462,22 +558,29 @@ fn has_top_level_call(file: &File, len: u64) -> std::io::Result<bool> {
         0,
     );
     let finder = memchr::memmem::Finder::new(b",dep=0,");
-    while let Some((_, block)) = lines.next_block()? {
+    while let Some((_, block)) = lines.next_block() {
         for at in finder.find_iter(block) {
             let start = memchr::memrchr(b'\n', &block[..at]).map_or(0, |i| i + 1);
-            let line = &block[start..];
-            if [
-                &b"PARSE #"[..],
-                b"EXEC #",
-                b"FETCH #",
-                b"CLOSE #",
-                b"UNMAP #",
-                b"SORT UNMAP #",
-            ]
-            .iter()
-            .any(|p| line.starts_with(p))
-            {
-                return Ok(true);
+            let end = memchr::memchr(b'\n', &block[at..]).map_or(block.len(), |i| at + i);
+            let line = &block[start..end];
+            let line = line.strip_suffix(b"\r").unwrap_or(line);
+            const CALLS: [&[u8]; 6] = [
+                b"PARSE ",
+                b"EXEC ",
+                b"FETCH ",
+                b"CLOSE ",
+                b"UNMAP ",
+                b"SORT UNMAP ",
+            ];
+            let prefix = CALLS
+                .iter()
+                .find(|p| line.starts_with(p) && line.get(p.len()) == Some(&b'#'));
+            let Some(prefix) = prefix else { continue };
+            let mut db = DbFields::default();
+            if let Some((_, _, rest)) = fields::cursor(&line[prefix.len()..]) {
+                if fields::db_fields(rest, &mut db).is_ok() && db.dep == Some(0) {
+                    return Ok(true);
+                }
             }
         }
     }
@@ -486,7 +589,7 @@ fn has_top_level_call(file: &File, len: u64) -> std::io::Result<bool> {
 
 /// Files smaller than this are read by one thread: splitting costs more
 /// than it saves.
-const MIN_SPLIT: u64 = 16 << 20;
+pub const MIN_SPLIT: u64 = 16 << 20;
 
 /// The cursor-section separator pieces start after.
 const SEPARATOR: &[u8] = b"\n=====================\n";
@@ -541,7 +644,7 @@ fn scan_piece(
     let mut run = Run::new(opts, file, FxHashMap::default());
     let mut count = 0u64;
     let (file_handle, piece_end) = (lines.inner().file.clone(), lines.inner().end);
-    while let Some((offset, block)) = lines.next_block()? {
+    while let Some((offset, block)) = lines.next_block() {
         if opts.line_numbers {
             count += memchr::memchr_iter(b'\n', block).count() as u64;
         }
@@ -567,6 +670,7 @@ fn scan_piece(
                         .unwrap_or(&block[pos..end]),
                     terminated: end < block.len(),
                     offset: offset + pos as u64,
+                    overlong: false,
                 };
                 if !first && !statement_goes_on(&run.state, line.bytes) {
                     done = true;
@@ -587,8 +691,9 @@ fn scan_piece(
                     counter: None,
                 },
                 offset + pos as u64,
-            );
-            while let Some(line) = text.next_line()? {
+            )
+            .max_line(opts.max_line);
+            while let Some(line) = text.next_line() {
                 if !statement_goes_on(&run.state, line.bytes) {
                     break;
                 }
@@ -596,16 +701,21 @@ fn scan_piece(
             }
         }
     }
+    if let Some((e, _)) = lines.take_error() {
+        return Err(e);
+    }
     // Only statements the piece bound; placeholders would hide the
     // statements earlier pieces bound.
     run.cursors.retain(|_, c| !c.stmt.placeholder);
     Ok((count, run.cursors))
 }
 
-/// Whether `line` still belongs to the statement text being read.
+/// Whether `line` still belongs to the statement text being read: the
+/// same rules as [`Run::line`], so that a piece starts with the statements
+/// a whole read would have bound by then.
 fn statement_goes_on(state: &State, line: &[u8]) -> bool {
     match state {
-        State::Sql(_) => true,
+        State::Sql { .. } => !is_trace_line(line),
         State::ParseErrorSql(_) => !is_recognised(line),
         _ => false,
     }
@@ -615,6 +725,25 @@ fn not_binary(name: &str) -> ReadError {
     ReadError::NotATrace {
         file: name.to_string(),
         why: "it holds binary data (NUL bytes) in its first line".into(),
+    }
+}
+
+/// An Oracle trace file of another kind: a 10053 optimizer trace, a
+/// background process's trace (LGWR, LMD, ...), a SQL*Net trace. Such a
+/// file has `***` lines and a header, but no line of event 10046.
+fn not_a_sql_trace(name: &str, lines: u64, image: Option<&str>) -> ReadError {
+    let kind = image.map_or_else(
+        || {
+            "another kind of Oracle trace (an optimizer 10053 trace, a background process's)"
+                .to_string()
+        },
+        |p| format!("the trace of Oracle process {p}"),
+    );
+    ReadError::NotATrace {
+        file: name.to_string(),
+        why: format!(
+            "it is not a SQL trace (event 10046) but {kind}: none of its {lines} lines is a PARSE, EXEC, FETCH, WAIT or other SQL trace line"
+        ),
     }
 }
 
@@ -668,7 +797,14 @@ impl<'f> Run<'f> {
             island: 1,
             pending: Vec::new(),
             top_end: None,
+            session: [None, None],
+            sessions: Vec::new(),
+            switched_from: None,
             recognised: 0,
+            sql_lines: 0,
+            image: None,
+            wall_pending: None,
+            wall: None,
             emitted: false,
             offset: 0,
             names: FxHashMap::default(),
@@ -702,15 +838,52 @@ impl<'f> Run<'f> {
         self.summary.diagnostics.push(self.file, line, msg);
     }
 
+    #[cold]
+    fn overlong(&mut self, no: u64) {
+        let limit = self.opts.max_line;
+        self.warn(
+            no,
+            format!("the line is longer than {limit} bytes (the limit; raise it with --max-line): read as an empty line"),
+        );
+    }
+
+    /// A whole file read with no SQL trace line in it is not a SQL trace.
+    fn not_a_sql_trace(&mut self, lines: u64) -> Result<(), ReadError> {
+        if self.recognised == 0 {
+            return Err(not_a_trace(self.file, lines));
+        }
+        if self.summary.calls == 0 && self.sql_lines == 0 {
+            return Err(not_a_sql_trace(self.file, lines, self.image.as_deref()));
+        }
+        Ok(())
+    }
+
+    /// A statement's text that runs into a trace line: its END OF STMT is
+    /// missing (a damaged or cut file). The text ends there, so that the
+    /// calls after it are not swallowed.
+    #[cold]
+    fn unended_statement(&mut self, no: u64, opened: u64) {
+        self.state = State::Normal;
+        let below = no - opened;
+        let s = if below == 1 { "" } else { "s" };
+        self.warn(
+            opened,
+            format!("expected END OF STMT after the SQL text: it ends at the next trace line, {below} line{s} down"),
+        );
+    }
+
     fn line(&mut self, no: u64, b: &[u8], terminated: bool, on_call: &mut impl FnMut(&Call<'_>)) {
         match self.state {
-            State::Sql(key) => {
+            State::Sql { key, line } => {
                 if b == b"END OF STMT" {
                     self.state = State::Normal;
-                } else {
-                    self.append_sql(key, b);
+                    return;
                 }
-                return;
+                if !is_trace_line(b) {
+                    self.append_sql(key, b);
+                    return;
+                }
+                self.unended_statement(no, line);
             }
             State::BindValue(key) => {
                 self.append_bind(key, b);
@@ -764,11 +937,16 @@ impl<'f> Run<'f> {
             }
             b'S' if b.starts_with(b"STAT #") => self.stat(b),
             b'B' if b.starts_with(b"BINDS #") => self.binds(b),
+            b'U' if b.starts_with(b"Unix process pid: ") => {
+                self.header_image(b);
+                Ok(())
+            }
             b'X' if b.starts_with(b"XCTEND ") => self.xctend(no, b, on_call),
             b'L' if b.starts_with(b"LOB") => self.lob(no, b, on_call),
             b'R' if b.starts_with(b"RPC EXEC:") => self.rpc(no, b, on_call),
             b'*' if b.starts_with(b"***") => {
                 self.recognised += 1;
+                self.context(no, b, on_call);
                 Ok(())
             }
             b'=' if b.starts_with(b"=====") => {
@@ -803,7 +981,7 @@ impl<'f> Run<'f> {
     #[inline]
     fn intern(&mut self, name: &[u8]) {
         if !self.names.contains_key(name) {
-            let s: Box<str> = String::from_utf8_lossy(name).into();
+            let s: Arc<str> = String::from_utf8_lossy(name).into();
             self.names.insert(name.into(), s);
         }
     }
@@ -811,6 +989,7 @@ impl<'f> Run<'f> {
     fn append_sql(&mut self, key: u64, b: &[u8]) {
         if let Some(c) = self.cursors.get_mut(&key) {
             let stmt = Arc::make_mut(&mut c.stmt);
+            stmt.normalised.take();
             if !stmt.sql.is_empty() {
                 stmt.sql.push('\n');
             }
@@ -818,26 +997,113 @@ impl<'f> Run<'f> {
         }
     }
 
-    fn pic(&mut self, _no: u64, b: &[u8]) -> Result<(), String> {
+    fn pic(&mut self, no: u64, b: &[u8]) -> Result<(), String> {
         self.recognised += 1;
+        self.sql_lines += 1;
         let rest = &b[b"PARSING IN CURSOR ".len()..];
         let (id, key, tail) = fields::cursor(rest)
             .ok_or_else(|| "expected 'PARSING IN CURSOR #<cursor> len=…'".to_string())?;
-        let p = fields::pic(tail);
+        let mut p = fields::pic(tail);
+        let bad_dep = negative_dep(&mut p);
         self.new_statement(id, key, &p);
-        self.state = State::Sql(key);
-        Ok(())
+        self.state = State::Sql { key, line: no };
+        bad_dep
     }
 
     fn parse_error(&mut self, _no: u64, b: &[u8]) -> Result<(), String> {
         self.recognised += 1;
+        self.sql_lines += 1;
         let rest = &b[b"PARSE ERROR ".len()..];
         let (id, key, tail) = fields::cursor(rest)
             .ok_or_else(|| "expected 'PARSE ERROR #<cursor>:len=…'".to_string())?;
-        let p = fields::pic(tail);
+        let mut p = fields::pic(tail);
+        let bad_dep = negative_dep(&mut p);
         self.new_statement(id, key, &p);
         self.state = State::ParseErrorSql(key);
-        Ok(())
+        bad_dep
+    }
+
+    /// The header's `Unix process pid: 3090, image: oracle@host (LGWR)`:
+    /// names the process, for the message about a file that is not a SQL
+    /// trace.
+    #[cold]
+    fn header_image(&mut self, b: &[u8]) {
+        if self.image.is_some() {
+            return;
+        }
+        let Some(at) = memchr::memmem::find(b, b"image: ") else {
+            return;
+        };
+        let image = String::from_utf8_lossy(&b[at + 7..]);
+        let process = image
+            .rsplit_once('(')
+            .and_then(|(_, p)| p.strip_suffix(')'))
+            .unwrap_or(&image);
+        self.image = Some(process.trim().to_string());
+    }
+
+    /// A `***` line: a wall-clock timestamp (alone or after a context such
+    /// as `SESSION ID:(…)`), which the next `tim` anchors; a session id,
+    /// whose change inside the file (shared servers, trcsess merges) cuts
+    /// the timeline of `--unaccounted`.
+    #[cold]
+    fn context(&mut self, no: u64, b: &[u8], on_call: &mut impl FnMut(&Call<'_>)) {
+        let rest = b[3..].trim_ascii_start();
+        let session: Option<(u8, &[u8])> = if let Some(r) = rest.strip_prefix(b"SESSION ID:(") {
+            memchr::memchr(b')', r).map(|i| (0, &r[..i]))
+        } else if let Some(r) = rest.strip_prefix(b"[ Unix process pid: ") {
+            memchr::memchr(b' ', r).map(|i| (1, &r[..i]))
+        } else {
+            None
+        };
+        if let Some((slot, id)) = session {
+            self.session_seen(no, slot, id, on_call);
+        }
+        let stamp = if rest.first().is_some_and(u8::is_ascii_digit) {
+            Some(rest)
+        } else if rest.ends_with(b"***") || rest.starts_with(b"[") {
+            None
+        } else {
+            // `NAME:(value) stamp`: the value may hold ") ", the stamp
+            // is after the last one.
+            memchr::memmem::rfind(rest, b") ").map(|i| &rest[i + 2..])
+        };
+        if let Some(wall) = stamp.and_then(crate::call::parse_wall_clock) {
+            self.wall_pending = Some(wall);
+        }
+    }
+
+    /// A session id seen: a change of session cuts the timeline.
+    fn session_seen(&mut self, no: u64, slot: u8, id: &[u8], on_call: &mut impl FnMut(&Call<'_>)) {
+        if !self.sessions.iter().any(|(k, s)| *k == slot && &**s == id) {
+            self.sessions.push((slot, id.into()));
+            let distinct = |k: u8| self.sessions.iter().filter(|s| s.0 == k).count();
+            self.summary.timeline.sessions = distinct(0).max(distinct(1)) as u64;
+        }
+        let cur = &mut self.session[slot as usize];
+        let changed = cur.as_deref().is_some_and(|c| c != id);
+        if cur.as_deref() != Some(id) {
+            *cur = Some(id.into());
+        }
+        // A trcsess block names its process and then its session: one
+        // change, counted once.
+        if !changed || !self.opts.unaccounted || self.switched_from.is_some() {
+            return;
+        }
+        self.summary.timeline.session_switches += 1;
+        // The waits after the previous session's last call end its
+        // stretch; the time from there to this session's first event is
+        // another session's and is left out.
+        self.flush_between(no, on_call);
+        self.switched_from = Some(self.top_end.take());
+    }
+
+    /// Anchors the latest `***` timestamp at this `tim`.
+    #[cold]
+    fn anchor_wall(&mut self, tim: i64) {
+        if let Some(wall_us) = self.wall_pending.take() {
+            self.wall = Some(WallClock { wall_us, tim });
+        }
     }
 
     fn new_statement(&mut self, id: &[u8], key: u64, p: &fields::Pic<'_>) {
@@ -859,6 +1125,7 @@ impl<'f> Run<'f> {
             dep: p.dep,
             ad: lossy(p.ad).to_string(),
             placeholder: false,
+            normalised: Default::default(),
         };
         let c = self.cursor_entry(id, key);
         *c = Cursor {
@@ -869,6 +1136,7 @@ impl<'f> Run<'f> {
 
     fn binds(&mut self, b: &[u8]) -> Result<(), String> {
         self.recognised += 1;
+        self.sql_lines += 1;
         let (id, key, _) = fields::cursor(&b[b"BINDS ".len()..])
             .ok_or_else(|| "expected 'BINDS #<cursor>:'".to_string())?;
         let collect = self.opts.binds;
@@ -920,6 +1188,7 @@ impl<'f> Run<'f> {
 
     fn stat(&mut self, b: &[u8]) -> Result<(), String> {
         self.recognised += 1;
+        self.sql_lines += 1;
         match fields::cursor(&b[b"STAT ".len()..]) {
             Some((_, _, rest)) if rest.starts_with(b"id=") => Ok(()),
             _ => Err("expected 'STAT #<cursor> id=… op='…''".into()),
@@ -939,6 +1208,7 @@ impl<'f> Run<'f> {
         d
     }
 
+    #[inline(always)]
     fn wait(
         &mut self,
         no: u64,
@@ -956,6 +1226,11 @@ impl<'f> Run<'f> {
         let island = if is_think { 0 } else { self.island };
         if is_think {
             self.island += 1;
+        }
+        if self.wall_pending.is_some() {
+            if let Some(t) = w.fields.tim {
+                self.anchor_wall(t);
+            }
         }
         self.intern(w.name);
         let name = self.names.get(w.name).map_or("", |n| &**n);
@@ -980,6 +1255,7 @@ impl<'f> Run<'f> {
             wait: w.fields,
             pseudo_us: 0,
             island_id: island,
+            wall: self.wall,
         };
         on_call(&call);
         self.emitted = true;
@@ -995,6 +1271,7 @@ impl<'f> Run<'f> {
         Ok(())
     }
 
+    #[inline(always)]
     #[allow(clippy::too_many_arguments)]
     fn dbcall(
         &mut self,
@@ -1014,8 +1291,14 @@ impl<'f> Run<'f> {
         if let Some(dep) = db.dep {
             self.see_dep(dep);
         }
+        if self.wall_pending.is_some() {
+            if let Some(t) = db.tim {
+                self.anchor_wall(t);
+            }
+        }
         let depmin = self.depmin_for_call();
         let island = self.island;
+        let wall = self.wall;
         let c = self.cursor_entry(id, key);
         match kind {
             CallKind::Parse => c.parse_id = no,
@@ -1043,6 +1326,7 @@ impl<'f> Run<'f> {
             wait: WaitFields::default(),
             pseudo_us: 0,
             island_id: island,
+            wall,
         };
         on_call(&call);
         self.emitted = true;
@@ -1066,6 +1350,11 @@ impl<'f> Run<'f> {
         on_call: &mut impl FnMut(&Call<'_>),
     ) {
         let offset = self.offset;
+        if self.wall_pending.is_some() {
+            if let Some(t) = db.tim {
+                self.anchor_wall(t);
+            }
+        }
         let depmin = self.depmin_for_call();
         let dep = db.dep;
         let c = &self.nocursor;
@@ -1086,6 +1375,7 @@ impl<'f> Run<'f> {
             wait: WaitFields::default(),
             pseudo_us: 0,
             island_id: self.island,
+            wall: self.wall,
         };
         on_call(&call);
         self.emitted = true;
@@ -1127,9 +1417,11 @@ impl<'f> Run<'f> {
         self.recognised += 1;
         let mut db = DbFields::default();
         fields::db_fields(&b[colon + 1..], &mut db)?;
-        let name = lossy(name);
-        // LOB names are few; leak-free interning is not needed: borrow the line.
-        self.nocursor_call(no, b, CallKind::Lob, name, db, on_call);
+        // Interned like wait names: a name must keep one address for as
+        // long as the reader lives (consumers cache verdicts by address).
+        self.intern(name);
+        let name = self.names.get(name).cloned().unwrap_or_default();
+        self.nocursor_call(no, b, CallKind::Lob, &name, db, on_call);
         if db.tim.is_none() {
             return Err(format!("expected 'tim=' in the {name} line"));
         }
@@ -1154,6 +1446,12 @@ impl<'f> Run<'f> {
     /// top-level call the gaps before it. Waits count at every depth, as
     /// they do in the default profile; a recursive call's waits are also
     /// inside its parent, so only top-level calls consume them.
+    ///
+    /// No moment counts twice: where a top-level event starts before the
+    /// one before it ended (calls that overlap, seen in 11.1 traces), the
+    /// overlap is taken out of the pseudo-calls, so that the TOTAL stays
+    /// the session's response time; [`Timeline`] says how much there was.
+    /// Sums are 128-bit: durations near the 64-bit range cannot wrap.
     fn account(
         &mut self,
         no: u64,
@@ -1166,29 +1464,30 @@ impl<'f> Run<'f> {
         let (Some(tim), Some(e)) = (db.tim, db.e) else {
             return;
         };
+        // Fields hold at most 18 digits: these differences fit in an i64.
         let start = tim - e;
         // ±1 µs tolerance for rounding (reference §C.12).
         let inside = |w: &PendingWait| w.start >= start - 1 && w.end <= tim + 1;
-        let waited: i64 = self
+        let waited: i128 = self
             .pending
             .iter()
             .filter(|w| inside(w))
-            .map(|w| w.end - w.start)
+            .map(|w| i128::from(w.end - w.start))
             .sum();
-        let within = e - db.c.unwrap_or(0) - waited;
-        let mut between = 0i64;
+        let mut within = i128::from(e) - i128::from(db.c.unwrap_or(0)) - waited;
+        let mut between = 0i128;
         if dep == depmin {
             let mut end = self.top_end;
-            for w in self.pending.iter().filter(|w| !inside(w)) {
-                if let Some(prev) = end {
-                    between += (w.start - prev).max(0);
-                }
-                end = Some(end.map_or(w.end, |p: i64| p.max(w.end)));
+            let pending = std::mem::take(&mut self.pending);
+            for w in pending.iter().filter(|w| !inside(w)) {
+                let (gap, overlap) = self.step(&mut end, w.start, w.end);
+                between += gap - overlap;
             }
-            if let Some(prev) = end {
-                between += (start - prev).max(0);
-            }
-            self.top_end = Some(end.map_or(tim, |p| p.max(tim)));
+            let (gap, overlap) = self.step(&mut end, start, tim);
+            between += gap;
+            within -= overlap;
+            self.top_end = end;
+            self.pending = pending;
             self.pending.clear();
         }
         self.emit_pseudo(
@@ -1211,6 +1510,57 @@ impl<'f> Run<'f> {
         );
     }
 
+    /// One top-level event `[start, stop]` after the timeline's `end`:
+    /// the gap before it, or how much of it overlaps what came before.
+    fn step(&mut self, end: &mut Option<i64>, start: i64, stop: i64) -> (i128, i128) {
+        let r = match *end {
+            None => {
+                // The first event after a change of session: the time
+                // since the previous session's last event is left out.
+                if let Some(Some(prev)) = self.switched_from.take() {
+                    let t = &mut self.summary.timeline;
+                    t.left_out += i128::from((start - prev).max(0));
+                }
+                (0, 0)
+            }
+            Some(prev) if start >= prev => (i128::from(start - prev), 0),
+            Some(prev) => {
+                let overlap = i128::from(prev.min(stop) - start);
+                let t = &mut self.summary.timeline;
+                t.overlaps += 1;
+                t.overlap += overlap;
+                (0, overlap)
+            }
+        };
+        *end = Some(end.map_or(stop, |p| p.max(stop)));
+        r
+    }
+
+    /// The waits after the last top-level call (at the end of the file, or
+    /// of a session's stretch): the gaps between them.
+    fn flush_between(&mut self, no: u64, on_call: &mut impl FnMut(&Call<'_>)) {
+        let depmin = self.depmin();
+        let mut end = self.top_end;
+        let pending = std::mem::take(&mut self.pending);
+        let mut between = 0i128;
+        for w in &pending {
+            let (gap, overlap) = self.step(&mut end, w.start, w.end);
+            between += gap - overlap;
+        }
+        self.top_end = end;
+        self.pending = pending;
+        self.pending.clear();
+        self.emit_pseudo(
+            no,
+            None,
+            Some(depmin),
+            depmin,
+            PSEUDO_BETWEEN,
+            between,
+            on_call,
+        );
+    }
+
     #[allow(clippy::too_many_arguments)]
     fn emit_pseudo(
         &mut self,
@@ -1219,14 +1569,21 @@ impl<'f> Run<'f> {
         dep: Option<i64>,
         depmin: i64,
         name: &'static str,
-        us: i64,
+        us: i128,
         on_call: &mut impl FnMut(&Call<'_>),
     ) {
-        let offset = self.offset;
-        let dep: Option<i64> = dep;
         if us == 0 {
             return;
         }
+        let Ok(us) = i64::try_from(us) else {
+            self.summary.timeline.overflows += 1;
+            self.warn(
+                no,
+                format!("the {name} time here ({us} units) does not fit in 64 bits: left out"),
+            );
+            return;
+        };
+        let offset = self.offset;
         let c = match cursor {
             Some((_, key)) => self.cursors.get(&key).unwrap_or(&self.nocursor),
             None => &self.nocursor,
@@ -1248,6 +1605,7 @@ impl<'f> Run<'f> {
             wait: WaitFields::default(),
             pseudo_us: us,
             island_id: self.island,
+            wall: self.wall,
         };
         on_call(&call);
     }
@@ -1274,40 +1632,79 @@ impl<'f> Run<'f> {
             wait: WaitFields::default(),
             pseudo_us: 0,
             island_id: self.island,
+            wall: self.wall,
         };
         on_call(&call);
     }
 
     /// End of file: waits after the last top-level call leave gaps too.
     fn finish(&mut self, last_line: u64, on_call: &mut impl FnMut(&Call<'_>)) {
-        if !self.opts.unaccounted {
-            return;
+        if self.opts.unaccounted {
+            self.flush_between(last_line, on_call);
         }
-        let depmin = self.depmin();
-        let mut end = self.top_end;
-        let mut between = 0;
-        for w in &self.pending {
-            if let Some(prev) = end {
-                between += (w.start - prev).max(0);
-            }
-            end = Some(end.map_or(w.end, |p: i64| p.max(w.end)));
-        }
-        self.pending.clear();
-        self.emit_pseudo(
-            last_line,
-            None,
-            Some(depmin),
-            depmin,
-            PSEUDO_BETWEEN,
-            between,
-            on_call,
-        );
     }
 }
 
 fn set_last_bind(c: &mut Cursor, v: &[u8]) {
     if let Some(last) = c.binds.last_mut() {
         *last = Some(Arc::from(String::from_utf8_lossy(v).as_ref()));
+    }
+}
+
+/// Lines that end a statement's text when its END OF STMT is missing: the
+/// lines Oracle writes between statements, recognised strictly enough
+/// (`EXEC #` and a digit, a `***` timestamp or context, the 21-`=`
+/// separator) that no line of real SQL text looks like one.
+fn is_trace_line(b: &[u8]) -> bool {
+    let cursor_after = |p: &[u8]| {
+        b.strip_prefix(p)
+            .and_then(|r| r.first())
+            .is_some_and(u8::is_ascii_digit)
+    };
+    match b.first() {
+        Some(b'P') => {
+            cursor_after(b"PARSING IN CURSOR #")
+                || cursor_after(b"PARSE #")
+                || cursor_after(b"PARSE ERROR #")
+        }
+        Some(b'E') => cursor_after(b"EXEC #") || cursor_after(b"ERROR #"),
+        Some(b'F') => cursor_after(b"FETCH #"),
+        Some(b'C') => cursor_after(b"CLOSE #"),
+        Some(b'W') => cursor_after(b"WAIT #"),
+        Some(b'S') => cursor_after(b"STAT #") || cursor_after(b"SORT UNMAP #"),
+        Some(b'U') => cursor_after(b"UNMAP #"),
+        Some(b'B') => cursor_after(b"BINDS #"),
+        Some(b'X') => b.starts_with(b"XCTEND rlbk="),
+        Some(b'R') => b.starts_with(b"RPC EXEC:c=") || b.starts_with(b"RPC CALL:"),
+        Some(b'L') => {
+            let name = b.iter().take_while(|c| c.is_ascii_uppercase()).count();
+            name > 3 && b.starts_with(b"LOB") && b[name..].starts_with(b": type=")
+        }
+        Some(b'=') => b.len() == 21 && b.iter().all(|&c| c == b'='),
+        Some(b'*') => b.strip_prefix(b"*** ").is_some_and(|r| {
+            r.first().is_some_and(u8::is_ascii_digit) || {
+                let name = r
+                    .iter()
+                    .take_while(|c| c.is_ascii_uppercase() || **c == b' ')
+                    .count();
+                name > 0 && r[name..].starts_with(b":(")
+            }
+        }),
+        _ => false,
+    }
+}
+
+/// A negative `dep=` on a PARSING IN CURSOR or PARSE ERROR line is damage
+/// (Oracle's depths start at 0): it is dropped, and said.
+fn negative_dep(p: &mut fields::Pic<'_>) -> Result<(), String> {
+    match p.dep {
+        Some(d) if d < 0 => {
+            p.dep = None;
+            Err(format!(
+                "expected a depth of 0 or more after 'dep=', found '{d}'"
+            ))
+        }
+        _ => Ok(()),
     }
 }
 

@@ -2,7 +2,6 @@
 //! DuckDB on one machine and Spark on a cluster.
 
 use crate::output::say;
-use clap::ArgAction;
 use tracelab_calls::{export, CallsOptions, Format, Layout, Outcome};
 
 use crate::exit::{self, Failure};
@@ -42,8 +41,8 @@ pub struct Args {
     #[arg(long, value_name = "REGEX")]
     name: Option<String>,
     /// Calls at every depth, not only at the file's minimum depth.
-    #[arg(long, alias = "alldep", num_args = 0..=1, default_missing_value = "true", action = ArgAction::Set)]
-    alldepths: Option<bool>,
+    #[arg(long, alias = "alldep")]
+    alldepths: bool,
     /// Seconds of SQL*Net message from client that end an island
     /// (island_id) [default: 1].
     #[arg(long, value_name = "SECONDS")]
@@ -71,11 +70,7 @@ fn options(a: &Args) -> Result<CallsOptions, Failure> {
     let d = CallsOptions::default();
     Ok(CallsOptions {
         where0: a.where0.clone().unwrap_or(d.where0),
-        where1: if a.alldepths == Some(true) {
-            "1".into()
-        } else {
-            d.where1
-        },
+        where1: if a.alldepths { "1".into() } else { d.where1 },
         name: a.name.clone().unwrap_or(d.name),
         thinktime: a.thinktime.unwrap_or(d.thinktime),
         depmin: a.depmin,

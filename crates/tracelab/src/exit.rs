@@ -1,8 +1,8 @@
 //! The one place where errors become messages and exit statuses.
 //!
 //! Exit statuses: 0 the work was done; 1 a report was written but some
-//! input was damaged or skipped (see the warnings), or `db status` found
-//! the server stopped; 2 the command line, an rc file or an expression was
+//! input was damaged or skipped (see the warnings), or `skew` found no
+//! call that matched, or `db status` found the server stopped; 2 the command line, an rc file or an expression was
 //! wrong and nothing was done; 3 output could not be written; 4 a database
 //! server could not be started, stopped or found; 128 + the signal's
 //! number (130 Ctrl-C, 143 SIGTERM, 129 SIGHUP) stopped by a signal (the

@@ -3,8 +3,10 @@
 //! turns every error into a message and an exit status.
 
 mod calls;
+mod completions;
 mod db;
 mod exit;
+mod man;
 mod output;
 mod prof;
 mod progress;
@@ -14,12 +16,12 @@ mod signals;
 mod skew;
 mod study;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 #[derive(Parser)]
 #[command(
     name = "tracelab",
-    version,
+    version = env!("TRACELAB_VERSION"),
     about = "A response-time laboratory for databases: drive SQL from many sessions, trace every call, profile where the time went (the mrskew way), run controlled experiments",
     propagate_version = true
 )]
@@ -53,6 +55,11 @@ enum Command {
     /// Write every call as a row (Parquet, CSV or JSON lines), with the
     /// statements and files tables, for DuckDB and Spark.
     Calls(Box<calls::Args>),
+    /// Print the completion script of a shell (bash, zsh, fish, elvish,
+    /// powershell).
+    Completions(completions::Args),
+    /// Print the manual page, or write one per subcommand into a directory.
+    Man(man::Args),
 }
 
 fn main() {
@@ -75,6 +82,8 @@ fn main() {
         Command::Study(a) => study::run(*a),
         Command::Proxy(a) => proxy::run(*a),
         Command::Calls(a) => calls::run(*a),
+        Command::Completions(a) => completions::run(a, Cli::command()),
+        Command::Man(a) => man::run(a, Cli::command()),
     };
     match status {
         Ok(code) => std::process::exit(code),

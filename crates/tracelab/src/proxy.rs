@@ -5,7 +5,9 @@ use crate::output::say;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use tracelab_proxy::{parse_rate, Config, Direction, Distribution, Proxy, ProxyError, Upstream};
+use tracelab_proxy::{
+    parse_rate, Config, Direction, Distribution, Protocol, Proxy, ProxyError, Upstream,
+};
 
 use crate::exit::{self, Failure};
 
@@ -21,6 +23,12 @@ enum Dir {
     Both,
     ToServer,
     ToClient,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+enum Proto {
+    Postgres,
+    Tcp,
 }
 
 #[derive(clap::Args, Debug)]
@@ -39,12 +47,17 @@ TLS: SSLRequest and GSSENCRequest are answered 'N'; clients with sslmode=prefer
 pub struct Args {
     /// Address to accept clients on, e.g. 127.0.0.1:6432 (port 0 picks
     /// one; the address is printed on stderr).
-    #[arg(long)]
+    #[arg(long, value_name = "ADDR")]
     listen: String,
     /// The PostgreSQL server: HOST:PORT, or a unix socket file
     /// (…/.s.PGSQL.5432).
-    #[arg(long)]
+    #[arg(long, value_name = "HOST:PORT|SOCKET")]
     upstream: String,
+    /// What the proxy relays: PostgreSQL's protocol (traced, cancels
+    /// routed), or any TCP protocol as bytes (MariaDB's, say: the emulated
+    /// link only, no trace).
+    #[arg(long, value_enum, default_value = "postgres")]
+    protocol: Proto,
     /// Round-trip time added per exchange, e.g. 6ms, 500us.
     #[arg(long, default_value = "0ms", value_parser = humantime::parse_duration)]
     delay: Duration,
@@ -110,6 +123,10 @@ pub fn run(a: Args) -> Result<i32, Failure> {
     cfg.bandwidth = a.bandwidth.as_deref().map(parse_rate).transpose()?;
     cfg.trace_dir = a.trace;
     cfg.binds = !a.no_binds;
+    cfg.protocol = match a.protocol {
+        Proto::Postgres => Protocol::Postgres,
+        Proto::Tcp => Protocol::Tcp,
+    };
     if let Err(e) = tracelab_proxy::raise_fd_limit() {
         say!("tracelab proxy: cannot raise the open-file limit ({e}); fewer connections fit");
     }
@@ -123,8 +140,13 @@ pub fn run(a: Args) -> Result<i32, Failure> {
             .local_addr()
             .map_err(|e| Failure::Proxy(format!("listening socket: {e}")))?;
         say!(
-            "tracelab proxy: listening on {addr}, upstream {}, delay {} jitter {} ({:?}, {:?}){}{}",
+            "tracelab proxy: listening on {addr}, upstream {}{}, delay {} jitter {} ({:?}, {:?}){}{}",
             cfg.upstream,
+            if cfg.protocol == Protocol::Tcp {
+                " (TCP, not read)"
+            } else {
+                ""
+            },
             humantime::format_duration(cfg.delay),
             humantime::format_duration(cfg.jitter),
             cfg.distribution,

@@ -157,10 +157,20 @@ pub struct Args {
     /// (PostgreSQL: NOTIFY; MariaDB: a change-counter table).
     #[arg(long)]
     result_cache_setup: bool,
+    /// One cache, with its own invalidation channel and statistics, per
+    /// session rather than one shared by the run's sessions: as each of
+    /// sqlrun's sessions was a process with a client cache of its own.
+    #[arg(long)]
+    result_cache_per_session: bool,
     /// Append one line per session to this file at the end, as sqlrun's
     /// --xact-tally does: `<session id>: <successful executions>`.
     #[arg(long, value_name = "FILE")]
     xact_tally_file: Option<PathBuf>,
+    /// Also write the run as one self-contained HTML page: throughput per
+    /// second, latency percentiles over the run, the latency histogram and
+    /// the summary tables.
+    #[arg(long, value_name = "FILE.html")]
+    report: Option<PathBuf>,
 }
 
 pub fn run(a: Args) -> Result<i32, Failure> {
@@ -212,7 +222,7 @@ pub fn run(a: Args) -> Result<i32, Failure> {
     // call (or the private server being made); the summary is printed and
     // the private server torn down all the same.
     let interrupt = signals::install();
-    let result_cache = if a.result_cache || a.result_cache_setup {
+    let result_cache = if a.result_cache || a.result_cache_setup || a.result_cache_per_session {
         let mut tables = match &a.result_cache_config {
             Some(p) => tracelab_run::read_tables_file(p).map_err(Failure::Usage)?,
             None => Vec::new(),
@@ -235,6 +245,7 @@ pub fn run(a: Args) -> Result<i32, Failure> {
             lag: Duration::from_millis(a.result_cache_lag),
             tables,
             setup: a.result_cache_setup,
+            per_session: a.result_cache_per_session,
         })
     } else {
         None
@@ -283,6 +294,7 @@ pub fn run(a: Args) -> Result<i32, Failure> {
         rollback: a.tx_behavior == "rollback",
         interrupt: Some(interrupt.clone()),
         progress: !a.json,
+        timeline: a.report.is_some(),
         rate: a.rate.filter(|r| *r > 0.0 && r.is_finite()),
         simple: a.protocol == "simple",
         pause_at_exit: a.pause_at_exit.clone(),
@@ -329,6 +341,21 @@ pub fn run(a: Args) -> Result<i32, Failure> {
             .and_then(|mut f| std::io::Write::write_all(&mut f, lines.as_bytes()));
         if let Err(source) = appended {
             // The summary still goes out below: nothing measured is lost.
+            say!("tracelab: cannot write {}: {source}", path.display());
+            unwritten = true;
+        }
+    }
+    if let Some(path) = &a.report {
+        let what = format!(
+            "{}, {} session(s), {}",
+            tracelab_run::redact(&opts.url),
+            a.sessions,
+            match opts.stop {
+                Stop::Runtime(d) => format!("{} s", d.as_secs_f64()),
+                Stop::Transactions(n) => format!("{n} transaction(s) each"),
+            }
+        );
+        if let Err(source) = std::fs::write(path, tracelab_run::report::html(&summary, &what)) {
             say!("tracelab: cannot write {}: {source}", path.display());
             unwritten = true;
         }

@@ -1,7 +1,7 @@
 //! `tracelab skew`: mrskew's options in, mrskew's table out.
 
 use clap::ArgAction;
-use tracelab_skew::{profile, Format, Outcome, SkewError, SkewOptions, Sort};
+use tracelab_skew::{profile, Format, Outcome, PercentFormat, SkewError, SkewOptions, Sort, Units};
 
 use crate::exit::{self, Failure};
 use crate::output::{out, say};
@@ -9,7 +9,8 @@ use crate::progress::Progress;
 
 const AFTER_HELP: &str = "\
 Expressions (--where, --where1, --group, --group-label, --select) are Perl, as in mrskew:
-  numbers, 'strings', \"interpolated $strings\", q{...}, qq{...}; + - * / % ** . x;
+  numbers, 'strings', \"interpolated $strings\", q{...}, qq{...}, barewords (FETCH is 'FETCH');
+  + - * / % ** . x;
   == != < > <= >= <=> eq ne lt gt le ge cmp; && || ! and or not xor ?: ; =~ !~ /regex/imsx;
   sprintf substr length lc uc lcfirst ucfirst index rindex join split int abs sqrt
   log exp hex oct ord chr defined scalar basename dirname.
@@ -17,12 +18,16 @@ Variables: $af (accounted-for seconds: CPU c of a database call, ela of a WAIT),
   $dur ($e or $ela), $e $c $ela $nam/$name $call $r/$row $dep $depmin $tim $line $file
   $basename/$base $text $sqlid $sql $hv $oct $uid $lid $ad $cursor_id $parse_id $exec_id
   $p1 $p2 $p3 $obj $p $cr $cu $mis $og $plh $type $bytes $rlbk $rd_only
-  $island_id/$experience_id, and @bind (bind values of the current execution).
+  $island_id/$experience_id, $ssqlid $ssql (the statement with its literals made binds),
+  $time0 $time1 (wall clock of the call's start and end), and @bind (bind values of the
+  current execution).
 The filter is ((--where) and (--where1)) and ($nam=~/--name/i); defaults 1, $dep==$depmin, .+
 Options take mrskew's spellings too: -where, --alldep, --gl, --nohead, --rc=FILE.
 Built-in rc files: p10.rc disk.rc ssd.rc all.rc sqlid.rc cull-snmfc.rc (--listrc shows them).
 A compressed file's $basename drops the compression suffix (x.trc.gz reads as x.trc).
-Exit status: 0 done, 1 report written but some input damaged or skipped, 2 bad usage, 3 output error.";
+Numbers are exact decimals (times are whole microseconds) rounded half up, as mrskew prints them.
+Exit status: 0 done; 1 some input damaged or skipped (report written), or no call matched;
+2 bad usage; 3 output error.";
 
 /// Options of `tracelab skew` (mrskew's, plus --unaccounted, --buckets,
 /// --json, --output, --jobs).
@@ -73,6 +78,32 @@ pub struct Args {
     /// Decimals of durations [default: 6].
     #[arg(long, value_name = "N")]
     precision: Option<usize>,
+    /// Show at most N characters of column 1.
+    #[arg(long, value_name = "N")]
+    gwidth: Option<usize>,
+    /// The % column is the share times this factor [default: 100].
+    #[arg(long, value_name = "FACTOR")]
+    pfact: Option<f64>,
+    /// printf format of the % column, one %f conversion [default: %.1f%%].
+    #[arg(long, value_name = "FORMAT")]
+    pform: Option<String>,
+    /// Header of the % column [default: %].
+    #[arg(long, value_name = "TEXT")]
+    plabel: Option<String>,
+    /// Seconds per unit of tim [default: 1e-6; 0.01 for Oracle 8i and older].
+    #[arg(long, value_name = "SECONDS")]
+    timunit: Option<f64>,
+    /// Seconds per unit of c (CPU) [default: --trcunit].
+    #[arg(long, value_name = "SECONDS")]
+    cpuunit: Option<f64>,
+    /// Seconds per unit of e and ela, and of c and tim unless --cpuunit and
+    /// --timunit say otherwise [default: 1e-6].
+    #[arg(long, value_name = "SECONDS")]
+    trcunit: Option<f64>,
+    /// Longest line read; a longer one is warned about and read as empty
+    /// (bytes, or with K, M, G) [default: 64M].
+    #[arg(long = "max-line", value_name = "BYTES")]
+    max_line: Option<String>,
     /// Thousands separators [default: on].
     #[arg(long, num_args = 0..=1, default_missing_value = "true", action = ArgAction::Set)]
     commas: Option<bool>,
@@ -149,6 +180,40 @@ fn options(a: &Args) -> Result<SkewOptions, SkewError> {
         (_, Some(w)) => w.clone(),
         _ => d.where1.clone(),
     };
+    let unit = |name: &str, v: Option<f64>, default: f64| -> Result<f64, SkewError> {
+        match v {
+            Some(u) if !(u.is_finite() && u > 0.0) => Err(SkewError::Usage(format!(
+                "--{name}={u}: expected a positive number of seconds per unit (1e-6 for microseconds)"
+            ))),
+            Some(u) => Ok(u),
+            None => Ok(default),
+        }
+    };
+    let trc = unit("trcunit", a.trcunit, d.units.elapsed)?;
+    let units = Units {
+        tim: unit("timunit", a.timunit, trc)?,
+        cpu: unit("cpuunit", a.cpuunit, trc)?,
+        elapsed: trc,
+    };
+    let pfact = match a.pfact {
+        Some(f) if !f.is_finite() => {
+            return Err(SkewError::Usage(format!("--pfact={f}: expected a number")))
+        }
+        Some(f) => f,
+        None => d.pfact,
+    };
+    let pform = match &a.pform {
+        Some(f) => PercentFormat::parse(f).map_err(SkewError::Usage)?,
+        None => d.pform.clone(),
+    };
+    let max_line = match a.max_line.as_deref() {
+        Some(m) => parse_bytes(m).ok_or_else(|| {
+            SkewError::Usage(format!(
+                "--max-line={m}: expected a number of bytes of at least 1K, optionally with K, M or G (64M)"
+            ))
+        })?,
+        None => d.max_line,
+    };
     Ok(SkewOptions {
         where0: a.where0.clone().unwrap_or(d.where0),
         where1,
@@ -164,6 +229,13 @@ fn options(a: &Args) -> Result<SkewOptions, SkewError> {
         },
         top,
         precision: a.precision.unwrap_or(d.precision),
+        gwidth: a.gwidth,
+        pfact,
+        pform,
+        plabel: a.plabel.clone().unwrap_or(d.plabel),
+        units,
+        max_line,
+        min_split: d.min_split,
         commas: a.commas.unwrap_or(d.commas),
         head: a.head.unwrap_or(d.head),
         foot: a.foot.unwrap_or(d.foot),
@@ -176,6 +248,19 @@ fn options(a: &Args) -> Result<SkewOptions, SkewError> {
         verbose: a.verbose.unwrap_or(false),
         jobs: a.jobs.unwrap_or(0),
     })
+}
+
+/// `65536`, `64K`, `64M`, `1G` (binary multiples).
+fn parse_bytes(s: &str) -> Option<usize> {
+    let s = s.trim();
+    let (digits, shift) = match s.chars().last()?.to_ascii_uppercase() {
+        'K' => (&s[..s.len() - 1], 10),
+        'M' => (&s[..s.len() - 1], 20),
+        'G' => (&s[..s.len() - 1], 30),
+        _ => (s, 0),
+    };
+    let n: usize = digits.trim().parse().ok()?;
+    n.checked_mul(1 << shift).filter(|&b| b >= 1024)
 }
 
 fn list_rc() -> Result<(), Failure> {
@@ -212,6 +297,7 @@ fn listing(o: &Outcome) {
 
 fn warnings(o: &Outcome) {
     for f in &o.files {
+        notes(f);
         file_warnings(&f.name, f.skipped.as_deref(), &f.warnings);
     }
 }
@@ -228,6 +314,30 @@ pub fn file_warnings(name: &str, skipped: Option<&str>, w: &tracelab_trace::Diag
     let more = w.total.saturating_sub(w.kept.len() as u64);
     if more > 0 {
         say!("tracelab: warning: {name}: {more} more warnings not shown");
+    }
+}
+
+/// What `--unaccounted` did about overlapping calls and interleaved
+/// sessions: not damage, but the user must know.
+fn notes(f: &tracelab_skew::FileOutcome) {
+    let t = &f.timeline;
+    let secs = |us: i128| tracelab_skew::Num::micros(us).fixed(6);
+    if t.overlaps > 0 {
+        say!(
+            "tracelab: note: {}: {} calls or waits start before the one before them ended ({} s of overlap in all); that time is counted once, taken out of the unaccounted-for rows",
+            f.name,
+            t.overlaps,
+            secs(t.overlap)
+        );
+    }
+    if t.session_switches > 0 {
+        say!(
+            "tracelab: note: {}: {} sessions take turns in this file (a shared server's or a trcsess merge): the {} s across its {} changes of session belong to other sessions and are left out of 'unaccounted-for between calls'",
+            f.name,
+            t.sessions,
+            secs(t.left_out),
+            t.session_switches
+        );
     }
 }
 
@@ -251,16 +361,21 @@ pub fn run(a: Args) -> Result<i32, Failure> {
         listing(&outcome);
     }
     warnings(&outcome);
-    let text = if outcome.report.calls() == 0 && opts.format == Format::Text {
-        format!(
-            "no calls match where '{}' is true\n",
+    let none = outcome.report.calls() == 0;
+    // As mrskew says it, on stderr: a script reads the exit status, and
+    // a report with nothing in it is not written (text) or is empty
+    // (CSV, JSON). When no file could be read at all, the skip messages
+    // said why.
+    if none && outcome.files.iter().any(|f| f.skipped.is_none()) {
+        say!(
+            "tracelab: no calls match where '{}' is true",
             outcome.query.effective_where
-        )
-    } else {
-        outcome.report.render(&opts)
-    };
-    write_report(a.output.as_deref(), &text)?;
-    Ok(if outcome.had_trouble() {
+        );
+    }
+    if !(none && opts.format == Format::Text) {
+        write_report(a.output.as_deref(), &outcome.report.render(&opts))?;
+    }
+    Ok(if none || outcome.had_trouble() {
         exit::TROUBLE
     } else {
         exit::OK

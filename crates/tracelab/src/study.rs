@@ -25,17 +25,30 @@ enum Command {
     List,
     /// Print a built-in study's file (or one of its SQL files, e.g.
     /// redo-undo/debt.sql), to copy and change.
-    Show { name: String },
+    Show {
+        /// A built-in study's name, or NAME/FILE.sql for one of its SQL
+        /// files.
+        name: String,
+    },
     /// Run a study (built-in name or file) and print its report.
     Run(RunArgs),
     /// Rebuild the report of a study's results directory.
     Report {
+        /// A results directory written by `study run` (its `--out`).
         dir: PathBuf,
+        /// text for a terminal, markdown for a wiki or an issue, html for
+        /// a self-contained page with charts.
         #[arg(long, default_value = "text", value_parser = ["text", "markdown", "html"])]
         format: String,
     },
-    /// Compare two results directories of the same study, cell by cell.
-    Compare { a: PathBuf, b: PathBuf },
+    /// Compare two results directories of the same study, cell by cell:
+    /// B against A (ratios B/A with 95 % intervals).
+    Compare {
+        /// The results directory compared against (the baseline).
+        a: PathBuf,
+        /// The results directory compared with A.
+        b: PathBuf,
+    },
 }
 
 #[derive(clap::Args, Debug)]
@@ -69,6 +82,11 @@ struct RunArgs {
     /// (recorded in the store; repeatable).
     #[arg(long, value_name = "NAME=VALUE")]
     var: Vec<String>,
+    /// Keep every run's traces (the client's, and a proxy's server-side
+    /// ones) in DIR/traces/SEQ-client/ and SEQ-proxy/, for `tracelab
+    /// skew`, rather than remove them once profiled.
+    #[arg(long)]
+    keep_traces: bool,
     /// Go ahead with what the study creates, drops or changes on a --db
     /// database (without it, that is listed and nothing runs).
     #[arg(long)]
@@ -128,7 +146,13 @@ pub fn run(a: Args) -> Result<i32, Failure> {
         Command::Compare { a, b } => {
             let sa = Store::open(&a, false)?.load()?;
             let sb = Store::open(&b, false)?.load()?;
-            out(&compare_stores(&sa, &sb)?)?;
+            // Which store is which, before the table that says A and B.
+            out(&format!(
+                "A: {}\nB: {}\n{}",
+                a.display(),
+                b.display(),
+                compare_stores(&sa, &sb)?
+            ))?;
             Ok(exit::OK)
         }
         Command::Run(r) => run_one(r),
@@ -201,6 +225,7 @@ fn run_one(r: RunArgs) -> Result<i32, Failure> {
         out: out.clone(),
         resume: r.resume,
         interrupt: interrupt.clone(),
+        keep_traces: r.keep_traces,
         yes: r.yes,
     };
     let bar = Bar(bar);

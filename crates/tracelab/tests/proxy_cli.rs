@@ -1012,3 +1012,85 @@ fn messages_over_a_mebibyte_keep_their_calls_and_no_password_form_is_traced() {
         &bind[..bind.len().min(60)]
     );
 }
+
+/// `tracelab run --json`'s median latency, µs.
+fn run_p50_us(url: &str) -> f64 {
+    let out = Command::new(env!("CARGO_BIN_EXE_tracelab"))
+        .args([
+            "run",
+            "--db",
+            url,
+            "--sql",
+            "select 1",
+            "--transactions",
+            "60",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "tracelab run on {url}: {text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(v["transactions"], 60, "{v}");
+    v["latency_us"]["p50"].as_f64().unwrap()
+}
+
+#[test]
+fn tcp_protocol_delays_mariadb_as_bytes_and_refuses_to_trace() {
+    let _serial = serial();
+    let dir = tempfile::Builder::new()
+        .prefix("tracelab-proxy-tcp-")
+        .tempdir_in("/tmp")
+        .unwrap();
+    let maria = tracelab_db::start_mariadb(&tracelab_db::MariaOptions {
+        dir: Some(dir.path().join("mariadb")),
+        ..Default::default()
+    })
+    .unwrap();
+    struct Stop(PathBuf);
+    impl Drop for Stop {
+        fn drop(&mut self) {
+            let _ = stop(&self.0);
+        }
+    }
+    let _stop = Stop(maria.dir.clone());
+    let upstream = format!("127.0.0.1:{}", maria.port);
+    // Tracing reads PostgreSQL's messages: refused for bytes it does not read.
+    let (_, err, code) = common::tracelab(&[
+        "proxy",
+        "--listen",
+        "127.0.0.1:0",
+        "--upstream",
+        &upstream,
+        "--protocol",
+        "tcp",
+        "--trace",
+        dir.path().join("t").to_str().unwrap(),
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--protocol tcp"), "{err}");
+
+    let p = proxy(&upstream, &["--protocol", "tcp", "--delay", "6ms"]);
+    let via = maria
+        .url
+        .replace(&format!(":{}/", maria.port), &format!(":{}/", p.port));
+    assert_ne!(via, maria.url);
+    let direct = run_p50_us(&maria.url);
+    let delayed = run_p50_us(&via);
+    // One round trip per statement: 6 ms more (the timer may fire a
+    // little early; the machine is shared: a wide margin above).
+    assert!(direct < 3000.0, "direct p50 {direct} µs");
+    assert!(
+        delayed - direct > 5000.0 && delayed < 60_000.0,
+        "direct {direct} µs, through --delay 6ms {delayed} µs"
+    );
+    let (json, err) = p.stop();
+    assert!(json["bytes_to_server"].as_u64().unwrap() > 0, "{json}");
+    assert_eq!(json["messages_to_server"], 0, "nothing is parsed: {json}");
+    assert_eq!(json["upstream_errors"], 0, "{json} {err}");
+    assert!(err.contains("(TCP, not read)"), "{err}");
+}

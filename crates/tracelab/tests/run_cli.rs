@@ -587,6 +587,78 @@ fn a_paced_call_is_not_late_by_a_timer_tick() {
     );
 }
 
+/// `--report FILE.html`: the run as a page with its throughput and latency
+/// over time (one point per second) and its latency histogram, whose
+/// buckets add up to the calls; the summary on stdout is unchanged.
+#[test]
+fn a_run_report_charts_every_second_and_the_histogram() {
+    let base = tempfile::Builder::new()
+        .prefix("tracelab-runcli-")
+        .tempdir_in("/tmp")
+        .unwrap();
+    let page = base.path().join("run.html");
+    let (out, err, code) = tracelab(&[
+        "run",
+        "--engine",
+        "sqlite",
+        "--sql",
+        "select 1",
+        "--rate",
+        "300",
+        "--sessions",
+        "2",
+        "--runtime",
+        "3",
+        "--json",
+        "--report",
+        page.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).expect("JSON summary");
+    let seconds = v["timeline"].as_array().expect("a timeline");
+    assert!((2..=5).contains(&seconds.len()), "{seconds:?}");
+    let mut t_prev = 0.0;
+    for s in seconds {
+        let t = s["t_s"].as_f64().unwrap();
+        assert!(t > t_prev, "seconds in order: {seconds:?}");
+        t_prev = t;
+        assert!(s["p50_us"].as_u64().unwrap() <= s["p99_us"].as_u64().unwrap());
+    }
+    let calls: u64 = v["latency_histogram"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["calls"].as_u64().unwrap())
+        .sum();
+    assert_eq!(calls, v["executions"].as_u64().unwrap());
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.starts_with("<!DOCTYPE html>"));
+    assert_eq!(html.matches("<svg").count(), 3, "{html}");
+    for title in [
+        "Transactions per second",
+        "Latency percentiles of each second",
+        "Calls by latency",
+    ] {
+        assert!(html.contains(title), "{title}");
+    }
+    assert!(html.contains("select 1"));
+    // Without --report the JSON keeps its shape.
+    let (out, _, _) = tracelab(&[
+        "run",
+        "--engine",
+        "sqlite",
+        "--sql",
+        "select 1",
+        "--transactions",
+        "3",
+        "--json",
+    ]);
+    assert!(
+        !out.contains("timeline") && !out.contains("latency_histogram"),
+        "{out}"
+    );
+}
+
 /// One 2-second run at 200 tps on SQLite; checks its summary and returns
 /// the median latency in µs.
 fn paced_run_p50(realtime: bool) -> u64 {

@@ -107,6 +107,22 @@ fn postgres_pgpassword_password_file_and_service() {
     let (out, err, code) = run(&url, &[("PGPASSWORD", PW)], &[]);
     assert_eq!(code, 0, "{out}{err}");
     assert!(out.contains("transactions: 10"), "{out}");
+    // A password in the URL, as user:password@ or as ?password=, reaches
+    // neither the output nor the HTML report (which names the target).
+    let report = home.path().join("r.html");
+    for u in [
+        format!("postgres://pw_u:{PW}@127.0.0.1:{port}/postgres"),
+        format!("postgres://pw_u@127.0.0.1:{port}/postgres?password={PW}"),
+    ] {
+        let (out, err, code) = run(&u, &[], &["--report", report.to_str().unwrap()]);
+        assert_eq!(code, 0, "{out}{err}");
+        let html = std::fs::read_to_string(&report).unwrap();
+        assert!(html.contains("pw_u") && html.contains("***"), "{html}");
+        assert!(
+            !format!("{html}{out}{err}").contains(PW),
+            "{html}{out}{err}"
+        );
+    }
     // The password file, named by PGPASSFILE (and ~/.pgpass).
     let pass = home.path().join("pgpass");
     private_file(

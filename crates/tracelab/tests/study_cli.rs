@@ -129,6 +129,11 @@ fn commit_batch_response_falls_then_flattens_and_the_report_rebuilds() {
     // A second store of the same study compares cell by cell.
     let (cmp, err, code) = tracelab(&["study", "compare", out_s, out_s]);
     assert_eq!(code, 0, "{err}");
+    // It names which store is A and which is B.
+    assert!(
+        cmp.starts_with(&format!("A: {out_s}\nB: {out_s}\n")),
+        "{cmp}"
+    );
     assert!(cmp.contains("no detectable difference"), "{cmp}");
 }
 

@@ -51,15 +51,16 @@ impl Engine {
 
 /// A URL as it may be shown: any password replaced by `***`.
 pub fn redact(url: &str) -> String {
+    let url = redact_query(url);
     // scheme://user:password@host... : the password is between the first
     // ':' after "//" and the last '@' before the path.
     let Some(auth_start) = url.find("//").map(|p| p + 2) else {
-        return url.to_string();
+        return url;
     };
     let rest = &url[auth_start..];
     let host_end = rest.find('/').unwrap_or(rest.len());
     let Some(at) = rest[..host_end].rfind('@') else {
-        return url.to_string();
+        return url;
     };
     match rest[..at].find(':') {
         Some(colon) => format!(
@@ -68,8 +69,26 @@ pub fn redact(url: &str) -> String {
             &rest[..colon],
             &rest[at..]
         ),
-        None => url.to_string(),
+        None => url,
     }
+}
+
+/// `url` with the value of a `password=` (or `pass=`) query parameter
+/// masked: libpq and MariaDB URLs may carry the password there too.
+fn redact_query(url: &str) -> String {
+    let Some(q) = url.find('?') else {
+        return url.to_string();
+    };
+    let params: Vec<String> = url[q + 1..]
+        .split('&')
+        .map(|p| match p.split_once('=') {
+            Some((k, _)) if matches!(k.to_ascii_lowercase().as_str(), "password" | "pass") => {
+                format!("{k}=***")
+            }
+            _ => p.to_string(),
+        })
+        .collect();
+    format!("{}?{}", &url[..q], params.join("&"))
 }
 
 /// An error's innermost cause, said once: client libraries wrap an I/O
@@ -210,6 +229,10 @@ mod tests {
         assert_eq!(redact("mysql://u:p@ss@h:1/d"), "mysql://u:***@h:1/d");
         assert_eq!(redact("postgres://u@h/d"), "postgres://u@h/d");
         assert_eq!(redact("sqlite:/tmp/x.db"), "sqlite:/tmp/x.db");
+        assert_eq!(
+            redact("postgres://u@h/d?sslmode=disable&password=s3cret&x=1"),
+            "postgres://u@h/d?sslmode=disable&password=***&x=1"
+        );
     }
 
     #[test]

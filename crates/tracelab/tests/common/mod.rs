@@ -31,6 +31,30 @@ pub fn tracelab_env(args: &[&str], env: &[(&str, &str)]) -> (String, String, i32
     )
 }
 
+/// A file of tests/fixtures, as a path argument.
+#[allow(dead_code)]
+pub fn fixture(rel: &str) -> String {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures")
+        .join(rel)
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// The db-ping trace, whose default profile mrskew published.
+#[allow(dead_code)]
+pub fn db_ping() -> String {
+    fixture("db-ping/cdb1_ora_15440_PINGTEST.trc")
+}
+
+/// A fresh directory for one test's files.
+#[allow(dead_code)]
+pub fn tempdir(tag: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("tracelab-{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
 /// A small study file in `dir`: `reps` repetitions of two levels of a
 /// factor `n`, each run two executions of `sql`, a report of elapsed ms.
 #[allow(dead_code)]

@@ -1,0 +1,334 @@
+//! The original study's published figures next to this run's: the values
+//! of report columns per cell, and the ratio of each level of the rows
+//! factor to the baseline (the original's single figure against this
+//! run's mean with its 95 % interval).
+//!
+//! ```toml
+//! [report.published]
+//! title = "Oracle 19.3, sqlrun, 20 sessions x 1200 s"
+//! columns = ["transactions"]
+//! cells = [{ cache = "off", latency = "0ms", transactions = 18253215 }, ...]
+//! ```
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use serde::Deserialize;
+
+use crate::columns::compile;
+use crate::report::{esc, fmt_num, Format, Table};
+use crate::spec::{value_text, Study};
+use crate::stats::{compare, describe};
+use crate::store::Stored;
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Published {
+    /// Where the figures come from.
+    pub title: String,
+    /// Report columns the cells give values of.
+    pub columns: Vec<String>,
+    /// The column whose ratios are compared (the first by default).
+    pub ratio: Option<String>,
+    /// Each: the levels of some factors (`cache = "off"`) and the
+    /// published value of each column (`transactions = 18253215`).
+    pub cells: Vec<BTreeMap<String, toml::Value>>,
+    /// What else the original reported, printed under the tables.
+    #[serde(default)]
+    pub notes: Vec<String>,
+}
+
+impl Published {
+    pub fn check(&self, s: &Study) -> Result<(), String> {
+        for c in &self.columns {
+            if !s.report.columns.iter().any(|x| &x.name == c) {
+                return Err(format!("columns: no report column `{c}`"));
+            }
+        }
+        if let Some(r) = &self.ratio {
+            if !self.columns.contains(r) {
+                return Err(format!("ratio: `{r}` is not one of its columns"));
+            }
+        }
+        for cell in &self.cells {
+            for (k, v) in cell {
+                if self.columns.contains(k) {
+                    if !(v.is_integer() || v.is_float()) {
+                        return Err(format!("cells: `{k}`: expected a number"));
+                    }
+                    continue;
+                }
+                let Some(f) = s.factors.iter().find(|f| &f.name == k) else {
+                    return Err(format!(
+                        "cells: `{k}` is neither a factor nor one of its columns"
+                    ));
+                };
+                if !f.level_names().contains(&value_text(v)) {
+                    return Err(format!(
+                        "cells: factor `{k}` has no level `{}`",
+                        value_text(v)
+                    ));
+                }
+            }
+            // The rows factor the baseline belongs to: the first.
+            let rows_f = s.report.rows.first().map_or("", String::as_str);
+            if !cell.contains_key(rows_f) {
+                return Err(format!(
+                    "cells: each cell names a level of `{rows_f}` (the report's rows)"
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// A cell's factor levels (its keys that are not columns).
+    fn levels<'a>(&self, cell: &'a BTreeMap<String, toml::Value>) -> Vec<(&'a str, String)> {
+        cell.iter()
+            .filter(|(k, _)| !self.columns.contains(k))
+            .map(|(k, v)| (k.as_str(), value_text(v)))
+            .collect()
+    }
+}
+
+/// The report's section: per combination of the factors the published
+/// cells leave out (the engine, say), the original's values and these,
+/// then the ratios.
+pub fn section(st: &Stored, study: &Study, format: Format, out: &mut String) {
+    let Some(p) = &study.report.published else {
+        return;
+    };
+    // The rows factor the baseline belongs to: the first.
+    let Some(rows_f) = study.report.rows.first() else {
+        return;
+    };
+    let Some(baseline) = &study.report.baseline else {
+        return;
+    };
+    let named: Vec<String> = {
+        let mut v: Vec<String> = Vec::new();
+        for c in &p.cells {
+            for (k, _) in p.levels(c) {
+                if !v.iter().any(|x| x == k) {
+                    v.push(k.to_string());
+                }
+            }
+        }
+        // In the study's factor order.
+        study
+            .factors
+            .iter()
+            .map(|f| f.name.clone())
+            .filter(|f| v.contains(f))
+            .collect()
+    };
+    let exprs: Vec<(String, usize, crate::columns::Expr)> = p
+        .columns
+        .iter()
+        .filter_map(|c| {
+            let col = study.report.columns.iter().find(|x| &x.name == c)?;
+            compile(&col.expr).ok().map(|e| (c.clone(), col.digits, e))
+        })
+        .collect();
+    // The other factors' combinations that ran, in level order.
+    let pos = |f: &str, l: &str| {
+        study
+            .factors
+            .iter()
+            .find(|x| x.name == f)
+            .and_then(|x| x.level_names().iter().position(|n| n == l))
+            .unwrap_or(usize::MAX)
+    };
+    let mut groups: Vec<Vec<(String, String)>> = Vec::new();
+    let mut runs: Vec<&crate::store::StoredRun> = st.runs.iter().collect();
+    runs.sort_by_key(|r| r.cell.iter().map(|(f, l)| pos(f, l)).collect::<Vec<_>>());
+    for r in &runs {
+        let g: Vec<(String, String)> = r
+            .cell
+            .iter()
+            .filter(|(f, _)| !named.contains(f))
+            .cloned()
+            .collect();
+        if !groups.contains(&g) {
+            groups.push(g);
+        }
+    }
+    let title = format!("The original and this run ({})", p.title);
+    match format {
+        Format::Text => {
+            let _ = writeln!(out, "{title}\n");
+        }
+        Format::Markdown => {
+            let _ = writeln!(out, "## The original and this run\n\n{}\n", p.title);
+        }
+        Format::Html => {
+            let _ = writeln!(
+                out,
+                "<h2>The original and this run</h2>\n<p>{}</p>",
+                esc(&p.title)
+            );
+        }
+    }
+    for g in &groups {
+        // This run's values of a column in the runs of a published cell.
+        let values = |cell: &[(&str, String)], col: &crate::columns::Expr| -> Vec<f64> {
+            runs.iter()
+                .filter(|r| {
+                    g.iter().all(|x| r.cell.contains(x))
+                        && cell
+                            .iter()
+                            .all(|(f, l)| r.cell.iter().any(|(rf, rl)| rf == f && rl == l))
+                })
+                .filter_map(|r| col.eval(&r.values))
+                .collect()
+        };
+        let mut head: Vec<String> = named.clone();
+        for (c, _, _) in &exprs {
+            head.push(format!("{c} (original)"));
+            head.push(format!("{c} (here, mean)"));
+        }
+        let mut rows = Vec::new();
+        for cell in &p.cells {
+            let lv = p.levels(cell);
+            let mut row: Vec<String> = named
+                .iter()
+                .map(|f| {
+                    lv.iter()
+                        .find(|(k, _)| k == f)
+                        .map_or("—".into(), |(_, l)| l.clone())
+                })
+                .collect();
+            for (c, digits, e) in &exprs {
+                row.push(
+                    cell.get(c)
+                        .and_then(|v| v.as_float().or(v.as_integer().map(|i| i as f64)))
+                        .map_or("—".into(), |v| fmt_num(v, *digits)),
+                );
+                row.push(
+                    describe(&values(&lv, e)).map_or("—".into(), |d| fmt_num(d.mean, *digits)),
+                );
+            }
+            rows.push(row);
+        }
+        // Ratios of each level of the rows factor to the baseline, the
+        // other named factors equal.
+        let ratio_col = p.ratio.as_ref().or(p.columns.first());
+        let mut ratios = Vec::new();
+        if let Some((rc, _, re)) = exprs.iter().find(|(c, _, _)| Some(c) == ratio_col) {
+            for cell in &p.cells {
+                let lv = p.levels(cell);
+                let Some((_, level)) = lv.iter().find(|(k, _)| k == rows_f) else {
+                    continue;
+                };
+                if level == baseline {
+                    continue;
+                }
+                let same = |other: &BTreeMap<String, toml::Value>| {
+                    let ol = p.levels(other);
+                    ol.iter().any(|(k, l)| k == rows_f && l == baseline)
+                        && lv
+                            .iter()
+                            .filter(|(k, _)| k != rows_f)
+                            .all(|x| ol.contains(x))
+                };
+                let Some(base) = p.cells.iter().find(|c| same(c)) else {
+                    continue;
+                };
+                let num = |c: &BTreeMap<String, toml::Value>| {
+                    c.get(rc)
+                        .and_then(|v| v.as_float().or(v.as_integer().map(|i| i as f64)))
+                };
+                let original = match (num(cell), num(base)) {
+                    (Some(a), Some(b)) if b != 0.0 => format!("{:.1}x", a / b),
+                    _ => "—".into(),
+                };
+                let here = compare(&values(&lv, re), &values(&p.levels(base), re)).map_or(
+                    "—".into(),
+                    // The interval is the ratio's only when the test was
+                    // on the log scale; a difference's interval is no ratio.
+                    |c| match (c.test, c.ci) {
+                        (crate::stats::Test::LogRatio, Some((lo, hi))) => {
+                            format!("{:.1}x (95% CI {:.1}..{:.1})", c.ratio, lo, hi)
+                        }
+                        _ => format!("{:.1}x", c.ratio),
+                    },
+                );
+                let mut row: Vec<String> = lv
+                    .iter()
+                    .filter(|(k, _)| k != rows_f)
+                    .map(|(k, l)| format!("{k}={l}"))
+                    .collect();
+                row.push(format!("{level} / {baseline}"));
+                row.push(original);
+                row.push(here);
+                ratios.push(row);
+            }
+        }
+        let gtitle = g
+            .iter()
+            .map(|(f, l)| format!("{f}={l}"))
+            .collect::<Vec<_>>()
+            .join(" ");
+        let table = Table {
+            head,
+            rows,
+            left: named.len(),
+        };
+        let width = ratios.first().map_or(0, Vec::len);
+        let mut rhead: Vec<String> = (0..width.saturating_sub(3))
+            .map(|_| "cell".to_string())
+            .collect();
+        rhead.extend([
+            rows_f.to_string(),
+            format!("{} ratio (original)", ratio_col.map_or("", |s| s.as_str())),
+            format!("{} ratio (here)", ratio_col.map_or("", |s| s.as_str())),
+        ]);
+        let rtable = Table {
+            head: rhead,
+            rows: ratios,
+            left: width.saturating_sub(2),
+        };
+        match format {
+            Format::Text => {
+                if !gtitle.is_empty() {
+                    let _ = writeln!(out, "{gtitle}\n");
+                }
+                table.text(out);
+                out.push('\n');
+                rtable.text(out);
+                out.push('\n');
+            }
+            Format::Markdown => {
+                if !gtitle.is_empty() {
+                    let _ = writeln!(out, "### {gtitle}\n");
+                }
+                table.markdown(out);
+                out.push('\n');
+                rtable.markdown(out);
+                out.push('\n');
+            }
+            Format::Html => {
+                if !gtitle.is_empty() {
+                    let _ = writeln!(out, "<h3>{}</h3>", esc(&gtitle));
+                }
+                table.html(out);
+                rtable.html(out);
+            }
+        }
+    }
+    for n in &p.notes {
+        match format {
+            Format::Text => {
+                let _ = writeln!(out, "original: {n}");
+            }
+            Format::Markdown => {
+                let _ = writeln!(out, "- original: {n}");
+            }
+            Format::Html => {
+                let _ = writeln!(out, "<p>Original: {}</p>", esc(n));
+            }
+        }
+    }
+    if !p.notes.is_empty() && format != Format::Html {
+        out.push('\n');
+    }
+}

@@ -1,0 +1,122 @@
+//! A client result cache for a level's runs (`result_cache = { tables =
+//! ["holiday:force"], lag = "{lag}", size = 1048576, setup = true,
+//! per_session = true }`): `tracelab run --result-cache` with those
+//! settings. Its statistics, named as Oracle's CLIENT_RESULT_CACHE_STATS$,
+//! become measurements (`rc_find_count`, ... for the run) and, with a
+//! cache per session, values of each session.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde::Deserialize;
+use tracelab_run::{CacheOptions, Summary};
+
+use crate::spec::{Level, Num};
+
+/// What a level's cache is: the tables annotated, the lag, the size.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CacheLevel {
+    /// `NAME:force` (every query on it cached) or `NAME:manual` (only
+    /// hinted ones: the original's "cache off").
+    pub tables: Vec<String>,
+    /// The longest a served result may lag a committed change, ms
+    /// (CLIENT_RESULT_CACHE_LAG); a number or `"{var}"`.
+    #[serde(default = "lag")]
+    pub lag: Num,
+    /// Bytes (CLIENT_RESULT_CACHE_SIZE); a number or `"{var}"`.
+    #[serde(default = "size")]
+    pub size: Num,
+    /// Install the invalidation triggers before the run.
+    #[serde(default)]
+    pub setup: bool,
+    /// One cache per session, as each of sqlrun's sessions was a process
+    /// with its cache.
+    #[serde(default)]
+    pub per_session: bool,
+}
+
+fn lag() -> Num {
+    Num::Int(3000)
+}
+fn size() -> Num {
+    Num::Int(1 << 20)
+}
+
+impl CacheLevel {
+    pub fn check(&self) -> Result<(), String> {
+        if self.tables.is_empty() {
+            return Err("tables: expected at least one NAME:force or NAME:manual".into());
+        }
+        tracelab_run::parse_tables(&self.tables).map(|_| ())
+    }
+}
+
+/// The cache options of a cell's levels (the last level that names one),
+/// with `num` turning `lag` and `size` into numbers.
+pub fn options(
+    levels: &[Level],
+    num: impl Fn(&str, &Num) -> Result<f64, crate::StudyError>,
+) -> Result<Option<CacheOptions>, crate::StudyError> {
+    let Some(c) = levels.iter().rev().find_map(|l| l.result_cache.as_ref()) else {
+        return Ok(None);
+    };
+    let lag = num("factors.levels.result_cache.lag", &c.lag)?;
+    let size = num("factors.levels.result_cache.size", &c.size)?;
+    Ok(Some(CacheOptions {
+        size: size.max(BLOCK as f64) as usize,
+        lag: Duration::from_secs_f64(lag.max(1.0) / 1000.0),
+        tables: tracelab_run::parse_tables(&c.tables).map_err(crate::StudyError::Usage)?,
+        setup: c.setup,
+        per_session: c.per_session,
+    }))
+}
+
+/// Oracle's cache block: a cache smaller than one holds nothing.
+const BLOCK: usize = 256;
+
+/// The run's cache statistics as measurements: `rc_block_size`,
+/// `rc_find_count`, ... (Oracle's names in snake case), and
+/// `rc_channel_failures`.
+pub fn measurements(summary: &Summary) -> BTreeMap<String, f64> {
+    let mut m = BTreeMap::new();
+    if let Some(c) = &summary.result_cache {
+        for (name, v) in c.rows() {
+            m.insert(
+                format!("rc_{}", crate::profile::measurement_name(name)),
+                v as f64,
+            );
+        }
+        m.insert("rc_channel_failures".into(), c.channel_failures as f64);
+    }
+    m
+}
+
+/// The names [`measurements`] gives a run with a cache, known before the
+/// first run (crate::names).
+pub fn measurement_names() -> Vec<String> {
+    let mut v: Vec<String> = tracelab_run::CacheStats::default()
+        .rows()
+        .iter()
+        .map(|(name, _)| format!("rc_{}", crate::profile::measurement_name(name)))
+        .collect();
+    v.push("rc_channel_failures".into());
+    v
+}
+
+/// Each session's values: its tally (`executions`, as sqlrun's
+/// --xact-tally counts them; `transactions`), and its cache's statistics
+/// under Oracle's names when it had a cache of its own.
+pub fn session_values(summary: &Summary) -> Vec<(usize, String, f64)> {
+    let mut out = Vec::new();
+    for s in &summary.per_session {
+        out.push((s.session, "executions".to_string(), s.executions as f64));
+        out.push((s.session, "transactions".to_string(), s.transactions as f64));
+        if let Some(c) = &s.result_cache {
+            for (name, v) in c.rows() {
+                out.push((s.session, name.to_string(), v as f64));
+            }
+        }
+    }
+    out
+}

@@ -1,0 +1,170 @@
+//! Every example in README.md and docs/*.md runs as documented.
+//!
+//! An example is a fenced block whose info string starts with `console`:
+//! lines starting with `$ ` are commands (run by bash from the repository's
+//! root, with this build's `tracelab` first on PATH, standard error joined
+//! to standard output), and the lines after a command, up to the next, are
+//! what it prints. A last line `[exit N]` gives its exit status (0 when
+//! absent). `console` compares the output whole (trailing blanks aside);
+//! `console,ignore-output` checks the exit status only, for output that
+//! differs from run to run (timings).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+struct Example {
+    file: String,
+    line: usize,
+    command: String,
+    expected: Option<String>,
+    exit: i32,
+}
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn examples(file: &Path, text: &str) -> Vec<Example> {
+    let name = file
+        .strip_prefix(root())
+        .unwrap_or(file)
+        .display()
+        .to_string();
+    let mut out = Vec::new();
+    let mut lines = text.lines().enumerate().peekable();
+    while let Some((_, l)) = lines.next() {
+        let Some(info) = l.strip_prefix("```console") else {
+            continue;
+        };
+        let compare = !info.contains("ignore-output");
+        let mut block: Vec<(usize, &str)> = Vec::new();
+        for (n, l) in lines.by_ref() {
+            if l.starts_with("```") {
+                break;
+            }
+            block.push((n + 1, l));
+        }
+        let mut i = 0;
+        while i < block.len() {
+            let (n, l) = block[i];
+            let Some(cmd) = l.strip_prefix("$ ") else {
+                i += 1;
+                continue;
+            };
+            let mut command = cmd.to_string();
+            while command.ends_with('\\') && i + 1 < block.len() {
+                i += 1;
+                // bash reads the backslash-newline as one line, as a
+                // reader does.
+                command.push('\n');
+                command.push_str(block[i].1);
+            }
+            i += 1;
+            let mut output = Vec::new();
+            while i < block.len() && !block[i].1.starts_with("$ ") {
+                output.push(block[i].1);
+                i += 1;
+            }
+            let mut exit = 0;
+            if let Some(last) = output.last() {
+                if let Some(code) = last
+                    .strip_prefix("[exit ")
+                    .and_then(|r| r.strip_suffix(']'))
+                {
+                    exit = code.parse().expect("[exit N] with a number");
+                    output.pop();
+                }
+            }
+            out.push(Example {
+                file: name.clone(),
+                line: n,
+                command,
+                expected: compare.then(|| normalise(&output.join("\n"))),
+                exit,
+            });
+        }
+    }
+    out
+}
+
+fn normalise(s: &str) -> String {
+    let lines: Vec<&str> = s.lines().map(str::trim_end).collect();
+    lines.join("\n").trim_matches('\n').to_string()
+}
+
+fn docs() -> Vec<PathBuf> {
+    let mut files = vec![root().join("README.md")];
+    if let Ok(dir) = std::fs::read_dir(root().join("docs")) {
+        let mut more: Vec<PathBuf> = dir
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "md"))
+            .collect();
+        more.sort();
+        files.extend(more);
+    }
+    files
+}
+
+#[test]
+fn every_example_in_the_docs_runs_as_documented() {
+    let bin = PathBuf::from(common_bin());
+    let path = format!(
+        "{}:{}",
+        bin.parent().unwrap().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let mut failures = Vec::new();
+    let mut count = 0;
+    for f in docs() {
+        let text = std::fs::read_to_string(&f).unwrap();
+        for e in examples(&f, &text) {
+            count += 1;
+            let out = Command::new("bash")
+                .arg("-c")
+                .arg(format!("exec 2>&1\n{}", e.command))
+                .current_dir(root())
+                .env("PATH", &path)
+                .env("TERM", "dumb")
+                .output()
+                .expect("bash runs");
+            let got = normalise(&String::from_utf8_lossy(&out.stdout));
+            let code = out.status.code().unwrap_or(-1);
+            if code != e.exit {
+                failures.push(format!(
+                    "{}:{}: `{}` exited {code}, documented {}:\n{got}",
+                    e.file, e.line, e.command, e.exit
+                ));
+            } else if let Some(want) = &e.expected {
+                if &got != want {
+                    failures.push(format!(
+                        "{}:{}: `{}` printed:\n{got}\n--- documented:\n{want}",
+                        e.file, e.line, e.command
+                    ));
+                }
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {count} examples differ from the docs:\n\n{}",
+        failures.len(),
+        failures.join("\n\n")
+    );
+}
+
+fn common_bin() -> String {
+    std::env::var("TRACELAB_TEST_BIN")
+        .unwrap_or_else(|_| env!("CARGO_BIN_EXE_tracelab").to_string())
+}
+
+#[test]
+fn examples_are_read_with_their_output_and_exit_status() {
+    let text = "x\n```console\n$ echo a \\\n  b\na b\n$ false\n[exit 1]\n```\n```console,ignore-output\n$ date\nwhenever\n```\n```sh\n$ not an example\n```\n";
+    let e = examples(Path::new("t.md"), text);
+    assert_eq!(e.len(), 3);
+    assert_eq!(e[0].command, "echo a \\\n  b");
+    assert_eq!(e[0].expected.as_deref(), Some("a b"));
+    assert_eq!((e[0].line, e[1].exit), (3, 1));
+    assert_eq!(e[1].expected.as_deref(), Some(""));
+    assert!(e[2].expected.is_none());
+}
