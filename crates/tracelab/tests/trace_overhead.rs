@@ -21,33 +21,44 @@ fn tmp(prefix: &str) -> tempfile::TempDir {
         .unwrap()
 }
 
-/// Each run of a store: its cell (factor → level) and its measurements.
+/// Each run of a store: its cell (factor → level) and its measurements
+/// and numeric vars (as report expressions see them).
 type Run = (BTreeMap<String, String>, BTreeMap<String, f64>);
 
-fn runs(store: &Path) -> Vec<Run> {
+/// The timed runs of a store, or (`straced`) its runs under strace.
+fn runs_of(store: &Path, straced: bool) -> Vec<Run> {
     let c = rusqlite::Connection::open(store.join("results.sqlite")).unwrap();
     let mut st = c
-        .prepare("SELECT p.seq, p.levels FROM plan p JOIN runs r ON r.seq = p.seq ORDER BY p.seq")
+        .prepare(
+            "SELECT p.seq, p.levels, r.vars, p.seq IN (SELECT seq FROM strace_runs)
+             FROM plan p JOIN runs r ON r.seq = p.seq ORDER BY p.seq",
+        )
         .unwrap();
-    let plan: Vec<(i64, String)> = st
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+    let plan: Vec<(i64, String, String, bool)> = st
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
         .unwrap()
         .map(Result::unwrap)
+        .filter(|r: &(i64, String, String, bool)| r.3 == straced)
         .collect();
     let mut q = c
         .prepare("SELECT name, value FROM measurements WHERE seq = ?1")
         .unwrap();
     plan.into_iter()
-        .map(|(seq, levels)| {
+        .map(|(seq, levels, vars, _)| {
             let cell: Vec<(String, String)> = serde_json::from_str(&levels).unwrap();
-            let m = q
-                .query_map([seq], |r| Ok((r.get::<_, String>(0)?, r.get::<_, f64>(1)?)))
-                .unwrap()
-                .map(Result::unwrap)
-                .collect();
+            let mut m: BTreeMap<String, f64> = serde_json::from_str(&vars).unwrap();
+            m.extend(
+                q.query_map([seq], |r| Ok((r.get::<_, String>(0)?, r.get::<_, f64>(1)?)))
+                    .unwrap()
+                    .map(Result::unwrap),
+            );
             (cell.into_iter().collect(), m)
         })
         .collect()
+}
+
+fn runs(store: &Path) -> Vec<Run> {
+    runs_of(store, false)
 }
 
 /// The one run whose cell has these levels.
@@ -121,12 +132,17 @@ fn every_tracing_level_traces_and_off_does_not() {
         ],
     );
     let all = runs(&out);
+    let straced = runs_of(&out, true);
     // loop=server: off, statement_log, plan, analyze × (1, none);
-    // loop=client: those and client_trace, proxy, proxy_trace.
+    // loop=client: those and client_trace, proxy, proxy_trace; and one
+    // run under strace of each, after them.
     assert_eq!(all.len(), 13, "{stdout}");
+    assert_eq!(straced.len(), 13, "{stdout}");
     let queries = 3.0 * 200.0;
     for l in ["server", "client"] {
         let at = |t: &str, s: &str| run(&all, &[("loop", l), ("tracing", t), ("sampling", s)]);
+        let under_strace =
+            |t: &str, s: &str| run(&straced, &[("loop", l), ("tracing", t), ("sampling", s)]);
         // Off writes nothing to the log.
         let off = at("off", "1");
         assert_eq!(get(off, "server_log_bytes"), 0.0, "{l}: {off:?}");
@@ -159,8 +175,12 @@ fn every_tracing_level_traces_and_off_does_not() {
         );
         assert_eq!(get(untimed, "log_timed_nodes"), 0.0, "{l}: {untimed:?}");
         // The backend writes each log entry with one write(): about one
-        // per query logged (counted in the strace run, 3 × 10 queries).
-        let w = get(timed, "syscall_write") / get(timed, "strace_iterations") / 3.0;
+        // per query logged (counted in the run under strace, with its
+        // strace_vars: 3 × 10 queries, not 3 × 200).
+        let st = under_strace("analyze", "1");
+        assert_eq!(get(st, "iterations"), 10.0, "{l}: {st:?}");
+        assert!(!st.contains_key("elapsed_ms"), "out of the timed columns");
+        let w = get(st, "syscall_write") / get(st, "iterations") / 3.0;
         assert!(w >= 1.0, "{l}: {w} write() per query");
         for m in [off, sl, plan, timed, untimed] {
             assert!(get(m, "elapsed_ms") > 0.0 && get(m, "backend_cpu_ms") > 0.0);
@@ -178,7 +198,9 @@ fn every_tracing_level_traces_and_off_does_not() {
         "the client trace is not the server's"
     );
     // tracelab buffers its trace: far fewer write() calls than queries.
-    let w = get(ct, "client_syscall_write") / get(ct, "strace_iterations") / 3.0;
+    let cs = run(&straced, &[("loop", "client"), ("tracing", "client_trace")]);
+    assert!(get(cs, "strace_statements") >= 30.0, "{cs:?}");
+    let w = get(cs, "client_syscall_write") / get(cs, "iterations") / 3.0;
     assert!(w < 1.0, "{w} write() per query");
     let pt = run(&all, &[("loop", "client"), ("tracing", "proxy_trace")]);
     assert!(get(pt, "proxy_trace_bytes") > 0.0, "{pt:?}");
@@ -226,6 +248,8 @@ fn the_timer_level_is_in_effect_in_the_server() {
     let all = runs(&out);
     assert_eq!(all.len(), 3, "{stdout}");
     let at = |t: &str| run(&all, &[("timer", t)]);
+    let straced = runs_of(&out, true);
+    let st = |t: &str| run(&straced, &[("timer", t)]);
     for t in ["vdso", "syscall", "coarse"] {
         let m = at(t);
         // The shim is mapped in every process of the server.
@@ -239,17 +263,17 @@ fn the_timer_level_is_in_effect_in_the_server() {
     }
     // Every clock read a system call under `syscall` (two per node and
     // row: thousands per query); none under the vDSO, fine or coarse.
-    let per_query = |t: &str| get(at(t), "syscall_clock_gettime") / (3.0 * 5.0);
+    let per_query = |t: &str| get(st(t), "syscall_clock_gettime") / (3.0 * 5.0);
     assert!(per_query("syscall") > 10.0, "{}", per_query("syscall"));
     for t in ["vdso", "coarse"] {
-        assert_eq!(get(at(t), "syscall_clock_gettime"), 0.0, "{t}");
-        assert_eq!(get(at(t), "syscall_gettimeofday"), 0.0, "{t}");
+        assert_eq!(get(st(t), "syscall_clock_gettime"), 0.0, "{t}");
+        assert_eq!(get(st(t), "syscall_gettimeofday"), 0.0, "{t}");
     }
     // The driver's clock (run --timer) follows the level too.
     assert!(
-        get(at("syscall"), "client_syscall_clock_gettime")
-            > get(at("vdso"), "client_syscall_clock_gettime"),
-        "{all:?}"
+        get(st("syscall"), "client_syscall_clock_gettime")
+            > get(st("vdso"), "client_syscall_clock_gettime"),
+        "{straced:?}"
     );
     assert!(stdout.contains("Does the timer matter?"), "{stdout}");
     report_rebuilds(&out, &stdout);
