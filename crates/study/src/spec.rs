@@ -493,6 +493,12 @@ pub struct ReportSpec {
     pub sessions: Option<crate::sessions::SessionsSpec>,
     /// mrskew's table of the traces of each cell (client and proxy).
     pub profiles: Option<crate::profile::ProfilesSpec>,
+    /// The System calls section: the strace tables of the runs under
+    /// strace (`strace_runs`), side by side per row. `false` leaves it out
+    /// (the tables stay in the store) where columns already give the
+    /// counts that matter and the rows are many.
+    #[serde(default = "yes")]
+    pub strace_tables: bool,
 }
 
 impl ReportSpec {
