@@ -20,7 +20,7 @@
 # the kernel's softirq time for loopback TCP is accounted apart and is not
 # in it), and each round the CPU taken by other work on the machine during
 # the round ("other load", in CPUs: busy time from /proc/stat minus that of
-# pgbench, the server, the proxies and pgbouncer): the ratios depend on it (see README).
+# pgbench, the server, the proxies and pgbouncer): the ratios depend on it (see docs/performance.md).
 #
 # Usage (from the repository root):
 #     bash bench/proxy.sh                      # 10 s per run, 5 rounds

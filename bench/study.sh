@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Wall time of the built-in studies on the private PostgreSQL, for the
-# README ("tracelab study", run times). The acceptance bounds on this
-# machine: commit-batch, redo-undo and exec-model --quick < 3 min each;
+# docs/study.md (run times). The acceptance bounds on this machine:
+# commit-batch, redo-undo and exec-model --quick < 3 min each;
 # result-cache --quick < 5 min (its eight runs last 20 s each);
 # trace-overhead --quick < 5 min and full < 30 min.
 #

@@ -1,7 +1,8 @@
 //! Command lines the way mrskew users type them: Getopt::Long habits
 //! (unique prefixes such as `--alldep`, single-dash long options such as
 //! `-where`, `--no` forms such as `--nohead`) and rc files (`--rc=p10.rc`),
-//! expanded into canonical `--option=value` words for the argument parser.
+//! expanded into canonical words for the argument parser: `--option=value`,
+//! and `--flag` or `--noflag`.
 //!
 //! Why by hand: clap has no single-dash long options, `--no` prefixes or
 //! option files, and rc files need multi-line quoted values, comments and
@@ -261,7 +262,12 @@ fn expand_into(
                     Some(v) => parse_bool(name, &v)? == on,
                     None => on,
                 };
-                out.push(format!("--{name}={v}"));
+                // The argument parser's flags: `--X` and `--noX`.
+                out.push(if v {
+                    format!("--{name}")
+                } else {
+                    format!("--no{name}")
+                });
             }
             Kind::Value => {
                 if !on {
@@ -451,14 +457,14 @@ mod tests {
             .unwrap(),
             vec![
                 "--where=$af>1",
-                "--alldepths=true",
+                "--alldepths",
                 "--group-label=LINE:TEXT",
-                "--head=false",
+                "--nohead",
                 "x.trc"
             ]
         );
         assert_eq!(ex(&["--top", "5", "-"]).unwrap(), vec!["--top=5", "-"]);
-        assert_eq!(ex(&["--no-dashes"]).unwrap(), vec!["--dashes=false"]);
+        assert_eq!(ex(&["--no-dashes"]).unwrap(), vec!["--nodashes"]);
         assert_eq!(ex(&["--nohistogram"]).unwrap(), Vec::<String>::new());
         let e = ex(&["--g=x"]).unwrap_err().to_string();
         assert!(e.contains("ambiguous"), "{e}");

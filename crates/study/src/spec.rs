@@ -1,5 +1,5 @@
 //! The study file: TOML plus SQL files, read with the line of every
-//! mistake. The README's "study file reference" documents each key.
+//! mistake. docs/study.md ("The study file") documents each key.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

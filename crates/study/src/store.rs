@@ -1,7 +1,7 @@
 //! The results store: one SQLite file per study run directory
 //! (`DIR/results.sqlite`). Every run is written in one transaction as soon
 //! as it ends, so an interrupted study loses at most the run in flight.
-//! The README documents the schema; reports read nothing else.
+//! docs/study.md ("The results store") documents the schema; reports read nothing else.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -204,8 +204,9 @@ struct Run<'f> {
     sessions: Vec<(u8, Box<[u8]>)>,
     switched_from: Option<Option<i64>>,
     recognised: u64,
-    /// PARSING IN CURSOR, PARSE ERROR, BINDS and STAT lines: with the
-    /// calls, what tells a SQL trace from Oracle's other trace files.
+    /// PARSING IN CURSOR, PARSE ERROR, BINDS and STAT lines, and
+    /// tracelab's own header: with the calls, what tells a SQL trace from
+    /// Oracle's other trace files.
     sql_lines: u64,
     /// The process that wrote the file, from the header's `image:`.
     image: Option<String>,
@@ -955,6 +956,16 @@ impl<'f> Run<'f> {
             }
             b'T' if b.starts_with(b"Trace file ") => {
                 self.recognised += 1;
+                Ok(())
+            }
+            // tracelab's own header (`tracelab 0.1.0 proxy-side trace of
+            // postgres`): a SQL trace even when its session made no call
+            // (a cancel request's connection, a client that only logged on).
+            b't' if b.starts_with(b"tracelab ")
+                && memchr::memmem::find(b, b"-side trace of ").is_some() =>
+            {
+                self.recognised += 1;
+                self.sql_lines += 1;
                 Ok(())
             }
             _ => Ok(()),

@@ -1,6 +1,5 @@
 //! `tracelab skew`: mrskew's options in, mrskew's table out.
 
-use clap::ArgAction;
 use tracelab_skew::{profile, Format, Outcome, PercentFormat, SkewError, SkewOptions, Sort, Units};
 
 use crate::exit::{self, Failure};
@@ -22,7 +21,9 @@ Variables: $af (accounted-for seconds: CPU c of a database call, ela of a WAIT),
   $time0 $time1 (wall clock of the call's start and end), and @bind (bind values of the
   current execution).
 The filter is ((--where) and (--where1)) and ($nam=~/--name/i); defaults 1, $dep==$depmin, .+
-Options take mrskew's spellings too: -where, --alldep, --gl, --nohead, --rc=FILE.
+Options take mrskew's spellings too: -where, --alldep, --gl, --nohead, --no-dashes, --commas=0,
+  --rc=FILE; every flag has its --no form. Accepted for mrskew's rc files, without effect:
+  --[no]histogram, --initrc.
 Built-in rc files: p10.rc disk.rc ssd.rc all.rc sqlid.rc cull-snmfc.rc (--listrc shows them).
 A compressed file's $basename drops the compression suffix (x.trc.gz reads as x.trc).
 Numbers are exact decimals (times are whole microseconds) rounded half up, as mrskew prints them.
@@ -44,9 +45,11 @@ pub struct Args {
     /// Second filter conjunct [default: $dep==$depmin].
     #[arg(long, value_name = "EXPR")]
     where1: Option<String>,
-    /// Report calls at every depth (same as --where1=1).
-    #[arg(long, num_args = 0..=1, default_missing_value = "true", action = ArgAction::Set)]
-    alldepths: Option<bool>,
+    /// Report calls at every depth (same as --where1=1); --noalldepths: only the minimum depth [default].
+    #[arg(long, overrides_with = "noalldepths")]
+    alldepths: bool,
+    #[arg(long = "noalldepths", hide = true, overrides_with = "alldepths")]
+    noalldepths: bool,
     /// Keep calls whose name matches this case-insensitive regex, or a class:
     /// :all, :dbcall, :oscall (:syscall) [default: .+].
     #[arg(long, value_name = "REGEX")]
@@ -104,24 +107,36 @@ pub struct Args {
     /// (bytes, or with K, M, G) [default: 64M].
     #[arg(long = "max-line", value_name = "BYTES")]
     max_line: Option<String>,
-    /// Thousands separators [default: on].
-    #[arg(long, num_args = 0..=1, default_missing_value = "true", action = ArgAction::Set)]
-    commas: Option<bool>,
-    /// Header row [default: on].
-    #[arg(long, num_args = 0..=1, default_missing_value = "true", action = ArgAction::Set)]
-    head: Option<bool>,
-    /// Footer (TOTAL) row [default: on].
-    #[arg(long, num_args = 0..=1, default_missing_value = "true", action = ArgAction::Set)]
-    foot: Option<bool>,
-    /// Dash rules [default: on].
-    #[arg(long, num_args = 0..=1, default_missing_value = "true", action = ArgAction::Set)]
-    dashes: Option<bool>,
+    /// Thousands separators; --nocommas: none [default: on].
+    #[arg(long, overrides_with = "nocommas")]
+    commas: bool,
+    #[arg(long = "nocommas", hide = true, overrides_with = "commas")]
+    nocommas: bool,
+    /// Header row; --nohead: none [default: on].
+    #[arg(long, overrides_with = "nohead")]
+    head: bool,
+    #[arg(long = "nohead", hide = true, overrides_with = "head")]
+    nohead: bool,
+    /// Footer (TOTAL) row; --nofoot: none [default: on].
+    #[arg(long, overrides_with = "nofoot")]
+    foot: bool,
+    #[arg(long = "nofoot", hide = true, overrides_with = "foot")]
+    nofoot: bool,
+    /// Dash rules; --nodashes: none [default: on].
+    #[arg(long, overrides_with = "nodashes")]
+    dashes: bool,
+    #[arg(long = "nodashes", hide = true, overrides_with = "dashes")]
+    nodashes: bool,
     /// Write comma-separated values.
-    #[arg(long, num_args = 0..=1, default_missing_value = "true", action = ArgAction::Set)]
-    csv: Option<bool>,
+    #[arg(long, overrides_with = "nocsv")]
+    csv: bool,
+    #[arg(long = "nocsv", hide = true, overrides_with = "csv")]
+    nocsv: bool,
     /// Write JSON.
-    #[arg(long, num_args = 0..=1, default_missing_value = "true", action = ArgAction::Set)]
-    json: Option<bool>,
+    #[arg(long, overrides_with = "nojson")]
+    json: bool,
+    #[arg(long = "nojson", hide = true, overrides_with = "json")]
+    nojson: bool,
     /// Write the report to this file instead of standard output.
     #[arg(long, value_name = "FILE")]
     output: Option<String>,
@@ -138,12 +153,16 @@ pub struct Args {
     /// Add the time mrskew leaves out as pseudo-calls: "unaccounted-for
     /// within calls" (e - c - waits) and "unaccounted-for between calls"
     /// (gaps), so that the TOTAL is the session's response time.
-    #[arg(long, num_args = 0..=1, default_missing_value = "true", action = ArgAction::Set)]
-    unaccounted: Option<bool>,
+    #[arg(long, overrides_with = "nounaccounted")]
+    unaccounted: bool,
+    #[arg(long = "nounaccounted", hide = true, overrides_with = "unaccounted")]
+    nounaccounted: bool,
     /// List input files, the effective expressions, matched files and call
     /// names on stderr, as mrskew does.
-    #[arg(long, num_args = 0..=1, default_missing_value = "true", action = ArgAction::Set)]
-    verbose: Option<bool>,
+    #[arg(long, overrides_with = "noverbose")]
+    verbose: bool,
+    #[arg(long = "noverbose", hide = true, overrides_with = "verbose")]
+    noverbose: bool,
     /// Worker threads [default: one per core].
     #[arg(long, value_name = "N")]
     jobs: Option<usize>,
@@ -152,8 +171,22 @@ pub struct Args {
     #[arg(long, value_name = "FILE")]
     rc: Option<String>,
     /// List the built-in rc files and exit.
-    #[arg(long, num_args = 0..=1, default_missing_value = "true", action = ArgAction::Set)]
-    listrc: Option<bool>,
+    #[arg(long, overrides_with = "nolistrc")]
+    listrc: bool,
+    #[arg(long = "nolistrc", hide = true, overrides_with = "listrc")]
+    nolistrc: bool,
+}
+
+/// A flag given as `--X` (true), `--noX` (false) or not at all; the last
+/// of the two on the command line wins (`overrides_with`).
+fn flag(on: bool, off: bool) -> Option<bool> {
+    if on {
+        Some(true)
+    } else if off {
+        Some(false)
+    } else {
+        None
+    }
 }
 
 fn options(a: &Args) -> Result<SkewOptions, SkewError> {
@@ -165,7 +198,7 @@ fn options(a: &Args) -> Result<SkewOptions, SkewError> {
             SkewError::Usage(format!("--top={t}: expected a number of rows (0 for all)"))
         })?,
     };
-    let format = match (a.csv, a.json) {
+    let format = match (flag(a.csv, a.nocsv), flag(a.json, a.nojson)) {
         (Some(true), Some(true)) => {
             return Err(SkewError::Usage(
                 "--csv and --json exclude each other".into(),
@@ -175,7 +208,7 @@ fn options(a: &Args) -> Result<SkewOptions, SkewError> {
         (_, Some(true)) => Format::Json,
         _ => Format::Text,
     };
-    let where1 = match (a.alldepths, &a.where1) {
+    let where1 = match (flag(a.alldepths, a.noalldepths), &a.where1) {
         (Some(true), _) => "1".to_string(),
         (_, Some(w)) => w.clone(),
         _ => d.where1.clone(),
@@ -236,16 +269,16 @@ fn options(a: &Args) -> Result<SkewOptions, SkewError> {
         units,
         max_line,
         min_split: d.min_split,
-        commas: a.commas.unwrap_or(d.commas),
-        head: a.head.unwrap_or(d.head),
-        foot: a.foot.unwrap_or(d.foot),
-        dashes: a.dashes.unwrap_or(d.dashes),
+        commas: flag(a.commas, a.nocommas).unwrap_or(d.commas),
+        head: flag(a.head, a.nohead).unwrap_or(d.head),
+        foot: flag(a.foot, a.nofoot).unwrap_or(d.foot),
+        dashes: flag(a.dashes, a.nodashes).unwrap_or(d.dashes),
         format,
         separator: a.separator.clone().unwrap_or(d.separator),
         thinktime: a.thinktime.unwrap_or(d.thinktime),
         depmin: a.depmin,
-        unaccounted: a.unaccounted.unwrap_or(false),
-        verbose: a.verbose.unwrap_or(false),
+        unaccounted: a.unaccounted,
+        verbose: a.verbose,
         jobs: a.jobs.unwrap_or(0),
     })
 }
@@ -342,7 +375,7 @@ fn notes(f: &tracelab_skew::FileOutcome) {
 }
 
 pub fn run(a: Args) -> Result<i32, Failure> {
-    if a.listrc == Some(true) {
+    if a.listrc {
         list_rc()?;
         return Ok(exit::OK);
     }

@@ -183,4 +183,37 @@ fn help_describes_every_argument() {
     }
     let (help, _, _) = tracelab(&["run", "--help"]);
     assert!(help.contains("[default: 10"), "{help}");
+    // Flags read as flags, with their --no forms said, and mrskew's
+    // options that are accepted without effect listed.
+    for cmd in ["skew", "calls", "prof", "run", "proxy"] {
+        let (help, _, _) = tracelab(&[cmd, "--help"]);
+        assert!(
+            !help.contains("possible values: true, false"),
+            "{cmd}: {help}"
+        );
+        assert!(!help.contains("[<"), "{cmd}: {help}");
+    }
+    let (help, _, _) = tracelab(&["skew", "--help"]);
+    for said in ["--alldepths", "--nocommas", "--nohead", "--[no]histogram"] {
+        assert!(help.contains(said), "skew --help lacks {said}: {help}");
+    }
+    // And they work: --nocommas, --commas=0 (mrskew's), the last one wins.
+    let trace = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../tests/fixtures/crc-local-force/orcl_ora_30537_RC-20230830160541-20230703160541.trc.gz"
+    );
+    let (with, _, _) = tracelab(&["skew", "--name=:all", "--alldepths", trace]);
+    assert!(with.contains(','), "thousands separated by default: {with}");
+    for no in [
+        vec!["--nocommas"],
+        vec!["--commas=0"],
+        vec!["--commas", "--nocommas"],
+    ] {
+        let mut args = vec!["skew", "--name=:all", "--alldepths"];
+        args.extend(no.iter().copied());
+        args.push(trace);
+        let (without, err, code) = tracelab(&args);
+        assert_eq!(code, 0, "{no:?}: {err}");
+        assert_eq!(without, with.replace(',', ""), "{no:?}");
+    }
 }

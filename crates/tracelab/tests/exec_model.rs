@@ -167,14 +167,20 @@ fn each_model_is_in_effect_the_strace_tables_add_up_and_the_report_rebuilds() {
         }
     }
     // The parallel plan's workers were started: two more processes of the
-    // postmaster per run of one session than the serial plan's.
-    let tasks = |model: &str| -> f64 {
+    // postmaster than the serial plan's, in a run of one session (the most
+    // of its runs: on a loaded machine the leader may finish a small sort
+    // before a worker has started, and that run starts fewer).
+    let tasks = |model: &str, pick: fn(f64, f64) -> f64, from: f64| -> f64 {
         all.iter()
             .filter(|r| !r.straced && r.cell["model"] == model && r.cell["sessions"] == "1")
             .map(|r| r.m["tasks_started"])
-            .fold(f64::INFINITY, f64::min)
+            .fold(from, pick)
     };
-    assert!(tasks("parallel") >= tasks("serial") + 2.0, "{}", stdout);
+    assert!(
+        tasks("parallel", f64::max, 0.0) >= tasks("serial", f64::min, f64::INFINITY) + 2.0,
+        "{}",
+        stdout
+    );
 
     // The report: the timed table with its baseline per engine, and the
     // strace tables side by side in strace's layout.

@@ -936,7 +936,7 @@ fn connection_and_prepare_failures_read_as_one_line() {
 /// primary key hundreds of thousands of times). The same run without
 /// --transactions says why its inserts fail.
 #[test]
-fn the_readme_sqlite_example_is_sound() {
+fn the_docs_sqlite_example_is_sound() {
     let dir = tempfile::tempdir().unwrap();
     let ids = dir.path().join("ids.csv");
     std::fs::write(
@@ -945,10 +945,10 @@ fn the_readme_sqlite_example_is_sound() {
     )
     .unwrap();
     let db = format!("sqlite:{}", dir.path().join("app.db").display());
-    let readme = include_str!("../../../README.md");
+    let readme = include_str!("../../../docs/run.md");
     assert!(
         readme.contains("--sql 'insert into t values (:1)' --binds ids.csv --tx-per-commit 100 --transactions 100"),
-        "the README's example is the one tested here"
+        "docs/run.md's example is the one tested here"
     );
     let (_, err, code) = tracelab(&[
         "run",
