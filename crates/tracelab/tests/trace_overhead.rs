@@ -12,7 +12,7 @@ mod common;
 use common::tracelab;
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 fn tmp(prefix: &str) -> tempfile::TempDir {
     tempfile::Builder::new()
@@ -129,6 +129,7 @@ fn every_tracing_level_traces_and_off_does_not() {
             "oltp_client=200",
             "--var",
             "oltp_strace=10",
+            "--keep-traces",
         ],
     );
     let all = runs(&out);
@@ -219,7 +220,44 @@ fn every_tracing_level_traces_and_off_does_not() {
     }
     assert!(stdout.contains("Does tracing cost?"), "{stdout}");
     assert!(stdout.contains("var.oltp_client"), "the --var is recorded");
+    skew_profiles_kept_traces(&out, queries);
     report_rebuilds(&out, &stdout);
+}
+
+/// The traces `--keep-traces` kept, the client's and the proxy's, profile
+/// with `tracelab skew` as a user would run it: an EXEC row counting at
+/// least one call per query.
+fn skew_profiles_kept_traces(out: &Path, queries: f64) {
+    let kept: Vec<PathBuf> = std::fs::read_dir(out.join("traces"))
+        .expect("--keep-traces keeps DIR/traces")
+        .map(|e| e.unwrap().path())
+        .collect();
+    for kind in ["-client", "-proxy"] {
+        let dirs: Vec<&PathBuf> = kept
+            .iter()
+            .filter(|p| p.to_string_lossy().ends_with(kind))
+            .collect();
+        assert!(!dirs.is_empty(), "no *{kind} traces kept in {kept:?}");
+        let mut args = vec!["skew".to_string(), "--name".into(), "EXEC".into()];
+        for d in &dirs {
+            for f in std::fs::read_dir(d).unwrap() {
+                args.push(f.unwrap().path().to_string_lossy().into_owned());
+            }
+        }
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let (stdout, err, code) = tracelab(&args);
+        assert_eq!(code, 0, "skew on kept {kind} traces: {err}");
+        let calls: f64 = stdout
+            .lines()
+            .find(|l| l.trim_start().starts_with("EXEC"))
+            .and_then(|l| l.split_whitespace().nth(3))
+            .map(|c| c.replace(',', "").parse().unwrap())
+            .unwrap_or_else(|| panic!("no EXEC row in skew's output:\n{stdout}"));
+        assert!(
+            calls >= queries,
+            "{kind}: {calls} EXEC calls < {queries}\n{stdout}"
+        );
+    }
 }
 
 #[test]
