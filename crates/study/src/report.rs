@@ -112,12 +112,7 @@ fn markdown_html(text: &str) -> String {
     html
 }
 
-pub fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
+pub use tracelab_chart::esc;
 
 /// A number with `digits` decimals and thousands separators.
 pub fn fmt_num(x: f64, digits: usize) -> String {
