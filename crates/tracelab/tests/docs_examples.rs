@@ -92,16 +92,25 @@ fn normalise(s: &str) -> String {
     lines.join("\n").trim_matches('\n').to_string()
 }
 
+/// README.md, then every .md under docs/ (docs/studies/ too), sorted.
 fn docs() -> Vec<PathBuf> {
-    let mut files = vec![root().join("README.md")];
-    if let Ok(dir) = std::fs::read_dir(root().join("docs")) {
-        let mut more: Vec<PathBuf> = dir
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.extension().is_some_and(|x| x == "md"))
-            .collect();
-        more.sort();
-        files.extend(more);
+    fn walk(dir: &Path, files: &mut Vec<PathBuf>) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for p in entries.filter_map(|e| e.ok().map(|e| e.path())) {
+            if p.is_dir() {
+                walk(&p, files);
+            } else if p.extension().is_some_and(|x| x == "md") {
+                files.push(p);
+            }
+        }
     }
+    let mut more = Vec::new();
+    walk(&root().join("docs"), &mut more);
+    more.sort();
+    let mut files = vec![root().join("README.md")];
+    files.extend(more);
     files
 }
 
