@@ -398,6 +398,14 @@ fn the_ranks_shown_run_without_gaps() {
     assert!(ranks.len() >= 14, "{table}");
     assert_eq!(ranks, (1..=ranks.len()).collect::<Vec<_>>(), "{table}");
     let p = json(&[&fixture(DB_PING)]);
-    let last = p[0]["statements"].as_array().unwrap().last().unwrap().clone();
-    assert_eq!(last["sqlid"].as_str().unwrap().split(':').next(), Some("#140174153974880"));
+    let last = p[0]["statements"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert_eq!(
+        last["sqlid"].as_str().unwrap().split(':').next(),
+        Some("#140174153974880")
+    );
 }
