@@ -70,10 +70,11 @@ impl Published {
                     ));
                 }
             }
-            if !cell.contains_key(&s.report.rows) {
+            // The rows factor the baseline belongs to: the first.
+            let rows_f = s.report.rows.first().map_or("", String::as_str);
+            if !cell.contains_key(rows_f) {
                 return Err(format!(
-                    "cells: each cell names a level of `{}` (the report's rows)",
-                    s.report.rows
+                    "cells: each cell names a level of `{rows_f}` (the report's rows)"
                 ));
             }
         }
@@ -96,7 +97,10 @@ pub fn section(st: &Stored, study: &Study, format: Format, out: &mut String) {
     let Some(p) = &study.report.published else {
         return;
     };
-    let rows_f = &study.report.rows;
+    // The rows factor the baseline belongs to: the first.
+    let Some(rows_f) = study.report.rows.first() else {
+        return;
+    };
     let Some(baseline) = &study.report.baseline else {
         return;
     };
