@@ -402,7 +402,7 @@ pub fn section(st: &crate::store::Stored, study: &Study, format: Format, out: &m
         return;
     }
     let title = "Freshness: a writer changes a cached table during a cached run";
-    crate::sessions::heading(out, format, 2, title);
+    crate::report::heading(out, format, 2, title);
     let cell = study
         .freshness
         .as_ref()

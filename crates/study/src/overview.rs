@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
 use crate::columns::Expr;
-use crate::report::{esc, fmt_num, level_pos, mean, Format, Table};
+use crate::report::{esc, fmt_num, heading, level_pos, mean, put_table, Format, Table};
 use crate::spec::{value_text, Study};
 use crate::stats::compare;
 use crate::store::StoredRun;
@@ -63,20 +63,6 @@ fn levels_run(runs: &[StoredRun]) -> BTreeMap<String, BTreeSet<String>> {
     m
 }
 
-fn heading(out: &mut String, format: Format, depth: usize, text: &str) {
-    match format {
-        Format::Text => {
-            let _ = writeln!(out, "{text}\n");
-        }
-        Format::Markdown => {
-            let _ = writeln!(out, "{} {text}\n", "#".repeat(depth));
-        }
-        Format::Html => {
-            let _ = writeln!(out, "<h{depth}>{}</h{depth}>", esc(text));
-        }
-    }
-}
-
 fn para(out: &mut String, format: Format, text: &str) {
     match format {
         Format::Html => {
@@ -85,20 +71,6 @@ fn para(out: &mut String, format: Format, text: &str) {
         _ => {
             let _ = writeln!(out, "{text}\n");
         }
-    }
-}
-
-fn table(out: &mut String, format: Format, t: &Table) {
-    match format {
-        Format::Text => {
-            t.text(out);
-            out.push('\n');
-        }
-        Format::Markdown => {
-            t.markdown(out);
-            out.push('\n');
-        }
-        Format::Html => t.html(out),
     }
 }
 
@@ -163,7 +135,7 @@ pub(crate) fn sections(
             c.title.clone()
         };
         heading(out, format, 2, &format!("{title}{fixed}"));
-        table(out, format, &t);
+        put_table(out, format, &t);
     }
 
     for a in &spec.averages {
@@ -183,7 +155,7 @@ pub(crate) fn sections(
             2,
             &format!("Averages by {} (means of the cells){fixed}", a.by),
         );
-        table(out, format, &t);
+        put_table(out, format, &t);
     }
 
     for q in &spec.questions {
@@ -399,7 +371,7 @@ fn questions(
             rows,
             left: 2,
         };
-        table(out, format, &t);
+        put_table(out, format, &t);
     }
     if !answered {
         para(

@@ -130,14 +130,7 @@ pub fn section(st: &Stored, study: &Study, format: Format, out: &mut String) {
         })
         .collect();
     // The other factors' combinations that ran, in level order.
-    let pos = |f: &str, l: &str| {
-        study
-            .factors
-            .iter()
-            .find(|x| x.name == f)
-            .and_then(|x| x.level_names().iter().position(|n| n == l))
-            .unwrap_or(usize::MAX)
-    };
+    let pos = |f: &str, l: &str| crate::report::level_pos(study, f, l);
     let mut groups: Vec<Vec<(String, String)>> = Vec::new();
     let mut runs: Vec<&crate::store::StoredRun> = st.runs.iter().collect();
     runs.sort_by_key(|r| r.cell.iter().map(|(f, l)| pos(f, l)).collect::<Vec<_>>());

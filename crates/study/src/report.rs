@@ -112,6 +112,36 @@ fn markdown_html(text: &str) -> String {
     html
 }
 
+/// A heading of `level` (2: a section) in the report's format.
+pub(crate) fn heading(out: &mut String, format: Format, level: usize, title: &str) {
+    match format {
+        Format::Text => {
+            let _ = writeln!(out, "{title}\n");
+        }
+        Format::Markdown => {
+            let _ = writeln!(out, "{} {title}\n", "#".repeat(level));
+        }
+        Format::Html => {
+            let _ = writeln!(out, "<h{level}>{}</h{level}>", esc(title));
+        }
+    }
+}
+
+/// A table in the report's format, then a blank line.
+pub(crate) fn put_table(out: &mut String, format: Format, t: &Table) {
+    match format {
+        Format::Text => {
+            t.text(out);
+            out.push('\n');
+        }
+        Format::Markdown => {
+            t.markdown(out);
+            out.push('\n');
+        }
+        Format::Html => t.html(out),
+    }
+}
+
 pub use tracelab_chart::esc;
 
 /// A number with `digits` decimals and thousands separators.
