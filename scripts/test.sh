@@ -59,5 +59,9 @@ apt_need 'command -v chromedriver' chromium-driver
 pip_need selenium selenium
 pip_need PIL pillow
 
+# The docs' examples (crates/tracelab/tests/docs_examples.rs) query a
+# study's results store with the sqlite3 shell, as docs/study.md shows.
+apt_need 'command -v sqlite3' sqlite3
+
 # --no-fail-fast: one failing test binary does not hide the others.
 cargo test --workspace --no-fail-fast "$@"

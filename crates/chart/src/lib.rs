@@ -405,6 +405,149 @@ pub fn histogram(title: &str, x_label: &str, y_label: &str, buckets: &[(String, 
     })
 }
 
+/// One column of dots per category (`cats`: (name, values)), each value a
+/// dot spread across its slot in the order given, the mean a bar across
+/// it; with `log_y`, a log10 axis over the decades the values span (for
+/// values orders of magnitude apart, as cached and uncached tallies are).
+pub fn strip(
+    title: &str,
+    x_label: &str,
+    y_label: &str,
+    log_y: bool,
+    cats: &[(String, Vec<f64>)],
+) -> String {
+    let all: Vec<f64> = cats
+        .iter()
+        .flat_map(|(_, v)| v.iter().copied())
+        .filter(|v| v.is_finite() && (!log_y || *v > 0.0))
+        .collect();
+    let hi = all.iter().copied().fold(0.0f64, f64::max);
+    let lo = all.iter().copied().fold(f64::INFINITY, f64::min);
+    let (y0, y1) = if log_y {
+        let a = if lo.is_finite() {
+            lo.log10().floor()
+        } else {
+            0.0
+        };
+        let b = if hi > 0.0 { hi.log10().ceil() } else { 1.0 };
+        (a, if b > a { b } else { a + 1.0 })
+    } else {
+        (0.0, nice_ceiling(hi))
+    };
+    let ypos = |v: f64| -> f64 {
+        let t = if log_y { v.max(1e-300).log10() } else { v };
+        H - B - ((t - y0) / (y1 - y0)).clamp(0.0, 1.0) * (H - T - B)
+    };
+    let n = cats.len().max(1) as f64;
+    let slot = (W - L - R) / n;
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"chart\" width=\"{W}\" height=\"{H}\" viewBox=\"0 0 {W} {H}\" font-family=\"sans-serif\" font-size=\"12\">"
+    );
+    let _ = writeln!(
+        s,
+        "<text x=\"{}\" y=\"20\" text-anchor=\"middle\" font-size=\"14\">{}</text>",
+        (W - R + L) / 2.0,
+        esc(title)
+    );
+    let _ = writeln!(
+        s,
+        "<path d=\"M{L} {T} V{} H{}\" fill=\"none\" stroke=\"#333\"/>",
+        H - B,
+        W - R
+    );
+    let ticks: Vec<f64> = if log_y {
+        (y0 as i32..=y1 as i32).map(|e| 10f64.powi(e)).collect()
+    } else {
+        (0..=4).map(|i| y1 * f64::from(i) / 4.0).collect()
+    };
+    for t in ticks {
+        let y = ypos(t);
+        let _ = writeln!(
+            s,
+            "<line x1=\"{L}\" x2=\"{}\" y1=\"{y:.1}\" y2=\"{y:.1}\" stroke=\"#eee\"/><text x=\"{}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>",
+            W - R,
+            L - 6.0,
+            y + 4.0,
+            tick(t)
+        );
+    }
+    let _ = writeln!(
+        s,
+        "<text transform=\"translate(16 {}) rotate(-90)\" text-anchor=\"middle\">{}{}</text>",
+        (H - B + T) / 2.0,
+        esc(y_label),
+        if log_y { " (log scale)" } else { "" }
+    );
+    let _ = writeln!(
+        s,
+        "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>",
+        (W - R + L) / 2.0,
+        H - 4.0,
+        esc(x_label)
+    );
+    for (i, (name, vals)) in cats.iter().enumerate() {
+        let c = COLOURS[i % COLOURS.len()];
+        let mid = L + slot * (i as f64 + 0.5);
+        let _ = writeln!(
+            s,
+            "<text transform=\"translate({:.1} {}) rotate(-25)\" text-anchor=\"end\">{}</text>",
+            mid + 4.0,
+            H - B + 14.0,
+            esc(name)
+        );
+        let k = vals.len();
+        for (j, v) in vals.iter().enumerate() {
+            if !v.is_finite() || (log_y && *v <= 0.0) {
+                continue;
+            }
+            let dx = if k > 1 {
+                (j as f64 / (k - 1) as f64 - 0.5) * slot * 0.6
+            } else {
+                0.0
+            };
+            let _ = writeln!(
+                s,
+                "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"2.5\" fill=\"{c}\" fill-opacity=\"0.6\"/>",
+                mid + dx,
+                ypos(*v)
+            );
+        }
+        let good: Vec<f64> = vals.iter().copied().filter(|v| v.is_finite()).collect();
+        if !good.is_empty() {
+            let mean = good.iter().sum::<f64>() / good.len() as f64;
+            let _ = writeln!(
+                s,
+                "<line x1=\"{:.1}\" x2=\"{:.1}\" y1=\"{:.1}\" y2=\"{:.1}\" stroke=\"#222\" stroke-width=\"2\"/>",
+                mid - slot * 0.35,
+                mid + slot * 0.35,
+                ypos(mean),
+                ypos(mean)
+            );
+        }
+    }
+    let _ = writeln!(
+        s,
+        "<line x1=\"{0}\" x2=\"{1}\" y1=\"{2}\" y2=\"{2}\" stroke=\"#222\" stroke-width=\"2\"/><text x=\"{3}\" y=\"{4}\">mean</text>",
+        W - R + 12.0,
+        W - R + 32.0,
+        T + 10.0,
+        W - R + 38.0,
+        T + 14.0
+    );
+    let _ = writeln!(
+        s,
+        "<circle cx=\"{}\" cy=\"{}\" r=\"2.5\" fill=\"#555\"/><text x=\"{}\" y=\"{}\">a session</text>",
+        W - R + 22.0,
+        T + 28.0,
+        W - R + 38.0,
+        T + 32.0
+    );
+    s.push_str("</svg>\n");
+    s
+}
+
 /// A self-contained HTML page (no script, no external file) around `body`,
 /// with the style every tracelab report shares.
 pub fn page(title: &str, body: &str) -> String {

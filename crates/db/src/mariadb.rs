@@ -30,6 +30,9 @@ pub(crate) const PID_FILE: &str = "server.pid";
 /// Run by the server at every start, before it accepts connections: makes
 /// the database the URL names.
 const INIT_FILE: &str = "init.sql";
+/// The slow query log's name in the server's directory (written when
+/// `slow_query_log` is on).
+pub(crate) const SLOW_LOG: &str = "slow.log";
 /// The database in the URL, so that clients have somewhere to create
 /// tables without naming one.
 pub const MARIADB_DATABASE: &str = "tracelab";
@@ -39,7 +42,7 @@ const PATIENCE: Duration = Duration::from_secs(60);
 
 /// Server options tracelab sets itself; a `-c` for one of them would break
 /// the directory layout, the loopback-only listening or the privilege drop.
-const RESERVED: [&str; 15] = [
+const RESERVED: [&str; 16] = [
     "no_defaults",
     "defaults_file",
     "defaults_extra_file",
@@ -52,6 +55,7 @@ const RESERVED: [&str; 15] = [
     "skip_networking",
     "pid_file",
     "log_error",
+    "slow_query_log_file",
     "init_file",
     "user",
     "skip_name_resolve",
@@ -100,10 +104,19 @@ fn server_options(settings: &[(String, String)]) -> Result<Vec<String>, DbError>
 /// 127.0.0.1, `root` without a password, and a `tracelab` database. Returns
 /// its state, with the URL `mysql://root@127.0.0.1:PORT/tracelab`.
 pub fn start_mariadb(opts: &MariaOptions) -> Result<ServerState, DbError> {
+    start_mariadb_with_env(opts, &[])
+}
+
+/// `start_mariadb` with `env` added to mariadbd's environment, for this
+/// start only (`LD_PRELOAD` of a library such as tracelab's clock shim).
+pub fn start_mariadb_with_env(
+    opts: &MariaOptions,
+    env: &[(String, String)],
+) -> Result<ServerState, DbError> {
     let bins = MariaBinaries::find()?;
     let options = server_options(&opts.settings)?;
     let (dir, made) = server_dir(opts.dir.as_deref())?;
-    let r = start_in(opts, &bins, &options, dir.clone());
+    let r = start_in(opts, &bins, &options, env, dir.clone());
     undo_interrupted(r, &dir, made)
 }
 
@@ -111,6 +124,7 @@ fn start_in(
     opts: &MariaOptions,
     bins: &MariaBinaries,
     options: &[String],
+    env: &[(String, String)],
     dir: PathBuf,
 ) -> Result<ServerState, DbError> {
     check_free(&dir, "mariadb")?;
@@ -183,8 +197,13 @@ fn start_in(
         ])
         .arg(format!("--pid-file={}", dir.join(PID_FILE).display()))
         .arg(format!("--log-error={}", log.display()))
+        .arg(format!(
+            "--slow-query-log-file={}",
+            dir.join(SLOW_LOG).display()
+        ))
         .arg(format!("--init-file={}", init.display()))
         .args(options)
+        .envs(env.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::null())
         .stdout(out)
         .stderr(err)

@@ -30,13 +30,29 @@ fn conf_value(v: &str) -> String {
 /// the directory, listening on a free port of 127.0.0.1, trusting local
 /// connections. Returns its state (with the connection URL).
 pub fn start_postgres(opts: &PgOptions) -> Result<ServerState, DbError> {
+    start_postgres_with_env(opts, &[])
+}
+
+/// `start_postgres` with `env` added to the environment of the server's
+/// processes (pg_ctl passes its own on to the postmaster, whose children
+/// inherit it): `LD_PRELOAD` of a library such as tracelab's clock shim.
+/// The environment holds for this start only.
+pub fn start_postgres_with_env(
+    opts: &PgOptions,
+    env: &[(String, String)],
+) -> Result<ServerState, DbError> {
     let bins = PgBinaries::find()?;
     let (dir, made) = server_dir(opts.dir.as_deref())?;
-    let r = start_in(opts, &bins, dir.clone());
+    let r = start_in(opts, &bins, env, dir.clone());
     undo_interrupted(r, &dir, made)
 }
 
-fn start_in(opts: &PgOptions, bins: &PgBinaries, dir: PathBuf) -> Result<ServerState, DbError> {
+fn start_in(
+    opts: &PgOptions,
+    bins: &PgBinaries,
+    env: &[(String, String)],
+    dir: PathBuf,
+) -> Result<ServerState, DbError> {
     check_free(&dir, "postgres")?;
     let run_as = RunAs::choose()?;
     let data = dir.join("data");
@@ -123,7 +139,8 @@ fn start_in(opts: &PgOptions, bins: &PgBinaries, dir: PathBuf) -> Result<ServerS
         .arg(&data)
         .arg("-l")
         .arg(&log)
-        .args(["-w", "-t", "60", "start"]);
+        .args(["-w", "-t", "60", "start"])
+        .envs(env.iter().map(|(k, v)| (k, v)));
     if let Err(e) = run(pg_ctl, "pg_ctl start") {
         if let DbError::Interrupted(_) = e {
             // The postmaster may be up or on its way: down at once, so

@@ -34,6 +34,16 @@ impl ServerState {
         self.dir.join("server.log")
     }
 
+    /// Every log the server writes: PostgreSQL's server log (statements
+    /// and plans go there too); MariaDB's error log and its slow query
+    /// log.
+    pub fn log_files(&self) -> Vec<PathBuf> {
+        match self.engine.as_str() {
+            "mariadb" => vec![self.log_file(), self.dir.join(crate::mariadb::SLOW_LOG)],
+            _ => vec![self.log_file()],
+        }
+    }
+
     /// The server's unix socket, for clients that connect through it.
     pub fn socket_path(&self) -> PathBuf {
         match self.engine.as_str() {

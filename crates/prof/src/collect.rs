@@ -247,10 +247,12 @@ pub(crate) struct Meta {
     pub min_dep: Option<i64>,
 }
 
+/// Where the collector is among the lines that are no call. (SQL text
+/// is not among them: the reader keeps it with its statement and hands
+/// none of it out, see run.rs.)
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum LineState {
     Normal,
-    Sql,
     Binds(u64),
 }
 
@@ -907,12 +909,6 @@ impl Collector {
 
     fn line(&mut self, b: &[u8]) {
         match self.line_state {
-            LineState::Sql => {
-                if b == b"END OF STMT" {
-                    self.line_state = LineState::Normal;
-                }
-                return;
-            }
             LineState::Binds(k) => {
                 if b.is_empty() || b[0] == b' ' || self.cur_binds.open_quote {
                     self.bind_line(b);
@@ -934,7 +930,6 @@ impl Collector {
                 }
             }
             b'P' if b.starts_with(b"PARSING IN CURSOR ") => {
-                self.line_state = LineState::Sql;
                 let deep = memchr::memmem::find(b, b" dep=")
                     .is_some_and(|i| b.get(i + 5).is_some_and(|&d| d != b'0'));
                 if deep {
@@ -986,8 +981,11 @@ impl Collector {
         let t = b.trim_ascii_start();
         if t.starts_with(b"Bind#") {
             binds.bind();
-            // A damaged dump may put `value=` on the Bind# line itself.
-            if let Some(i) = memchr::memmem::find(t, b"value=") {
+            // A damaged dump may put `value=` on the Bind# line itself
+            // (the `=` first: a substring search per line costs more).
+            if let Some(i) =
+                memchr::memchr(b'=', t).and_then(|_| memchr::memmem::find(t, b"value="))
+            {
                 binds.value(&t[i + 6..]);
             }
         } else if let Some(v) = t.strip_prefix(b"value=") {
@@ -1539,15 +1537,6 @@ impl Piece {
 
     #[inline]
     pub fn on_call(&mut self, c: &Call<'_>) {
-        // Most lines of a trace with binds are the binds' metadata
-        // (`  oacdty=…`, `  kxsbbbfp=…`): nothing reads them.
-        if c.kind == CallKind::Line
-            && c.text.starts_with(b"  ")
-            && !c.text[2..].starts_with(b"value=")
-            && !self.col.cur_binds.open_quote
-        {
-            return;
-        }
         let Some(ev) = Ev::from_call(c) else { return };
         let h = match self.heads.last() {
             Some(h) if h.pid == self.cur => self.heads.len() - 1,

@@ -17,21 +17,7 @@ const PALETTE: [&str; 10] = [
     "#9c755f", "#bab0ac",
 ];
 
-/// Escapes text for HTML.
-pub fn esc(s: &str) -> String {
-    let mut o = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => o.push_str("&amp;"),
-            '<' => o.push_str("&lt;"),
-            '>' => o.push_str("&gt;"),
-            '"' => o.push_str("&quot;"),
-            '\'' => o.push_str("&#39;"),
-            c => o.push(c),
-        }
-    }
-    o
-}
+pub use tracelab_chart::esc;
 
 fn anchor(f: usize, rank: usize) -> String {
     format!("f{f}-s{rank}")
@@ -40,14 +26,12 @@ fn anchor(f: usize, rank: usize) -> String {
 /// The page for all profiles.
 pub fn render(profiles: &[&FileProfile]) -> String {
     let mut o = String::new();
+    o.push_str("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>tracelab prof</title>\n<style>\n");
+    // The style every tracelab report shares, then prof's own classes.
+    o.push_str(tracelab_chart::STYLE);
     o.push_str(
-        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>tracelab prof</title>\n<style>\n\
-body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:1.5em auto;max-width:1200px;padding:0 1em;color:#222}\n\
-h1{font-size:1.5em}h2{font-size:1.25em;border-bottom:2px solid #4e79a7;padding-bottom:.2em;margin-top:2em}h3{font-size:1.05em;margin-top:1.6em}\n\
-table{border-collapse:collapse;font-size:.9em}th,td{padding:.2em .6em;border-bottom:1px solid #ddd;text-align:left;vertical-align:top}\n\
-td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}pre{background:#f7f7f7;padding:.6em;overflow-x:auto;font-size:.82em;line-height:1.3}\n\
-.facts{color:#555}td.t{max-width:38em;overflow:hidden;text-overflow:ellipsis;white-space:nowrap}.note{color:#666;font-size:.85em}.stmt{border-top:1px solid #bbb;margin-top:1.5em}\n\
-svg text{font-family:inherit;font-size:11px}a{color:#2b5b8a}\n\
+        "td.t{max-width:38em;overflow:hidden;text-overflow:ellipsis;white-space:nowrap}.stmt{border-top:1px solid #bbb;margin-top:1.5em}\n\
+svg text{font-family:inherit;font-size:11px}\n\
 </style>\n</head>\n<body>\n<h1>tracelab prof</h1>\n",
     );
     for (f, p) in profiles.iter().enumerate() {

@@ -270,10 +270,14 @@ impl FileProfile {
                 - kids.fetch.elapsed_us
                 - kids.other.elapsed_us
         };
+        // A cursor seen only in WAIT lines has no call to show: it goes
+        // last, so that the ranks of the statements shown run 1, 2, 3, ...
+        let has_calls = |s: &StmtAgg| s.calls.total().count + s.calls.other.count > 0;
         order.sort_by(|&a, &b| {
             let (x, y) = (&col.stmts[a], &col.stmts[b]);
-            self_e(y)
-                .cmp(&self_e(x))
+            has_calls(y)
+                .cmp(&has_calls(x))
+                .then_with(|| self_e(y).cmp(&self_e(x)))
                 .then_with(|| x.first.0.cmp(&y.first.0))
         });
         let mut rank_of = vec![0usize; col.stmts.len()];

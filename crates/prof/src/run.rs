@@ -4,7 +4,7 @@
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use tracelab_trace::{open_counted, ReadOptions, Reader, Source};
+use tracelab_trace::{open_counted, LineKinds, ReadOptions, Reader, Source};
 
 use crate::collect::{add_up, Piece};
 use crate::report::FileProfile;
@@ -191,14 +191,22 @@ fn read(
     let read_opts = ReadOptions {
         // Bind values, STAT lines and the header are read from the lines
         // themselves (see collect.rs), so that a big file can be read in
-        // pieces.
+        // pieces; of the lines that are no call, SQL text (the reader keeps
+        // it with the statement) and the details of bind blocks (most of
+        // the lines of a trace with binds) are not read at all.
         binds: false,
         unaccounted: false,
         thinktime_us,
         depmin: Some(depmin),
         all_lines: true,
+        line_kinds: LineKinds {
+            sql_text: false,
+            bind_details: false,
+        },
         chained: false,
-        line_numbers: true,
+        // Line numbers are translated when the report is made
+        // (`ReadSummary::absolute_line`): the pieces need no counting pass.
+        line_numbers: false,
         statements: true,
         ..ReadOptions::default()
     };

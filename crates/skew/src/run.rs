@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use tracelab_trace::{
-    open_counted, Diagnostics, ReadOptions, ReadSummary, Reader, Source, Timeline,
+    open_counted, Diagnostics, LineKinds, ReadOptions, ReadSummary, Reader, Source, Timeline,
 };
 
 use crate::aggregate::{at, Groups};
@@ -80,6 +80,7 @@ pub fn profile(
         thinktime_us: (opts.thinktime / opts.units.elapsed).round() as i64,
         depmin: opts.depmin,
         all_lines: query.all_lines,
+        line_kinds: LineKinds::ALL,
         chained: query.chained,
         line_numbers: query.uses_line,
         statements: query.uses_statements,

@@ -39,6 +39,24 @@ pub const STUDIES: &[(&str, &str, SqlFiles)] = &[
             ),
         ],
     ),
+    (
+        "trace-overhead",
+        include_str!("../studies/trace-overhead.toml"),
+        &[
+            (
+                "trace-overhead/objects.sql",
+                include_str!("../studies/trace-overhead/objects.sql"),
+            ),
+            (
+                "trace-overhead/postgres.sql",
+                include_str!("../studies/trace-overhead/postgres.sql"),
+            ),
+            (
+                "trace-overhead/mariadb.sql",
+                include_str!("../studies/trace-overhead/mariadb.sql"),
+            ),
+        ],
+    ),
 ];
 
 /// A built-in study's text.

@@ -144,18 +144,17 @@ impl Loaded {
             }
         };
         for (when, key, sql) in scripts {
-            let Some(text) = sql.for_engine(engine) else {
-                continue;
-            };
-            for st in statements(&self.sql_text(key, text)?) {
-                if let Some(c) = change(&st) {
-                    add(when, c);
+            for text in sql.for_engine(engine).unwrap_or_default() {
+                for st in statements(&self.sql_text(key, text)?) {
+                    if let Some(c) = change(&st) {
+                        add(when, c);
+                    }
                 }
             }
         }
         for f in &s.factors {
             for l in &f.levels {
-                for k in l.server.keys() {
+                for k in l.server.for_engine(engine).keys() {
                     add(
                         BEFORE,
                         match engine {
@@ -192,14 +191,16 @@ impl Loaded {
                 }
             }
         }
-        if let Some(text) = s
+        if let Some(pieces) = s
             .freshness
             .as_ref()
             .and_then(|fr| fr.write.for_engine(engine))
         {
-            for st in statements(text) {
-                if let Some(c) = change(&st) {
-                    add(FRESHNESS, c);
+            for text in pieces {
+                for st in statements(&self.sql_text("freshness.write", text)?) {
+                    if let Some(c) = change(&st) {
+                        add(FRESHNESS, c);
+                    }
                 }
             }
         }

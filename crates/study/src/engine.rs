@@ -51,7 +51,7 @@ pub fn requirement(engine: &str, db: Option<&str>, scratch: &Path, restarts: boo
     match engine {
         "postgres" => match db {
             Some(_) if restarts => out.push(
-                "engine postgres: this study restarts the server for some levels (wal_level), which only the private server allows; run it without --db".into(),
+                "engine postgres: this study restarts the server for some levels (settings such as wal_level, or the server's environment), which only the private server allows; run it without --db".into(),
             ),
             Some(_) => {}
             None => {
@@ -81,6 +81,9 @@ pub fn requirement(engine: &str, db: Option<&str>, scratch: &Path, restarts: boo
                     out.push(format!("engine mariadb: {e}"));
                 }
             }
+            Some(_) if restarts => out.push(
+                "engine mariadb: this study restarts the server for some levels (its environment), which only the private server allows; run it without --db".into(),
+            ),
             Some(u) => {
                 if let Err(e) = run_drives(u, "select 1") {
                     out.push(format!("engine mariadb: cannot run on {} ({e})", redact(u)));

@@ -7,17 +7,23 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tracelab_db::{start_mariadb, start_postgres, stop, MariaOptions, PgOptions, ServerState};
-use tracelab_run::{read_binds, RunOptions, Stop, Summary, Workload};
+use tracelab_db::{
+    start_mariadb_with_env, start_postgres_with_env, stop, MariaOptions, PgOptions, ServerState,
+};
+use tracelab_run::{read_binds, RunOptions, Stop, Summary, Timer, Workload};
 
 use crate::engine::{engine_of_url, redact, requirement};
 use crate::error::{pg, StudyError};
-use crate::measure::{self, CpuWatch, Strace, Syscall};
+use crate::measure::{self, CpuWatch, LogWatch, Strace, Syscall};
 use crate::plan::{cell_key, plan, Choice, Planned};
 use crate::script::{statements, substitute};
 use crate::server_counters::{Server, ServerWatch};
 use crate::spec::{value_text, Level, Loaded, Num, Sql, When, WorkloadSpec};
 use crate::store::{Header, Store};
+
+/// tracelab's clock shim (crates/clock), built by this crate's build
+/// script; empty where it could not be built.
+const CLOCK_LIB: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/libtracelab_clock.so"));
 
 /// How to run a study.
 #[derive(Debug, Clone)]
@@ -60,6 +66,8 @@ pub(crate) struct Engine {
     private: Option<ServerState>,
     /// Server settings applied with ALTER SYSTEM, as the levels want.
     applied: BTreeMap<String, String>,
+    /// The environment the private server was started with.
+    env: BTreeMap<String, String>,
     setup_done: bool,
     probe: Option<postgres::Client>,
     /// Probes not taken on this engine (their `needs` are not met).
@@ -94,11 +102,22 @@ pub fn run_study(given: &Loaded, o: &Options, obs: &dyn Observer) -> Result<Outc
     // A resumed study is the stored one: same file, same plan.
     let seed = o.choice.seed.or(given.study.seed).unwrap_or_else(now_seed);
     let mut quick = o.choice.quick;
+    let mut overrides = o.choice.vars.clone();
     let (loaded, planned, mut store) = if o.resume {
         let store = Store::open(&o.out, false)?;
         let st = store.load()?;
-        // The stored study decides, --quick or not.
+        // The stored study decides, --quick or not, and its vars.
         quick = st.quick;
+        if !overrides.is_empty() {
+            return Err(StudyError::Usage(
+                "--var with --resume: the study goes on with the vars it started with".into(),
+            ));
+        }
+        overrides = st
+            .facts
+            .iter()
+            .filter_map(|(k, v)| k.strip_prefix("var.").map(|n| (n.to_string(), v.clone())))
+            .collect();
         let loaded = Loaded::parse(&st.file, &st.text, given.dir.clone(), given.embedded)?;
         if loaded.study.name != given.study.name {
             return Err(StudyError::Usage(format!(
@@ -119,14 +138,31 @@ pub fn run_study(given: &Loaded, o: &Options, obs: &dyn Observer) -> Result<Outc
         (given.clone(), p, None)
     };
     let study = &loaded.study;
+    for k in overrides.keys() {
+        if !study.vars.contains_key(k) && !study.quick.vars.contains_key(k) {
+            return Err(StudyError::Usage(format!(
+                "--var {k}=...: the study has no var `{k}` (it has: {})",
+                study.vars.keys().cloned().collect::<Vec<_>>().join(", ")
+            )));
+        }
+    }
     // Every report expression names something the runs will produce, and
     // every cell's amounts are sound, before anything runs.
     loaded.check_measurements()?;
     let mut cells_seen = BTreeSet::new();
     for p in &planned {
-        if cells_seen.insert(cell_key(&p.cell)) {
+        if cells_seen.insert((cell_key(&p.cell), p.strace)) {
             let levels = levels_of(&loaded, &p.cell);
-            amounts(&loaded, &run_vars(&loaded, quick, &p.cell, &levels))?;
+            let vars = vars_of(
+                &loaded,
+                quick,
+                &BTreeMap::new(),
+                &overrides,
+                &p.cell,
+                &levels,
+                p.strace,
+            );
+            amounts(&loaded, &vars)?;
         }
     }
     // The study's private servers live here, marked as this process's:
@@ -150,7 +186,7 @@ pub fn run_study(given: &Loaded, o: &Options, obs: &dyn Observer) -> Result<Outc
         .factors
         .iter()
         .flat_map(|f| f.all_levels())
-        .flat_map(|l| l.restart.keys().cloned().collect::<Vec<_>>())
+        .flat_map(|l| l.restart.names().cloned().collect::<Vec<_>>())
         .collect();
     let db_for = |e: &str| {
         o.dbs
@@ -195,14 +231,36 @@ pub fn run_study(given: &Loaded, o: &Options, obs: &dyn Observer) -> Result<Outc
     }
     let mut problems = Vec::new();
     for e in &engines {
-        let restarts = !restart_keys.is_empty() && uses_restart(&loaded, &planned, e);
+        let restarts = e != "sqlite" && uses_restart(&loaded, &planned, e);
         problems.extend(requirement(e, db_for(e), scratch.path(), restarts));
+    }
+    // Built-in vars: `{clock_lib}`, the clock shim written out for the
+    // server to preload (only when the study names it).
+    let mut builtins = BTreeMap::new();
+    if loaded.text.contains("{clock_lib}") {
+        let path = scratch.path().join("libtracelab_clock.so");
+        if CLOCK_LIB.is_empty() {
+            problems.push(
+                "the study preloads tracelab's clock shim ({clock_lib}), which this build of tracelab lacks (it builds on Linux x86_64 and aarch64 only)"
+                    .into(),
+            );
+        } else {
+            std::fs::write(&path, CLOCK_LIB).map_err(crate::error::io(&path))?;
+            use std::os::unix::fs::PermissionsExt;
+            let _ = std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755));
+            builtins.insert("clock_lib".to_string(), path.display().to_string());
+        }
     }
     if !problems.is_empty() {
         return Err(StudyError::Requirements(problems));
     }
 
     let mut facts = measure::machine_facts(scratch.path());
+    facts.extend(
+        overrides
+            .iter()
+            .map(|(k, v)| (format!("var.{k}"), v.clone())),
+    );
     // Engines, started (private) or connected (--db).
     let mut engs: BTreeMap<String, Engine> = BTreeMap::new();
     let result = (|| -> Result<Outcome, StudyError> {
@@ -213,8 +271,8 @@ pub fn run_study(given: &Loaded, o: &Options, obs: &dyn Observer) -> Result<Outc
                 .find(|p| engine_of(&p.cell) == *e)
                 .map(|p| {
                     levels_of(&loaded, &p.cell)
-                        .into_iter()
-                        .flat_map(|lv| lv.restart)
+                        .iter()
+                        .flat_map(|lv| lv.restart.for_engine(e))
                         .collect()
                 })
                 .unwrap_or_default();
@@ -265,6 +323,17 @@ pub fn run_study(given: &Loaded, o: &Options, obs: &dyn Observer) -> Result<Outc
             planned.len() + checks.len(),
             done.len() + checks.iter().filter(|e| checked.contains(**e)).count(),
         );
+        let keep = o.keep_traces.then(|| o.out.join("traces"));
+        let ctx = Context {
+            l: &loaded,
+            quick,
+            restart_keys: &restart_keys,
+            scratch: scratch.path(),
+            builtins: &builtins,
+            overrides: &overrides,
+            keep: keep.as_deref(),
+            obs,
+        };
         let mut ran = 0;
         let mut interrupted = false;
         for p in &planned {
@@ -280,17 +349,7 @@ pub fn run_study(given: &Loaded, o: &Options, obs: &dyn Observer) -> Result<Outc
             let eng = engs
                 .get_mut(&e)
                 .ok_or_else(|| StudyError::Usage(format!("engine {e} not started")))?;
-            let keep = o.keep_traces.then(|| o.out.join("traces"));
-            let r = run_one(
-                &loaded,
-                quick,
-                p,
-                eng,
-                &restart_keys,
-                scratch.path(),
-                keep.as_deref(),
-                obs,
-            )?;
+            let r = run_one(&ctx, p, eng)?;
             if !r.syscalls.is_empty() {
                 store.record_syscalls(p.seq, &r.syscalls)?;
             }
@@ -315,16 +374,7 @@ pub fn run_study(given: &Loaded, o: &Options, obs: &dyn Observer) -> Result<Outc
                 let eng = engs
                     .get_mut(e)
                     .ok_or_else(|| StudyError::Usage(format!("engine {e} not started")))?;
-                let values = crate::freshness::run(
-                    &loaded,
-                    quick,
-                    &o.choice,
-                    fr,
-                    eng,
-                    &restart_keys,
-                    scratch.path(),
-                    obs,
-                )?;
+                let values = crate::freshness::run(&ctx, &o.choice, fr, eng)?;
                 store.record_freshness(e, &values)?;
                 obs.run_done(&format!("freshness check engine={e}"));
             }
@@ -356,14 +406,33 @@ pub fn run_study(given: &Loaded, o: &Options, obs: &dyn Observer) -> Result<Outc
     result
 }
 
-/// Whether a planned run on `engine` uses a level with restart settings.
+/// What every run of a study shares.
+pub(crate) struct Context<'a> {
+    pub(crate) l: &'a Loaded,
+    pub(crate) quick: bool,
+    /// Server settings whose change restarts the private server.
+    pub(crate) restart_keys: &'a BTreeSet<String>,
+    pub(crate) scratch: &'a std::path::Path,
+    /// Vars tracelab provides (`clock_lib`).
+    builtins: &'a BTreeMap<String, String>,
+    /// `--var` values, over the study's own (and its quick ones).
+    overrides: &'a BTreeMap<String, String>,
+    /// Where every run's traces are kept (`--keep-traces`), if anywhere.
+    keep: Option<&'a std::path::Path>,
+    pub(crate) obs: &'a dyn Observer,
+}
+
+/// Whether a planned run on `engine` uses a level that restarts the server
+/// (restart settings or an environment).
 fn uses_restart(l: &Loaded, planned: &[Planned], engine: &str) -> bool {
-    planned.iter().any(|p| {
-        engine_of(&p.cell) == engine
-            && levels_of(l, &p.cell)
-                .iter()
-                .any(|lv| !lv.restart.is_empty())
-    })
+    planned
+        .iter()
+        .filter(|p| engine_of(&p.cell) == engine)
+        .any(|p| {
+            levels_of(l, &p.cell).iter().any(|lv| {
+                !lv.restart.for_engine(engine).is_empty() || !lv.env.for_engine(engine).is_empty()
+            })
+        })
 }
 
 pub(crate) fn engine_of(cell: &[(String, String)]) -> String {
@@ -384,6 +453,31 @@ pub(crate) fn levels_of(l: &Loaded, cell: &[(String, String)]) -> Vec<Level> {
         .collect()
 }
 
+/// The private PostgreSQL's settings at every start: the study's.
+fn pg_options(l: &Loaded, dir: PathBuf) -> PgOptions {
+    PgOptions {
+        dir: Some(dir),
+        settings: l
+            .study
+            .server
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect(),
+    }
+}
+
+/// A private MariaDB with its defaults (innodb_flush_log_at_trx_commit =
+/// 1: every commit flushes, as the commit-batch study wants); the levels'
+/// server settings are set as globals on it, their restart settings are
+/// options of mariadbd (`restart`: those in force). See
+/// `crate::mariadb::server_options` for what the measurements add.
+fn maria_options(l: &Loaded, dir: PathBuf, restart: &BTreeMap<String, String>) -> MariaOptions {
+    MariaOptions {
+        dir: Some(dir),
+        settings: crate::mariadb::server_options(l, restart),
+    }
+}
+
 fn open_engine(
     e: &str,
     db: Option<&str>,
@@ -395,32 +489,18 @@ fn open_engine(
     let (url, private) = match (e, db) {
         (_, Some(u)) => (u.to_string(), None),
         ("postgres", None) => {
-            let s = start_postgres(&PgOptions {
-                dir: Some(scratch.join("pg")),
-                settings: l
-                    .study
-                    .server
-                    .iter()
-                    .map(|(k, v)| (k.clone(), v.clone()))
-                    .collect(),
-            })?;
+            let s = start_postgres_with_env(&pg_options(l, scratch.join("pg")), &[])?;
             (s.url.clone(), Some(s))
         }
         ("sqlite", None) => (
             format!("sqlite:{}", scratch.join("study.sqlite").display()),
             None,
         ),
-        // A private MariaDB with its defaults (innodb_flush_log_at_trx_commit
-        // = 1: every commit flushes, as the commit-batch study wants); the
-        // levels' server settings are set as globals on it, their restart
-        // settings are options of mariadbd (those of the first run from
-        // the start). See `crate::mariadb::server_options` for what the
-        // measurements add.
         ("mariadb", None) => {
-            let s = start_mariadb(&MariaOptions {
-                dir: Some(scratch.join("mariadb")),
-                settings: crate::mariadb::server_options(l, first_restart),
-            })?;
+            let s = start_mariadb_with_env(
+                &maria_options(l, scratch.join("mariadb"), first_restart),
+                &[],
+            )?;
             applied = first_restart.clone();
             (s.url.clone(), Some(s))
         }
@@ -435,6 +515,7 @@ fn open_engine(
         url,
         private,
         applied,
+        env: BTreeMap::new(),
         setup_done: false,
         probe: None,
         skipped_probes: BTreeSet::new(),
@@ -553,25 +634,46 @@ struct RunResult {
     profiles: Vec<crate::profile::ProfileRow>,
 }
 
-/// The text of each var for this run: study vars (quick ones over them),
-/// each factor's level name under the factor's name, the levels' vars.
+/// The text of each var for this run: tracelab's own (`clock_lib`), study
+/// vars (quick ones over them, `--var` over both), each factor's level
+/// name under the factor's name, the levels' vars, and for a run under
+/// strace the study's `strace_vars`.
 pub(crate) fn run_vars(
-    l: &Loaded,
-    quick: bool,
+    ctx: &Context<'_>,
     cell: &[(String, String)],
     levels: &[Level],
+    strace: bool,
 ) -> BTreeMap<String, String> {
-    let mut v: BTreeMap<String, String> = l
-        .study
-        .vars
-        .iter()
-        .map(|(k, x)| (k.clone(), value_text(x)))
-        .collect();
+    vars_of(
+        ctx.l,
+        ctx.quick,
+        ctx.builtins,
+        ctx.overrides,
+        cell,
+        levels,
+        strace,
+    )
+}
+
+/// [`run_vars`] before a run's context exists (`builtins` may be empty:
+/// the checks made before anything runs need no path of tracelab's).
+fn vars_of(
+    l: &Loaded,
+    quick: bool,
+    builtins: &BTreeMap<String, String>,
+    overrides: &BTreeMap<String, String>,
+    cell: &[(String, String)],
+    levels: &[Level],
+    strace: bool,
+) -> BTreeMap<String, String> {
+    let mut v: BTreeMap<String, String> = builtins.clone();
+    v.extend(l.study.vars.iter().map(|(k, x)| (k.clone(), value_text(x))));
     if quick {
         for (k, x) in &l.study.quick.vars {
             v.insert(k.clone(), value_text(x));
         }
     }
+    v.extend(overrides.iter().map(|(k, x)| (k.clone(), x.clone())));
     for (f, name) in cell {
         v.insert(f.clone(), name.clone());
     }
@@ -583,9 +685,47 @@ pub(crate) fn run_vars(
             v.insert(k.clone(), text);
         }
     }
+    if strace {
+        // A run under strace: `strace_vars` over the cell's, before the
+        // references left are resolved (`iterations = "{strace_iter}"`
+        // changes `calls = "3 * {iterations}"` too).
+        for (k, x) in &l.study.measure.strace_vars {
+            let text = value_text(x);
+            let text = substitute(&text, &v).unwrap_or(text);
+            v.insert(k.clone(), text);
+        }
+    }
+    resolve(&mut v);
     v
 }
 
+/// Replaces the `{var}`s left in vars' texts (a level's var naming another
+/// var of a later level, or of its own), until none changes; a reference
+/// to no var stays, to be reported where the var is used.
+fn resolve(v: &mut BTreeMap<String, String>) {
+    for _ in 0..8 {
+        let mut changed = false;
+        let snapshot = v.clone();
+        for text in v.values_mut() {
+            if !text.contains('{') {
+                continue;
+            }
+            if let Ok(t) = substitute(text, &snapshot) {
+                if t != *text {
+                    *text = t;
+                    changed = true;
+                }
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+}
+
+/// A number, or text that becomes one once its `{var}`s are replaced: a
+/// number, or arithmetic in the report's expression language (`"3 *
+/// {iterations}"`).
 pub(crate) fn num(
     l: &Loaded,
     key: &str,
@@ -597,9 +737,19 @@ pub(crate) fn num(
         Num::Float(f) => Ok(*f),
         Num::Text(t) => {
             let s = substitute(t, vars).map_err(|e| l.error(key, e))?;
-            s.trim()
-                .parse::<f64>()
-                .map_err(|_| l.error(key, format!("expected a number, found `{s}`")))
+            if let Ok(x) = s.trim().parse::<f64>() {
+                return Ok(x);
+            }
+            // Arithmetic on numbers only: the expression language reads a
+            // bare word as text (which counts as 0).
+            let arithmetic = s
+                .chars()
+                .all(|c| c.is_ascii_digit() || " \t.+-*/()".contains(c));
+            arithmetic
+                .then(|| crate::columns::compile(&s).ok())
+                .flatten()
+                .and_then(|e| e.eval(&BTreeMap::new()))
+                .ok_or_else(|| l.error(key, format!("expected a number, found `{s}`")))
         }
     }
 }
@@ -679,6 +829,7 @@ fn amounts(l: &Loaded, vars: &BTreeMap<String, String>) -> Result<Amounts, Study
     })
 }
 
+/// The SQL for `engine` (its pieces joined in order), with vars replaced.
 pub(crate) fn sql_of(
     l: &Loaded,
     key: &str,
@@ -686,15 +837,16 @@ pub(crate) fn sql_of(
     engine: &str,
     vars: &BTreeMap<String, String>,
 ) -> Result<Option<String>, StudyError> {
-    match sql.for_engine(engine) {
-        None => Ok(None),
-        Some(s) => {
-            let text = l.sql_text(key, s)?;
-            substitute(&text, vars)
-                .map(Some)
-                .map_err(|e| l.error(key, e))
-        }
+    let Some(pieces) = sql.for_engine(engine) else {
+        return Ok(None);
+    };
+    let mut text = Vec::new();
+    for p in pieces {
+        let t = l.sql_text(key, p)?;
+        let t = substitute(&t, vars).map_err(|e| l.error(key, e))?;
+        text.push(t.trim().trim_end_matches(';').trim_end().to_string());
     }
+    Ok(Some(text.join(";\n")))
 }
 
 /// When a run's scripts go: before its measurement or after it.
@@ -790,30 +942,9 @@ fn script(
             }
             Ok(())
         }
-        "mariadb" => crate::mariadb::script(&eng.url, &statements(sql), what, into, short),
-        _ => {
-            // Engines without a client here: through `tracelab run`, one
-            // statement at a time, no results.
-            for st in statements(sql) {
-                let s = tracelab_run::run(
-                    &RunOptions {
-                        url: eng.url.clone(),
-                        stop: Stop::Transactions(1),
-                        simple: true,
-                        ..RunOptions::default()
-                    },
-                    &Workload::postgres(&st, Vec::new()),
-                )
-                .map_err(|e| StudyError::Database(format!("{what}: {e}")))?;
-                if s.errors > 0 || s.failed() {
-                    return Err(StudyError::Database(format!(
-                        "{what}: `{}` failed",
-                        short(&st)
-                    )));
-                }
-            }
-            Ok(())
-        }
+        // Sent whole: the server parses it, stored programs included.
+        "mariadb" => crate::mariadb::script(&eng.url, &[sql.to_string()], what, into, short),
+        other => Err(StudyError::Usage(format!("engine {other}: no scripts"))),
     }
 }
 
@@ -826,54 +957,82 @@ fn short(s: &str) -> String {
     }
 }
 
-/// Applies the server settings a cell's levels want: ALTER SYSTEM SET or
-/// RESET, then a reload, or a restart of the private server when a
-/// restart setting changed.
+/// The libraries an environment preloads (`LD_PRELOAD`: separated by
+/// colons or spaces).
+fn preloads(env: &BTreeMap<String, String>) -> Vec<PathBuf> {
+    env.get("LD_PRELOAD")
+        .map(|v| {
+            v.split([':', ' '])
+                .filter(|s| !s.is_empty())
+                .map(PathBuf::from)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The private server's main process.
+fn server_pid(eng: &Engine) -> Option<i32> {
+    eng.private
+        .as_ref()
+        .and_then(|s| measure::pid_from_file(&s.pid_file()))
+}
+
+/// Applies the server settings and environment a cell's levels want:
+/// ALTER SYSTEM SET or RESET (SET GLOBAL on MariaDB), then a reload, or a
+/// restart of the private server when a restart setting or the
+/// environment changed. After a restart with `LD_PRELOAD`, checks that the
+/// server really mapped the libraries.
 fn apply_server(
+    ctx: &Context<'_>,
     eng: &mut Engine,
     levels: &[Level],
-    restart_keys: &BTreeSet<String>,
-    l: &Loaded,
-    obs: &dyn Observer,
+    vars: &BTreeMap<String, String>,
 ) -> Result<(), StudyError> {
+    let e = eng.name.clone();
     let mut want: BTreeMap<String, String> = BTreeMap::new();
+    let mut env: BTreeMap<String, String> = BTreeMap::new();
     for lv in levels {
-        want.extend(lv.server.clone());
-        want.extend(lv.restart.clone());
+        want.extend(lv.server.for_engine(&e));
+        want.extend(lv.restart.for_engine(&e));
+        for (k, v) in lv.env.for_engine(&e) {
+            let v = substitute(&v, vars).map_err(|x| ctx.l.error("factors.levels.env", x))?;
+            env.insert(k, v);
+        }
     }
-    if want == eng.applied {
+    if e == "sqlite" {
+        // In process: no server to set or restart.
         return Ok(());
     }
-    if eng.name == "mariadb" {
+    if want == eng.applied && env == eng.env {
+        return Ok(());
+    }
+    let restart_env = env != eng.env;
+    if restart_env && eng.private.is_none() {
+        return Err(StudyError::Usage(
+            "a level sets the server's environment, which needs a restart of the private server (run without --db)"
+                .into(),
+        ));
+    }
+    if e == "mariadb" {
         // MariaDB: restart settings are options of mariadbd (a restart of
-        // the private server when they change, which resets the globals);
-        // the others global variables, set on the running server.
+        // the private server when they or the environment change, which
+        // resets the globals); the others global variables, set on the
+        // running server.
         let restart_of = |m: &BTreeMap<String, String>| -> BTreeMap<String, String> {
             m.iter()
-                .filter(|(k, _)| restart_keys.contains(*k))
+                .filter(|(k, _)| ctx.restart_keys.contains(*k))
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect()
         };
-        let restart = restart_of(&want);
-        if restart != restart_of(&eng.applied) {
-            let Some(s) = eng.private.clone() else {
-                return Err(StudyError::Usage(
-                    "a level needs a server restart, which only the private server allows".into(),
-                ));
-            };
-            obs.note(&format!("restarting the private MariaDB for {restart:?}"));
-            stop(&s.dir)?;
-            let s2 = start_mariadb(&MariaOptions {
-                dir: Some(s.dir.clone()),
-                settings: crate::mariadb::server_options(l, &restart),
-            })?;
-            eng.url = s2.url.clone();
-            eng.private = Some(s2);
-            eng.applied = restart;
+        let options = restart_of(&want);
+        if restart_env || options != restart_of(&eng.applied) {
+            restart(ctx, eng, &env, &options)?;
+            eng.applied = options;
         }
         let mut sql = String::new();
-        for k in want.keys().chain(eng.applied.keys()) {
-            if restart_keys.contains(k) {
+        let keys: BTreeSet<&String> = want.keys().chain(eng.applied.keys()).collect();
+        for k in keys {
+            if ctx.restart_keys.contains(k) {
                 continue;
             }
             let v = match want.get(k) {
@@ -889,13 +1048,12 @@ fn apply_server(
         eng.applied = want;
         return Ok(());
     }
-    if eng.name != "postgres" {
+    if e != "postgres" {
         return Err(StudyError::Usage(format!(
-            "engine {}: server settings by level are for PostgreSQL and MariaDB",
-            eng.name
+            "engine {e}: server settings by level are for PostgreSQL and MariaDB"
         )));
     }
-    let mut restart = false;
+    let mut must_restart = restart_env;
     let keys: BTreeSet<String> = want.keys().chain(eng.applied.keys()).cloned().collect();
     let applied = eng.applied.clone();
     let c = eng.client()?;
@@ -903,34 +1061,22 @@ fn apply_server(
         if want.get(k) == applied.get(k) {
             continue;
         }
-        restart |= restart_keys.contains(k);
+        must_restart |= ctx.restart_keys.contains(k);
         let sql = match want.get(k) {
             Some(v) => format!("ALTER SYSTEM SET {k} = '{}'", v.replace('\'', "''")),
             None => format!("ALTER SYSTEM RESET {k}"),
         };
         c.batch_execute(&sql).map_err(|e| pg(&sql, e))?;
     }
-    if restart {
-        let Some(s) = eng.private.clone() else {
+    if must_restart {
+        if eng.private.is_none() {
             return Err(StudyError::Usage(
                 "a level needs a server restart, which only the private server allows".into(),
             ));
-        };
-        obs.note(&format!("restarting the private server for {want:?}"));
-        eng.probe = None;
-        stop(&s.dir)?;
-        let s2 = start_postgres(&PgOptions {
-            dir: Some(s.dir.clone()),
-            settings: l
-                .study
-                .server
-                .iter()
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect(),
-        })?;
-        eng.url = s2.url.clone();
-        eng.private = Some(s2);
+        }
+        restart(ctx, eng, &env, &BTreeMap::new())?;
     } else {
+        let c = eng.client()?;
         c.batch_execute("SELECT pg_reload_conf()")
             .map_err(|e| pg("pg_reload_conf", e))?;
         // The reload reaches the backends when they next look.
@@ -940,20 +1086,74 @@ fn apply_server(
     Ok(())
 }
 
-/// Brings the engine to a cell's levels: its server settings, and the
-/// study's setup the first time.
+/// Restarts the private server with `env` (and MariaDB with the restart
+/// settings `options`; PostgreSQL's are in its configuration), and checks
+/// that every library it preloads is mapped in its main process.
+fn restart(
+    ctx: &Context<'_>,
+    eng: &mut Engine,
+    env: &BTreeMap<String, String>,
+    options: &BTreeMap<String, String>,
+) -> Result<(), StudyError> {
+    let Some(s) = eng.private.clone() else {
+        return Err(StudyError::Usage(
+            "a level needs a server restart, which only the private server allows".into(),
+        ));
+    };
+    let shown: Vec<String> = env
+        .iter()
+        .chain(options)
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    ctx.obs.note(&format!(
+        "restarting the private {} server{}",
+        eng.name,
+        if shown.is_empty() {
+            String::new()
+        } else {
+            format!(" with {}", shown.join(" "))
+        }
+    ));
+    eng.probe = None;
+    stop(&s.dir)?;
+    let env_list: Vec<(String, String)> = env.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+    let s2 = if eng.name == "mariadb" {
+        start_mariadb_with_env(&maria_options(ctx.l, s.dir.clone(), options), &env_list)?
+    } else {
+        start_postgres_with_env(&pg_options(ctx.l, s.dir.clone()), &env_list)?
+    };
+    eng.url = s2.url.clone();
+    eng.private = Some(s2);
+    eng.env = env.clone();
+    let libs = preloads(env);
+    if !libs.is_empty() {
+        let pid = server_pid(eng)
+            .ok_or_else(|| StudyError::Database("the restarted server left no pid file".into()))?;
+        for lib in &libs {
+            if !measure::maps_file(pid, lib) {
+                return Err(StudyError::Database(format!(
+                    "the {} server was restarted with LD_PRELOAD={}, but its process {pid} has not mapped it (a library the server user cannot read, or a set-user-id server, is ignored by the loader)",
+                    eng.name,
+                    lib.display()
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Brings the engine to a cell's levels: its server settings and
+/// environment, and the study's setup the first time.
 pub(crate) fn ready(
-    l: &Loaded,
+    ctx: &Context<'_>,
     levels: &[Level],
     vars: &BTreeMap<String, String>,
     eng: &mut Engine,
-    restart_keys: &BTreeSet<String>,
-    obs: &dyn Observer,
 ) -> Result<(), StudyError> {
-    apply_server(eng, levels, restart_keys, l, obs)?;
+    apply_server(ctx, eng, levels, vars)?;
     if !eng.setup_done {
-        if let Some(sql) = l.study.setup.as_ref() {
-            if let Some(t) = sql_of(l, "setup", sql, &eng.name, vars)? {
+        if let Some(sql) = ctx.l.study.setup.as_ref() {
+            if let Some(t) = sql_of(ctx.l, "setup", sql, &eng.name, vars)? {
                 script(eng, &t, "setup", &mut BTreeMap::new())?;
             }
         }
@@ -962,17 +1162,22 @@ pub(crate) fn ready(
     Ok(())
 }
 
-/// A cell's run as `tracelab run` takes it, before the measured run's own
-/// touches (its application_name, pause, traces, a proxy).
+/// A cell's run as `tracelab run` takes it, resolved from its levels and
+/// vars, before the measured run's own touches (its application_name,
+/// pause, traces, a proxy).
 pub(crate) struct Prepared {
+    /// Options of the run; the URL carries the session settings (on
+    /// PostgreSQL) but not yet the run's tag or the proxy.
     pub base: RunOptions,
     pub workload: Workload,
     pub sessions: usize,
     pub per_commit: u64,
-    /// Transactions of the unmeasured warm-up run.
+    /// Statements (or transactions) of the unmeasured warm-up run.
     pub warmup: u64,
     /// The sessions' settings (in the URL on PostgreSQL).
     pub settings: Vec<(String, String)>,
+    /// A client-side trace per session.
+    pub trace: bool,
 }
 
 /// The workload, options and settings of a cell's levels with `vars`.
@@ -983,7 +1188,8 @@ pub(crate) fn prepare(
     eng: &Engine,
     scratch: &std::path::Path,
 ) -> Result<Prepared, StudyError> {
-    let w = &l.study.workload;
+    let s = &l.study;
+    let w = &s.workload;
     let e = eng.name.as_str();
     let mut sql_spec = &w.sql;
     for lv in levels {
@@ -1000,17 +1206,45 @@ pub(crate) fn prepare(
         }
         None => Vec::new(),
     };
+    let simple = w.protocol == "simple";
+    // Several statements with prepared statements: each its own
+    // execution, in turn (sqlrun's sequential mode).
+    let pieces = if simple { Vec::new() } else { statements(&sql) };
+    let workload = if pieces.len() > 1 {
+        let mut wl = Workload::postgres(&pieces[0], binds.clone());
+        for p in &pieces[1..] {
+            wl.statements
+                .extend(Workload::postgres(p, binds.clone()).statements);
+        }
+        wl
+    } else {
+        Workload::postgres(&sql, binds)
+    };
     let Amounts {
         sessions,
         per_commit,
         stop,
         warmup,
     } = amounts(l, vars)?;
-    let mut settings: Vec<(String, String)> = w.settings.clone().into_iter().collect();
+    let mut settings: Vec<(String, String)> = w.settings.for_engine(e).into_iter().collect();
     for lv in levels {
-        settings.extend(lv.settings.clone());
+        settings.extend(lv.settings.for_engine(e));
     }
-    let workload = Workload::postgres(&sql, binds);
+    let mut fetch = num(l, "workload.fetch_size", &w.fetch_size, vars)?;
+    let mut timer = Timer::Vdso;
+    let mut trace = s.measure.trace;
+    for lv in levels {
+        if let Some(f) = &lv.run.fetch_size {
+            fetch = num(l, "factors.levels.run.fetch_size", f, vars)?;
+        }
+        timer = match lv.run.timer.as_deref() {
+            Some("syscall") => Timer::Syscall,
+            Some("coarse") => Timer::Coarse,
+            Some(_) => Timer::Vdso,
+            None => timer,
+        };
+        trace |= lv.run.trace;
+    }
     let result_cache = crate::result_cache::options(levels, |k, n| num(l, k, n, vars))?;
     let base = RunOptions {
         // PostgreSQL sessions get their settings in the URL (below).
@@ -1022,7 +1256,9 @@ pub(crate) fn prepare(
         sessions,
         stop,
         per_commit,
-        simple: w.protocol == "simple",
+        simple,
+        timer,
+        fetch_size: fetch.max(0.0) as u32,
         settings: if e == "postgres" {
             Vec::new()
         } else {
@@ -1038,51 +1274,35 @@ pub(crate) fn prepare(
         per_commit,
         warmup,
         settings,
+        trace,
     })
 }
 
-#[allow(clippy::too_many_arguments)]
-fn run_one(
-    l: &Loaded,
-    quick: bool,
-    p: &Planned,
-    eng: &mut Engine,
-    restart_keys: &BTreeSet<String>,
-    scratch: &std::path::Path,
-    keep: Option<&std::path::Path>,
-    obs: &dyn Observer,
-) -> Result<RunResult, StudyError> {
+fn run_one(ctx: &Context<'_>, p: &Planned, eng: &mut Engine) -> Result<RunResult, StudyError> {
+    let l = ctx.l;
     let s = &l.study;
     let w = &s.workload;
     let levels = levels_of(l, &p.cell);
-    let vars = run_vars(l, quick, &p.cell, &levels);
+    let vars = run_vars(ctx, &p.cell, &levels, p.strace);
     let e = eng.name.clone();
-    let mut notes = eng.notes.clone();
     let mut m: BTreeMap<String, f64> = BTreeMap::new();
 
-    ready(l, &levels, &vars, eng, restart_keys, obs)?;
-    let Prepared {
-        base,
-        workload,
-        sessions,
-        per_commit,
-        warmup: warm,
-        settings,
-    } = prepare(l, &levels, &vars, eng, scratch)?;
+    ready(ctx, &levels, &vars, eng)?;
+    let prep = prepare(l, &levels, &vars, eng, ctx.scratch)?;
 
     // Warm up: the same work, shorter, not measured.
-    if warm > 0 {
-        let n = if per_commit > 0 {
-            warm.div_ceil(per_commit)
+    if prep.warmup > 0 {
+        let n = if prep.per_commit > 0 {
+            prep.warmup.div_ceil(prep.per_commit)
         } else {
-            warm
+            prep.warmup
         };
         let _ = tracelab_run::run(
             &RunOptions {
                 stop: Stop::Transactions(n),
-                ..base.clone()
+                ..prep.base.clone()
             },
-            &workload,
+            &prep.workload,
         );
     }
 
@@ -1111,17 +1331,131 @@ fn run_one(
     }
 
     // The measured run.
+    let measured = observed_run(ctx, p, eng, &prep)?;
+    m.extend(measured.m);
+    let mut notes = eng.notes.clone();
+    notes.extend(measured.notes);
+    let summary = measured.summary;
+
+    // After: the probes' second look, the after scripts, the after probes.
+    flush_stats(eng);
+    for pr in &s.probes {
+        if pr.when != When::Delta || eng.skipped_probes.contains(&pr.name) {
+            continue;
+        }
+        if let Some(q) = sql_of(l, "probes.sql", &pr.sql, &e, &vars)? {
+            let mut got = BTreeMap::new();
+            script(eng, &q, &format!("probe {}", pr.name), &mut got)?;
+            for (k, v) in got {
+                if let Some(b) = first.get(&k) {
+                    m.insert(k, v - b);
+                }
+            }
+        }
+    }
+    let after_sql = scripts(l, &levels, w, &e, &vars, Phase::After)?;
+    for a in &after_sql {
+        script(eng, a, "after", &mut m)?;
+    }
+    flush_stats(eng);
+    for pr in &s.probes {
+        if pr.when != When::After || eng.skipped_probes.contains(&pr.name) {
+            continue;
+        }
+        if let Some(q) = sql_of(l, "probes.sql", &pr.sql, &e, &vars)? {
+            script(eng, &q, &format!("probe {}", pr.name), &mut m)?;
+        }
+    }
+    let numeric: BTreeMap<String, f64> = vars
+        .iter()
+        .filter_map(|(k, v)| v.parse::<f64>().ok().map(|x| (k.clone(), x)))
+        .collect();
+    if p.strace {
+        // Slowed by strace: out of the timed columns.
+        m = m
+            .into_iter()
+            .map(|(k, v)| {
+                if is_syscall_count(&k) {
+                    (k, v)
+                } else {
+                    (format!("strace_{k}"), v)
+                }
+            })
+            .collect();
+    }
+    Ok(RunResult {
+        vars: numeric,
+        measurements: m,
+        syscalls: measured.syscalls,
+        summary: summary.json(),
+        notes,
+        sessions: crate::result_cache::session_values(&summary),
+        profiles: measured.profiles,
+    })
+}
+
+/// A count of strace's (the server's or the driver's), which a run under
+/// strace keeps under its own name.
+fn is_syscall_count(name: &str) -> bool {
+    ["syscalls", "client_syscalls"].contains(&name)
+        || name.starts_with("syscall_")
+        || name.starts_with("client_syscall_")
+}
+
+struct Observed {
+    summary: Summary,
+    m: BTreeMap<String, f64>,
+    notes: Vec<String>,
+    /// The server's strace table, of a run under strace.
+    syscalls: Vec<Syscall>,
+    /// The profile of its traces (client and proxy), for the report.
+    profiles: Vec<crate::profile::ProfileRow>,
+}
+
+/// The measured run of a cell and what is measured around it: the
+/// sessions' server CPU, server counters, system calls (the server's and
+/// the driver's), the server log's growth, the libraries the server
+/// preloads, the traces of the client and of a proxy in the path, and the
+/// run's own figures.
+fn observed_run(
+    ctx: &Context<'_>,
+    p: &Planned,
+    eng: &mut Engine,
+    prep: &Prepared,
+) -> Result<Observed, StudyError> {
+    let s = &ctx.l.study;
+    let e = eng.name.clone();
+    let scratch = ctx.scratch;
+    let mut notes = Vec::new();
+    let mut m: BTreeMap<String, f64> = BTreeMap::new();
+    let levels = levels_of(ctx.l, &p.cell);
     let tag = format!("tracelab-study-{}", p.seq);
     let release = scratch.join(format!("release-{}", p.seq));
     let _ = std::fs::remove_file(&release);
-    let mut opts = base.clone();
+    let mut opts = prep.base.clone();
+    if e == "postgres" {
+        opts.url = with_params(&prep.base.url, &tag, &prep.settings);
+    }
+    let sessions = prep.sessions;
+
+    // The libraries the server preloads, in each of its processes.
+    let libs = preloads(&eng.env);
+    if !libs.is_empty() {
+        if let Some(pid) = server_pid(eng) {
+            let procs = measure::process_tree(pid);
+            let mapped = procs
+                .iter()
+                .filter(|p| libs.iter().all(|l| measure::maps_file(**p, l)))
+                .count();
+            m.insert("server_processes".into(), procs.len() as f64);
+            m.insert("preload_processes".into(), mapped as f64);
+        }
+    }
+
     let mut watch = None;
     let mut connect_cost = None;
-    if e == "postgres" {
-        opts.url = with_params(&base.url, &tag, &settings);
-    }
     if e == "postgres" && s.measure.backend_cpu {
-        connect_cost = measure::connect_cost_ns(&base.url);
+        connect_cost = measure::connect_cost_ns(&prep.base.url);
         watch = CpuWatch::start(&eng.url, &tag, sessions, release.clone());
         if watch.is_none() {
             notes.push("backend CPU not measured: no watcher connection".into());
@@ -1130,11 +1464,7 @@ fn run_one(
     if e == "mariadb" && s.measure.backend_cpu {
         // The sessions are threads of the server process, read in /proc:
         // only for the private server, which is on this machine.
-        match eng
-            .private
-            .as_ref()
-            .and_then(|p| measure::pid_from_file(&p.pid_file()))
-        {
+        match server_pid(eng) {
             None if eng.private.is_none() => notes.push(
                 "backend CPU not measured: MariaDB's session threads are read from /proc, \
                  for the private server only (not with --db)"
@@ -1142,7 +1472,7 @@ fn run_one(
             ),
             None => notes.push("backend CPU not measured: no MariaDB pid file".into()),
             Some(pid) => {
-                connect_cost = measure::mariadb_connect_cost_ns(&eng.url, pid, &settings);
+                connect_cost = measure::mariadb_connect_cost_ns(&eng.url, pid, &prep.settings);
                 watch = CpuWatch::start_mariadb(&eng.url, pid, sessions, release.clone());
                 if watch.is_none() {
                     notes.push("backend CPU not measured: no watcher connection".into());
@@ -1153,11 +1483,13 @@ fn run_one(
     if watch.is_some() {
         opts.pause_at_exit = Some(Some(release.clone()));
     }
+
     // The server's processes: the postmaster (its backends and workers
     // are its children) or mariadbd (its sessions are threads).
-    let wants_server = s.measure.strace || p.strace || s.measure.server_counters;
+    let straced = s.measure.strace || p.strace;
+    let wants_server = straced || s.measure.server_counters;
     let server = if wants_server { server_of(eng)? } else { None };
-    if wants_server && server.is_none() {
+    if wants_server && server.is_none() && e != "sqlite" {
         notes.push(format!(
             "server counters and syscalls not taken: {}",
             if eng.private.is_none() && e == "mariadb" {
@@ -1167,18 +1499,34 @@ fn run_one(
             }
         ));
     }
-    let strace = match server {
-        Some(srv) if s.measure.strace || p.strace => {
-            if Strace::available() {
-                Strace::attach(srv.top(), &scratch.join("strace.txt"))
-            } else {
-                notes.push(
-                    "syscalls not counted: strace not installed (apt-get install -y strace)".into(),
-                );
-                None
+    // strace of the server, and of this process (the driver).
+    let strace_ok = straced && Strace::available();
+    if straced && !strace_ok {
+        notes.push("syscalls not counted: strace not installed (apt-get install -y strace)".into());
+    }
+    let server_strace = match server {
+        Some(srv) if strace_ok => {
+            let st = Strace::attach(srv.top(), &scratch.join("strace.txt"));
+            if st.is_none() {
+                notes.push(format!(
+                    "server syscalls not counted: strace could not attach to the {e} server"
+                ));
             }
+            st
         }
         _ => None,
+    };
+    let client_strace = if strace_ok && s.measure.strace_client {
+        let st = Strace::attach(
+            std::process::id() as i32,
+            &scratch.join("strace-client.txt"),
+        );
+        if st.is_none() {
+            notes.push("client syscalls not counted: strace could not attach to tracelab".into());
+        }
+        st
+    } else {
+        None
     };
     let counters = match server {
         Some(srv) if s.measure.server_counters => {
@@ -1190,23 +1538,64 @@ fn run_one(
         }
         _ => None,
     };
+
+    // The client's traces, and a proxy in the path (the sessions, and a
+    // cache's channels, go to it).
     let trace_dir = scratch.join(format!("trace-{}", p.seq));
-    if s.measure.trace {
+    if prep.trace {
         let _ = std::fs::remove_dir_all(&trace_dir);
         opts.trace_dir = Some(trace_dir.clone());
     }
-    // A proxy in the path: the sessions (and a cache's channels) go to it.
     let proxy_dir = scratch.join(format!("proxy-{}", p.seq));
     let in_path = crate::proxy::start_for(&levels, &e, &eng.url, Some(&proxy_dir))?;
     if let Some((px, _)) = &in_path {
         opts.url = px.url(&opts.url)?;
     }
+
+    // The server's logs, from here on.
+    let logs = if s.measure.server_log.on {
+        match &eng.private {
+            Some(st) => Some(LogWatch::start(st.log_files())),
+            None => {
+                if e != "sqlite" {
+                    notes.push(format!(
+                        "server log not measured: the {e} server is not the private one"
+                    ));
+                }
+                None
+            }
+        }
+    } else {
+        None
+    };
+
     let cpu0 = measure::self_cpu_ns();
-    let summary: Summary = tracelab_run::run(&opts, &workload)
-        .map_err(|e| StudyError::Database(format!("run {}: {e}", cell_key(&p.cell))))?;
+    let ran = tracelab_run::run(&opts, &prep.workload);
     let cpu1 = measure::self_cpu_ns();
     let backend_ns = watch.map(CpuWatch::finish);
     let _ = std::fs::remove_file(&release);
+    // Every trace written (the proxy's as its connections end: it is
+    // stopped here), then the counts of the system calls that wrote them.
+    let filter = s.measure.profile_where.as_deref().unwrap_or("1");
+    let kept = |what: &str| ctx.keep.map(|k| k.join(format!("{}-{}", p.seq, what)));
+    let mut profiles = Vec::new();
+    if let Some((px, traced)) = in_path {
+        let c = crate::proxy::collect(px, traced, filter, kept("proxy").as_deref());
+        m.extend(c.measurements);
+        profiles.extend(c.profile);
+        notes.extend(c.notes);
+    }
+    if let Some(st) = client_strace {
+        let t = st.finish_table();
+        if t.total.is_none() {
+            notes.push("client syscalls not counted: strace wrote no table".into());
+        }
+        let mut c = t.measurements();
+        zero_calls(&mut c, &s.measure.strace_calls);
+        m.extend(c.into_iter().map(|(k, v)| (format!("client_{k}"), v)));
+    }
+    let summary: Summary =
+        ran.map_err(|e| StudyError::Database(format!("run {}: {e}", cell_key(&p.cell))))?;
     if let Some(f) = summary.per_session.iter().find_map(|s| s.failure.clone()) {
         return Err(StudyError::Database(format!(
             "run {}: a session failed: {f}",
@@ -1235,35 +1624,33 @@ fn run_one(
         notes.extend(note);
     }
     let mut syscalls = Vec::new();
-    match strace {
+    if let Some(st) = server_strace {
         // A run made for strace keeps its whole table (the report's
         // System calls section); strace on every run, its counts.
-        Some(st) if p.strace => {
-            let t = st.finish_table();
-            if t.total.is_none() {
-                notes.push("syscalls not counted: strace wrote no table".into());
-            }
-            m.extend(t.measurements());
+        let t = st.finish_table();
+        if t.total.is_none() {
+            notes.push("syscalls not counted: strace wrote no table".into());
+        }
+        let mut c = t.measurements();
+        zero_calls(&mut c, &s.measure.strace_calls);
+        m.extend(c);
+        if p.strace {
             syscalls = t.rows;
         }
-        Some(st) => m.extend(st.finish()),
-        None => {}
+    }
+    if let Some(w) = logs {
+        m.extend(w.finish(&s.measure.server_log.count));
     }
     for e in summary.trace_errors() {
         notes.push(format!(
             "trace not written completely, its profile is short: {e}"
         ));
     }
-    let filter = s.measure.profile_where.as_deref().unwrap_or("1");
-    let kept = |what: &str| keep.map(|k| k.join(format!("{}-{}", p.seq, what)));
-    let mut profiles = Vec::new();
-    if let Some((px, traced)) = in_path {
-        let c = crate::proxy::collect(px, traced, filter, kept("proxy").as_deref());
-        m.extend(c.measurements);
-        profiles.extend(c.profile);
-        notes.extend(c.notes);
-    }
-    if s.measure.trace {
+    if prep.trace {
+        m.insert(
+            "trace_bytes".into(),
+            crate::profile::dir_bytes(&trace_dir) as f64,
+        );
         match measure::trace_profile(&trace_dir) {
             Ok(t) => m.extend(t),
             Err(e) => notes.push(format!("traces not profiled: {e}")),
@@ -1306,7 +1693,7 @@ fn run_one(
             );
         }
         (_, Some(Err(why))) => notes.push(format!("backend CPU not measured for a run: {why}")),
-        ("sqlite", _) => {
+        ("sqlite", _) if s.measure.backend_cpu => {
             // SQLite runs in this process: its CPU is ours (the driver's
             // included).
             m.insert(
@@ -1316,80 +1703,45 @@ fn run_one(
         }
         _ => {}
     }
-
-    // After: the probes' second look, the after scripts, the after probes.
-    flush_stats(eng);
-    for pr in &s.probes {
-        if pr.when != When::Delta || eng.skipped_probes.contains(&pr.name) {
-            continue;
-        }
-        if let Some(q) = sql_of(l, "probes.sql", &pr.sql, &e, &vars)? {
-            let mut got = BTreeMap::new();
-            script(eng, &q, &format!("probe {}", pr.name), &mut got)?;
-            for (k, v) in got {
-                if let Some(b) = first.get(&k) {
-                    m.insert(k, v - b);
-                }
-            }
-        }
-    }
-    let after_sql = scripts(l, &levels, w, &e, &vars, Phase::After)?;
-    for a in &after_sql {
-        script(eng, a, "after", &mut m)?;
-    }
-    flush_stats(eng);
-    for pr in &s.probes {
-        if pr.when != When::After || eng.skipped_probes.contains(&pr.name) {
-            continue;
-        }
-        if let Some(q) = sql_of(l, "probes.sql", &pr.sql, &e, &vars)? {
-            script(eng, &q, &format!("probe {}", pr.name), &mut m)?;
-        }
-    }
-    let numeric: BTreeMap<String, f64> = vars
-        .iter()
-        .filter_map(|(k, v)| v.parse::<f64>().ok().map(|x| (k.clone(), x)))
-        .collect();
-    if p.strace {
-        // Slowed by strace: out of the timed columns.
-        m = m
-            .into_iter()
-            .map(|(k, v)| {
-                if k == "syscalls" || k.starts_with("syscall_") {
-                    (k, v)
-                } else {
-                    (format!("strace_{k}"), v)
-                }
-            })
-            .collect();
-    }
-    Ok(RunResult {
-        vars: numeric,
-        measurements: m,
-        syscalls,
-        summary: summary.json(),
+    Ok(Observed {
+        summary,
+        m,
         notes,
-        sessions: crate::result_cache::session_values(&summary),
+        syscalls,
         profiles,
     })
 }
 
-/// The server's processes as strace and the counters follow them.
+/// The system calls a study names (`strace_calls`) as 0 where strace saw
+/// none, so that a column can name them; `syscalls` 0 too when strace
+/// wrote no total.
+fn zero_calls(m: &mut BTreeMap<String, f64>, calls: &[String]) {
+    m.entry("syscalls".into()).or_insert(0.0);
+    for c in calls {
+        m.entry(format!("syscall_{c}")).or_insert(0.0);
+    }
+}
+
+/// The server's processes as strace and the counters follow them: the
+/// private server's (its pid file), or a PostgreSQL's found through a
+/// backend of its own.
 fn server_of(eng: &mut Engine) -> Result<Option<Server>, StudyError> {
     Ok(match eng.name.as_str() {
         "postgres" => {
-            let c = eng.client()?;
-            let me: i32 = c
-                .query_one("select pg_backend_pid()", &[])
-                .map_err(|e| pg("backend pid", e))?
-                .get(0);
-            measure::parent_pid(me).map(Server::Children)
+            let pm = match server_pid(eng) {
+                Some(pid) => Some(pid),
+                None => {
+                    let c = eng.client()?;
+                    let me: i32 = c
+                        .query_one("select pg_backend_pid()", &[])
+                        .map_err(|e| pg("backend pid", e))?
+                        .get(0);
+                    measure::parent_pid(me)
+                }
+            };
+            pm.map(Server::Children)
         }
-        "mariadb" => eng
-            .private
-            .as_ref()
-            .and_then(|p| measure::pid_from_file(&p.pid_file()))
-            .map(Server::Threads),
+        "mariadb" => server_pid(eng).map(Server::Threads),
         _ => None,
     })
 }
@@ -1449,5 +1801,58 @@ fn wait_gone(eng: &mut Engine, tag: &str) {
             Ok(_) => std::thread::sleep(Duration::from_millis(20)),
             Err(_) => return,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const STUDY: &str = r#"
+name = "t"
+[workload]
+sql = "select 1"
+[[factors]]
+name = "n"
+values = [1]
+[report]
+rows = "n"
+columns = [{ name = "r", label = "r", expr = "$elapsed_ms" }]
+"#;
+
+    #[test]
+    fn numeric_keys_take_arithmetic_over_vars() {
+        let l = Loaded::parse("t", STUDY, None, &[]).unwrap();
+        let mut v = BTreeMap::new();
+        // A var naming a var defined after it resolves all the same.
+        v.insert("calls".to_string(), "3 * {iterations}".to_string());
+        v.insert("iterations".to_string(), "{n}".to_string());
+        v.insert("n".to_string(), "250".to_string());
+        resolve(&mut v);
+        assert_eq!(v["calls"], "3 * 250");
+        let n = num(&l, "workload.statements", &Num::Text("{calls}".into()), &v).unwrap();
+        assert_eq!(n, 750.0);
+        let e = num(&l, "workload.statements", &Num::Text("{nope}".into()), &v)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("no var `nope`"), "{e}");
+        let e = num(&l, "workload.statements", &Num::Text("many".into()), &v)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("expected a number, found `many`"), "{e}");
+    }
+
+    #[test]
+    fn ld_preload_lists_its_libraries() {
+        let env: BTreeMap<String, String> = [(
+            "LD_PRELOAD".to_string(),
+            "/a/x.so:/b/y.so /c/z.so".to_string(),
+        )]
+        .into();
+        assert_eq!(
+            preloads(&env),
+            ["/a/x.so", "/b/y.so", "/c/z.so"].map(PathBuf::from)
+        );
+        assert!(preloads(&BTreeMap::new()).is_empty());
     }
 }

@@ -13,7 +13,6 @@
 //! by t minus that moment.
 
 use std::collections::BTreeMap;
-use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
@@ -22,11 +21,11 @@ use tracelab_run::{ResultHook, Rows, Stop};
 
 use crate::error::StudyError;
 use crate::execute::{
-    engine_of, levels_of, num, prepare, ready, run_vars, sql_of, with_params, Engine, Observer,
+    engine_of, levels_of, num, prepare, ready, run_vars, sql_of, with_params, Context, Engine,
 };
 use crate::plan::{chosen_levels, Choice};
 use crate::report::{esc, fmt_num, Format, Table};
-use crate::spec::{value_text, Loaded, Num, Sql, Study};
+use crate::spec::{value_text, Num, Sql, Study};
 
 /// `[freshness]` of a study file.
 #[derive(Debug, Clone, Deserialize)]
@@ -195,17 +194,13 @@ impl Writer {
 
 /// Runs the check on `eng` and returns its values: of the whole run
 /// (session −1) and of each session.
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn run(
-    l: &Loaded,
-    quick: bool,
+    ctx: &Context<'_>,
     choice: &Choice,
     fr: &FreshnessSpec,
     eng: &mut Engine,
-    restart_keys: &BTreeSet<String>,
-    scratch: &std::path::Path,
-    obs: &dyn Observer,
 ) -> Result<Vec<(i64, String, f64)>, StudyError> {
+    let l = ctx.l;
     // The cell: the levels named, this engine, the first level of the rest.
     let cell: Vec<(String, String)> = chosen_levels(l, choice)?
         .into_iter()
@@ -222,17 +217,17 @@ pub(crate) fn run(
         })
         .collect();
     let levels = levels_of(l, &cell);
-    let mut vars = run_vars(l, quick, &cell, &levels);
+    let mut vars = run_vars(ctx, &cell, &levels, false);
     for (k, v) in &fr.vars {
         vars.insert(k.clone(), value_text(v));
     }
     let e = engine_of(&cell);
-    obs.note(&format!(
+    ctx.obs.note(&format!(
         "freshness check on {e}: {}",
         crate::plan::cell_key(&cell)
     ));
-    ready(l, &levels, &vars, eng, restart_keys, obs)?;
-    let prep = prepare(l, &levels, &vars, eng, scratch)?;
+    ready(ctx, &levels, &vars, eng)?;
+    let prep = prepare(l, &levels, &vars, eng, ctx.scratch)?;
     let runtime = num(l, "freshness.runtime", &fr.runtime, &vars)?.max(1.0);
     let every = Duration::from_secs_f64(
         num(l, "freshness.every_ms", &fr.every_ms, &vars)?.max(1.0) / 1000.0,
@@ -407,7 +402,7 @@ pub fn section(st: &crate::store::Stored, study: &Study, format: Format, out: &m
         return;
     }
     let title = "Freshness: a writer changes a cached table during a cached run";
-    crate::sessions::heading(out, format, 2, title);
+    crate::report::heading(out, format, 2, title);
     let cell = study
         .freshness
         .as_ref()

@@ -30,12 +30,15 @@ fn number(v: &mysql_async::Value) -> Option<f64> {
     }
 }
 
-/// Runs `statements` one by one on one connection; the numeric columns of
-/// any row they return go `into` the measurements. `what` names the script
-/// in errors (`setup`, `probe model`), with the statement, never the URL.
+/// Runs `scripts` one after the other on one connection, each sent whole
+/// as one multi-statement query: the server parses it, stored programs
+/// (`CREATE PROCEDURE ... BEGIN ...; ...; END`) included, which a split at
+/// `;` would break. The numeric columns of any row of any of its results
+/// go `into` the measurements. `what` names the script in errors (`setup`,
+/// `probe model`), with the statement, never the URL.
 pub fn script(
     url: &str,
-    statements: &[String],
+    scripts: &[String],
     what: &str,
     into: &mut BTreeMap<String, f64>,
     short: impl Fn(&str) -> String,
@@ -47,18 +50,29 @@ pub fn script(
         let mut c = mysql_async::Conn::new(opts)
             .await
             .map_err(|e| StudyError::Database(format!("{what}: connect: {e}")))?;
-        for st in statements {
-            let rows: Vec<mysql_async::Row> = c
-                .query(st.as_str())
-                .await
-                .map_err(|e| StudyError::Database(format!("{what}: `{}`: {e}", short(st))))?;
-            for r in rows {
-                let cols = r.columns_ref().to_vec();
-                for (i, col) in cols.iter().enumerate() {
-                    if let Some(v) = r.as_ref(i).and_then(number) {
-                        into.insert(col.name_str().into_owned(), v);
+        for st in scripts {
+            let r: Result<(), mysql_async::Error> = async {
+                let mut res = c.query_iter(st.as_str()).await?;
+                while !res.is_empty() {
+                    let rows: Vec<mysql_async::Row> = res.collect().await?;
+                    for r in rows {
+                        let cols = r.columns_ref().to_vec();
+                        for (i, col) in cols.iter().enumerate() {
+                            if let Some(v) = r.as_ref(i).and_then(number) {
+                                into.insert(col.name_str().into_owned(), v);
+                            }
+                        }
                     }
                 }
+                Ok(())
+            }
+            .await;
+            if let Err(e) = r {
+                let _ = c.disconnect().await;
+                return Err(StudyError::Database(format!(
+                    "{what}: `{}`: {e}",
+                    short(st)
+                )));
             }
         }
         let _ = c.disconnect().await;

@@ -1,5 +1,6 @@
 //! Measurements taken around a run: server process CPU from /proc, syscall
-//! counts from strace, and the facts of the machine.
+//! counts from strace, the growth of the server's logs, the libraries
+//! mapped in its processes, and the facts of the machine.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -290,8 +291,9 @@ pub fn pid_from_file(path: &Path) -> Option<i32> {
         .ok()
 }
 
-/// `strace -c -f` attached to the server's postmaster, so that it counts
-/// the system calls of the backends forked during the run, or to mariadbd.
+/// `strace -c -f` attached to a process and its threads and new children:
+/// the server's postmaster (the backends forked during the run), mariadbd
+/// (its threads), or tracelab itself (the driver's threads).
 pub struct Strace {
     child: Child,
     out: PathBuf,
@@ -356,17 +358,18 @@ impl Strace {
             .stderr(Stdio::null())
             .spawn()
             .ok()?;
-        // Give it time to attach before the run forks.
-        std::thread::sleep(Duration::from_millis(300));
+        // The run starts once strace holds every thread of the process
+        // (its children forked later are followed): each thread's status
+        // names its tracer.
+        let tracer = child.id() as i32;
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !traced_by(pid, tracer) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
         Some(Strace {
             child,
             out: out.to_path_buf(),
         })
-    }
-
-    /// Detaches and returns `syscalls` (total) and `syscall_NAME` counts.
-    pub fn finish(self) -> BTreeMap<String, f64> {
-        parse_strace(&self.detach())
     }
 
     /// Detaches and returns the whole table.
@@ -394,6 +397,28 @@ impl Strace {
         let _ = std::fs::remove_file(&self.out);
         text
     }
+}
+
+/// Whether every thread of `pid` is traced by `tracer` (TracerPid in
+/// /proc/PID/task/TID/status).
+fn traced_by(pid: i32, tracer: i32) -> bool {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return false;
+    };
+    let want = tracer.to_string();
+    let mut any = false;
+    for t in tasks.filter_map(|e| e.ok()) {
+        let status = std::fs::read_to_string(t.path().join("status")).unwrap_or_default();
+        let by = status
+            .lines()
+            .find_map(|l| l.strip_prefix("TracerPid:"))
+            .map(str::trim);
+        if by != Some(want.as_str()) {
+            return false;
+        }
+        any = true;
+    }
+    any
 }
 
 /// The figures every run has, from its summary (their names are what
@@ -429,12 +454,6 @@ pub fn run_figures(summary: &tracelab_run::Summary) -> impl Iterator<Item = (&'s
         summary.latency_us.p99 as f64,
     ];
     RUN_FIGURES.into_iter().zip(values)
-}
-
-/// The `strace -c` table as measurements: `syscalls` (total) and
-/// `syscall_NAME` counts (see [`StraceTable::measurements`]).
-pub fn parse_strace(text: &str) -> BTreeMap<String, f64> {
-    parse_strace_table(text).measurements()
 }
 
 /// The `strace -c` table: `% time seconds usecs/call calls [errors]
@@ -542,6 +561,96 @@ fn fsync_rate(dir: &Path) -> Option<f64> {
     Some(rate)
 }
 
+/// The growth of a server's log files during a run: their sizes at the
+/// start, read again at the end.
+pub struct LogWatch {
+    files: Vec<(PathBuf, u64)>,
+}
+
+impl LogWatch {
+    pub fn start(files: Vec<PathBuf>) -> LogWatch {
+        let files = files
+            .into_iter()
+            .map(|f| {
+                let n = std::fs::metadata(&f).map_or(0, |m| m.len());
+                (f, n)
+            })
+            .collect();
+        LogWatch { files }
+    }
+
+    /// `server_log_bytes` (bytes added to the logs), `server_log_lines`,
+    /// and `log_NAME` for each (NAME, text) of `count`: the lines added
+    /// that hold the text.
+    pub fn finish(&self, count: &BTreeMap<String, String>) -> BTreeMap<String, f64> {
+        use std::io::{Read, Seek};
+        let mut bytes = 0u64;
+        let mut lines = 0u64;
+        let mut found: BTreeMap<&str, u64> = count.keys().map(|k| (k.as_str(), 0)).collect();
+        for (f, start) in &self.files {
+            let Ok(mut file) = std::fs::File::open(f) else {
+                continue;
+            };
+            let len = file.metadata().map_or(0, |m| m.len());
+            // A log that shrank was rotated or truncated: all of it is new.
+            let from = if len < *start { 0 } else { *start };
+            bytes += len - from;
+            if file.seek(std::io::SeekFrom::Start(from)).is_err() {
+                continue;
+            }
+            let mut text = Vec::new();
+            let _ = file.take(len - from).read_to_end(&mut text);
+            for line in text.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+                lines += 1;
+                for (name, want) in count {
+                    if memchr::memmem::find(line, want.as_bytes()).is_some() {
+                        *found.entry(name.as_str()).or_default() += 1;
+                    }
+                }
+            }
+        }
+        let mut m = BTreeMap::new();
+        m.insert("server_log_bytes".to_string(), bytes as f64);
+        m.insert("server_log_lines".to_string(), lines as f64);
+        for (k, v) in found {
+            m.insert(format!("log_{k}"), v as f64);
+        }
+        m
+    }
+}
+
+/// A process and all its descendants alive now (a postmaster and its
+/// backends and background processes), from /proc.
+pub fn process_tree(root: i32) -> Vec<i32> {
+    let mut parent: Vec<(i32, i32)> = Vec::new();
+    if let Ok(rd) = std::fs::read_dir("/proc") {
+        for e in rd.filter_map(|e| e.ok()) {
+            let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
+                continue;
+            };
+            if let Some(pp) = parent_pid(pid) {
+                parent.push((pid, pp));
+            }
+        }
+    }
+    let mut out = vec![root];
+    let mut i = 0;
+    while i < out.len() {
+        let p = out[i];
+        out.extend(parent.iter().filter(|(_, pp)| *pp == p).map(|(c, _)| *c));
+        i += 1;
+    }
+    out
+}
+
+/// Whether a process has a file mapped (a preloaded library): its path in
+/// /proc/PID/maps.
+pub fn maps_file(pid: i32, path: &Path) -> bool {
+    let want = path.to_string_lossy();
+    std::fs::read_to_string(format!("/proc/{pid}/maps"))
+        .is_ok_and(|m| m.lines().any(|l| l.ends_with(want.as_ref())))
+}
+
 /// The profile of a run's traces by call name, as `tracelab skew` prints
 /// it by default (mrskew's accounted-for time: a call's CPU and every
 /// wait, the client's waits for the database inside calls included), as
@@ -569,6 +678,28 @@ mod tests {
         assert_eq!(m["syscall_fdatasync"], 60.0);
         assert_eq!(m["syscall_recvfrom"], 200.0);
         assert_eq!(m["syscall_errors"], 3.0);
+    }
+
+    #[test]
+    fn the_log_growth_is_counted_from_where_it_stood() {
+        let d = tempfile::tempdir().unwrap();
+        let f = d.path().join("server.log");
+        std::fs::write(&f, "old line with Query Text: before\n").unwrap();
+        let w = LogWatch::start(vec![f.clone(), d.path().join("slow.log")]);
+        use std::io::Write;
+        let mut h = std::fs::OpenOptions::new().append(true).open(&f).unwrap();
+        h.write_all(b"LOG:  duration: 1 ms\nQuery Text: select 1\n")
+            .unwrap();
+        std::fs::write(d.path().join("slow.log"), "# Query_time: 0.1\n").unwrap();
+        let count: BTreeMap<String, String> = [("plans", "Query Text:"), ("slow", "# Query_time")]
+            .into_iter()
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect();
+        let m = w.finish(&count);
+        assert_eq!(m["server_log_bytes"], 60.0);
+        assert_eq!(m["server_log_lines"], 3.0);
+        assert_eq!(m["log_plans"], 1.0, "the line from before is not counted");
+        assert_eq!(m["log_slow"], 1.0);
     }
 
     #[test]
@@ -606,6 +737,10 @@ mod tests {
         let me = std::process::id() as i32;
         assert!(parent_pid(me).is_some());
         assert!(process_cpu_ns(me).unwrap() > 0);
+        assert!(process_tree(parent_pid(me).unwrap()).contains(&me));
+        let exe = std::fs::read_link("/proc/self/exe").unwrap();
+        assert!(maps_file(me, &exe));
+        assert!(!maps_file(me, Path::new("/no/such/lib.so")));
         assert!(self_cpu_ns() > 0);
     }
 }

@@ -44,17 +44,30 @@ impl Loaded {
         if s.measure.backend_cpu {
             p.names.insert("backend_cpu_ms".into());
         }
-        if s.measure.strace {
+        let m = &s.measure;
+        if m.strace || m.strace_runs > 0 {
             p.names.insert("syscalls".into());
             p.prefixes.push("syscall_");
+            if m.strace_client {
+                p.names.insert("client_syscalls".into());
+                p.prefixes.push("client_syscall_");
+            }
         }
-        if s.measure.trace {
-            p.prefixes.push("trace_");
-        }
-        if s.measure.strace_runs > 0 {
+        if m.strace_runs > 0 {
             // The runs under strace keep their other figures as `strace_...`.
-            p.names.insert("syscalls".into());
-            p.prefixes.extend(["syscall_", "strace_"]);
+            p.prefixes.push("strace_");
+            p.names.extend(m.strace_vars.keys().cloned());
+        }
+        let log = &s.measure.server_log;
+        if log.on {
+            p.names.insert("server_log_bytes".into());
+            p.names.insert("server_log_lines".into());
+            p.names.extend(log.count.keys().map(|k| format!("log_{k}")));
+        }
+        let levels: Vec<_> = s.factors.iter().flat_map(|f| f.all_levels()).collect();
+        if s.measure.trace || levels.iter().any(|l| l.run.trace) {
+            p.names.insert("trace_bytes".into());
+            p.prefixes.push("trace_");
         }
         if s.measure.server_counters {
             p.names.extend(
@@ -66,13 +79,21 @@ impl Loaded {
         // A proxy in a level's path: its counters and its traces' profile
         // (crate::proxy::collect); a result cache: Oracle's statistics
         // (crate::result_cache::measurements).
-        let levels = || s.factors.iter().flat_map(|f| f.all_levels());
-        if levels().any(|l| l.proxy.is_some()) {
+        if levels.iter().any(|l| l.proxy.is_some()) {
             p.names.extend(crate::proxy::MEASUREMENTS.map(String::from));
             p.prefixes.push("proxy_trace_");
         }
-        if levels().any(|l| l.result_cache.is_some()) {
+        if levels.iter().any(|l| l.result_cache.is_some()) {
             p.names.extend(crate::result_cache::measurement_names());
+        }
+        // A preloaded library: the server's processes, and those that
+        // mapped it.
+        if levels
+            .iter()
+            .any(|l| l.env.names().any(|n| n == "LD_PRELOAD"))
+        {
+            p.names.insert("server_processes".into());
+            p.names.insert("preload_processes".into());
         }
         p.names.extend(s.vars.keys().cloned());
         p.names.extend(s.quick.vars.keys().cloned());
@@ -107,11 +128,7 @@ impl Loaded {
             }
         }
         for (key, sql) in scripts {
-            let texts: Vec<&String> = match sql {
-                Sql::One(t) => vec![t],
-                Sql::PerEngine(m) => m.values().collect(),
-            };
-            for t in texts {
+            for t in sql.pieces() {
                 for st in statements(&self.sql_text(&key, t)?) {
                     match output_names(&st) {
                         Some(names) => p.names.extend(names),

@@ -35,6 +35,9 @@ pub struct Choice {
     /// `--level FACTOR=a,b`: the levels to run of a factor.
     pub levels: BTreeMap<String, Vec<String>>,
     pub seed: Option<u64>,
+    /// `--var NAME=VALUE`: study vars given other values (recorded in the
+    /// store as the facts `var.NAME`).
+    pub vars: BTreeMap<String, String>,
 }
 
 /// The levels of each factor that this run uses.
@@ -78,6 +81,16 @@ pub fn chosen_levels(l: &Loaded, c: &Choice) -> Result<Vec<(String, Vec<Level>)>
         out.push((f.name.clone(), levels));
     }
     Ok(out)
+}
+
+/// Whether `level` applies in `cell`: each factor its `only_with` names is
+/// at one of the levels it allows.
+pub fn applies(level: &Level, cell: &[(String, String)]) -> bool {
+    level.only_with.iter().all(|(f, allowed)| {
+        cell.iter()
+            .find(|(cf, _)| cf == f)
+            .is_none_or(|(_, l)| allowed.iter().any(|a| &value_text(a) == l))
+    })
 }
 
 /// The most repetitions of a cell a study may ask for: more is a mistake
@@ -141,10 +154,24 @@ pub fn plan(l: &Loaded, c: &Choice, seed: u64) -> Result<Vec<Planned>, StudyErro
             "no cell to run: every combination of the chosen levels pairs a level with another engine than its own".into(),
         ));
     }
-    let cells: Vec<Vec<(String, String)>> = cells
-        .into_iter()
-        .map(|c| c.into_iter().map(|(f, lv)| (f, lv.name)).collect())
-        .collect();
+    // Cells with a level that does not apply there (`only_with`) are not
+    // run; the report names them (`crate::overview::not_run`).
+    let named = |c: &[(String, Level)]| -> Vec<(String, String)> {
+        c.iter()
+            .map(|(f, lv)| (f.clone(), lv.name.clone()))
+            .collect()
+    };
+    cells.retain(|cell| {
+        let names = named(cell);
+        cell.iter().all(|(_, lv)| applies(lv, &names))
+    });
+    if cells.is_empty() {
+        return Err(StudyError::Usage(
+            "no cell to run: every combination of the levels chosen has a level that does not apply there (only_with)"
+                .into(),
+        ));
+    }
+    let cells: Vec<Vec<(String, String)>> = cells.iter().map(|c| named(c)).collect();
     let round = |rep: u32, strace: bool| {
         cells.iter().map(move |cell| Planned {
             seq: 0,
@@ -209,6 +236,36 @@ columns = [{ name = "r", label = "r", expr = "$elapsed_ms" }]
         };
         let p = plan(&l, &c, 0).unwrap();
         assert_eq!(p.len(), 2);
+    }
+
+    #[test]
+    fn levels_that_do_not_apply_are_not_planned() {
+        let text = STUDY.replace(
+            "values = [1, 2, 4]",
+            "levels = [{ name = \"1\" }, { name = \"2\", only_with = { a = [\"y\"] } }, { name = \"4\" }]",
+        );
+        let l = Loaded::parse("t", &text, None, &[]).unwrap();
+        let p = plan(&l, &Choice::default(), 0).unwrap();
+        let keys: Vec<String> = p
+            .iter()
+            .filter(|r| r.rep == 0)
+            .map(|r| cell_key(&r.cell))
+            .collect();
+        assert_eq!(
+            keys,
+            ["a=x b=1", "a=x b=4", "a=y b=1", "a=y b=2", "a=y b=4"]
+        );
+        let only_x = Choice {
+            levels: [
+                ("a".to_string(), vec!["x".to_string()]),
+                ("b".to_string(), vec!["2".to_string()]),
+            ]
+            .into_iter()
+            .collect(),
+            ..Choice::default()
+        };
+        let e = plan(&l, &only_x, 0).unwrap_err().to_string();
+        assert!(e.contains("no cell to run"), "{e}");
     }
 
     #[test]

@@ -211,14 +211,7 @@ pub fn section(
         return;
     };
     let filter = study.measure.profile_where.as_deref().unwrap_or("1");
-    let pos = |f: &str, l: &str| {
-        study
-            .factors
-            .iter()
-            .find(|x| x.name == f)
-            .and_then(|x| x.level_names().iter().position(|n| n == l))
-            .unwrap_or(usize::MAX)
-    };
+    let pos = |f: &str, l: &str| crate::report::level_pos(study, f, l);
     let mut runs: Vec<&crate::store::StoredRun> = st.runs.iter().collect();
     runs.sort_by_key(|r| {
         (
@@ -255,7 +248,7 @@ pub fn section(
         if cells.is_empty() {
             continue;
         }
-        crate::sessions::heading(out, format, 2, &title);
+        crate::report::heading(out, format, 2, &title);
         for (key, seqs) in &cells {
             let rows: Vec<&ProfileRow> = st
                 .profiles

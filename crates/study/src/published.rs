@@ -70,10 +70,11 @@ impl Published {
                     ));
                 }
             }
-            if !cell.contains_key(&s.report.rows) {
+            // The rows factor the baseline belongs to: the first.
+            let rows_f = s.report.rows.first().map_or("", String::as_str);
+            if !cell.contains_key(rows_f) {
                 return Err(format!(
-                    "cells: each cell names a level of `{}` (the report's rows)",
-                    s.report.rows
+                    "cells: each cell names a level of `{rows_f}` (the report's rows)"
                 ));
             }
         }
@@ -96,7 +97,10 @@ pub fn section(st: &Stored, study: &Study, format: Format, out: &mut String) {
     let Some(p) = &study.report.published else {
         return;
     };
-    let rows_f = &study.report.rows;
+    // The rows factor the baseline belongs to: the first.
+    let Some(rows_f) = study.report.rows.first() else {
+        return;
+    };
     let Some(baseline) = &study.report.baseline else {
         return;
     };
@@ -126,14 +130,7 @@ pub fn section(st: &Stored, study: &Study, format: Format, out: &mut String) {
         })
         .collect();
     // The other factors' combinations that ran, in level order.
-    let pos = |f: &str, l: &str| {
-        study
-            .factors
-            .iter()
-            .find(|x| x.name == f)
-            .and_then(|x| x.level_names().iter().position(|n| n == l))
-            .unwrap_or(usize::MAX)
-    };
+    let pos = |f: &str, l: &str| crate::report::level_pos(study, f, l);
     let mut groups: Vec<Vec<(String, String)>> = Vec::new();
     let mut runs: Vec<&crate::store::StoredRun> = st.runs.iter().collect();
     runs.sort_by_key(|r| r.cell.iter().map(|(f, l)| pos(f, l)).collect::<Vec<_>>());

@@ -112,12 +112,37 @@ fn markdown_html(text: &str) -> String {
     html
 }
 
-pub fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
+/// A heading of `level` (2: a section) in the report's format.
+pub(crate) fn heading(out: &mut String, format: Format, level: usize, title: &str) {
+    match format {
+        Format::Text => {
+            let _ = writeln!(out, "{title}\n");
+        }
+        Format::Markdown => {
+            let _ = writeln!(out, "{} {title}\n", "#".repeat(level));
+        }
+        Format::Html => {
+            let _ = writeln!(out, "<h{level}>{}</h{level}>", esc(title));
+        }
+    }
 }
+
+/// A table in the report's format, then a blank line.
+pub(crate) fn put_table(out: &mut String, format: Format, t: &Table) {
+    match format {
+        Format::Text => {
+            t.text(out);
+            out.push('\n');
+        }
+        Format::Markdown => {
+            t.markdown(out);
+            out.push('\n');
+        }
+        Format::Html => t.html(out),
+    }
+}
+
+pub use tracelab_chart::esc;
 
 /// A number with `digits` decimals and thousands separators.
 pub fn fmt_num(x: f64, digits: usize) -> String {
@@ -146,47 +171,51 @@ fn pct(x: f64) -> String {
     format!("{:+.0}%", x)
 }
 
+/// A row of a group: a level of each rows factor, and column name → the
+/// values of its runs.
+type Row = (Vec<String>, BTreeMap<String, Vec<f64>>);
+
 /// One table's worth of runs: the other factors' levels fixed.
 struct Group {
     /// e.g. "engine=postgres"; empty when the rows factor is the only one.
     title: String,
-    /// Row level → column name → values of its runs.
-    cells: Vec<(String, BTreeMap<String, Vec<f64>>)>,
+    /// Row (a level of each rows factor) → column name → values of its
+    /// runs.
+    cells: Vec<Row>,
 }
 
-/// The runs of one table: the other factors' levels fixed, by level of
-/// the rows factor, in the factors' level order.
+/// Where a factor's level stands among its levels (for orderings that do
+/// not depend on the order the runs ran in).
+pub(crate) fn level_pos(study: &Study, f: &str, l: &str) -> usize {
+    study
+        .factors
+        .iter()
+        .find(|x| x.name == f)
+        .and_then(|x| x.level_names().iter().position(|n| n == l))
+        .unwrap_or(usize::MAX)
+}
+
+/// The runs of one table: the other factors' levels fixed, by row (a
+/// level of each rows factor), in the factors' level order.
 pub(crate) struct Tabled<'a> {
-    /// e.g. "engine=postgres"; empty when the rows factor is the only one.
+    /// e.g. "engine=postgres"; empty when the rows factors are the only
+    /// ones.
     pub title: String,
-    pub rows: Vec<(String, Vec<&'a StoredRun>)>,
+    pub rows: Vec<(Vec<String>, Vec<&'a StoredRun>)>,
 }
 
 /// Runs by table and row, in the order of the factors' levels, so that a
 /// shuffled run order gives the same report.
 pub(crate) fn tabled<'a>(study: &Study, runs: &'a [StoredRun]) -> Vec<Tabled<'a>> {
     let rows_f = &study.report.rows;
-    let order: Vec<String> = study
-        .factors
-        .iter()
-        .find(|f| &f.name == rows_f)
-        .map(|f| f.level_names())
-        .unwrap_or_default();
     let mut out: Vec<Tabled<'a>> = Vec::new();
-    let level_pos = |f: &str, l: &str| {
-        study
-            .factors
-            .iter()
-            .find(|x| x.name == f)
-            .and_then(|x| x.level_names().iter().position(|n| n == l))
-            .unwrap_or(usize::MAX)
-    };
+    let level_pos = |f: &str, l: &str| level_pos(study, f, l);
     let mut sorted: Vec<&StoredRun> = runs.iter().collect();
     sorted.sort_by_key(|r| {
         let key: Vec<usize> = r
             .cell
             .iter()
-            .filter(|(f, _)| f != rows_f)
+            .filter(|(f, _)| !rows_f.contains(f))
             .map(|(f, l)| level_pos(f, l))
             .collect();
         (key, r.seq)
@@ -195,16 +224,20 @@ pub(crate) fn tabled<'a>(study: &Study, runs: &'a [StoredRun]) -> Vec<Tabled<'a>
         let title = r
             .cell
             .iter()
-            .filter(|(f, _)| f != rows_f)
+            .filter(|(f, _)| !rows_f.contains(f))
             .map(|(f, l)| format!("{f}={l}"))
             .collect::<Vec<_>>()
             .join(" ");
-        let row = r
-            .cell
+        let row: Vec<String> = rows_f
             .iter()
-            .find(|(f, _)| f == rows_f)
-            .map(|(_, l)| l.clone())
-            .unwrap_or_default();
+            .map(|rf| {
+                r.cell
+                    .iter()
+                    .find(|(f, _)| f == rf)
+                    .map(|(_, l)| l.clone())
+                    .unwrap_or_default()
+            })
+            .collect();
         if out.last().is_none_or(|g| g.title != title) {
             out.push(Tabled {
                 title: title.clone(),
@@ -218,8 +251,13 @@ pub(crate) fn tabled<'a>(study: &Study, runs: &'a [StoredRun]) -> Vec<Tabled<'a>
         }
     }
     for g in &mut out {
-        g.rows
-            .sort_by_key(|(l, _)| order.iter().position(|o| o == l).unwrap_or(usize::MAX));
+        g.rows.sort_by_key(|(row, _)| {
+            rows_f
+                .iter()
+                .zip(row)
+                .map(|(f, l)| level_pos(f, l))
+                .collect::<Vec<usize>>()
+        });
     }
     out
 }
@@ -334,7 +372,7 @@ fn cell_notes(cell: &str, c: &Column, e: &Expr, values: &[f64]) -> Vec<String> {
     notes
 }
 
-fn mean(v: Option<&Vec<f64>>) -> Option<f64> {
+pub(crate) fn mean(v: Option<&Vec<f64>>) -> Option<f64> {
     v.and_then(|v| describe(v)).map(|d| d.mean)
 }
 
@@ -394,15 +432,19 @@ pub fn render(st: &Stored, format: Format) -> Result<String, StudyError> {
             }
         }
     }
+    crate::overview::sections(study, &cols, &st.runs, format, &mut out);
+    if format == Format::Html {
+        out.push_str(&crate::overview::series_charts(study, &cols, &st.runs));
+    }
     for g in &gs {
         // Each table's own: the first listed baseline level it has.
-        let baseline = spec.baseline_of(g.cells.iter().map(|(l, _)| l.as_str()));
+        let baseline = spec.baseline_of(g.cells.iter().map(|(l, _)| l[0].as_str()));
         let base_vals = baseline
             .as_ref()
-            .and_then(|b| g.cells.iter().find(|(l, _)| l == b))
+            .and_then(|b| g.cells.iter().find(|(l, _)| &l[0] == b))
             .map(|(_, m)| m.clone());
         // The study's table.
-        let mut head = vec![spec.rows.clone()];
+        let mut head = spec.rows.clone();
         for c in &spec.columns {
             head.push(c.label.clone());
             if c.change && base_vals.is_some() {
@@ -413,12 +455,19 @@ pub fn render(st: &Stored, format: Format) -> Result<String, StudyError> {
         // Cells to read with care, said under the table.
         let mut careful: Vec<String> = Vec::new();
         for (level, vals) in &g.cells {
-            let mut r = vec![level.clone()];
+            let mut r = level.clone();
+            let at = spec
+                .rows
+                .iter()
+                .zip(level)
+                .map(|(f, l)| format!("{f}={l}"))
+                .collect::<Vec<_>>()
+                .join(" ");
             for (c, (_, e)) in spec.columns.iter().zip(&cols) {
                 let m = mean(vals.get(&c.name));
                 let notes = vals
                     .get(&c.name)
-                    .map(|v| cell_notes(&format!("{}={level}", spec.rows), c, e, v))
+                    .map(|v| cell_notes(&at, c, e, v))
                     .unwrap_or_default();
                 let mark = if notes.is_empty() { "" } else { "*" };
                 careful.extend(notes);
@@ -437,7 +486,7 @@ pub fn render(st: &Stored, format: Format) -> Result<String, StudyError> {
         let table = Table {
             head,
             rows,
-            left: 1,
+            left: spec.rows.len(),
         };
         let gtitle = if g.title.is_empty() {
             "Results".to_string()
@@ -467,7 +516,7 @@ pub fn render(st: &Stored, format: Format) -> Result<String, StudyError> {
                 for n in &careful {
                     let _ = writeln!(out, "<p class=\"note\">* {}</p>", esc(n));
                 }
-                if let Some(ch) = &spec.chart {
+                if let Some(ch) = spec.chart.as_ref().filter(|c| c.series.is_none()) {
                     // Each point the mean of its repetitions, its whisker
                     // the 95 % interval of the statistics table.
                     let series: Vec<tracelab_chart::Series> = ch
@@ -482,7 +531,7 @@ pub fn render(st: &Stored, format: Format) -> Result<String, StudyError> {
                                 .iter()
                                 .filter_map(|(l, v)| {
                                     let d = describe(v.get(name)?)?;
-                                    let p = tracelab_chart::Point::new(l.clone(), d.mean);
+                                    let p = tracelab_chart::Point::new(l.join(" "), d.mean);
                                     Some(match d.ci {
                                         Some((a, b)) => {
                                             p.with_interval(floor.map_or(a, |m| a.max(m)), b)
@@ -501,7 +550,7 @@ pub fn render(st: &Stored, format: Format) -> Result<String, StudyError> {
                     };
                     out.push_str(&svg::chart(
                         title.trim(),
-                        &spec.rows,
+                        &spec.rows.join(" "),
                         &ch.y_label,
                         ch.log2_x,
                         &series,
@@ -512,7 +561,7 @@ pub fn render(st: &Stored, format: Format) -> Result<String, StudyError> {
         // Statistics.
         let mut head = vec![
             "column".to_string(),
-            spec.rows.clone(),
+            spec.rows.join(" "),
             "n".into(),
             "mean".into(),
             "median".into(),
@@ -526,10 +575,11 @@ pub fn render(st: &Stored, format: Format) -> Result<String, StudyError> {
         }
         let mut rows = Vec::new();
         for c in spec.columns.iter().filter(|c| c.stats) {
-            for (level, vals) in &g.cells {
+            for (row, vals) in &g.cells {
                 let Some(v) = vals.get(&c.name) else { continue };
                 let Some(d) = describe(v) else { continue };
                 let dg = c.digits + 1;
+                let level = &row[0];
                 let mark = if d.unstable() || c.min.is_some_and(|m| v.iter().any(|x| *x < m)) {
                     "*"
                 } else {
@@ -537,7 +587,7 @@ pub fn render(st: &Stored, format: Format) -> Result<String, StudyError> {
                 };
                 let mut r = vec![
                     c.name.clone(),
-                    level.clone(),
+                    row.join(" "),
                     d.n.to_string(),
                     format!("{}{mark}", fmt_num(d.mean, dg)),
                     fmt_num(d.median, dg),
@@ -616,6 +666,7 @@ pub fn render(st: &Stored, format: Format) -> Result<String, StudyError> {
         .collect();
     notes.sort();
     notes.dedup();
+    notes.extend(crate::overview::not_run(study, &st.runs));
     let facts = Table {
         head: vec!["fact".into(), "value".into()],
         rows: st
@@ -706,7 +757,7 @@ pub fn compare_stores(a: &Stored, b: &Stored) -> Result<String, StudyError> {
                 rows.push(vec![
                     g.title.clone(),
                     c.name.clone(),
-                    level.clone(),
+                    level.join(" "),
                     fmt_num(da.mean, c.digits + 1),
                     fmt_num(db.mean, c.digits + 1),
                     verdict,
@@ -718,7 +769,7 @@ pub fn compare_stores(a: &Stored, b: &Stored) -> Result<String, StudyError> {
         head: vec![
             "cell".into(),
             "column".into(),
-            spec.rows.clone(),
+            spec.rows.join(" "),
             "A mean".into(),
             "B mean".into(),
             "B vs A".into(),

@@ -10,7 +10,7 @@ use std::fmt::Write as _;
 use serde::Deserialize;
 
 use crate::plan::cell_key;
-use crate::report::{esc, fmt_num, Format, Table};
+use crate::report::{esc, fmt_num, heading, put_table, Format, Table};
 use crate::spec::Study;
 use crate::stats::describe;
 use crate::store::{Stored, StoredRun};
@@ -91,14 +91,7 @@ const STATS: &[&str] = &[
 
 /// The runs in the order of their factors' levels, then repetitions.
 fn ordered<'a>(st: &'a Stored, study: &Study) -> Vec<&'a StoredRun> {
-    let pos = |f: &str, l: &str| {
-        study
-            .factors
-            .iter()
-            .find(|x| x.name == f)
-            .and_then(|x| x.level_names().iter().position(|n| n == l))
-            .unwrap_or(usize::MAX)
-    };
+    let pos = |f: &str, l: &str| crate::report::level_pos(study, f, l);
     let mut runs: Vec<&StoredRun> = st.runs.iter().collect();
     runs.sort_by_key(|r| {
         (
@@ -119,35 +112,6 @@ fn by_session(st: &Stored, seq: usize) -> BTreeMap<usize, BTreeMap<&str, f64>> {
         }
     }
     out
-}
-
-/// A heading of `level` (2: a section) in the report's format.
-pub(crate) fn heading(out: &mut String, format: Format, level: usize, title: &str) {
-    match format {
-        Format::Text => {
-            let _ = writeln!(out, "{title}\n");
-        }
-        Format::Markdown => {
-            let _ = writeln!(out, "{} {title}\n", "#".repeat(level));
-        }
-        Format::Html => {
-            let _ = writeln!(out, "<h{level}>{}</h{level}>", esc(title));
-        }
-    }
-}
-
-fn put(out: &mut String, format: Format, t: &Table) {
-    match format {
-        Format::Text => {
-            t.text(out);
-            out.push('\n');
-        }
-        Format::Markdown => {
-            t.markdown(out);
-            out.push('\n');
-        }
-        Format::Html => t.html(out),
-    }
 }
 
 /// The sessions' spread per cell (and its chart), then each session's
@@ -229,7 +193,7 @@ pub fn section(st: &Stored, study: &Study, format: Format, out: &mut String) {
             ])
         })
         .collect();
-    put(
+    put_table(
         out,
         format,
         &Table {
@@ -335,7 +299,7 @@ fn stats_tables(st: &Stored, runs: &[&StoredRun], format: Format, out: &mut Stri
                 row
             })
             .collect();
-        put(
+        put_table(
             out,
             format,
             &Table {

@@ -75,22 +75,103 @@ pub struct Quick {
     pub levels: BTreeMap<String, Vec<toml::Value>>,
 }
 
-/// SQL given inline, or per engine (`postgres`, `sqlite`, `mariadb`); a
-/// value ending in `.sql` is a file next to the study file.
+/// SQL given inline, as a list of pieces run in order, or per engine
+/// (`postgres`, `sqlite`, `mariadb`); a piece ending in `.sql` is a file
+/// next to the study file.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(untagged)]
 pub enum Sql {
     One(String),
-    PerEngine(BTreeMap<String, String>),
+    Many(Vec<String>),
+    PerEngine(BTreeMap<String, Sql>),
 }
 
 impl Sql {
-    /// The SQL for `engine`, if any.
-    pub fn for_engine(&self, engine: &str) -> Option<&str> {
+    /// The pieces of SQL for `engine`, if any.
+    pub fn for_engine(&self, engine: &str) -> Option<Vec<&str>> {
         match self {
-            Sql::One(s) => Some(s),
-            Sql::PerEngine(m) => m.get(engine).map(String::as_str),
+            Sql::One(s) => Some(vec![s.as_str()]),
+            Sql::Many(v) => Some(v.iter().map(String::as_str).collect()),
+            Sql::PerEngine(m) => m.get(engine).and_then(|s| s.for_engine(engine)),
         }
+    }
+
+    /// Every piece of SQL, for any engine.
+    pub fn pieces(&self) -> Vec<&str> {
+        match self {
+            Sql::One(s) => vec![s.as_str()],
+            Sql::Many(v) => v.iter().map(String::as_str).collect(),
+            Sql::PerEngine(m) => m.values().flat_map(Sql::pieces).collect(),
+        }
+    }
+}
+
+/// `name = value` settings for every engine, and tables of settings for
+/// one engine each: `{ a = "1", mariadb = { b = 2 } }`. Values are
+/// strings, numbers or booleans (kept as text).
+#[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
+#[serde(try_from = "BTreeMap<String, toml::Value>")]
+pub struct Settings {
+    all: BTreeMap<String, String>,
+    engines: BTreeMap<String, BTreeMap<String, String>>,
+}
+
+impl TryFrom<BTreeMap<String, toml::Value>> for Settings {
+    type Error = String;
+
+    fn try_from(m: BTreeMap<String, toml::Value>) -> Result<Settings, String> {
+        let scalar = |k: &str, v: toml::Value| match v {
+            toml::Value::String(_)
+            | toml::Value::Integer(_)
+            | toml::Value::Float(_)
+            | toml::Value::Boolean(_) => Ok(value_text(&v)),
+            _ => Err(format!("`{k}`: expected a string, number or boolean")),
+        };
+        let mut out = Settings::default();
+        for (k, v) in m {
+            match v {
+                toml::Value::Table(t) => {
+                    if !crate::engine::ENGINES.contains(&k.as_str()) {
+                        return Err(format!(
+                            "`{k}` holds a table: expected `name = value`, or a table of settings per engine ({})",
+                            crate::engine::ENGINES.join(", ")
+                        ));
+                    }
+                    let mut e = BTreeMap::new();
+                    for (n, x) in t {
+                        e.insert(n.clone(), scalar(&format!("{k}.{n}"), x)?);
+                    }
+                    out.engines.insert(k, e);
+                }
+                v => {
+                    let v = scalar(&k, v)?;
+                    out.all.insert(k, v);
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+impl Settings {
+    /// The settings that hold on `engine`: the common ones and its own.
+    pub fn for_engine(&self, engine: &str) -> BTreeMap<String, String> {
+        let mut m = self.all.clone();
+        if let Some(e) = self.engines.get(engine) {
+            m.extend(e.iter().map(|(k, v)| (k.clone(), v.clone())));
+        }
+        m
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.all.is_empty() && self.engines.values().all(BTreeMap::is_empty)
+    }
+
+    /// Every name set, for any engine.
+    pub fn names(&self) -> impl Iterator<Item = &String> {
+        self.all
+            .keys()
+            .chain(self.engines.values().flat_map(|e| e.keys()))
     }
 }
 
@@ -123,12 +204,18 @@ pub struct WorkloadSpec {
     /// Statements per transaction; 0 is autocommit.
     #[serde(default = "zero")]
     pub tx_per_commit: Num,
-    /// `extended` (prepared) or `simple` (text, several statements).
+    /// `extended` (prepared; several statements separated by `;` are
+    /// executed in turn, one per execution) or `simple` (text, several
+    /// statements in one call).
     #[serde(default = "extended")]
     pub protocol: String,
+    /// Rows per round trip of a query's fetches (PostgreSQL; as `run
+    /// --fetch-size`); 0 fetches every row in one go.
+    #[serde(default = "zero")]
+    pub fetch_size: Num,
     /// Session settings (SET / PRAGMA) of every session.
     #[serde(default)]
-    pub settings: BTreeMap<String, String>,
+    pub settings: Settings,
     /// Statements of an unmeasured warm-up run before each measured run
     /// (0: none).
     #[serde(default = "zero")]
@@ -175,13 +262,27 @@ pub struct Level {
     pub name: String,
     /// Session settings (SET on PostgreSQL, PRAGMA on SQLite).
     #[serde(default)]
-    pub settings: BTreeMap<String, String>,
+    pub settings: Settings,
     /// Server settings applied with ALTER SYSTEM and a reload.
     #[serde(default)]
-    pub server: BTreeMap<String, String>,
+    pub server: Settings,
     /// Server settings that need a restart of the private server.
     #[serde(default)]
-    pub restart: BTreeMap<String, String>,
+    pub restart: Settings,
+    /// Environment of the private server's processes (`LD_PRELOAD =
+    /// "{clock_lib}"`): the server is restarted when it changes.
+    #[serde(default)]
+    pub env: Settings,
+    /// Options of the measured run (`tracelab run`'s) at this level.
+    #[serde(default)]
+    pub run: RunLevel,
+    /// The level runs only in cells where each of these factors is at one
+    /// of these levels (`{ loop = ["client"] }`); the other cells are not
+    /// run, and the report says so.
+    #[serde(default)]
+    pub only_with: BTreeMap<String, Vec<toml::Value>>,
+    /// Why the level runs only there, for the report.
+    pub why: Option<String>,
     /// The workload's SQL for this level.
     pub sql: Option<Sql>,
     /// SQL before each measured run of this level (after the workload's).
@@ -199,6 +300,21 @@ pub struct Level {
     pub proxy: Option<crate::proxy::ProxyLevel>,
     /// A client result cache for the run's sessions (`run --result-cache`).
     pub result_cache: Option<crate::result_cache::CacheLevel>,
+}
+
+/// `tracelab run` options a level sets for its measured runs.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunLevel {
+    /// The clock the driver reads for its timestamps (`run --timer`):
+    /// `vdso`, `syscall` or `coarse`.
+    pub timer: Option<String>,
+    /// A client-side 10046 trace per session (`run --trace`), profiled as
+    /// `trace_*` measurements, its size as `trace_bytes`.
+    #[serde(default)]
+    pub trace: bool,
+    /// Rows per fetch round trip (over the workload's `fetch_size`).
+    pub fetch_size: Option<Num>,
 }
 
 /// A query whose columns become measurements, before and/or after a run.
@@ -234,10 +350,16 @@ pub struct Measure {
     /// CPU of each session's server process (/proc), as `backend_cpu_ms`.
     #[serde(default = "yes")]
     pub backend_cpu: bool,
-    /// Syscall counts of the server (`strace -c -f`), as `syscalls` and
-    /// `syscall_NAME`; skipped with a note where strace is missing.
+    /// System call counts of the server (`strace -c -f`) on every run,
+    /// as `syscalls` and `syscall_NAME`; skipped with a note where strace
+    /// is missing. See `strace_runs` for counts that leave the timed runs
+    /// alone.
     #[serde(default)]
     pub strace: bool,
+    /// Growth of the private server's log files during the run
+    /// (`server_log_bytes`), and lines of it holding given text.
+    #[serde(default)]
+    pub server_log: LogSpec,
     /// A 10046 trace of every session, profiled by the skew engine:
     /// `trace_NAME_s` and `trace_NAME_calls` per call name (`exec`,
     /// `commit`, `sql_net_message_from_client`, ...) and `trace_total_s`.
@@ -250,6 +372,20 @@ pub struct Measure {
     /// `strace_` prefix (`strace_elapsed_ms`), out of the timed columns.
     #[serde(default)]
     pub strace_runs: u32,
+    /// strace also follows tracelab's own process, the driver's sessions
+    /// (and an in-process proxy's loops), wherever it follows the server:
+    /// `client_syscalls`, `client_syscall_NAME`.
+    #[serde(default)]
+    pub strace_client: bool,
+    /// System calls reported even when none was made (as 0), so that a
+    /// column can name them: `["write", "clock_gettime"]`.
+    #[serde(default)]
+    pub strace_calls: Vec<String>,
+    /// Vars of the runs under strace (`strace_runs`), over the cell's:
+    /// fewer iterations, say, as strace stops at every system call and
+    /// the counts are read per statement.
+    #[serde(default)]
+    pub strace_vars: BTreeMap<String, toml::Value>,
     /// Counters of every server process or thread that need no ptrace,
     /// on every run: context switches and read/write syscalls from /proc,
     /// server CPU, tasks started, and `perf stat -e context-switches`
@@ -268,8 +404,12 @@ impl Default for Measure {
         Measure {
             backend_cpu: true,
             strace: false,
+            server_log: LogSpec::default(),
             trace: false,
             strace_runs: 0,
+            strace_client: false,
+            strace_calls: Vec::new(),
+            strace_vars: BTreeMap::new(),
             server_counters: false,
             profile_where: None,
         }
@@ -280,14 +420,54 @@ fn yes() -> bool {
     true
 }
 
+/// The server log measurement: `true`, or `{ count = { NAME = "text" } }`
+/// for `log_NAME`, the lines of the log's growth that hold the text.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(try_from = "toml::Value")]
+pub struct LogSpec {
+    pub on: bool,
+    pub count: BTreeMap<String, String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LogTable {
+    #[serde(default)]
+    count: BTreeMap<String, String>,
+}
+
+impl TryFrom<toml::Value> for LogSpec {
+    type Error = String;
+
+    fn try_from(v: toml::Value) -> Result<LogSpec, String> {
+        match v {
+            toml::Value::Boolean(on) => Ok(LogSpec {
+                on,
+                count: BTreeMap::new(),
+            }),
+            t @ toml::Value::Table(_) => {
+                let t = LogTable::deserialize(t).map_err(|e| e.message().to_string())?;
+                Ok(LogSpec {
+                    on: true,
+                    count: t.count,
+                })
+            }
+            _ => Err("expected true, false or a table { count = { NAME = \"text\" } }".into()),
+        }
+    }
+}
+
 /// The report: a table whose rows are one factor's levels, one table per
 /// combination of the other factors, and a chart.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ReportSpec {
-    /// The factor whose levels are the rows.
-    pub rows: String,
-    /// The level of `rows` that % changes and ratios compare with.
+    /// The factor whose levels are the rows, or several (`["tracing",
+    /// "sampling"]`: a row per combination of their levels that ran).
+    #[serde(deserialize_with = "one_or_many")]
+    pub rows: Vec<String>,
+    /// The level of `rows` (of the first of them) that % changes and
+    /// ratios compare with.
     pub baseline: Option<String>,
     /// Baselines of tables with different levels (one engine's models
     /// each): a table's baseline is the first of `baseline` and these
@@ -296,6 +476,16 @@ pub struct ReportSpec {
     pub baselines: Vec<String>,
     pub columns: Vec<Column>,
     pub chart: Option<Chart>,
+    /// A table of every cell, its factors' levels first (the layout of
+    /// the classic studies' published tables).
+    pub cells: Option<CellsSpec>,
+    /// Tables of column means by the levels of one factor.
+    #[serde(default)]
+    pub averages: Vec<AveragesSpec>,
+    /// Questions answered by tests: does a factor's level differ from its
+    /// baseline, everything else equal?
+    #[serde(default)]
+    pub questions: Vec<Question>,
     /// The original study's figures, shown next to these.
     pub published: Option<crate::published::Published>,
     /// Per-session tables: the tally of each run (sqlrun's rc.log), the
@@ -303,10 +493,17 @@ pub struct ReportSpec {
     pub sessions: Option<crate::sessions::SessionsSpec>,
     /// mrskew's table of the traces of each cell (client and proxy).
     pub profiles: Option<crate::profile::ProfilesSpec>,
+    /// The System calls section: the strace tables of the runs under
+    /// strace (`strace_runs`), side by side per row. `false` leaves it out
+    /// (the tables stay in the store) where columns already give the
+    /// counts that matter and the rows are many.
+    #[serde(default = "yes")]
+    pub strace_tables: bool,
 }
 
 impl ReportSpec {
-    /// The baseline of a table whose levels are `levels`.
+    /// The baseline of a table whose levels (of the first rows factor)
+    /// are `levels`.
     pub fn baseline_of<'a>(&self, levels: impl Iterator<Item = &'a str> + Clone) -> Option<String> {
         self.baseline
             .iter()
@@ -314,6 +511,60 @@ impl ReportSpec {
             .find(|b| levels.clone().any(|l| l == b.as_str()))
             .cloned()
     }
+}
+
+/// A string or a list of strings.
+fn one_or_many<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum OneOrMany {
+        One(String),
+        Many(Vec<String>),
+    }
+    Ok(match OneOrMany::deserialize(d)? {
+        OneOrMany::One(s) => vec![s],
+        OneOrMany::Many(v) => v,
+    })
+}
+
+/// `cells = { factors = [...], columns = [...] }`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CellsSpec {
+    #[serde(default)]
+    pub title: String,
+    /// The factors shown, in this order (factors of one level are left
+    /// out and named in the title).
+    pub factors: Vec<String>,
+    /// Column names (of `columns`).
+    pub columns: Vec<String>,
+}
+
+/// `averages = [{ by = "timer", per = ["proc"], columns = [...] }]`: the
+/// mean of each column over the cells of each level of `by`, per
+/// combination of the `per` factors.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AveragesSpec {
+    pub by: String,
+    #[serde(default)]
+    pub per: Vec<String>,
+    pub columns: Vec<String>,
+}
+
+/// `questions = [{ title = "does tracing cost?", factor = "tracing",
+/// baseline = "off", column = "elapsed", per = ["proc"] }]`: for each
+/// combination of `per`, every level of `factor` against `baseline` with
+/// the other factors equal, each a test of the column.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Question {
+    pub title: String,
+    pub factor: String,
+    pub baseline: String,
+    pub column: String,
+    #[serde(default)]
+    pub per: Vec<String>,
 }
 
 /// One column: an expression over the run's measurements and vars
@@ -352,6 +603,10 @@ pub struct Chart {
     /// A log2 x axis (levels must be numbers).
     #[serde(default)]
     pub log2_x: bool,
+    /// A factor whose levels are the series (bars of one colour each) of
+    /// the first of `lines`, one chart per combination of the factors
+    /// other than the rows and this one.
+    pub series: Option<String>,
     #[serde(default)]
     pub y_label: String,
 }
@@ -570,20 +825,96 @@ impl Loaded {
                 }
             }
         }
-        if !s.factors.iter().any(|f| f.name == s.report.rows) {
-            return Err(self.error(
-                "report.rows",
-                format!("expected the name of a factor, found `{}`", s.report.rows),
-            ));
-        }
-        if let Some(f) = s.factors.iter().find(|f| f.name == s.report.rows) {
-            let named = s.report.baseline.iter().map(|b| ("report.baseline", b));
-            for (key, b) in named.chain(s.report.baselines.iter().map(|b| ("report.baselines", b)))
-            {
-                if !f.level_names().contains(b) {
-                    return Err(self.error(key, format!("factor `{}` has no level `{b}`", f.name)));
+        let factor = |name: &str| s.factors.iter().find(|f| f.name == name);
+        // A factor's name, and optionally one of its levels.
+        let need = |key: &str, name: &str, level: Option<&str>| -> Result<(), StudyError> {
+            let Some(f) = factor(name) else {
+                return Err(self.error(
+                    key,
+                    format!("expected the name of a factor, found `{name}`"),
+                ));
+            };
+            match level {
+                Some(l) if !f.level_names().iter().any(|n| n == l) => {
+                    Err(self.error(key, format!("factor `{}` has no level `{l}`", f.name)))
+                }
+                _ => Ok(()),
+            }
+        };
+        for f in &s.factors {
+            for lv in f.all_levels() {
+                for (other, allowed) in &lv.only_with {
+                    if other == &f.name {
+                        return Err(self.error(
+                            "factors.levels.only_with",
+                            format!(
+                                "level `{}` of `{other}`: only_with names its own factor",
+                                lv.name
+                            ),
+                        ));
+                    }
+                    for a in allowed {
+                        need("factors.levels.only_with", other, Some(&value_text(a)))?;
+                    }
+                }
+                if let Some(t) = &lv.run.timer {
+                    if !["vdso", "syscall", "coarse"].contains(&t.as_str()) {
+                        return Err(self.error(
+                            "factors.levels.run.timer",
+                            format!(
+                                "level `{}`: timer `{t}`: expected vdso, syscall or coarse",
+                                lv.name
+                            ),
+                        ));
+                    }
                 }
             }
+        }
+        if s.report.rows.is_empty() {
+            return Err(self.error("report.rows", "expected the name of a factor"));
+        }
+        for r in &s.report.rows {
+            need("report.rows", r, None)?;
+        }
+        if let Some(b) = &s.report.baseline {
+            need("report.baseline", &s.report.rows[0], Some(b))?;
+        }
+        for b in &s.report.baselines {
+            need("report.baselines", &s.report.rows[0], Some(b))?;
+        }
+        let column = |key: &str, name: &str| -> Result<(), StudyError> {
+            if s.report.columns.iter().any(|c| c.name == name) {
+                Ok(())
+            } else {
+                Err(self.error(key, format!("no column named `{name}`")))
+            }
+        };
+        if let Some(c) = &s.report.cells {
+            for f in &c.factors {
+                need("report.cells.factors", f, None)?;
+            }
+            for n in &c.columns {
+                column("report.cells.columns", n)?;
+            }
+        }
+        for a in &s.report.averages {
+            need("report.averages.by", &a.by, None)?;
+            for f in &a.per {
+                need("report.averages.per", f, None)?;
+            }
+            for n in &a.columns {
+                column("report.averages.columns", n)?;
+            }
+        }
+        for q in &s.report.questions {
+            need("report.questions.baseline", &q.factor, Some(&q.baseline))?;
+            for f in &q.per {
+                need("report.questions.per", f, None)?;
+            }
+            column("report.questions.column", &q.column)?;
+        }
+        if let Some(f) = s.report.chart.as_ref().and_then(|c| c.series.as_ref()) {
+            need("report.chart.series", f, None)?;
         }
         for f in &s.factors {
             for lv in &f.levels {
@@ -605,6 +936,27 @@ impl Loaded {
             return Err(self.error(
                 "measure.strace_runs",
                 "expected either `strace = true` (strace on every run) or `strace_runs` (separate runs under strace), not both",
+            ));
+        }
+        let m = &s.measure;
+        if !m.strace && m.strace_runs == 0 {
+            for (key, set) in [
+                ("measure.strace_client", m.strace_client),
+                ("measure.strace_calls", !m.strace_calls.is_empty()),
+                ("measure.strace_vars", !m.strace_vars.is_empty()),
+            ] {
+                if set {
+                    return Err(self.error(
+                        key,
+                        "says what strace counts, but nothing runs under strace: add `strace_runs = 1` (or `strace = true`)",
+                    ));
+                }
+            }
+        }
+        if m.strace && !m.strace_vars.is_empty() {
+            return Err(self.error(
+                "measure.strace_vars",
+                "vars of the runs under strace are for `strace_runs` (with `strace = true` every run is under strace)",
             ));
         }
         for c in &s.report.columns {
@@ -809,5 +1161,96 @@ columns = [{ name = "r", label = "r", expr = "$elapsed_ms" }]
             e.starts_with("t.toml:10: key `report.rows`: expected the name of a factor"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn settings_for_every_engine_and_per_engine() {
+        let text = GOOD.replace(
+            "values = [1, 2]",
+            "levels = [{ name = \"1\", settings = { a = 1, mariadb = { b = \"x\" } }, env = { LD_PRELOAD = \"{clock_lib}\" } }]",
+        );
+        let l = Loaded::parse("t.toml", &text, None, &[]).unwrap();
+        let lv = &l.study.factors[0].levels[0];
+        assert_eq!(lv.settings.for_engine("postgres").len(), 1);
+        let m = lv.settings.for_engine("mariadb");
+        assert_eq!(m["a"], "1");
+        assert_eq!(m["b"], "x");
+        let bad = GOOD.replace(
+            "values = [1, 2]",
+            "levels = [{ name = \"1\", settings = { oracle = { b = \"x\" } } }]",
+        );
+        let e = Loaded::parse("t.toml", &bad, None, &[])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("`oracle` holds a table"), "{e}");
+        assert!(e.starts_with("t.toml:"), "{e}");
+    }
+
+    #[test]
+    fn strace_and_server_log_measurements_read() {
+        let text = GOOD.replace(
+            "[report]",
+            "[measure]\nstrace_runs = 1\nstrace_client = true\nstrace_calls = [\"write\"]\nstrace_vars = { n = 5 }\nserver_log = { count = { plans = \"Query Text:\" } }\n[report]",
+        );
+        let l = Loaded::parse("t.toml", &text, None, &[]).unwrap();
+        let m = &l.study.measure;
+        assert!(m.strace_client && !m.strace && m.strace_runs == 1);
+        assert_eq!(m.strace_calls, ["write"]);
+        assert_eq!(value_text(&m.strace_vars["n"]), "5");
+        assert!(m.server_log.on);
+        assert_eq!(m.server_log.count["plans"], "Query Text:");
+        let plain = GOOD.replace("[report]", "[measure]\nserver_log = true\n[report]");
+        let l = Loaded::parse("t.toml", &plain, None, &[]).unwrap();
+        assert!(l.study.measure.server_log.on && l.study.measure.server_log.count.is_empty());
+        // What strace counts, with nothing under strace.
+        let bad = GOOD.replace("[report]", "[measure]\nstrace_client = true\n[report]");
+        let e = Loaded::parse("t.toml", &bad, None, &[])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("key `measure.strace_client`: says what strace counts, but nothing runs under strace"),
+            "{e}"
+        );
+        let bad = GOOD.replace(
+            "[report]",
+            "[measure]\nstrace = true\nstrace_vars = { n = 5 }\n[report]",
+        );
+        let e = Loaded::parse("t.toml", &bad, None, &[])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("key `measure.strace_vars`"), "{e}");
+    }
+
+    #[test]
+    fn only_with_and_report_names_must_exist() {
+        let bad = GOOD.replace(
+            "values = [1, 2]",
+            "levels = [{ name = \"1\", only_with = { engine = [\"postgres\"] } }]",
+        );
+        let e = Loaded::parse("t.toml", &bad, None, &[])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains(
+                "key `factors.levels.only_with`: expected the name of a factor, found `engine`"
+            ),
+            "{e}"
+        );
+        let rows = GOOD.replace("rows = \"batch\"", "rows = [\"batch\", \"size\"]");
+        let e = Loaded::parse("t.toml", &rows, None, &[])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("key `report.rows`: expected the name of a factor, found `size`"),
+            "{e}"
+        );
+        let q = GOOD.replace(
+            "[report]",
+            "[report]\nquestions = [{ title = \"q\", factor = \"batch\", baseline = \"3\", column = \"r\" }]",
+        );
+        let e = Loaded::parse("t.toml", &q, None, &[])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("factor `batch` has no level `3`"), "{e}");
     }
 }

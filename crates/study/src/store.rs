@@ -143,6 +143,24 @@ impl Store {
         }
     }
 
+    /// Runs `write` in one transaction: all of it is recorded or none.
+    fn in_transaction(
+        &mut self,
+        write: impl FnOnce(&rusqlite::Transaction<'_>) -> rusqlite::Result<()>,
+    ) -> Result<(), StudyError> {
+        let path = self.path.clone();
+        let err = |e: rusqlite::Error| StudyError::Store {
+            path,
+            what: e.to_string(),
+        };
+        (|| {
+            let tx = self.conn.transaction()?;
+            write(&tx)?;
+            tx.commit()
+        })()
+        .map_err(err)
+    }
+
     /// Opens the store in `dir`; `create` makes a new one (refusing to
     /// overwrite results).
     pub fn open(dir: &Path, create: bool) -> Result<Store, StudyError> {
@@ -180,11 +198,7 @@ impl Store {
         facts: &BTreeMap<String, String>,
         plan: &[Planned],
     ) -> Result<(), StudyError> {
-        let tx = self.conn.transaction().map_err(|e| StudyError::Store {
-            path: self.path.clone(),
-            what: e.to_string(),
-        })?;
-        let r: Result<(), rusqlite::Error> = (|| {
+        self.in_transaction(|tx| {
             tx.execute(
                 "INSERT INTO study (id, name, file, text, quick, reps, seed, tracelab_version, started)
                  VALUES (1, ?1, ?2, ?3, ?4, ?5, ?6, ?7, strftime('%Y-%m-%dT%H:%M:%SZ', 'now'))",
@@ -214,15 +228,6 @@ impl Store {
                 }
             }
             Ok(())
-        })();
-        let path = self.path.clone();
-        r.map_err(|e| StudyError::Store {
-            path: path.clone(),
-            what: e.to_string(),
-        })?;
-        tx.commit().map_err(|e| StudyError::Store {
-            path: self.path.clone(),
-            what: e.to_string(),
         })
     }
 
@@ -306,56 +311,46 @@ impl Store {
         measurements: &BTreeMap<String, f64>,
         notes: &str,
     ) -> Result<(), StudyError> {
-        let path = self.path.clone();
-        let e = move |e: rusqlite::Error| StudyError::Store {
-            path: path.clone(),
-            what: e.to_string(),
-        };
-        let tx = self.conn.transaction().map_err(&e)?;
-        tx.execute(
-            "INSERT INTO runs (seq, started, seconds, vars, summary, notes)
+        self.in_transaction(|tx| {
+            tx.execute(
+                "INSERT INTO runs (seq, started, seconds, vars, summary, notes)
              VALUES (?1, strftime('%Y-%m-%dT%H:%M:%SZ', 'now'), ?2, ?3, ?4, ?5)",
-            params![
-                seq as i64,
-                seconds,
-                serde_json::to_string(vars).unwrap_or_default(),
-                summary_json,
-                notes
-            ],
-        )
-        .map_err(&e)?;
-        for (k, v) in measurements {
-            if v.is_finite() {
-                tx.execute(
-                    "INSERT INTO measurements (seq, name, value) VALUES (?1, ?2, ?3)",
-                    params![seq as i64, k, v],
-                )
-                .map_err(&e)?;
+                params![
+                    seq as i64,
+                    seconds,
+                    serde_json::to_string(vars).unwrap_or_default(),
+                    summary_json,
+                    notes
+                ],
+            )?;
+            for (k, v) in measurements {
+                if v.is_finite() {
+                    tx.execute(
+                        "INSERT INTO measurements (seq, name, value) VALUES (?1, ?2, ?3)",
+                        params![seq as i64, k, v],
+                    )?;
+                }
             }
-        }
-        tx.commit().map_err(&e)
+            Ok(())
+        })
     }
 
     /// Records the strace table of a run, written before the run itself
     /// ([`Store::record`]): a run stopped between the two is run again by
     /// --resume, which replaces these rows.
     pub fn record_syscalls(&mut self, seq: usize, syscalls: &[Syscall]) -> Result<(), StudyError> {
-        let path = self.path.clone();
-        let e = move |e: rusqlite::Error| StudyError::Store {
-            path: path.clone(),
-            what: e.to_string(),
-        };
-        let tx = self.conn.transaction().map_err(&e)?;
+        self.in_transaction(|tx| {
         tx.execute("DELETE FROM syscalls WHERE seq = ?1", params![seq as i64])
-            .map_err(&e)?;
+            ?;
         for c in syscalls {
             tx.execute(
                 "INSERT INTO syscalls (seq, name, calls, errors, seconds) VALUES (?1, ?2, ?3, ?4, ?5)",
                 params![seq as i64, c.name, c.calls as i64, c.errors as i64, c.seconds],
             )
-            .map_err(&e)?;
+            ?;
         }
-        tx.commit().map_err(&e)
+        Ok(())
+        })
     }
 
     /// A run's per-session values and trace profiles, written before the
@@ -366,40 +361,33 @@ impl Store {
         sessions: &[(usize, String, f64)],
         profiles: &[crate::profile::ProfileRow],
     ) -> Result<(), StudyError> {
-        let path = self.path.clone();
-        let e = move |e: rusqlite::Error| StudyError::Store {
-            path: path.clone(),
-            what: e.to_string(),
-        };
-        let tx = self.conn.transaction().map_err(&e)?;
-        tx.execute("DELETE FROM session_values WHERE seq = ?1", [seq as i64])
-            .map_err(&e)?;
-        tx.execute("DELETE FROM profiles WHERE seq = ?1", [seq as i64])
-            .map_err(&e)?;
-        for (session, name, v) in sessions {
-            tx.execute(
+        self.in_transaction(|tx| {
+            tx.execute("DELETE FROM session_values WHERE seq = ?1", [seq as i64])?;
+            tx.execute("DELETE FROM profiles WHERE seq = ?1", [seq as i64])?;
+            for (session, name, v) in sessions {
+                tx.execute(
                 "INSERT INTO session_values (seq, session, name, value) VALUES (?1, ?2, ?3, ?4)",
                 params![seq as i64, *session as i64, name, v],
             )
-            .map_err(&e)?;
-        }
-        for p in profiles {
-            tx.execute(
-                "INSERT INTO profiles (seq, source, name, duration, calls, min, max)
+            ?;
+            }
+            for p in profiles {
+                tx.execute(
+                    "INSERT INTO profiles (seq, source, name, duration, calls, min, max)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-                params![
-                    seq as i64,
-                    p.source,
-                    p.name,
-                    p.duration,
-                    p.calls as i64,
-                    p.min,
-                    p.max
-                ],
-            )
-            .map_err(&e)?;
-        }
-        tx.commit().map_err(&e)
+                    params![
+                        seq as i64,
+                        p.source,
+                        p.name,
+                        p.duration,
+                        p.calls as i64,
+                        p.min,
+                        p.max
+                    ],
+                )?;
+            }
+            Ok(())
+        })
     }
 
     /// The freshness check of `engine`: values of the whole run (session
@@ -409,24 +397,19 @@ impl Store {
         engine: &str,
         values: &[(i64, String, f64)],
     ) -> Result<(), StudyError> {
-        let path = self.path.clone();
-        let e = move |e: rusqlite::Error| StudyError::Store {
-            path: path.clone(),
-            what: e.to_string(),
-        };
-        let tx = self.conn.transaction().map_err(&e)?;
-        tx.execute("DELETE FROM freshness WHERE engine = ?1", [engine])
-            .map_err(&e)?;
-        for (session, name, v) in values {
-            if v.is_finite() {
-                tx.execute(
+        self.in_transaction(|tx| {
+            tx.execute("DELETE FROM freshness WHERE engine = ?1", [engine])?;
+            for (session, name, v) in values {
+                if v.is_finite() {
+                    tx.execute(
                     "INSERT INTO freshness (engine, session, name, value) VALUES (?1, ?2, ?3, ?4)",
                     params![engine, session, name, v],
                 )
-                .map_err(&e)?;
+                ?;
+                }
             }
-        }
-        tx.commit().map_err(&e)
+            Ok(())
+        })
     }
 
     /// Engines whose freshness check is recorded.

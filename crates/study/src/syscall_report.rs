@@ -24,8 +24,13 @@ pub fn subtitle(study: &Study) -> String {
     match study.measure.strace_runs {
         0 => String::new(),
         n => format!(
-            "; plus {n} run{} per cell under strace, apart (System calls, below)",
-            if n == 1 { "" } else { "s" }
+            "; plus {n} run{} per cell under strace, apart{}",
+            if n == 1 { "" } else { "s" },
+            if study.report.strace_tables {
+                " (System calls, below)"
+            } else {
+                ""
+            }
         ),
     }
 }
@@ -182,8 +187,23 @@ fn strace_block(l: &Level, marked: &[String]) -> Vec<String> {
     out
 }
 
-/// Blocks next to each other, each padded to its widest line.
+/// How many blocks stand side by side: strace's table is about 70
+/// characters wide, so two make a line a terminal or a wiki still shows;
+/// more levels go on in bands below.
+const ACROSS: usize = 2;
+
+/// Blocks next to each other, [`ACROSS`] at a time, each padded to its
+/// widest line; bands of them one under the other, a blank line apart.
 fn side_by_side(blocks: &[Vec<String>]) -> String {
+    blocks
+        .chunks(ACROSS)
+        .map(band)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// One band of [`side_by_side`].
+fn band(blocks: &[Vec<String>]) -> String {
     let widths: Vec<usize> = blocks
         .iter()
         .map(|b| b.iter().map(|l| l.chars().count()).max().unwrap_or(0))
@@ -203,10 +223,10 @@ fn side_by_side(blocks: &[Vec<String>]) -> String {
 
 /// The section, when any run has a strace table.
 pub fn render(study: &Study, runs: &[StoredRun], format: Format, out: &mut String) {
-    if runs.iter().all(|r| r.syscalls.is_empty()) {
+    if !study.report.strace_tables || runs.iter().all(|r| r.syscalls.is_empty()) {
         return;
     }
-    let rows_f = &study.report.rows;
+    let rows_f = study.report.rows.join(" ");
     let intro = format!(
         "The strace -c -f table of the server during the query (every thread of mariadbd; the \
          postmaster and the backends and parallel workers it starts), per {rows_f}, means of its \
@@ -236,7 +256,7 @@ pub fn render(study: &Study, runs: &[StoredRun], format: Format, out: &mut Strin
                     .copied()
                     .filter(|r| !r.syscalls.is_empty())
                     .collect();
-                (!with.is_empty()).then(|| level(name, &with))
+                (!with.is_empty()).then(|| level(&name.join(" "), &with))
             })
             .collect();
         if levels.is_empty() {
@@ -413,5 +433,15 @@ mod tests {
         for l in text.lines().filter(|l| l.len() > col) {
             assert!(l.is_char_boundary(col), "{l}");
         }
+    }
+
+    #[test]
+    fn many_levels_go_on_in_bands_two_across() {
+        let b = |n: &str| vec![format!("{n} head"), format!("{n} body")];
+        let text = side_by_side(&[b("a"), b("b"), b("c")]);
+        assert_eq!(
+            text,
+            "a head    b head\na body    b body\n\nc head\nc body\n"
+        );
     }
 }

@@ -29,7 +29,7 @@ pub use call::{
 pub use diag::{Diagnostic, Diagnostics};
 pub use input::{open, open_counted, Compression, OpenError, Source, TraceFile};
 pub use lines::DEFAULT_MAX_LINE;
-pub use reader::{ReadError, ReadOptions, ReadSummary, Reader, Timeline, MIN_SPLIT};
+pub use reader::{LineKinds, ReadError, ReadOptions, ReadSummary, Reader, Timeline, MIN_SPLIT};
 pub use secrets::{mentions_password, redact_message, redact_sql};
 pub use shareable::Shareable;
 pub use writer::{sqlid, CallTimes, Header, TraceWriter};

@@ -37,6 +37,10 @@ pub struct ReadOptions {
     /// BINDS, STAT, blank lines, ...) as a [`CallKind::Line`] record, for
     /// mrskew's `--name=:all`.
     pub all_lines: bool,
+    /// With `all_lines`, which of those lines: a consumer that reads only
+    /// some of them says so, and the reader skips the rest at the cost of
+    /// finding their line ends.
+    pub line_kinds: LineKinds,
     /// The consumer reads state that chains through the whole file
     /// (`$parse_id`, `$exec_id`, `$island_id`, the wall clock of
     /// [`Call::wall`]): never split the file. (A piece read on its own
@@ -70,6 +74,7 @@ impl Default for ReadOptions {
             thinktime_us: 1_000_000,
             depmin: None,
             all_lines: false,
+            line_kinds: LineKinds::ALL,
             chained: false,
             line_numbers: true,
             statements: true,
@@ -77,6 +82,29 @@ impl Default for ReadOptions {
             min_split: MIN_SPLIT,
         }
     }
+}
+
+/// The lines that are no call which [`ReadOptions::all_lines`] hands
+/// out; every other line (headers, `***`, `=====`, PARSING IN CURSOR,
+/// BINDS, `Bind#n` and `value=`, STAT, ERROR, ...) always is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LineKinds {
+    /// The SQL text after PARSING IN CURSOR, up to and including its END
+    /// OF STMT, and the text after PARSE ERROR.
+    pub sql_text: bool,
+    /// The lines of a BINDS block other than `Bind#n` and `value=`
+    /// (`oacdty=…`, `kxsbbbfp=…`, `No oacdef…`, blank lines): most of the
+    /// lines of a trace with binds. A block in which a quoted value runs
+    /// over lines is handed out whole from that value on.
+    pub bind_details: bool,
+}
+
+impl LineKinds {
+    /// Every line.
+    pub const ALL: LineKinds = LineKinds {
+        sql_text: true,
+        bind_details: true,
+    };
 }
 
 /// What [`ReadOptions::unaccounted`] met on the way that changes how the
@@ -215,6 +243,12 @@ struct Run<'f> {
     wall: Option<WallClock>,
     /// Whether the current line was handed out as a call.
     emitted: bool,
+    /// Whether the current line is of a kind [`ReadOptions::line_kinds`]
+    /// leaves out.
+    unwanted: bool,
+    /// A quoted bind value of the current BINDS block runs over lines: the
+    /// block's details are handed out from there on.
+    bind_quote: bool,
     /// Byte offset of the current line in the file.
     offset: u64,
     /// Wait and LOB call names seen, as text.
@@ -807,6 +841,8 @@ impl<'f> Run<'f> {
             wall_pending: None,
             wall: None,
             emitted: false,
+            unwanted: false,
+            bind_quote: false,
             offset: 0,
             names: FxHashMap::default(),
             summary: ReadSummary::default(),
@@ -819,8 +855,9 @@ impl<'f> Run<'f> {
         let (b, terminated) = (line.bytes, line.terminated);
         self.offset = line.offset;
         self.emitted = false;
+        self.unwanted = false;
         self.line(no, b, terminated, on_call);
-        if self.opts.all_lines && !self.emitted {
+        if self.opts.all_lines && !self.emitted && !self.unwanted {
             self.other_line(no, b, on_call);
         }
     }
@@ -878,10 +915,12 @@ impl<'f> Run<'f> {
             State::Sql { key, line } => {
                 if b == b"END OF STMT" {
                     self.state = State::Normal;
+                    self.unwanted = !self.opts.line_kinds.sql_text;
                     return;
                 }
                 if !is_trace_line(b) {
                     self.append_sql(key, b);
+                    self.unwanted = !self.opts.line_kinds.sql_text;
                     return;
                 }
                 self.unended_statement(no, line);
@@ -896,6 +935,9 @@ impl<'f> Run<'f> {
             State::Binds(key) => {
                 if b.is_empty() || b[0] == b' ' {
                     self.bind_line(key, b);
+                    if !self.opts.line_kinds.bind_details {
+                        self.unwanted = self.bind_detail(b);
+                    }
                     return;
                 }
                 self.state = State::Normal;
@@ -903,6 +945,7 @@ impl<'f> Run<'f> {
             State::ParseErrorSql(key) => {
                 if !is_recognised(b) {
                     self.append_sql(key, b);
+                    self.unwanted = !self.opts.line_kinds.sql_text;
                     return;
                 }
                 self.state = State::Normal;
@@ -1151,6 +1194,7 @@ impl<'f> Run<'f> {
         let (id, key, _) = fields::cursor(&b[b"BINDS ".len()..])
             .ok_or_else(|| "expected 'BINDS #<cursor>:'".to_string())?;
         let collect = self.opts.binds;
+        self.bind_quote = false;
         let c = self.cursor_entry(id, key);
         if collect {
             c.binds.clear();
@@ -1183,6 +1227,31 @@ impl<'f> Run<'f> {
                 self.state = State::BindValue(key);
             }
         }
+    }
+
+    /// Whether a line of a BINDS block is one of its details (see
+    /// [`LineKinds::bind_details`]).
+    #[inline]
+    fn bind_detail(&mut self, b: &[u8]) -> bool {
+        if self.bind_quote {
+            return false;
+        }
+        let t = b.trim_ascii_start();
+        if !(t.starts_with(b"Bind#") || t.starts_with(b"value=")) {
+            return true;
+        }
+        // `value=` starts the line, or is on a damaged `Bind#n` line (the
+        // `=` first: a substring search per line costs more).
+        let at = if t.starts_with(b"value=") {
+            Some(0)
+        } else {
+            memchr::memchr(b'=', t).and_then(|_| memchr::memmem::find(t, b"value="))
+        };
+        if let Some(i) = at {
+            let v = &t[i + 6..];
+            self.bind_quote = v.first() == Some(&b'"') && (v.len() == 1 || !v.ends_with(b"\""));
+        }
+        false
     }
 
     fn append_bind(&mut self, key: u64, b: &[u8]) {

@@ -101,7 +101,11 @@ pub fn run(a: Args) -> Result<i32, Failure> {
     warnings(&outcome);
     let files = outcome.files.iter().filter(|f| f.skipped.is_none()).count();
     let place = match &outcome.layout {
-        Some(Layout::Dir(d)) => format!("{}/ (calls/, statements, files)", d.display()),
+        // `--output traces/` names the directory `traces/`, not `traces//`.
+        Some(Layout::Dir(d)) => format!(
+            "{}/ (calls/, statements, files)",
+            d.display().to_string().trim_end_matches('/')
+        ),
         Some(Layout::File(f)) => f.display().to_string(),
         None => String::new(),
     };

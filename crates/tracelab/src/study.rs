@@ -78,6 +78,10 @@ struct RunArgs {
     /// Seed of a random run order (recorded in the store).
     #[arg(long, value_name = "N")]
     seed: Option<u64>,
+    /// Give a study var another value: `--var oltp_server=15000`
+    /// (recorded in the store; repeatable).
+    #[arg(long, value_name = "NAME=VALUE")]
+    var: Vec<String>,
     /// Keep every run's traces (the client's, and a proxy's server-side
     /// ones) in DIR/traces/SEQ-client/ and SEQ-proxy/, for `tracelab
     /// skew`, rather than remove them once profiled.
@@ -177,6 +181,13 @@ fn run_one(r: RunArgs) -> Result<i32, Failure> {
             v.split(',').map(|s| s.trim().to_string()).collect(),
         );
     }
+    let mut vars = BTreeMap::new();
+    for v in &r.var {
+        let Some((k, x)) = v.split_once('=') else {
+            return Err(Failure::Usage(format!("--var {v}: expected NAME=VALUE")));
+        };
+        vars.insert(k.trim().to_string(), x.trim().to_string());
+    }
     if r.reps == Some(0) {
         return Err(Failure::Usage("--reps: expected at least 1".into()));
     }
@@ -208,6 +219,7 @@ fn run_one(r: RunArgs) -> Result<i32, Failure> {
             reps: r.reps,
             levels,
             seed: r.seed,
+            vars,
         },
         dbs: r.db.clone(),
         out: out.clone(),

@@ -87,22 +87,93 @@ fn examples(file: &Path, text: &str) -> Vec<Example> {
     out
 }
 
+/// Lines (from 1) of the fences that open a block without saying what it
+/// holds. Every block says: `console` (run and checked), or `sh`, `text`,
+/// `sql`, `python`, ... for what is not run (commands that take minutes or
+/// need a cluster, outputs of long studies, other languages).
+fn bare_fences(text: &str) -> Vec<usize> {
+    let mut open = false;
+    let mut bare = Vec::new();
+    for (n, l) in text.lines().enumerate() {
+        let Some(info) = l.trim_start().strip_prefix("```") else {
+            continue;
+        };
+        if !open && info.trim().is_empty() {
+            bare.push(n + 1);
+        }
+        open = !open;
+    }
+    bare
+}
+
 fn normalise(s: &str) -> String {
     let lines: Vec<&str> = s.lines().map(str::trim_end).collect();
     lines.join("\n").trim_matches('\n').to_string()
 }
 
+/// README.md, then every .md under docs/ (docs/studies/ too), sorted.
 fn docs() -> Vec<PathBuf> {
-    let mut files = vec![root().join("README.md")];
-    if let Ok(dir) = std::fs::read_dir(root().join("docs")) {
-        let mut more: Vec<PathBuf> = dir
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.extension().is_some_and(|x| x == "md"))
-            .collect();
-        more.sort();
-        files.extend(more);
+    fn walk(dir: &Path, files: &mut Vec<PathBuf>) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for p in entries.filter_map(|e| e.ok().map(|e| e.path())) {
+            if p.is_dir() {
+                walk(&p, files);
+            } else if p.extension().is_some_and(|x| x == "md") {
+                files.push(p);
+            }
+        }
     }
+    let mut more = Vec::new();
+    walk(&root().join("docs"), &mut more);
+    more.sort();
+    let mut files = vec![root().join("README.md")];
+    files.extend(more);
     files
+}
+
+/// Runs the examples of one page: (failures, examples, examples in docs/).
+fn check_page(f: PathBuf, path: &str) -> (Vec<String>, usize, usize) {
+    let text = std::fs::read_to_string(&f).unwrap();
+    let mut failures = Vec::new();
+    for n in bare_fences(&text) {
+        failures.push(format!(
+            "{}:{n}: a ``` block that does not say what it holds (console, sh, text, sql, ...)",
+            f.strip_prefix(root()).unwrap_or(&f).display()
+        ));
+    }
+    let examples = examples(&f, &text);
+    for e in &examples {
+        let out = Command::new("bash")
+            .arg("-c")
+            .arg(format!("exec 2>&1\n{}", e.command))
+            .current_dir(root())
+            .env("PATH", path)
+            .env("TERM", "dumb")
+            .output()
+            .expect("bash runs");
+        let got = normalise(&String::from_utf8_lossy(&out.stdout));
+        let code = out.status.code().unwrap_or(-1);
+        if code != e.exit {
+            failures.push(format!(
+                "{}:{}: `{}` exited {code}, documented {}:\n{got}",
+                e.file, e.line, e.command, e.exit
+            ));
+        } else if let Some(want) = &e.expected {
+            if &got != want {
+                failures.push(format!(
+                    "{}:{}: `{}` printed:\n{got}\n--- documented:\n{want}",
+                    e.file, e.line, e.command
+                ));
+            }
+        }
+    }
+    let in_docs = examples
+        .iter()
+        .filter(|e| e.file.starts_with("docs"))
+        .count();
+    (failures, examples.len(), in_docs)
 }
 
 #[test]
@@ -113,39 +184,23 @@ fn every_example_in_the_docs_runs_as_documented() {
         bin.parent().unwrap().display(),
         std::env::var("PATH").unwrap_or_default()
     );
-    let mut failures = Vec::new();
-    let mut count = 0;
-    for f in docs() {
-        let text = std::fs::read_to_string(&f).unwrap();
-        for e in examples(&f, &text) {
-            count += 1;
-            let out = Command::new("bash")
-                .arg("-c")
-                .arg(format!("exec 2>&1\n{}", e.command))
-                .current_dir(root())
-                .env("PATH", &path)
-                .env("TERM", "dumb")
-                .output()
-                .expect("bash runs");
-            let got = normalise(&String::from_utf8_lossy(&out.stdout));
-            let code = out.status.code().unwrap_or(-1);
-            if code != e.exit {
-                failures.push(format!(
-                    "{}:{}: `{}` exited {code}, documented {}:\n{got}",
-                    e.file, e.line, e.command, e.exit
-                ));
-            } else if let Some(want) = &e.expected {
-                if &got != want {
-                    failures.push(format!(
-                        "{}:{}: `{}` printed:\n{got}\n--- documented:\n{want}",
-                        e.file, e.line, e.command
-                    ));
-                }
-            }
-        }
-    }
-    // The README's look at each command alone has more than this.
+    // One thread per page, the examples of a page in order (a page's later
+    // examples may use what its earlier ones made); pages use /tmp paths of
+    // their own, so that they can run at once and the test stays short.
+    let results: Vec<(Vec<String>, usize, usize)> = std::thread::scope(|s| {
+        let pages: Vec<_> = docs()
+            .into_iter()
+            .map(|f| s.spawn(|| check_page(f, &path)))
+            .collect();
+        pages.into_iter().map(|t| t.join().unwrap()).collect()
+    });
+    let failures: Vec<String> = results.iter().flat_map(|r| r.0.clone()).collect();
+    let count: usize = results.iter().map(|r| r.1).sum();
+    let in_docs: usize = results.iter().map(|r| r.2).sum();
+    // The README's look at each command alone has more than 8; the pages
+    // of docs/ (skew, prof, calls, run, db, study) 50.
     assert!(count >= 8, "only {count} examples found");
+    assert!(in_docs >= 40, "only {in_docs} examples found in docs/");
     assert!(
         failures.is_empty(),
         "{} of {count} examples differ from the docs:\n\n{}",
@@ -169,4 +224,6 @@ fn examples_are_read_with_their_output_and_exit_status() {
     assert_eq!((e[0].line, e[1].exit), (3, 1));
     assert_eq!(e[1].expected.as_deref(), Some(""));
     assert!(e[2].expected.is_none());
+    assert_eq!(bare_fences(text), Vec::<usize>::new());
+    assert_eq!(bare_fences("a\n```\nx\n```\n  ```sh\ny\n  ```\n"), vec![2]);
 }

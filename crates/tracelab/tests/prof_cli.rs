@@ -377,3 +377,35 @@ fn traces_before_11g_keep_statements_apart_by_hash_value() {
         .iter()
         .any(|s| s["sqlid"].as_str().unwrap().starts_with("hv=0/")));
 }
+
+#[test]
+fn the_ranks_shown_run_without_gaps() {
+    // db-ping has a cursor seen only in WAIT lines (#140174153974880):
+    // no call, so not shown; it used to hold rank 14 between 13 and 15.
+    let (out, err, code) = tracelab(&["prof", &fixture(DB_PING)]);
+    assert_eq!(code, 0, "{err}");
+    let table = out
+        .split("STATEMENTS BY SHARE OF R")
+        .nth(1)
+        .unwrap()
+        .split("\n\n")
+        .next()
+        .unwrap();
+    let ranks: Vec<usize> = table
+        .lines()
+        .filter_map(|l| l.strip_prefix('#')?.split(' ').next()?.parse().ok())
+        .collect();
+    assert!(ranks.len() >= 14, "{table}");
+    assert_eq!(ranks, (1..=ranks.len()).collect::<Vec<_>>(), "{table}");
+    let p = json(&[&fixture(DB_PING)]);
+    let last = p[0]["statements"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert_eq!(
+        last["sqlid"].as_str().unwrap().split(':').next(),
+        Some("#140174153974880")
+    );
+}

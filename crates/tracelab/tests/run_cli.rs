@@ -947,7 +947,9 @@ fn the_docs_sqlite_example_is_sound() {
     let db = format!("sqlite:{}", dir.path().join("app.db").display());
     let readme = include_str!("../../../docs/run.md");
     assert!(
-        readme.contains("--sql 'insert into t values (:1)' --binds ids.csv --tx-per-commit 100 --transactions 100"),
+        readme.contains(
+            "--sql 'insert into t values (:1)' --binds /tmp/run-ids.csv --tx-per-commit 100 --transactions 100"
+        ),
         "docs/run.md's example is the one tested here"
     );
     let (_, err, code) = tracelab(&[
