@@ -15,8 +15,11 @@ use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 
 use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
-use parquet::arrow::arrow_writer::{compute_leaves, ArrowColumnChunk, ArrowRowGroupWriterFactory};
+use parquet::arrow::arrow_writer::{
+    compute_leaves, ArrowColumnChunk, ArrowColumnWriter, ArrowRowGroupWriterFactory,
+};
 use parquet::arrow::ArrowWriter;
+use parquet::errors::ParquetError;
 
 use crate::error::CallsError;
 use crate::sink::{parquet_properties, ROW_GROUP_ROWS};
@@ -159,29 +162,13 @@ fn encoder(
     let mut writers = None;
     for w in rx {
         let step = match w {
-            Work::Batch(batch) => (|| {
-                let writers = match &mut writers {
-                    Some(w) => w,
-                    None => writers.insert(mine(row_group)?),
-                };
-                for (i, w) in writers.iter_mut() {
-                    let field = &schema.fields()[*i];
-                    for leaf in compute_leaves(field, batch.column(*i))? {
-                        w.write(&leaf)?;
-                    }
-                }
-                Ok(None)
-            })(),
-            Work::EndRowGroup => (|| {
+            Work::Batch(batch) => {
+                encode(&mut writers, || mine(row_group), schema, &batch).map(|_| None)
+            }
+            Work::EndRowGroup => {
                 row_group += 1;
-                writers
-                    .take()
-                    .unwrap_or_default()
-                    .into_iter()
-                    .map(|(i, w)| w.close().map(|c| (i, c)))
-                    .collect::<Result<Chunks, _>>()
-                    .map(Some)
-            })(),
+                close(writers.take()).map(Some)
+            }
         };
         match step {
             Ok(None) => {}
@@ -196,6 +183,39 @@ fn encoder(
             }
         }
     }
+}
+
+/// An encoder's column writers of the row group being built: (column,
+/// writer).
+type Writers = Vec<(usize, ArrowColumnWriter)>;
+
+/// Encodes the encoder's columns of `batch`, with writers made by `new`
+/// at a row group's first batch.
+fn encode(
+    writers: &mut Option<Writers>,
+    new: impl FnOnce() -> Result<Writers, ParquetError>,
+    schema: &SchemaRef,
+    batch: &RecordBatch,
+) -> Result<(), ParquetError> {
+    let writers = match writers {
+        Some(w) => w,
+        None => writers.insert(new()?),
+    };
+    for (i, w) in writers.iter_mut() {
+        for leaf in compute_leaves(&schema.fields()[*i], batch.column(*i))? {
+            w.write(&leaf)?;
+        }
+    }
+    Ok(())
+}
+
+/// The encoded chunks of a row group's columns.
+fn close(writers: Option<Writers>) -> Result<Chunks, ParquetError> {
+    writers
+        .unwrap_or_default()
+        .into_iter()
+        .map(|(i, w)| w.close().map(|c| (i, c)))
+        .collect()
 }
 
 #[cfg(test)]
