@@ -9,6 +9,7 @@
 //! files at once and by encoding (Parquet's dictionaries and zstd) on
 //! other threads than reading.
 
+use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -65,30 +66,40 @@ pub fn export(
     };
     let (layout, format) = Layout::resolve(&opts.output, opts.format)?;
     prepare(&layout)?;
-    let jobs = match opts.jobs {
+    let one_file = matches!(layout, Layout::File(_));
+    let cores = match opts.jobs {
         0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
         n => n,
     }
-    .clamp(1, inputs.len());
+    .max(1);
+    let jobs = cores.min(inputs.len());
     let shared = Shared {
         query: &query,
         read_opts: &read_opts,
         layout: &layout,
         format,
+        // A file output has one writer for all readers; a directory one
+        // writer per file being read.
+        encoders: if one_file {
+            cores
+        } else {
+            (cores / jobs).max(1)
+        },
         progress,
         failed: Mutex::new(None),
         stop: AtomicBool::new(false),
     };
     let next = AtomicUsize::new(0);
     let outcomes: Mutex<Vec<FileOutcome>> = Mutex::new(vec![FileOutcome::default(); inputs.len()]);
-    let one_file = matches!(layout, Layout::File(_));
-    let statements: Vec<HashMap<String, StatementRow>> = std::thread::scope(|s| {
+    let statements: Vec<HashMap<String, (i32, StatementRow)>> = std::thread::scope(|s| {
         // A file output has one writer that every reader feeds.
         let (common, writer) = if one_file {
             let (tx, rx) = sync_channel::<RecordBatch>(QUEUE * jobs);
             let path = layout.calls_path(0, format);
             let shared = &shared;
-            let h = s.spawn(move || shared.note(write_table(&path, format, schema(true), rx)));
+            let encoders = shared.encoders;
+            let h = s
+                .spawn(move || shared.note(write_table(&path, format, schema(true), encoders, rx)));
             (Some(tx), Some(h))
         } else {
             (None, None)
@@ -124,12 +135,23 @@ pub fn export(
     if let Some(e) = shared.failed.into_inner().ok().flatten() {
         return Err(e);
     }
-    let mut all = Statements::new();
+    // A sqlid met in several files keeps the row of the first file (on
+    // the command line), whichever worker read it first.
+    let mut first: HashMap<String, (i32, StatementRow)> = HashMap::new();
     for m in statements {
         for (k, v) in m {
-            all.entry(k).or_insert(v);
+            match first.entry(k) {
+                Entry::Occupied(mut o) if o.get().0 > v.0 => {
+                    o.insert(v);
+                }
+                Entry::Occupied(_) => {}
+                Entry::Vacant(e) => {
+                    e.insert(v);
+                }
+            }
         }
     }
+    let all: Statements = first.into_iter().map(|(k, (_, v))| (k, v)).collect();
     let files = outcomes.into_inner().unwrap_or_default();
     write_one(
         &layout.table_path("statements", format),
@@ -176,8 +198,19 @@ fn write_table(
     path: &Path,
     format: Format,
     schema: SchemaRef,
+    encoders: usize,
     rx: Receiver<RecordBatch>,
 ) -> Result<(), CallsError> {
+    if format == Format::Parquet {
+        return crate::encode::write_parquet(
+            path,
+            schema,
+            NOT_DICTIONARY,
+            STATISTICS,
+            encoders,
+            rx,
+        );
+    }
     let mut w = TableWriter::create(path, format, &schema, NOT_DICTIONARY, STATISTICS)?;
     for b in rx {
         w.write(&b)?;
@@ -197,6 +230,8 @@ struct Shared<'a> {
     read_opts: &'a ReadOptions,
     layout: &'a Layout,
     format: Format,
+    /// Threads that encode each Parquet output.
+    encoders: usize,
     progress: Option<Arc<AtomicU64>>,
     /// The first write error: it stops the export.
     failed: Mutex<Option<CallsError>>,
@@ -220,7 +255,7 @@ impl Shared<'_> {
         file_id: i32,
         input: &str,
         common: Option<SyncSender<RecordBatch>>,
-        stmts: &mut HashMap<String, StatementRow>,
+        stmts: &mut HashMap<String, (i32, StatementRow)>,
     ) -> FileOutcome {
         let source = Source::from_arg(input);
         let mut out = FileOutcome {
@@ -257,13 +292,13 @@ impl Shared<'_> {
                 None => {
                     let (tx, rx) = sync_channel::<RecordBatch>(QUEUE);
                     let path = self.layout.calls_path(file_id, self.format);
-                    let format = self.format;
+                    let (format, encoders) = (self.format, self.encoders);
                     let made = path
                         .parent()
                         .map_or(Ok(()), std::fs::create_dir_all)
                         .map_err(|e| CallsError::write(&path, &e));
                     let h = s.spawn(move || {
-                        made.and_then(|_| write_table(&path, format, schema(false), rx))
+                        made.and_then(|_| write_table(&path, format, schema(false), encoders, rx))
                     });
                     (tx, Some(h))
                 }
@@ -388,7 +423,7 @@ struct FileExport<'a, 'm> {
     /// Read the whole file again (held too much, or judged wrong).
     redo_all: bool,
     names: NameCache,
-    stmts: &'m mut HashMap<String, StatementRow>,
+    stmts: &'m mut HashMap<String, (i32, StatementRow)>,
     last_sqlid: String,
     rows: u64,
     errors: Diagnostics,
@@ -436,8 +471,10 @@ impl FileExport<'_, '_> {
         if call.stmt.sqlid != self.last_sqlid {
             self.last_sqlid.clone_from(&call.stmt.sqlid);
             if !self.stmts.contains_key(&call.stmt.sqlid) {
-                self.stmts
-                    .insert(call.stmt.sqlid.clone(), StatementRow::of(call.stmt));
+                self.stmts.insert(
+                    call.stmt.sqlid.clone(),
+                    (self.ctx.file_id, StatementRow::of(call.stmt)),
+                );
             }
         }
         self.cols.push(call, self.ctx);

@@ -19,6 +19,7 @@
 //! (`x.statements.parquet`, `x.files.parquet`).
 
 mod columns;
+mod encode;
 mod error;
 mod export;
 mod header;

@@ -61,7 +61,7 @@ pub struct TableWriter {
     inner: Inner,
 }
 
-fn parquet_properties(no_dictionary: &[&str], stats: &[&str]) -> WriterProperties {
+pub(crate) fn parquet_properties(no_dictionary: &[&str], stats: &[&str]) -> WriterProperties {
     let mut b = WriterProperties::builder()
         .set_compression(Compression::ZSTD(ZstdLevel::default()))
         .set_max_row_group_row_count(Some(ROW_GROUP_ROWS))
