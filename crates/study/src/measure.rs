@@ -380,19 +380,7 @@ impl Strace {
     /// Stops strace (SIGINT: it detaches and writes its table) and
     /// returns what it wrote.
     fn detach(mut self) -> String {
-        // SAFETY: sending SIGINT to our own child, whose pid we hold.
-        unsafe {
-            libc::kill(self.child.id() as i32, libc::SIGINT);
-        }
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        interrupt(&mut self.child);
         let text = std::fs::read_to_string(&self.out).unwrap_or_default();
         let _ = std::fs::remove_file(&self.out);
         text
@@ -659,6 +647,25 @@ pub fn maps_file(pid: i32, path: &Path) -> bool {
 pub fn trace_profile(dir: &Path) -> Result<BTreeMap<String, f64>, String> {
     let rows = crate::profile::of_dir(dir, "1")?;
     Ok(crate::profile::measurements(&rows, "trace_"))
+}
+
+/// Stops a tool we started (strace, perf) as a user at a terminal would:
+/// SIGINT, on which it detaches and writes what it counted; after 10 s
+/// without an exit, killed.
+pub(crate) fn interrupt(child: &mut std::process::Child) {
+    // SAFETY: sending SIGINT to our own child, whose pid we hold.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGINT);
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline {
+        if let Ok(Some(_)) = child.try_wait() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
 }
 
 #[cfg(test)]

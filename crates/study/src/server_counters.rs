@@ -29,7 +29,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// The measurements a [`ServerWatch`] gives (`perf_context_switches` only
 /// where perf counts).
@@ -352,19 +352,7 @@ impl Perf {
 
     /// Stops perf (SIGINT: it prints its counts) and reads them.
     fn finish(mut self) -> Result<u64, String> {
-        // SAFETY: sending SIGINT to our own child, whose pid we hold.
-        unsafe {
-            libc::kill(self.child.id() as i32, libc::SIGINT);
-        }
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        crate::measure::interrupt(&mut self.child);
         let text = std::fs::read_to_string(&self.out).unwrap_or_default();
         let err = std::fs::read_to_string(&self.stderr).unwrap_or_default();
         let _ = std::fs::remove_file(&self.out);
