@@ -20,8 +20,9 @@ pub const SHOWN_SETS: usize = 10;
 #[derive(Debug, Clone, Default)]
 pub(crate) struct BindBuf {
     /// Values as written, each followed by `\x1f`; a NULL (no `value=`
-    /// line) is `\x1e`.
-    text: String,
+    /// line) is `\x1e`. Bytes: the values are checked as UTF-8 only
+    /// when a set is shown, not on every execution.
+    text: Vec<u8>,
     /// Binds in the block (`Bind#n` lines).
     pub count: u32,
     /// Whether a BINDS block was read since the last EXEC.
@@ -41,7 +42,7 @@ impl BindBuf {
     /// A ` Bind#n` line: a new bind, NULL until a value line says otherwise.
     pub fn bind(&mut self) {
         self.count += 1;
-        self.text.push('\x1e');
+        self.text.push(0x1e);
     }
 
     /// A `value=` line of the current bind.
@@ -49,44 +50,44 @@ impl BindBuf {
         if self.count == 0 {
             self.bind();
         }
-        if self.text.ends_with('\x1e') {
+        if self.text.last() == Some(&0x1e) {
             self.text.pop();
         }
-        match std::str::from_utf8(v) {
-            Ok(t) => self.text.push_str(t),
-            Err(_) => self.text.push_str(&String::from_utf8_lossy(v)),
-        }
-        self.text.push('\x1f');
+        self.text.extend_from_slice(v);
+        self.text.push(0x1f);
         self.open_quote = v.first() == Some(&b'"') && (v.len() == 1 || !v.ends_with(b"\""));
     }
 
     /// A line that continues a quoted value.
     pub fn more(&mut self, line: &[u8]) {
-        if self.text.ends_with('\x1f') {
+        if self.text.last() == Some(&0x1f) {
             self.text.pop();
         }
-        self.text.push('\n');
-        self.text.push_str(&String::from_utf8_lossy(line));
-        self.text.push('\x1f');
+        self.text.push(b'\n');
+        self.text.extend_from_slice(line);
+        self.text.push(0x1f);
         self.open_quote = !line.ends_with(b"\"");
     }
 
     pub fn hash(&self) -> u64 {
         let mut h = FxHasher::default();
-        h.write(self.text.as_bytes());
+        h.write(&self.text);
         h.write_u32(self.count);
         h.finish()
     }
 
     pub fn values(&self) -> Vec<Option<String>> {
         let mut out = Vec::with_capacity(self.count as usize);
-        let mut cur = String::new();
-        for ch in self.text.chars() {
-            match ch {
-                '\x1e' => out.push(None),
-                '\x1f' => out.push(Some(std::mem::take(&mut cur))),
-                c => cur.push(c),
+        let mut start = 0;
+        for (i, &b) in self.text.iter().enumerate() {
+            match b {
+                0x1e => out.push(None),
+                0x1f => out.push(Some(
+                    String::from_utf8_lossy(&self.text[start..i]).into_owned(),
+                )),
+                _ => continue,
             }
+            start = i + 1;
         }
         out
     }

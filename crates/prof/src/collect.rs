@@ -104,6 +104,10 @@ pub(crate) struct StmtAgg {
     pub slowest: Option<Slowest>,
     pub binds: BindStats,
     pub plans: Vec<Plan>,
+    /// In a piece: the process and cursor whose statement was parsed
+    /// before the piece began (the reader gave a placeholder); the figures
+    /// go to that statement when the pieces are added up.
+    inherited: Option<(Option<u64>, u64)>,
 }
 
 impl StmtAgg {
@@ -287,12 +291,9 @@ pub(crate) enum Ev<'a> {
 }
 
 impl<'a> Ev<'a> {
+    #[inline]
     pub fn from_call(c: &'a Call<'a>) -> Option<Ev<'a>> {
-        let cursor = if c.cursor.is_empty() {
-            None
-        } else {
-            cursor_key(c.cursor)
-        };
+        let cursor = c.cursor_key;
         Some(match c.kind {
             CallKind::Unaccounted => return None,
             CallKind::Line => Ev::Line {
@@ -420,6 +421,9 @@ pub(crate) struct Collector {
     pub stmts: Vec<StmtAgg>,
     /// Statement ids by sqlid, then by depth.
     stmt_ids: FxHashMap<Box<str>, Vec<(Option<i64>, u32)>>,
+    /// In a piece: the statement ids of cursors parsed before it, by
+    /// process and cursor.
+    inherited: FxHashMap<(Option<u64>, u64), u32>,
     pub edges: FxHashMap<(u32, u32), EdgeAgg>,
     /// Waits on no statement's cursor (`WAIT #0`), by name id.
     pub loose_waits: Vec<(u32, Dur, u64)>,
@@ -452,6 +456,7 @@ impl Collector {
             comps: Vec::new(),
             stmts: Vec::new(),
             stmt_ids: FxHashMap::default(),
+            inherited: FxHashMap::default(),
             edges: FxHashMap::default(),
             loose_waits: Vec::new(),
             timeline: Timeline::default(),
@@ -547,12 +552,23 @@ impl Collector {
                     if st.stmt_ptr == ptr && same_stmt(&self.stmts[id as usize].stmt, stmt) {
                         return id;
                     }
+                    // A placeholder on a cursor with a statement: the
+                    // reader of a piece did not see the cursor parsed, the
+                    // pieces before did (a call of the piece's head, added
+                    // up after them).
+                    if stmt.placeholder {
+                        return id;
+                    }
                 }
                 st.stmt
             }
             None => None,
         };
-        let id = self.stmt_entry(stmt, (offset, line));
+        let id = if stmt.placeholder && self.piece {
+            self.inherited_entry(k, stmt, (offset, line))
+        } else {
+            self.stmt_entry(stmt, (offset, line))
+        };
         if old.is_some() && old != Some(id) {
             // A new statement on a reused cursor ends what the old one did.
             self.end_exec(k);
@@ -568,6 +584,34 @@ impl Collector {
         id
     }
 
+    /// In a piece, the id of cursor `k`'s statement when the reader did not
+    /// see it parsed: one per process and cursor, settled when the pieces
+    /// are added up (the reader reads pieces without a first pass over the
+    /// file for the statements each inherits).
+    fn inherited_entry(&mut self, k: u64, stmt: &Statement, first: (u64, u64)) -> u32 {
+        let next = self.stmts.len() as u32;
+        let id = *self.inherited.entry((self.pid, k)).or_insert(next);
+        if id == next {
+            self.stmts.push(StmtAgg {
+                stmt: stmt.clone(),
+                first,
+                inherited: Some((self.pid, k)),
+                ..StmtAgg::default()
+            });
+        }
+        id
+    }
+
+    /// The statement cursor `k` of process `pid` has here, if any.
+    fn cursor_stmt(&self, pid: Option<u64>, k: u64) -> Option<u32> {
+        let d = if pid == self.pid {
+            &self.d
+        } else {
+            self.procs.get(&pid)?
+        };
+        d.cursors.get(&k)?.stmt
+    }
+
     fn find_stmt(&self, sqlid: &str, dep: Option<i64>) -> Option<u32> {
         self.stmt_ids
             .get(sqlid)?
@@ -578,27 +622,8 @@ impl Collector {
 
     /// Ends the execution open on cursor `k`, if any.
     fn end_exec(&mut self, k: u64) {
-        let Some(st) = self.d.cursors.get_mut(&k) else {
-            return;
-        };
-        match st.exec {
-            ExecState::Open(x) => {
-                st.exec = ExecState::Idle;
-                let binds = x.has_binds.then_some(&st.exec_binds);
-                self.stmts[x.stmt as usize].execution_done(&x, binds);
-            }
-            ExecState::Unknown(us) => {
-                st.exec = ExecState::Idle;
-                if let Some(stmt) = st.stmt {
-                    self.d.boundary.push(Boundary {
-                        cursor: k,
-                        stmt,
-                        us,
-                        ended: true,
-                    });
-                }
-            }
-            ExecState::Idle => {}
+        if let Some(st) = self.d.cursors.get_mut(&k) {
+            end_exec_of(st, k, &mut self.stmts, &mut self.d.boundary);
         }
     }
 
@@ -726,22 +751,27 @@ impl Collector {
         plh: Option<i64>,
         (offset, line): (u64, u64),
     ) {
+        // One look-up of the cursor for all of it (this runs for every
+        // database call).
+        let Dyn {
+            cursors, boundary, ..
+        } = &mut self.d;
+        let Some(st) = cursors.get_mut(&k) else {
+            return;
+        };
         if let Some(plh) = plh.filter(|&p| p != 0) {
-            if let Some(st) = self.d.cursors.get_mut(&k) {
-                st.plh = plh;
-            }
+            st.plh = plh;
         }
         match kind {
             CallKind::Exec => {
-                self.end_exec(k);
-                let Some(st) = self.d.cursors.get_mut(&k) else {
-                    return;
-                };
+                end_exec_of(st, k, &mut self.stmts, boundary);
                 let has_binds = st.binds.fresh;
                 if has_binds {
+                    // The block read becomes the execution's; the buffer it
+                    // replaces is reused for the cursor's next block.
                     st.binds.fresh = false;
-                    st.exec_binds.clone_from(&st.binds);
-                    self.stmts[sid as usize].binds.add(&st.binds);
+                    std::mem::swap(&mut st.exec_binds, &mut st.binds);
+                    self.stmts[sid as usize].binds.add(&st.exec_binds);
                 }
                 st.exec = ExecState::Open(OpenExec {
                     stmt: sid,
@@ -752,9 +782,6 @@ impl Collector {
                 });
             }
             CallKind::Fetch | CallKind::Unmap | CallKind::SortUnmap => {
-                let Some(st) = self.d.cursors.get_mut(&k) else {
-                    return;
-                };
                 match &mut st.exec {
                     ExecState::Open(x) => x.us += e,
                     ExecState::Unknown(us) => *us += e,
@@ -770,7 +797,7 @@ impl Collector {
                     }
                 }
             }
-            CallKind::Parse | CallKind::Close => self.end_exec(k),
+            CallKind::Parse | CallKind::Close => end_exec_of(st, k, &mut self.stmts, boundary),
             _ => {}
         }
     }
@@ -781,7 +808,6 @@ impl Collector {
     fn hierarchy(&mut self, kind: CallKind, sid: u32, d: i64, depmin: i64, f: &DbFields) {
         let d = d.max(0) as usize;
         if let Some(p) = self.d.pending.get_mut(d + 1) {
-            let claimed = std::mem::take(p);
             let s = &mut self.stmts[sid as usize];
             let slot = match kind {
                 CallKind::Parse => &mut s.children.parse,
@@ -789,8 +815,10 @@ impl Collector {
                 CallKind::Fetch => &mut s.children.fetch,
                 _ => &mut s.children.other,
             };
-            slot.add(&claimed.sums);
-            for (child, calls, e, c) in claimed.edges {
+            slot.add(&std::mem::take(&mut p.sums));
+            // Drained, not taken: the list keeps its room for the next
+            // parent's children.
+            for (child, calls, e, c) in p.edges.drain(..) {
                 let edge = self.edges.entry((sid, child)).or_default();
                 edge.calls += calls;
                 edge.elapsed_us += e;
@@ -1123,10 +1151,16 @@ impl Collector {
         let start = self.pid;
         let Piece { heads, col: o, .. } = piece;
         let names: Vec<u32> = o.names.list.iter().map(|n| self.names.id(n)).collect();
+        // A statement the piece inherited is the one its cursor has here
+        // (a cursor never parsed stays a placeholder, as in a whole read).
         let ids: Vec<u32> = o
             .stmts
             .iter()
-            .map(|s| self.stmt_entry(&s.stmt, s.first))
+            .map(|s| {
+                s.inherited
+                    .and_then(|(pid, k)| self.cursor_stmt(pid.or(start), k))
+                    .unwrap_or_else(|| self.stmt_entry(&s.stmt, s.first))
+            })
             .collect();
         let mut dyns: FxHashMap<Option<u64>, Dyn> = o.procs;
         dyns.insert(o.pid, o.d);
@@ -1320,6 +1354,31 @@ impl Collector {
                 .or_insert_with(|| CursorState::new(piece));
             st.exec = ExecState::Open(x);
         }
+    }
+}
+
+/// Ends the execution open on cursor `k` (state `st`), if any: into its
+/// statement's figures, or, in a piece that did not see it begin, onto the
+/// piece's boundary to be settled when the pieces are added up.
+fn end_exec_of(st: &mut CursorState, k: u64, stmts: &mut [StmtAgg], boundary: &mut Vec<Boundary>) {
+    match st.exec {
+        ExecState::Open(x) => {
+            st.exec = ExecState::Idle;
+            let binds = x.has_binds.then_some(&st.exec_binds);
+            stmts[x.stmt as usize].execution_done(&x, binds);
+        }
+        ExecState::Unknown(us) => {
+            st.exec = ExecState::Idle;
+            if let Some(stmt) = st.stmt {
+                boundary.push(Boundary {
+                    cursor: k,
+                    stmt,
+                    us,
+                    ended: true,
+                });
+            }
+        }
+        ExecState::Idle => {}
     }
 }
 

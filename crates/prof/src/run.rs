@@ -205,9 +205,11 @@ fn read(
         },
         chained: false,
         // Line numbers are translated when the report is made
-        // (`ReadSummary::absolute_line`): the pieces need no counting pass.
+        // (`ReadSummary::absolute_line`), and the statements of cursors
+        // parsed before a piece are found when the pieces are added up
+        // (collect.rs): the pieces need no first pass.
         line_numbers: false,
-        statements: true,
+        statements: false,
         ..ReadOptions::default()
     };
     let (pieces, summary) = Reader::new(read_opts)

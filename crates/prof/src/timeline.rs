@@ -15,8 +15,12 @@ pub(crate) struct Timeline {
     /// Bin index (tim >> shift) → (component id, µs).
     pub bins: BTreeMap<i64, Vec<(u32, i64)>>,
     /// The bin most calls fall in, kept out of the map until another is
-    /// needed (most calls land in the same bin as the one before).
-    cur: Option<(i64, Vec<(u32, i64)>)>,
+    /// needed (most calls land in the same bin as the one before): its
+    /// index, and its µs by component id (`None`: none added), so that
+    /// adding to it is one index, not a search (this runs two or three
+    /// times per top-level call).
+    cur: Option<i64>,
+    cur_us: Vec<Option<i64>>,
 }
 
 impl Timeline {
@@ -32,13 +36,11 @@ impl Timeline {
 
     /// Puts the current bin into the map.
     pub fn settle(&mut self) {
-        if let Some((k, v)) = self.cur.take() {
+        if let Some(k) = self.cur.take() {
             let slot = self.bins.entry(k).or_default();
-            if slot.is_empty() {
-                *slot = v;
-            } else {
-                for (c, us) in v {
-                    add_to(slot, c, us);
+            for (c, us) in self.cur_us.iter_mut().enumerate() {
+                if let Some(us) = us.take() {
+                    add_to(slot, c as u32, us);
                 }
             }
         }
@@ -70,22 +72,19 @@ impl Timeline {
             return;
         }
         let (start, end) = (start.min(end), end.max(start));
+        if self.cur == Some(start >> self.shift) && self.cur == Some(end >> self.shift) {
+            self.add_to_cur(comp, us);
+            return;
+        }
         while (end - start) >> self.shift > MAX_BINS as i64 / 4 {
             let s = self.shift + 1;
             self.grow_to(s);
         }
         let (first, last) = (start >> self.shift, end >> self.shift);
         if first == last {
-            match &mut self.cur {
-                Some((k, v)) if *k == first => {
-                    add_to(v, comp, us);
-                    return;
-                }
-                _ => {
-                    self.settle();
-                    self.cur = Some((first, vec![(comp, us)]));
-                }
-            }
+            self.settle();
+            self.cur = Some(first);
+            self.add_to_cur(comp, us);
         } else {
             self.settle();
             // Each bin gets the share of `us` up to its end less the share
@@ -104,6 +103,15 @@ impl Timeline {
             let s = self.shift + 1;
             self.grow_to(s);
         }
+    }
+
+    #[inline]
+    fn add_to_cur(&mut self, comp: u32, us: i64) {
+        let c = comp as usize;
+        if self.cur_us.len() <= c {
+            self.cur_us.resize(c + 1, None);
+        }
+        *self.cur_us[c].get_or_insert(0) += us;
     }
 
     /// Adds another timeline whose component ids `map` translates.

@@ -222,6 +222,10 @@ pub struct Call<'a> {
     /// The cursor number as written (`140661336887528`, `0x7ff2…`), or
     /// empty; ASCII digits (hex digits after `0x`).
     pub cursor: &'a [u8],
+    /// The cursor number as the reader keys it (decimal, or hex after
+    /// `0x`), `None` when the call has no cursor: consumers that keep
+    /// state by cursor need not parse `cursor` again.
+    pub cursor_key: Option<u64>,
     /// The line's `dep=` field. WAIT, XCTEND and LOB lines have none, and
     /// mrskew then treats `$dep` as undefined (numerically 0): a wait inside
     /// recursive SQL still passes the default `$dep==$depmin` filter (checked
