@@ -10,6 +10,10 @@
 //! its first events up to its first top-level call (its "head") and hands
 //! them to the state of the pieces before it, which then goes on exactly as
 //! a single reader would have; what the piece saw after that is added.
+//! The statement of a cursor parsed before a piece began is unknown to the
+//! piece's reader too (it gives a placeholder): the piece keeps such calls
+//! under the process and cursor, and they go to the statement the cursor
+//! has when the pieces are added up.
 
 use std::sync::Arc;
 
