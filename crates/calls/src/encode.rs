@@ -22,7 +22,7 @@ use parquet::arrow::ArrowWriter;
 use parquet::errors::ParquetError;
 
 use crate::error::CallsError;
-use crate::sink::{parquet_properties, ROW_GROUP_ROWS};
+use crate::sink::{parquet_properties, Encodings, ROW_GROUP_ROWS};
 
 /// What an encoder thread is sent: a batch (all columns; it encodes its
 /// own), or the end of the row group.
@@ -39,32 +39,24 @@ type Chunks = Vec<(usize, ArrowColumnChunk)>;
 pub fn write_parquet(
     path: &Path,
     schema: SchemaRef,
-    no_dictionary: &[&str],
-    stats: &[&str],
+    enc: Encodings<'_>,
     threads: usize,
     rx: Receiver<RecordBatch>,
 ) -> Result<(), CallsError> {
-    write_row_groups(
-        path,
-        schema,
-        (no_dictionary, stats),
-        threads,
-        ROW_GROUP_ROWS,
-        rx,
-    )
+    write_row_groups(path, schema, enc, threads, ROW_GROUP_ROWS, rx)
 }
 
 fn write_row_groups(
     path: &Path,
     schema: SchemaRef,
-    (no_dictionary, stats): (&[&str], &[&str]),
+    enc: Encodings<'_>,
     threads: usize,
     row_group_rows: usize,
     rx: Receiver<RecordBatch>,
 ) -> Result<(), CallsError> {
     let err = |e: &dyn std::fmt::Display| CallsError::write(path, e);
     let file = File::create(path).map_err(|e| err(&e))?;
-    let props = parquet_properties(no_dictionary, stats);
+    let props = parquet_properties(enc);
     let writer = ArrowWriter::try_new(file, schema.clone(), Some(props)).map_err(|e| err(&e))?;
     let (mut file_writer, factory) = writer.into_serialized_writer().map_err(|e| err(&e))?;
     let columns = schema.fields().len();
@@ -259,7 +251,12 @@ mod tests {
         }
         let feed = sent.clone();
         let h = std::thread::spawn(move || feed.into_iter().for_each(|b| tx.send(b).unwrap()));
-        write_row_groups(&path, schema.clone(), (&["id"], &["name"]), 2, 10, rx).unwrap();
+        let enc = Encodings {
+            plain: &[],
+            delta: &["id"],
+            stats: &["name"],
+        };
+        write_row_groups(&path, schema.clone(), enc, 2, 10, rx).unwrap();
         h.join().unwrap();
         let builder =
             ParquetRecordBatchReaderBuilder::try_new(std::fs::File::open(&path).unwrap()).unwrap();

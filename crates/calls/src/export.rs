@@ -21,10 +21,10 @@ use arrow_schema::SchemaRef;
 use tracelab_skew::{CallVars, NameCache, Query, SkewError, SkewOptions};
 use tracelab_trace::{open, open_counted, Call, Diagnostics, ReadOptions, Reader, Source};
 
-use crate::columns::{schema, CallColumns, FileContext, NOT_DICTIONARY, STATISTICS};
+use crate::columns::{schema, CallColumns, FileContext, ENCODINGS};
 use crate::error::CallsError;
 use crate::header::Header;
-use crate::sink::{Format, TableWriter};
+use crate::sink::{Encodings, Format, TableWriter};
 use crate::tables::{self, StatementRow, Statements};
 use crate::{CallsOptions, FileOutcome, Layout, Outcome};
 
@@ -202,16 +202,9 @@ fn write_table(
     rx: Receiver<RecordBatch>,
 ) -> Result<(), CallsError> {
     if format == Format::Parquet {
-        return crate::encode::write_parquet(
-            path,
-            schema,
-            NOT_DICTIONARY,
-            STATISTICS,
-            encoders,
-            rx,
-        );
+        return crate::encode::write_parquet(path, schema, ENCODINGS, encoders, rx);
     }
-    let mut w = TableWriter::create(path, format, &schema, NOT_DICTIONARY, STATISTICS)?;
+    let mut w = TableWriter::create(path, format, &schema, ENCODINGS)?;
     for b in rx {
         w.write(&b)?;
     }
@@ -219,7 +212,7 @@ fn write_table(
 }
 
 fn write_one(path: &Path, format: Format, batch: &RecordBatch) -> Result<(), CallsError> {
-    let mut w = TableWriter::create(path, format, &batch.schema(), &[], &[])?;
+    let mut w = TableWriter::create(path, format, &batch.schema(), Encodings::default())?;
     w.write(batch)?;
     w.finish()
 }

@@ -10,7 +10,7 @@ use arrow_array::builder::StringBuilder;
 use arrow_array::{Array, ArrayRef, ListArray, RecordBatch};
 use arrow_schema::{DataType, Field, Schema};
 use parquet::arrow::ArrowWriter;
-use parquet::basic::{Compression, ZstdLevel};
+use parquet::basic::{Compression, Encoding, ZstdLevel};
 use parquet::file::properties::{EnabledStatistics, WriterProperties};
 use parquet::schema::types::ColumnPath;
 
@@ -61,7 +61,21 @@ pub struct TableWriter {
     inner: Inner,
 }
 
-pub(crate) fn parquet_properties(no_dictionary: &[&str], stats: &[&str]) -> WriterProperties {
+/// How a table's columns are encoded in Parquet; a column named in no
+/// list gets a dictionary (RLE_DICTIONARY, falling back to plain when the
+/// dictionary outgrows its page).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Encodings<'a> {
+    /// Columns written as plain values (zstd still compresses them).
+    pub plain: &'a [&'a str],
+    /// Integer columns written as DELTA_BINARY_PACKED.
+    pub delta: &'a [&'a str],
+    /// Columns that get row-group statistics (all when empty).
+    pub stats: &'a [&'a str],
+}
+
+pub(crate) fn parquet_properties(enc: Encodings<'_>) -> WriterProperties {
+    let stats = enc.stats;
     let mut b = WriterProperties::builder()
         .set_compression(Compression::ZSTD(ZstdLevel::default()))
         .set_max_row_group_row_count(Some(ROW_GROUP_ROWS))
@@ -74,8 +88,11 @@ pub(crate) fn parquet_properties(no_dictionary: &[&str], stats: &[&str]) -> Writ
         } else {
             EnabledStatistics::None
         });
-    for c in no_dictionary {
+    for c in enc.plain.iter().chain(enc.delta) {
         b = b.set_column_dictionary_enabled(ColumnPath::from(*c), false);
+    }
+    for c in enc.delta {
+        b = b.set_column_encoding(ColumnPath::from(*c), Encoding::DELTA_BINARY_PACKED);
     }
     for c in stats {
         b = b.set_column_statistics_enabled(ColumnPath::from(*c), EnabledStatistics::Chunk);
@@ -84,26 +101,20 @@ pub(crate) fn parquet_properties(no_dictionary: &[&str], stats: &[&str]) -> Writ
 }
 
 impl TableWriter {
-    /// Creates `path` for batches of `schema`; `no_dictionary` names the
-    /// columns not worth a Parquet dictionary, `stats` those that get
-    /// statistics (all when empty).
+    /// Creates `path` for batches of `schema`, encoded in Parquet as
+    /// `enc` says.
     pub fn create(
         path: &Path,
         format: Format,
         schema: &Arc<Schema>,
-        no_dictionary: &[&str],
-        stats: &[&str],
+        enc: Encodings<'_>,
     ) -> Result<TableWriter, CallsError> {
         let err = |e: &dyn std::fmt::Display| CallsError::write(path, e);
         let file = File::create(path).map_err(|e| err(&e))?;
         let inner = match format {
             Format::Parquet => Inner::Parquet(
-                ArrowWriter::try_new(
-                    file,
-                    schema.clone(),
-                    Some(parquet_properties(no_dictionary, stats)),
-                )
-                .map_err(|e| err(&e))?,
+                ArrowWriter::try_new(file, schema.clone(), Some(parquet_properties(enc)))
+                    .map_err(|e| err(&e))?,
             ),
             Format::Csv => Inner::Csv(
                 arrow_csv::WriterBuilder::new()
