@@ -20,7 +20,10 @@ use tracelab_run::{
 };
 
 const LAG: Duration = Duration::from_millis(300);
-const MARGIN: Duration = Duration::from_millis(25);
+/// Wide, for a busy machine (its twin in result_cache_ddl.rs was exceeded
+/// in CI by 28 ms): still well under the 750 ms between two changes of a
+/// chair, so a cache that missed a change is caught.
+const MARGIN: Duration = Duration::from_millis(200);
 
 /// One result a session received: when, which chair, the name, cached.
 type Obs = (Instant, String, String, bool);

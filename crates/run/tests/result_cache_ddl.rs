@@ -24,7 +24,10 @@ use tracelab_run::{
 };
 
 const LAG: Duration = Duration::from_millis(300);
-const MARGIN: Duration = Duration::from_millis(25);
+/// Wide, for a busy machine (25 ms was exceeded once in CI, by a result
+/// 28 ms late while other work ran): still well under the 2 × LAG between
+/// changes, so a cache that missed a change is caught by the next.
+const MARGIN: Duration = Duration::from_millis(200);
 
 /// One result: when, which statement (cursor), bind, first value, cached.
 type Obs = (Instant, u64, String, String, bool);
