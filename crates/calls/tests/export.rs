@@ -341,3 +341,51 @@ fn layouts_formats_and_refusals() {
     assert!(o.had_trouble());
     assert!(o.files[1].rows > 0);
 }
+
+/// Each column is written as measured best for it (see
+/// `tracelab_calls::columns::ENCODINGS`): the growing integers delta-packed,
+/// the names and durations through a dictionary, the file's own columns
+/// plain.
+#[test]
+fn columns_are_encoded_as_measured_best() {
+    use parquet::basic::Encoding;
+    use parquet::file::reader::{FileReader, SerializedFileReader};
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("x");
+    let trace = fixture("db-ping/cdb1_ora_15440_PINGTEST.trc");
+    export(&opts(&out), std::slice::from_ref(&trace), None).unwrap();
+    let f = std::fs::File::open(out.join("calls/file_id=0/part-0.parquet")).unwrap();
+    let meta = SerializedFileReader::new(f).unwrap().metadata().clone();
+    let rg = meta.row_group(0);
+    let encodings = |name: &str| -> Vec<Encoding> {
+        let c = rg
+            .columns()
+            .iter()
+            .find(|c| c.column_path().string() == name)
+            .unwrap_or_else(|| panic!("no column {name}"));
+        c.encodings().collect()
+    };
+    for c in [
+        "line",
+        "exec_id",
+        "island_id",
+        "tim",
+        "start_time",
+        "end_time",
+    ] {
+        let e = encodings(c);
+        assert!(e.contains(&Encoding::DELTA_BINARY_PACKED), "{c}: {e:?}");
+        assert!(!e.contains(&Encoding::RLE_DICTIONARY), "{c}: {e:?}");
+    }
+    for c in ["name", "call", "sqlid", "af", "ela"] {
+        let e = encodings(c);
+        assert!(e.contains(&Encoding::RLE_DICTIONARY), "{c}: {e:?}");
+    }
+    for c in ["file", "basename", "parse_id"] {
+        let e = encodings(c);
+        assert!(
+            !e.contains(&Encoding::RLE_DICTIONARY) && !e.contains(&Encoding::DELTA_BINARY_PACKED),
+            "{c}: {e:?}"
+        );
+    }
+}
