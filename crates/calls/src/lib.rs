@@ -28,11 +28,11 @@ mod tables;
 
 use std::path::{Path, PathBuf};
 
-pub use columns::{schema as calls_schema, BATCH_ROWS};
+pub use columns::{schema as calls_schema, BATCH_ROWS, ENCODINGS};
 pub use error::CallsError;
 pub use export::export;
 pub use header::{parse_timestamp, Header};
-pub use sink::{Format, ROW_GROUP_ROWS};
+pub use sink::{Encodings, Format, ROW_GROUP_ROWS};
 pub use tables::{StatementRow, Statements};
 use tracelab_trace::Diagnostics;
 
