@@ -97,20 +97,26 @@ pub fn schema(with_file_id: bool) -> SchemaRef {
 }
 
 /// How the calls table is encoded in Parquet, chosen by measuring each
-/// column of the 1 GB bench trace (time to encode, bytes written):
+/// column of the 1 GB bench trace (time to encode, bytes written; the
+/// table is in docs/calls.md):
 /// - `line`, `exec_id`, `island_id` and the times grow row by row: their
 ///   deltas, bit-packed (DELTA_BINARY_PACKED), take a tenth of the time
 ///   of a dictionary or of plain values through zstd, and less room;
-/// - `parse_id` and `p2` are mostly distinct but repeat in runs: plain;
-/// - the file's own columns (`file`, `basename`, `session`) are one value
-///   per partition: plain values cost half a dictionary's hashing, and
-///   zstd folds them to a few bytes;
-/// - everything else, the durations (`af`, `dur`, `e`, `c`, `ela`) too,
-///   gets a dictionary: their values repeat enough that the dictionary is
-///   both smaller and quicker than plain values (it falls back to plain by
-///   itself in a row group where it outgrows its page).
+///   `oct`, `uid` and `lid` stay put for a statement's calls: their
+///   deltas are mostly zero, a quarter quicker than a dictionary for a
+///   few kB more;
+/// - `parse_id` is mostly distinct but repeats in runs, `hv`, `dep`,
+///   `depmin` and `r` are a few values in long runs, `session` is one
+///   short value per file: plain values through zstd, half a
+///   dictionary's hashing, within a few kB;
+/// - everything else gets a dictionary: the durations (`af`, `dur`, `e`,
+///   `c`, `ela`) and wait parameters repeat enough that it is both smaller
+///   and quicker than plain values (it falls back to plain by itself in a
+///   row group where it outgrows its page), and the file's path and name,
+///   the same on every row, cost one hash a row where plain values cost
+///   zstd every byte of every row (twice as long for a 17-byte path).
 pub const ENCODINGS: Encodings<'static> = Encodings {
-    plain: &["file", "basename", "session", "parse_id", "p2"],
+    plain: &["session", "parse_id", "hv", "dep", "depmin", "r"],
     delta: &[
         "line",
         "exec_id",
@@ -118,6 +124,9 @@ pub const ENCODINGS: Encodings<'static> = Encodings {
         "tim",
         "start_time",
         "end_time",
+        "oct",
+        "uid",
+        "lid",
     ],
     stats: STATISTICS,
 };
@@ -135,8 +144,9 @@ const STATISTICS: &[&str] = &[
     "end_time",
 ];
 
-/// A nullable 64-bit column being built: plain vectors of a batch's
-/// length, set row by row, the validity bitmap packed once per batch.
+/// A nullable 64-bit column being built: plain vectors appended row by
+/// row (reserved for a batch, never zeroed), the validity bitmap packed
+/// once per batch.
 /// (Arrow's builders cost a call and a bit operation per value: with 40
 /// columns, more than reading the trace.)
 struct Ints {
@@ -147,34 +157,36 @@ struct Ints {
 impl Ints {
     fn new() -> Ints {
         Ints {
-            values: vec![0; BATCH_ROWS],
-            valid: vec![false; BATCH_ROWS],
+            values: Vec::with_capacity(BATCH_ROWS),
+            valid: Vec::with_capacity(BATCH_ROWS),
         }
     }
 
     #[inline]
-    fn set(&mut self, row: usize, v: Option<i64>) {
-        self.values[row] = v.unwrap_or(0);
-        self.valid[row] = v.is_some();
+    fn push(&mut self, v: Option<i64>) {
+        self.values.push(v.unwrap_or(0));
+        self.valid.push(v.is_some());
     }
 
-    /// The first `rows` values and their null buffer (none when every
-    /// value is set); the column starts again.
-    fn take(&mut self, rows: usize) -> (ScalarBuffer<i64>, Option<NullBuffer>) {
-        let mut values = std::mem::replace(&mut self.values, vec![0; BATCH_ROWS]);
-        values.truncate(rows);
-        let valid = &self.valid[..rows];
-        let nulls = valid.contains(&false).then(|| NullBuffer::from(valid));
+    /// The values and their null buffer (none when every value is set);
+    /// the column starts again.
+    fn take(&mut self) -> (ScalarBuffer<i64>, Option<NullBuffer>) {
+        let values = std::mem::replace(&mut self.values, Vec::with_capacity(BATCH_ROWS));
+        let nulls = self
+            .valid
+            .contains(&false)
+            .then(|| NullBuffer::from(&self.valid[..]));
+        self.valid.clear();
         (values.into(), nulls)
     }
 
-    fn finish(&mut self, rows: usize) -> ArrayRef {
-        let (values, nulls) = self.take(rows);
+    fn finish(&mut self) -> ArrayRef {
+        let (values, nulls) = self.take();
         Arc::new(Int64Array::new(values, nulls))
     }
 
-    fn finish_time(&mut self, rows: usize) -> ArrayRef {
-        let (values, nulls) = self.take(rows);
+    fn finish_time(&mut self) -> ArrayRef {
+        let (values, nulls) = self.take();
         Arc::new(TimestampMicrosecondArray::new(values, nulls).with_timezone("+00:00"))
     }
 }
@@ -184,17 +196,16 @@ struct Required(Vec<i64>);
 
 impl Required {
     fn new() -> Required {
-        Required(vec![0; BATCH_ROWS])
+        Required(Vec::with_capacity(BATCH_ROWS))
     }
 
     #[inline]
-    fn set(&mut self, row: usize, v: i64) {
-        self.0[row] = v;
+    fn push(&mut self, v: i64) {
+        self.0.push(v);
     }
 
-    fn finish(&mut self, rows: usize) -> ArrayRef {
-        let mut values = std::mem::replace(&mut self.0, vec![0; BATCH_ROWS]);
-        values.truncate(rows);
+    fn finish(&mut self) -> ArrayRef {
+        let values = std::mem::replace(&mut self.0, Vec::with_capacity(BATCH_ROWS));
         Arc::new(Int64Array::new(values.into(), None))
     }
 }
@@ -380,15 +391,13 @@ impl CallColumns {
                 f.session.map(str::to_string),
             ));
         }
-        // A batch is finished at BATCH_ROWS rows: the columns hold that many.
-        let row = self.rows;
         let db = call.kind.is_dbcall();
         let wait = call.kind == CallKind::Wait;
-        self.line.set(row, call.line as i64);
+        self.line.push(call.line as i64);
         self.call.push(call_name(call));
         self.name.push(call.name);
-        self.dep.set(row, call.dep);
-        self.depmin.set(row, call.depmin);
+        self.dep.push(call.dep);
+        self.depmin.push(call.depmin);
         if call.cursor.is_empty() {
             self.cursor.null();
         } else {
@@ -399,39 +408,40 @@ impl CallColumns {
         }
         let st = call.stmt;
         self.sqlid.push(&st.sqlid);
-        self.hv.set(row, st.hv);
-        self.oct.set(row, st.oct);
-        self.uid.set(row, st.uid);
-        self.lid.set(row, st.lid);
-        self.parse_id.set(row, call.parse_id as i64);
-        self.exec_id.set(row, call.exec_id as i64);
-        self.island_id.set(row, call.island_id as i64);
+        self.hv.push(st.hv);
+        self.oct.push(st.oct);
+        self.uid.push(st.uid);
+        self.lid.push(st.lid);
+        self.parse_id.push(call.parse_id as i64);
+        self.exec_id.push(call.exec_id as i64);
+        self.island_id.push(call.island_id as i64);
         let dur = call.dur_us();
-        self.af.set(row, call.af_us());
-        self.dur.set(row, dur);
-        self.e.set(row, call.db.e.filter(|_| db));
-        self.c.set(row, call.db.c.filter(|_| db));
-        self.ela.set(row, wait.then_some(call.wait.ela));
+        self.af.push(call.af_us());
+        self.dur.push(dur);
+        self.e.push(call.db.e.filter(|_| db));
+        self.c.push(call.db.c.filter(|_| db));
+        self.ela.push(wait.then_some(call.wait.ela));
         let tim = call.tim_us();
-        self.tim.set(row, tim);
+        self.tim.push(tim);
         let end = tim.and_then(|t| f.tim_offset_us.map(|o| o + t));
-        self.end_time.set(row, end);
-        self.start_time.set(row, end.map(|e| e - dur));
+        self.end_time.push(end);
+        self.start_time.push(end.map(|e| e - dur));
         let d = &call.db;
         let values = [
             d.r, d.p, d.cr, d.cu, d.mis, d.og, d.plh, d.typ, d.bytes, d.rlbk, d.rd_only,
         ];
         for (col, v) in self.db.iter_mut().zip(values) {
-            col.set(row, v);
+            col.push(v);
         }
         let values = if wait {
             let w = &call.wait;
-            [int(w.p(1)), int(w.p(2)), int(w.p(3)), w.obj]
+            let [p1, p2, p3] = w.p123();
+            [int(p1), int(p2), int(p3), w.obj]
         } else {
             [None; 4]
         };
         for (col, v) in self.wait.iter_mut().zip(values) {
-            col.set(row, v);
+            col.push(v);
         }
         for b in call.binds {
             match b {
@@ -453,16 +463,16 @@ impl CallColumns {
         }
         cols.push(repeated(Some(&file), n));
         cols.push(repeated(Some(&basename), n));
-        cols.push(self.line.finish(n));
+        cols.push(self.line.finish());
         cols.push(repeated(session.as_deref(), n));
         cols.push(Arc::new(self.call.finish()));
         cols.push(Arc::new(self.name.finish()));
-        cols.push(self.dep.finish(n));
-        cols.push(self.depmin.finish(n));
+        cols.push(self.dep.finish());
+        cols.push(self.depmin.finish());
         cols.push(Arc::new(self.cursor.finish()));
         cols.push(Arc::new(self.sqlid.finish()));
         for col in [&mut self.hv, &mut self.oct, &mut self.uid, &mut self.lid] {
-            cols.push(col.finish(n));
+            cols.push(col.finish());
         }
         for col in [
             &mut self.parse_id,
@@ -471,15 +481,15 @@ impl CallColumns {
             &mut self.af,
             &mut self.dur,
         ] {
-            cols.push(col.finish(n));
+            cols.push(col.finish());
         }
         for col in [&mut self.e, &mut self.c, &mut self.ela, &mut self.tim] {
-            cols.push(col.finish(n));
+            cols.push(col.finish());
         }
-        cols.push(self.start_time.finish_time(n));
-        cols.push(self.end_time.finish_time(n));
+        cols.push(self.start_time.finish_time());
+        cols.push(self.end_time.finish_time());
         for col in self.db.iter_mut().chain(self.wait.iter_mut()) {
-            cols.push(col.finish(n));
+            cols.push(col.finish());
         }
         let offsets = std::mem::replace(&mut self.bind_offsets, Vec::with_capacity(n + 1));
         self.bind_offsets.push(0);

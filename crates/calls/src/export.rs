@@ -78,12 +78,15 @@ pub fn export(
         read_opts: &read_opts,
         layout: &layout,
         format,
-        // A file output has one writer for all readers; a directory one
-        // writer per file being read.
+        // The cores the readers leave, at least one: a file output has
+        // one writer for all readers, a directory one writer per file
+        // being read. A reader is the slowest stage of the pipeline (it
+        // builds every column of every row): an encoder more than the
+        // cores left takes its core away from it.
         encoders: if one_file {
-            cores
+            cores.saturating_sub(jobs).max(1)
         } else {
-            (cores / jobs).max(1)
+            (cores.saturating_sub(jobs) / jobs).max(1)
         },
         progress,
         failed: Mutex::new(None),

@@ -343,8 +343,8 @@ fn layouts_formats_and_refusals() {
 }
 
 /// Each column is written as measured best for it ([`ENCODINGS`]): the
-/// growing integers delta-packed, the names and durations through a
-/// dictionary, the file's own columns plain.
+/// growing integers delta-packed, the names, paths and durations through a
+/// dictionary, the ids and flags in long runs plain.
 #[test]
 fn columns_are_encoded_as_measured_best() {
     use parquet::basic::Encoding;
@@ -370,11 +370,13 @@ fn columns_are_encoded_as_measured_best() {
         assert!(e.contains(&Encoding::DELTA_BINARY_PACKED), "{c}: {e:?}");
         assert!(!e.contains(&Encoding::RLE_DICTIONARY), "{c}: {e:?}");
     }
-    for c in ["name", "call", "sqlid", "af", "ela"] {
+    for c in [
+        "name", "call", "sqlid", "af", "ela", "file", "basename", "p2",
+    ] {
         let e = encodings(c);
         assert!(e.contains(&Encoding::RLE_DICTIONARY), "{c}: {e:?}");
     }
-    assert!(ENCODINGS.plain.contains(&"file"));
+    assert!(ENCODINGS.plain.contains(&"parse_id") && ENCODINGS.plain.contains(&"session"));
     for &c in ENCODINGS.plain {
         let e = encodings(c);
         assert!(

@@ -183,6 +183,24 @@ pub struct WaitFields<'a> {
 }
 
 impl<'a> WaitFields<'a> {
+    /// `[p(1), p(2), p(3)]` in one pass over the parameters, for a reader
+    /// of all three (the calls export reads them for every WAIT).
+    pub fn p123(&self) -> [Option<&'a str>; 3] {
+        let rest = self.params;
+        let mut out = [None; 3];
+        let mut pos = 0;
+        for slot in out.iter_mut() {
+            let Some(eq) = memchr::memchr(b'=', &rest[pos..]) else {
+                break;
+            };
+            let start = pos + eq + 1;
+            let end = memchr::memchr(b' ', &rest[start..]).map_or(rest.len(), |i| start + i);
+            *slot = std::str::from_utf8(&rest[start..end]).ok();
+            pos = end;
+        }
+        out
+    }
+
     /// The value of parameter `n` (1 to 3) after `ela=`, whatever its name
     /// (`driver id=`, `#bytes=`, `file#=`, ...): the word after the n-th
     /// `=`. Parsed on demand: most profiles never read them.

@@ -411,6 +411,7 @@ mod tests {
         assert_eq!(w.fields.p(1), Some("1952673792"));
         assert_eq!(w.fields.p(2), Some("1"));
         assert_eq!(w.fields.p(3), Some("0"));
+        assert_eq!(w.fields.p123(), [Some("1952673792"), Some("1"), Some("0")]);
         assert_eq!(w.fields.p(4), None);
         assert_eq!(w.fields.obj, Some(-1));
         assert_eq!(w.fields.tim, Some(7782186390163));
@@ -419,6 +420,10 @@ mod tests {
             (old.fields.p(1), old.fields.p(3), old.fields.tim),
             (Some("37"), Some("1"), None)
         );
+        assert_eq!(old.fields.p123(), [Some("37"), Some("12931"), Some("1")]);
+        let two = wait(b" nam='x' ela= 1 a=1 b=2 tim=3").unwrap();
+        assert_eq!(two.fields.p123(), [Some("1"), Some("2"), None]);
+        assert_eq!(two.fields.p123()[2], two.fields.p(3));
         assert!(wait(b" nam='x' ela= abc tim=1").is_err());
         assert!(wait(b" garbage").is_err());
     }
