@@ -9,9 +9,11 @@
 //! list costs as much to encode as eight integer columns, and an encoder
 //! with more than its share holds the reader up while the others wait.
 //! The first row group is shared by an estimate from the column types,
-//! each later one by the time every column took in the row group before. The file holds the same row groups (of [`ROW_GROUP_ROWS`] rows)
-//! and the same columns as `ArrowWriter` writes: this is arrow-rs's own
-//! low-level API for parallel encoding, not an encoder of ours.
+//! each later one by the time every column took in the row group before.
+//!
+//! The file holds the same row groups (of [`ROW_GROUP_ROWS`] rows) and the
+//! same columns as `ArrowWriter` writes: this is arrow-rs's own low-level
+//! API for parallel encoding, not an encoder of ours.
 
 use std::fs::File;
 use std::path::Path;
