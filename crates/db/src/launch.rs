@@ -151,13 +151,30 @@ pub(crate) fn alive(pid: u32) -> bool {
 /// The port for a server in `dir`: the one it had before if nothing
 /// listens there now (so that URLs in scripts keep working after a
 /// restart, or after the server was killed), else a free one.
+///
+/// A server killed a moment ago can hold its port after its process is
+/// gone from `db status`'s view: mariadbd's listening socket closes only
+/// when the last of its threads has exited, which took longer than the
+/// leader's exit on a busy machine (seen in CI). So a port still taken is
+/// tried again for up to [`PORT_WAIT`] before a new one is chosen.
 pub(crate) fn port_for(dir: &Path) -> Result<u16, DbError> {
-    let before = crate::state::ServerState::load(dir).ok().map(|s| s.port);
-    match before.filter(|p| TcpListener::bind(("127.0.0.1", *p)).is_ok()) {
-        Some(p) => Ok(p),
-        None => free_port(),
+    let Some(port) = crate::state::ServerState::load(dir).ok().map(|s| s.port) else {
+        return free_port();
+    };
+    let t0 = Instant::now();
+    loop {
+        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return Ok(port);
+        }
+        if t0.elapsed() >= PORT_WAIT {
+            return free_port();
+        }
+        std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// How long [`port_for`] waits for a killed server's port to be freed.
+const PORT_WAIT: Duration = Duration::from_secs(3);
 
 /// The server's directory: the given one (created, made absolute) or a new
 /// temporary one, which outlives this process; and whether this call made
