@@ -183,43 +183,34 @@ pub struct WaitFields<'a> {
 }
 
 impl<'a> WaitFields<'a> {
+    /// The parameters' values in order, whatever their names (`driver
+    /// id=`, `#bytes=`, `file#=`, ...): the word after each `=`.
+    fn values(&self) -> impl Iterator<Item = &'a [u8]> {
+        let rest = self.params;
+        let mut pos = 0;
+        std::iter::from_fn(move || {
+            let start = pos + memchr::memchr(b'=', &rest[pos..])? + 1;
+            let end = memchr::memchr(b' ', &rest[start..]).map_or(rest.len(), |i| start + i);
+            pos = end;
+            Some(&rest[start..end])
+        })
+    }
+
     /// `[p(1), p(2), p(3)]` in one pass over the parameters, for a reader
     /// of all three (the calls export reads them for every WAIT).
     pub fn p123(&self) -> [Option<&'a str>; 3] {
-        let rest = self.params;
         let mut out = [None; 3];
-        let mut pos = 0;
-        for slot in out.iter_mut() {
-            let Some(eq) = memchr::memchr(b'=', &rest[pos..]) else {
-                break;
-            };
-            let start = pos + eq + 1;
-            let end = memchr::memchr(b' ', &rest[start..]).map_or(rest.len(), |i| start + i);
-            *slot = std::str::from_utf8(&rest[start..end]).ok();
-            pos = end;
+        for (slot, v) in out.iter_mut().zip(self.values()) {
+            *slot = std::str::from_utf8(v).ok();
         }
         out
     }
 
-    /// The value of parameter `n` (1 to 3) after `ela=`, whatever its name
-    /// (`driver id=`, `#bytes=`, `file#=`, ...): the word after the n-th
-    /// `=`. Parsed on demand: most profiles never read them.
+    /// The value of parameter `n` (1 to 3) after `ela=`: the word after
+    /// the n-th `=`. Parsed on demand: most profiles never read them.
     pub fn p(&self, n: usize) -> Option<&'a str> {
-        let rest = self.params;
-        let mut pos = 0;
-        for k in 1..=n {
-            let eq = pos + memchr::memchr(b'=', &rest[pos..])?;
-            let start = eq + 1;
-            let end = rest[start..]
-                .iter()
-                .position(|&b| b == b' ')
-                .map_or(rest.len(), |i| start + i);
-            if k == n {
-                return std::str::from_utf8(&rest[start..end]).ok();
-            }
-            pos = end;
-        }
-        None
+        let v = self.values().nth(n.checked_sub(1)?)?;
+        std::str::from_utf8(v).ok()
     }
 }
 
