@@ -17,7 +17,9 @@
 //!   connection reads the counters, and a digest of the definitions of
 //!   every table, view, trigger and function the workload may read (see
 //!   `resolve::fingerprint_sql`), every half lag; a read that started at S
-//!   has seen every change committed before S.
+//!   has seen every change committed before S. The server's count of DDL
+//!   statements begun is read too: when it moves, the channel waits for
+//!   the statements then running to end before it asks the catalog again.
 //!
 //! A DDL stops the cache from serving anything until the catalog has been
 //! asked again. A failed channel stops the cache from serving at once and
@@ -357,6 +359,72 @@ async fn resolve_maria(
     }
 }
 
+/// How many DDL statements MariaDB's sessions have begun since it started:
+/// its `Com_` counters of the statements that change what a query may
+/// read, summed over every session (temporary tables, users and roles
+/// left out). A statement counts when it starts, before it commits.
+///
+/// The definition digest alone misses DDL that leaves the catalog as it
+/// was: `alter table t drop column v, add column v int` is instant, keeps
+/// the columns, the InnoDB table id and (within the same second: the
+/// catalog's create time has no finer grain) the create time, and makes
+/// every value NULL.
+const DDL_BEGUN_SQL: &str = "select cast(sum(variable_value) as signed) \
+     from information_schema.global_status \
+     where (variable_name like 'COM\\_ALTER\\_%' or variable_name like 'COM\\_CREATE\\_%' \
+            or variable_name like 'COM\\_DROP\\_%' \
+            or variable_name in ('COM_RENAME_TABLE', 'COM_TRUNCATE')) \
+       and variable_name not like '%TEMPORARY%' and variable_name not like '%USER' \
+       and variable_name not like '%ROLE'";
+
+/// See [`DDL_BEGUN_SQL`].
+async fn ddl_begun(c: &mut mysql_async::Conn) -> Result<i64, String> {
+    let n: Option<Option<i64>> = c
+        .query_first(DDL_BEGUN_SQL)
+        .await
+        .map_err(|e| format!("cannot read the server's statement counters: {e}"))?;
+    Ok(n.flatten().unwrap_or_default())
+}
+
+/// Waits until every statement the other sessions were running when it
+/// was called has ended (MariaDB's process list, seen whole with the
+/// PROCESS privilege): a DDL counted by [`DDL_BEGUN_SQL`] before the call
+/// has then committed or failed, so the catalog asked afterwards shows
+/// it. Statements begun since do not hold it up, so a busy workload
+/// cannot keep it waiting; a long one may, and the cache serves nothing
+/// meanwhile.
+async fn running_statements_end(
+    c: &mut mysql_async::Conn,
+    done: &AtomicBool,
+) -> Result<(), String> {
+    // The server's clock when first asked (unix time, µs, as it prints
+    // it): later asks count only statements older than that.
+    let mut since: Option<String> = None;
+    while !done.load(Ordering::Acquire) {
+        let at = since.as_deref().unwrap_or("unix_timestamp(now(6))");
+        let row: Option<(String, i64)> = c
+            .query_first(format!(
+                "select cast(unix_timestamp(now(6)) as char), count(*) \
+                 from information_schema.processlist \
+                 where id <> connection_id() and command in ('Query', 'Execute') \
+                   and time_ms >= (unix_timestamp(now(6)) - {at}) * 1000"
+            ))
+            .await
+            .map_err(|e| format!("cannot read the process list: {e}"))?;
+        let Some((now, running)) = row else {
+            return Ok(());
+        };
+        if running == 0 {
+            return Ok(());
+        }
+        if since.is_none() && now.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
+            since = Some(now);
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    Ok(())
+}
+
 async fn poll_counters(cache: &ResultCache, ch: &Channel, done: &AtomicBool) -> Result<(), String> {
     let opts = crate::conninfo::mariadb(&ch.url)?;
     let mut c = mysql_async::Conn::new(opts)
@@ -372,6 +440,8 @@ async fn poll_counters(cache: &ResultCache, ch: &Channel, done: &AtomicBool) -> 
     let period = (cache.opts.lag / 2).max(Duration::from_millis(2));
     let mut seen: Option<HashMap<String, i64>> = None;
     cache.ddl();
+    let mut ddl = ddl_begun(&mut c).await?;
+    running_statements_end(&mut c, done).await?;
     let (mut digest, mut names) = resolve_maria(cache, &mut c, &ch.ask).await?;
     while !done.load(Ordering::Acquire) {
         let sent = ch.clock.now();
@@ -382,8 +452,13 @@ async fn poll_counters(cache: &ResultCache, ch: &Channel, done: &AtomicBool) -> 
                 format!("cannot read {COUNTERS} (install it with --result-cache-setup): {e}")
             })?;
         let now: HashMap<String, i64> = rows.into_iter().collect();
-        if fingerprint(&mut c, &names).await? != digest {
+        let begun = ddl_begun(&mut c).await?;
+        if begun != ddl || fingerprint(&mut c, &names).await? != digest {
+            // A DDL began (or the catalog changed): nothing is served
+            // until it has ended and the catalog has been asked again.
             cache.ddl();
+            ddl = begun;
+            running_statements_end(&mut c, done).await?;
             (digest, names) = resolve_maria(cache, &mut c, &ch.ask).await?;
         } else if let Some(before) = &seen {
             for (t, n) in &now {

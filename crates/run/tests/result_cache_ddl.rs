@@ -14,7 +14,7 @@
 //! scheduling) after the change that replaced it committed.
 
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 mod common;
 
@@ -330,23 +330,37 @@ fn mariadb_ddl_schemas_functions_and_views() {
         &sqls,
         tracelab_run::postgres_placeholders,
         &["rc_t", "rc_v", "rc_s"],
-        Duration::from_secs(8),
+        Duration::from_secs(10),
         || {
             let mut changes = Vec::new();
             let mut n = 0;
-            let mut step = |cursor: u64, sql: &dyn Fn(i64) -> String| {
+            let mut step_then = |cursor: u64, sql: &dyn Fn(i64) -> String, pause: Duration| {
                 n += 1;
                 let s = sql(n);
                 let sent = Instant::now();
                 srv.maria_sql(&s);
                 let empty = s.starts_with("truncate").then_some(sent);
                 changes.push((Instant::now(), cursor, n, empty));
-                std::thread::sleep(2 * LAG);
+                std::thread::sleep(pause);
             };
-            // DDL that changes every value and fires no trigger.
-            step(1, &|n| {
+            // DDL that changes every value and fires no trigger; twice
+            // within one second of the server's clock, leaving the
+            // catalog as the first left it (same columns, table id and
+            // create time: the catalog's clock has seconds), with time
+            // between for the cache to fill again. Only the server's
+            // count of DDL begun tells the second.
+            let into = SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .unwrap()
+                .subsec_millis();
+            std::thread::sleep(Duration::from_millis(u64::from(1050 - into) % 1000));
+            let instant_alter = |n: i64| {
                 format!("alter table rc_t drop column v, add column v int not null default {n}")
-            });
+            };
+            step_then(1, &instant_alter, Duration::from_millis(350));
+            step_then(1, &instant_alter, 2 * LAG);
+            let mut step =
+                |cursor: u64, sql: &dyn Fn(i64) -> String| step_then(cursor, sql, 2 * LAG);
             step(1, &|n| {
                 format!(
                     "create or replace table rc_t (id int primary key, v int)
