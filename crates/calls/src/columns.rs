@@ -144,9 +144,9 @@ const STATISTICS: &[&str] = &[
     "end_time",
 ];
 
-/// A nullable 64-bit column being built: plain vectors appended row by
-/// row (reserved for a batch, never zeroed), the validity bitmap packed
-/// once per batch.
+/// A nullable 64-bit column being built: plain vectors appended a block
+/// of staged rows at a time (reserved for a batch, never zeroed), the
+/// validity bitmap packed once per batch.
 /// (Arrow's builders cost a call and a bit operation per value: with 40
 /// columns, more than reading the trace.)
 struct Ints {
@@ -287,6 +287,8 @@ const DUR: usize = 6;
 /// fields (`r` ... `rd_only`) and the 4 wait fields (`p1`, `p2`, `p3`,
 /// `obj`) (indices into [`Staged::nullable`]).
 const NULLABLE: usize = 26;
+// One bit a nullable column in `Staged::nulls`.
+const _: () = assert!(NULLABLE <= u32::BITS as usize);
 const DEP: usize = 0;
 const HV: usize = 1;
 const OCT: usize = 2;
@@ -327,8 +329,8 @@ impl Staged {
     };
 }
 
-/// The columns of one batch being built, typed values appended straight
-/// from the call.
+/// The columns of one batch being built, typed values taken straight
+/// from the call (the integers through [`Staged`] rows).
 pub struct CallColumns {
     schema: SchemaRef,
     with_file_id: bool,

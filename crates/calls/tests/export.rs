@@ -79,15 +79,29 @@ fn field(line: &str, key: &str) -> Option<i64> {
 
 #[test]
 fn every_row_holds_the_numbers_written_on_its_line() {
+    // Binds on EXEC lines.
+    let with_binds = rows_hold_their_lines(&fixture("trctools/lobread.trc"), 20);
+    assert!(with_binds > 0, "no EXEC with binds checked");
+    // Rows past the columns' staging of 256 rows, in several blocks.
+    rows_hold_their_lines(
+        &fixture("analytics-vs-groupby/oravm1_ora_26226_S1.trc"),
+        2000,
+    );
+}
+
+/// Checks every row exported from `trace` against its line; the rows
+/// must be more than `min_rows`. Returns how many EXECs with bind values
+/// were checked.
+fn rows_hold_their_lines(trace: &str, min_rows: usize) -> usize {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("x");
-    let trace = fixture("trctools/lobread.trc");
+    let trace = trace.to_string();
     let mut o = opts(&out);
     o.where1 = "1".into();
     let outcome = export(&o, std::slice::from_ref(&trace), None).unwrap();
     let b = read(&out.join("calls/file_id=0/part-0.parquet"));
     assert_eq!(b.num_rows() as u64, outcome.rows);
-    assert!(b.num_rows() > 20, "{} rows", b.num_rows());
+    assert!(b.num_rows() > min_rows, "{} rows", b.num_rows());
     let lines: Vec<String> = std::fs::read_to_string(&trace)
         .unwrap()
         .lines()
@@ -122,21 +136,25 @@ fn every_row_holds_the_numbers_written_on_its_line() {
                 assert_eq!(int(&b, "r", row), field(line, "r"), "{line}");
             }
         }
-        // The last bind value of an EXEC is the last value= of the BINDS
-        // block before it.
+        // The last bind value of an EXEC is the value= of the last
+        // Bind#n of the BINDS block before it, null when it has none.
         if call == "EXEC" && !binds.value(row).is_empty() {
             with_binds += 1;
             let v = binds.value(row);
-            let last = v.as_string::<i32>().value(v.len() - 1).to_string();
-            let block = lines[..int(&b, "line", row).unwrap() as usize]
+            let v = v.as_string::<i32>();
+            let last = (!v.is_null(v.len() - 1)).then(|| v.value(v.len() - 1));
+            let before = &lines[..int(&b, "line", row).unwrap() as usize - 1];
+            let entry = before
                 .iter()
-                .rev()
-                .find(|l| l.trim_start().starts_with("value="))
+                .rposition(|l| l.trim_start().starts_with("Bind#"))
                 .unwrap();
-            assert_eq!(block.trim_start().trim_start_matches("value="), last);
+            let value = before[entry + 1..]
+                .iter()
+                .find_map(|l| l.trim_start().strip_prefix("value="));
+            assert_eq!(value, last, "{line}");
         }
     }
-    assert!(with_binds > 0, "no EXEC with binds checked");
+    with_binds
 }
 
 #[test]
