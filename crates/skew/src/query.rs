@@ -52,6 +52,10 @@ pub struct NameCache(rustc_hash::FxHashMap<(usize, usize), bool>);
 /// its group is shown with blank cells).
 pub struct Hit<'a> {
     pub group: Cow<'a, str>,
+    /// The group's label is a call's name or a bucket's label: its address
+    /// stays put while the reader that handed out the call lives (see
+    /// [`crate::Groups::add_stable`]).
+    pub stable: bool,
     pub value: Option<f64>,
     /// The value in whole microseconds when it is `$af` (summed exactly).
     pub us: Option<i64>,
@@ -258,16 +262,23 @@ impl Query {
                 Value::Str(s) => (Some(tracelab_expr::perl_str_to_num(&s)), None),
             },
         };
-        let group = match &self.group {
-            Group::Name => Cow::Borrowed(call.name),
-            Group::Buckets(b) => Cow::Borrowed(b.label_of(af.secs(call.af_us()))),
+        let (group, stable) = match &self.group {
+            // The reader hands out each distinct name from one place (see
+            // `name_ok`).
+            Group::Name => (Cow::Borrowed(call.name), true),
+            Group::Buckets(b) => (Cow::Borrowed(b.label_of(af.secs(call.af_us()))), true),
             Group::Expr(p) => match p.eval(vars).map_err(|e| format!("--group: {e}"))? {
-                Value::Undef => Cow::Borrowed(""),
-                Value::Str(s) => s,
-                Value::Num(n) => Cow::Owned(tracelab_expr::perl_number_to_string(n)),
+                Value::Undef => (Cow::Borrowed(""), false),
+                Value::Str(s) => (s, false),
+                Value::Num(n) => (Cow::Owned(tracelab_expr::perl_number_to_string(n)), false),
             },
         };
-        Ok(Some(Hit { group, value, us }))
+        Ok(Some(Hit {
+            group,
+            stable,
+            value,
+            us,
+        }))
     }
 
     /// Whether a call passes the filter alone (`--where`, `--where1`,

@@ -242,7 +242,12 @@ fn profile_file(
             Ok(Some(hit)) => match hit.value {
                 Some(v) => {
                     p.matched += 1;
-                    p.groups.add(&hit.group, v, hit.us, at(index, call.offset));
+                    let first = at(index, call.offset);
+                    if hit.stable {
+                        p.groups.add_stable(&hit.group, v, hit.us, first);
+                    } else {
+                        p.groups.add(&hit.group, v, hit.us, first);
+                    }
                     if opts.verbose && !p.names.contains(call.name) {
                         p.names.insert(call.name.to_string());
                     }
