@@ -1257,10 +1257,9 @@ impl<'f> Run<'f> {
         false
     }
 
+    /// A line that continues a quoted bind value (only `bind_line`, run
+    /// when bind values are collected, enters that state).
     fn append_bind(&mut self, key: u64, b: &[u8]) {
-        if !self.opts.binds {
-            return;
-        }
         if let Some(c) = self.cursors.get_mut(&key) {
             if let Some(Some(last)) = c.binds.last_mut() {
                 let joined = format!("{last}\n{}", String::from_utf8_lossy(b));
