@@ -8,7 +8,9 @@ use arrow_array::{
     ArrayRef, Int32Array, Int64Array, ListArray, RecordBatch, StringArray,
     TimestampMicrosecondArray,
 };
-use arrow_buffer::{NullBuffer, OffsetBuffer, ScalarBuffer};
+use arrow_buffer::{
+    BooleanBuffer, BooleanBufferBuilder, Buffer, NullBuffer, OffsetBuffer, ScalarBuffer,
+};
 use arrow_schema::{DataType, Field, Schema, SchemaRef, TimeUnit};
 use tracelab_trace::{Call, CallKind};
 
@@ -146,31 +148,58 @@ const STATISTICS: &[&str] = &[
 
 /// A nullable 64-bit column being built: plain vectors appended a block
 /// of staged rows at a time (reserved for a batch, never zeroed), the
-/// validity bitmap packed once per batch.
+/// validity bitmap packed 64 rows to a word as the block is spread.
 /// (Arrow's builders cost a call and a bit operation per value: with 40
-/// columns, more than reading the trace.)
+/// columns, more than reading the trace; a vector of booleans packed at
+/// the end of the batch cost a pass more over every value.)
 struct Ints {
     values: Vec<i64>,
-    valid: Vec<bool>,
+    /// Validity, bit i of word i / 64 for row i (Arrow's bit order).
+    valid: Vec<u64>,
+    /// Rows whose validity is in `valid`.
+    valid_len: usize,
+    nulls: usize,
 }
 
 impl Ints {
     fn new() -> Ints {
         Ints {
             values: Vec::with_capacity(BATCH_ROWS),
-            valid: Vec::with_capacity(BATCH_ROWS),
+            valid: Vec::with_capacity(BATCH_ROWS / 64 + 1),
+            valid_len: 0,
+            nulls: 0,
         }
+    }
+
+    /// Appends the validity of the next `n` rows (at most 64): bit i of
+    /// `bits` set when row i has a value.
+    #[inline]
+    fn push_valid(&mut self, bits: u64, n: usize) {
+        let (word, shift) = (self.valid_len / 64, self.valid_len % 64);
+        if shift == 0 {
+            self.valid.push(bits);
+        } else {
+            // Only at the end of a batch whose block was not full: later
+            // blocks start mid-word.
+            self.valid[word] |= bits << shift;
+            if shift + n > 64 {
+                self.valid.push(bits >> (64 - shift));
+            }
+        }
+        self.valid_len += n;
+        self.nulls += n - bits.count_ones() as usize;
     }
 
     /// The values and their null buffer (none when every value is set);
     /// the column starts again.
     fn take(&mut self) -> (ScalarBuffer<i64>, Option<NullBuffer>) {
         let values = std::mem::replace(&mut self.values, Vec::with_capacity(BATCH_ROWS));
-        let nulls = self
-            .valid
-            .contains(&false)
-            .then(|| NullBuffer::from(&self.valid[..]));
-        self.valid.clear();
+        let valid = std::mem::replace(&mut self.valid, Vec::with_capacity(BATCH_ROWS / 64 + 1));
+        let nulls = std::mem::take(&mut self.nulls);
+        let n = std::mem::take(&mut self.valid_len);
+        debug_assert_eq!(n, values.len());
+        let nulls =
+            (nulls > 0).then(|| NullBuffer::new(BooleanBuffer::new(Buffer::from_vec(valid), 0, n)));
         (values.into(), nulls)
     }
 
@@ -199,11 +228,12 @@ impl Required {
     }
 }
 
-/// A nullable string column being built, as [`Ints`].
+/// A string column being built, as [`Ints`]; its validity is kept as
+/// the rows that are null, most string columns having none.
 struct Strs {
     offsets: Vec<i32>,
     bytes: Vec<u8>,
-    valid: Vec<bool>,
+    null_rows: Vec<usize>,
 }
 
 impl Strs {
@@ -213,12 +243,12 @@ impl Strs {
         Strs {
             offsets,
             bytes: Vec::with_capacity(bytes),
-            valid: Vec::with_capacity(n),
+            null_rows: Vec::new(),
         }
     }
 
     fn len(&self) -> usize {
-        self.valid.len()
+        self.offsets.len() - 1
     }
 
     #[inline]
@@ -232,32 +262,59 @@ impl Strs {
     fn push_bytes(&mut self, v: &[u8]) {
         self.bytes.extend_from_slice(v);
         self.offsets.push(self.bytes.len() as i32);
-        self.valid.push(true);
     }
 
     #[inline]
     fn null(&mut self) {
+        self.null_rows.push(self.len());
         self.offsets.push(self.bytes.len() as i32);
-        self.valid.push(false);
     }
 
     fn finish(&mut self) -> StringArray {
-        let (n, bytes) = (self.valid.capacity(), self.bytes.capacity());
-        let Strs {
-            offsets,
-            bytes,
-            valid,
-        } = std::mem::replace(self, Strs::with_capacity(n, bytes));
-        let nulls = valid.contains(&false).then(|| NullBuffer::from(valid));
+        let (n, bytes) = (self.offsets.capacity() - 1, self.bytes.capacity());
+        let old = std::mem::replace(self, Strs::with_capacity(n, bytes));
+        let nulls = (!old.null_rows.is_empty()).then(|| {
+            let mut valid = BooleanBufferBuilder::new(old.offsets.len() - 1);
+            valid.append_n(old.offsets.len() - 1, true);
+            for &i in &old.null_rows {
+                valid.set_bit(i, false);
+            }
+            NullBuffer::new(valid.finish())
+        });
         // Checked (offsets and UTF-8), not `new_unchecked`: 3% of an
         // export is not worth undefined behaviour if an invariant ever
         // breaks (a batch's strings past i32 offsets, say).
-        StringArray::new(OffsetBuffer::new(offsets.into()), bytes.into(), nulls)
+        StringArray::new(
+            OffsetBuffer::new(old.offsets.into()),
+            old.bytes.into(),
+            nulls,
+        )
+    }
+}
+
+/// A column that holds one value for every row of a file, built once for
+/// a batch's length and shared by every batch of that length (building
+/// it again for each batch cost more than a column of the call's own).
+#[derive(Default)]
+struct Repeated {
+    last: Option<(Option<String>, usize, ArrayRef)>,
+}
+
+impl Repeated {
+    fn get(&mut self, v: Option<&str>, n: usize) -> ArrayRef {
+        match &self.last {
+            Some((lv, ln, a)) if lv.as_deref() == v && *ln == n => a.clone(),
+            _ => {
+                let a = repeated(v, n);
+                self.last = Some((v.map(str::to_string), n, a.clone()));
+                a
+            }
+        }
     }
 }
 
 /// `n` copies of `v` (a column that holds one value per file).
-fn repeated(v: Option<&str>, n: usize) -> ArrayRef {
+pub(crate) fn repeated(v: Option<&str>, n: usize) -> ArrayRef {
     match v {
         None => Arc::new(StringArray::new_null(n)),
         Some(v) => {
@@ -300,8 +357,11 @@ const ELA: usize = 7;
 const TIM: usize = 8;
 const START_TIME: usize = 9;
 const END_TIME: usize = 10;
-/// The first of the database-call fields; the wait fields follow them.
+/// The first of the 11 database-call fields.
 const DB: usize = 11;
+/// The first of the 4 wait fields.
+const WAIT: usize = 22;
+const _: () = assert!(WAIT + 4 == NULLABLE);
 
 /// Rows staged before their integers are spread into the columns: 256
 /// rows of 272 bytes stay in the core's cache.
@@ -329,6 +389,51 @@ impl Staged {
     };
 }
 
+/// The validity of each nullable column for up to 64 staged rows: word k,
+/// bit i set when row i has a value in column k.
+///
+/// Rows come in a few kinds (a database call, a WAIT, a call without
+/// `dep=`), each with its own null columns: the rows are sorted by their
+/// pattern of nulls first, and each column's word is the union of the
+/// rows whose pattern has it, a few operations a column where taking
+/// every row's bit of every column is 26 a row. A block with more than a
+/// few patterns takes the bits one by one.
+fn validity(block: &[Staged]) -> [u64; NULLABLE] {
+    const KINDS: usize = 8;
+    let mut patterns = [0u32; KINDS];
+    let mut rows = [0u64; KINDS];
+    let mut kinds = 0;
+    let mut out = [0u64; NULLABLE];
+    for (i, r) in block.iter().enumerate() {
+        let k = match patterns[..kinds].iter().position(|&p| p == r.nulls) {
+            Some(k) => k,
+            None if kinds < KINDS => {
+                patterns[kinds] = r.nulls;
+                kinds += 1;
+                kinds - 1
+            }
+            None => {
+                for (k, w) in out.iter_mut().enumerate() {
+                    *w = block
+                        .iter()
+                        .enumerate()
+                        .fold(0, |w, (i, r)| w | u64::from(r.nulls >> k & 1 == 0) << i);
+                }
+                return out;
+            }
+        };
+        rows[k] |= 1 << i;
+    }
+    for (k, w) in out.iter_mut().enumerate() {
+        for (p, r) in patterns[..kinds].iter().zip(&rows) {
+            if p >> k & 1 == 0 {
+                *w |= r;
+            }
+        }
+    }
+    out
+}
+
 /// The columns of one batch being built, typed values taken straight
 /// from the call (the integers through [`Staged`] rows).
 pub struct CallColumns {
@@ -353,6 +458,10 @@ pub struct CallColumns {
     /// The bind values of each row: list offsets into `bind_values`.
     bind_offsets: Vec<i32>,
     bind_values: Strs,
+    /// The file's columns of the last batch, shared by the next.
+    files: Repeated,
+    basenames: Repeated,
+    sessions: Repeated,
 }
 
 /// The name of a call's kind as mrskew's `$call` gives it.
@@ -362,10 +471,6 @@ fn call_name<'a>(c: &Call<'a>) -> &'a str {
         CallKind::Line => "",
         _ => c.name,
     }
-}
-
-fn int(s: Option<&str>) -> Option<i64> {
-    s.and_then(|v| v.parse().ok())
 }
 
 impl CallColumns {
@@ -390,6 +495,9 @@ impl CallColumns {
             sqlid: strs(13),
             bind_offsets,
             bind_values: strs(8),
+            files: Repeated::default(),
+            basenames: Repeated::default(),
+            sessions: Repeated::default(),
         }
     }
 
@@ -443,47 +551,34 @@ impl CallColumns {
         let tim = call.tim_us();
         let end = tim.and_then(|t| f.tim_offset_us.map(|o| o + t));
         let d = &call.db;
-        let (p123, obj) = if wait {
-            let w = &call.wait;
-            let [p1, p2, p3] = w.p123();
-            ([int(p1), int(p2), int(p3)], w.obj)
-        } else {
-            ([None; 3], None)
+        let [p1, p2, p3] = if wait { call.wait.p123() } else { [None; 3] };
+        // Field by field, not through an array of options: building and
+        // walking 26 of them cost as much as the rest of the row.
+        let mut set = |k: usize, v: Option<i64>| match v {
+            Some(v) => r.nullable[k] = v,
+            None => r.nulls |= 1 << k,
         };
-        let values: [Option<i64>; NULLABLE] = [
-            call.dep,
-            st.hv,
-            st.oct,
-            st.uid,
-            st.lid,
-            d.e.filter(|_| db),
-            d.c.filter(|_| db),
-            wait.then_some(call.wait.ela),
-            tim,
-            end.map(|e| e - dur),
-            end,
-            d.r,
-            d.p,
-            d.cr,
-            d.cu,
-            d.mis,
-            d.og,
-            d.plh,
-            d.typ,
-            d.bytes,
-            d.rlbk,
-            d.rd_only,
-            p123[0],
-            p123[1],
-            p123[2],
-            obj,
+        set(DEP, call.dep);
+        set(HV, st.hv);
+        set(OCT, st.oct);
+        set(UID, st.uid);
+        set(LID, st.lid);
+        set(E, d.e.filter(|_| db));
+        set(C, d.c.filter(|_| db));
+        set(ELA, wait.then_some(call.wait.ela));
+        set(TIM, tim);
+        set(START_TIME, end.map(|e| e - dur));
+        set(END_TIME, end);
+        let fields = [
+            d.r, d.p, d.cr, d.cu, d.mis, d.og, d.plh, d.typ, d.bytes, d.rlbk, d.rd_only,
         ];
-        for (k, v) in values.into_iter().enumerate() {
-            match v {
-                Some(v) => r.nullable[k] = v,
-                None => r.nulls |= 1 << k,
-            }
+        for (k, v) in fields.into_iter().enumerate() {
+            set(DB + k, v);
         }
+        set(WAIT, p1);
+        set(WAIT + 1, p2);
+        set(WAIT + 2, p3);
+        set(WAIT + 3, call.wait.obj.filter(|_| wait));
         if self.staged.len() == STAGED {
             self.spread();
         }
@@ -506,7 +601,12 @@ impl CallColumns {
         }
         for (k, col) in self.nullable.iter_mut().enumerate() {
             col.values.extend(rows.iter().map(|r| r.nullable[k]));
-            col.valid.extend(rows.iter().map(|r| r.nulls >> k & 1 == 0));
+        }
+        for block in rows.chunks(64) {
+            let valid = validity(block);
+            for (col, bits) in self.nullable.iter_mut().zip(valid) {
+                col.push_valid(bits, block.len());
+            }
         }
         self.staged.clear();
     }
@@ -520,11 +620,11 @@ impl CallColumns {
         if self.with_file_id {
             cols.push(Arc::new(Int32Array::from(vec![file_id; n])));
         }
-        cols.push(repeated(Some(&file), n));
-        cols.push(repeated(Some(&basename), n));
+        cols.push(self.files.get(Some(&file), n));
+        cols.push(self.basenames.get(Some(&basename), n));
         let (req, null) = (&mut self.required, &mut self.nullable);
         cols.push(req[LINE].finish());
-        cols.push(repeated(session.as_deref(), n));
+        cols.push(self.sessions.get(session.as_deref(), n));
         cols.push(Arc::new(self.call.finish()));
         cols.push(Arc::new(self.name.finish()));
         cols.push(null[DEP].finish());
@@ -557,5 +657,78 @@ impl CallColumns {
         // The columns match the schema field for field: a mismatch is a
         // bug in this file, caught by every test that exports a call.
         RecordBatch::try_new(self.schema.clone(), cols).expect("calls columns match their schema")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow_array::Array;
+
+    fn staged(nulls: u32) -> Staged {
+        Staged {
+            nulls,
+            ..Staged::EMPTY
+        }
+    }
+
+    /// Bit by bit, as the definition says.
+    fn by_bits(block: &[Staged]) -> [u64; NULLABLE] {
+        std::array::from_fn(|k| {
+            block
+                .iter()
+                .enumerate()
+                .fold(0, |w, (i, r)| w | u64::from(r.nulls >> k & 1 == 0) << i)
+        })
+    }
+
+    #[test]
+    fn validity_by_kinds_of_row_or_bit_by_bit() {
+        // Three kinds of row, as a trace has.
+        let few: Vec<Staged> = (0..64u32)
+            .map(|i| staged([0b1010, 0x3ff_0000, 0][i as usize % 3]))
+            .collect();
+        assert_eq!(validity(&few), by_bits(&few));
+        // More kinds than are kept apart: bit by bit.
+        let many: Vec<Staged> = (0..64u32).map(|i| staged(i * 0x0101_0101)).collect();
+        assert_eq!(validity(&many), by_bits(&many));
+        // A block that is not full.
+        assert_eq!(validity(&few[..5]), by_bits(&few[..5]));
+    }
+
+    #[test]
+    fn validity_words_join_across_blocks_that_are_not_full() {
+        let mut col = Ints::new();
+        let mut expect = Vec::new();
+        // Blocks of 5, 64, 3 and 60 rows: the later ones start mid-word.
+        for (n, bits) in [
+            (5usize, 0b10110u64),
+            (64, 0xf0f0_0000_ffff_0001),
+            (3, 0b101),
+            (60, 1 << 59),
+        ] {
+            col.values.extend(std::iter::repeat_n(0, n));
+            col.push_valid(bits, n);
+            expect.extend((0..n).map(|i| bits >> i & 1 == 1));
+        }
+        let (_, nulls) = col.take();
+        let nulls = nulls.expect("some rows are null");
+        let got: Vec<bool> = (0..expect.len()).map(|i| nulls.is_valid(i)).collect();
+        assert_eq!(got, expect);
+        assert_eq!(nulls.null_count(), expect.iter().filter(|v| !**v).count());
+    }
+
+    #[test]
+    fn strings_keep_their_nulls() {
+        let mut s = Strs::with_capacity(4, 16);
+        s.push("a");
+        s.null();
+        s.push_bytes(b"bc");
+        s.null();
+        let a = s.finish();
+        let got: Vec<Option<&str>> = a.iter().collect();
+        assert_eq!(got, vec![Some("a"), None, Some("bc"), None]);
+        s.push("d");
+        assert_eq!(s.finish().null_count(), 0);
     }
 }

@@ -411,7 +411,7 @@ mod tests {
         assert_eq!(w.fields.p(1), Some("1952673792"));
         assert_eq!(w.fields.p(2), Some("1"));
         assert_eq!(w.fields.p(3), Some("0"));
-        assert_eq!(w.fields.p123(), [Some("1952673792"), Some("1"), Some("0")]);
+        assert_eq!(w.fields.p123(), [Some(1952673792), Some(1), Some(0)]);
         assert_eq!(w.fields.p(4), None);
         assert_eq!(w.fields.obj, Some(-1));
         assert_eq!(w.fields.tim, Some(7782186390163));
@@ -420,10 +420,22 @@ mod tests {
             (old.fields.p(1), old.fields.p(3), old.fields.tim),
             (Some("37"), Some("1"), None)
         );
-        assert_eq!(old.fields.p123(), [Some("37"), Some("12931"), Some("1")]);
+        assert_eq!(old.fields.p123(), [Some(37), Some(12931), Some(1)]);
         let two = wait(b" nam='x' ela= 1 a=1 b=2 tim=3").unwrap();
-        assert_eq!(two.fields.p123(), [Some("1"), Some("2"), None]);
-        assert_eq!(two.fields.p123()[2], two.fields.p(3));
+        assert_eq!(two.fields.p123(), [Some(1), Some(2), None]);
+        // Integers as `str::parse` reads the words `p(n)` gives, whatever
+        // their sign, length or garbage.
+        for params in [
+            " a=+7 b=-3 c=0x1F",
+            " a=9223372036854775807 b=9223372036854775808 c=-9223372036854775808",
+            " a=1234567890123456789 b=123456789012345678 c=12a",
+            " a= b=- c=+",
+        ] {
+            let line = format!(" nam='x' ela= 1{params} obj#=-1 tim=3");
+            let w = wait(line.as_bytes()).unwrap();
+            let parsed = [1, 2, 3].map(|n| w.fields.p(n).and_then(|v| v.parse::<i64>().ok()));
+            assert_eq!(w.fields.p123(), parsed, "{params}");
+        }
         assert!(wait(b" nam='x' ela= abc tim=1").is_err());
         assert!(wait(b" garbage").is_err());
     }

@@ -1734,7 +1734,12 @@ impl<'f> Run<'f> {
 
 fn set_last_bind(c: &mut Cursor, v: &[u8]) {
     if let Some(last) = c.binds.last_mut() {
-        *last = Some(Arc::from(String::from_utf8_lossy(v).as_ref()));
+        // The standard check first: it has a fast path for ASCII, which
+        // the lossy conversion has not.
+        *last = Some(match std::str::from_utf8(v) {
+            Ok(s) => Arc::from(s),
+            Err(_) => Arc::from(String::from_utf8_lossy(v).as_ref()),
+        });
     }
 }
 
