@@ -21,14 +21,24 @@ use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::RwLock;
 use std::time::{Duration, Instant};
 
-use arrow_array::RecordBatch;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use arrow_array::cast::AsArray;
+use arrow_array::{Array, ArrayRef, RecordBatch};
 use arrow_schema::{DataType, SchemaRef};
+use bytes::Bytes;
 use parquet::arrow::arrow_writer::{
     compute_leaves, ArrowColumnChunk, ArrowColumnWriter, ArrowRowGroupWriterFactory,
 };
 use parquet::arrow::ArrowWriter;
+use parquet::column::writer::ColumnCloseResult;
 use parquet::errors::ParquetError;
+use parquet::file::properties::WriterPropertiesPtr;
+use parquet::file::writer::{SerializedRowGroupWriter, TrackedWrite};
+use parquet::schema::types::{SchemaDescPtr, SchemaDescriptor, Type};
 
+use crate::columns::repeated;
 use crate::error::CallsError;
 use crate::sink::{parquet_properties, Encodings, ROW_GROUP_ROWS};
 
@@ -39,9 +49,16 @@ enum Work {
     EndRowGroup,
 }
 
+/// A column chunk of a row group: encoded, or the bytes of a chunk encoded
+/// before (a column that holds one value in every row, see [`Same`]).
+enum Chunk {
+    Encoded(ArrowColumnChunk),
+    Copied(Bytes, ColumnCloseResult),
+}
+
 /// Column chunks of one row group from one encoder: (column, chunk, time
 /// spent encoding it).
-type Chunks = Vec<(usize, ArrowColumnChunk, Duration)>;
+type Chunks = Vec<(usize, Chunk, Duration)>;
 
 /// Which encoder encodes each column: the columns, costliest first, each
 /// to the encoder with the least cost so far (longest processing time
@@ -94,9 +111,17 @@ fn write_row_groups(
 ) -> Result<(), CallsError> {
     let err = |e: &dyn std::fmt::Display| CallsError::write(path, e);
     let file = File::create(path).map_err(|e| err(&e))?;
-    let props = parquet_properties(enc);
-    let writer = ArrowWriter::try_new(file, schema.clone(), Some(props)).map_err(|e| err(&e))?;
+    let props = Arc::new(parquet_properties(enc));
+    let writer = ArrowWriter::try_new(file, schema.clone(), Some(props.as_ref().clone()))
+        .map_err(|e| err(&e))?;
     let (mut file_writer, factory) = writer.into_serialized_writer().map_err(|e| err(&e))?;
+    let ctx = EncoderContext {
+        factory: &factory,
+        schema: &schema,
+        parquet: Arc::new(file_writer.schema_descr().clone()),
+        props,
+        row_group_rows,
+    };
     let columns = schema.fields().len();
     // Every column of the calls table is one Parquet leaf (the binds'
     // list too): column i's writer is writer i.
@@ -121,8 +146,8 @@ fn write_row_groups(
         for k in 0..threads {
             let (tx, rx) = sync_channel::<Work>(2);
             work.push(tx);
-            let (factory, schema, owners, done) = (&factory, &schema, &owners, done_tx.clone());
-            s.spawn(move || encoder(k, factory, schema, owners, rx, done));
+            let (ctx, owners, done) = (&ctx, &owners, done_tx.clone());
+            s.spawn(move || encoder(k, ctx, owners, rx, done));
         }
         drop(done_tx);
         // The file's thread: cuts the stream of batches into row groups,
@@ -146,7 +171,11 @@ fn write_row_groups(
             }
             let mut rg = file_writer.next_row_group().map_err(|e| e.to_string())?;
             for (_, c, _) in chunks {
-                c.append_to_row_group(&mut rg).map_err(|e| e.to_string())?;
+                match c {
+                    Chunk::Encoded(c) => c.append_to_row_group(&mut rg),
+                    Chunk::Copied(bytes, close) => rg.append_column(&bytes, close),
+                }
+                .map_err(|e| e.to_string())?;
             }
             rg.close().map_err(|e| e.to_string())?;
             Ok(())
@@ -183,12 +212,22 @@ fn write_row_groups(
     Ok(())
 }
 
+/// What every encoder of a file shares.
+struct EncoderContext<'a> {
+    factory: &'a ArrowRowGroupWriterFactory,
+    schema: &'a SchemaRef,
+    /// The file's Parquet schema.
+    parquet: SchemaDescPtr,
+    props: WriterPropertiesPtr,
+    /// Rows of a full row group.
+    row_group_rows: usize,
+}
+
 /// Encoder `k`: the columns `owners` gives it, of every batch, one row
 /// group at a time.
 fn encoder(
     k: usize,
-    factory: &ArrowRowGroupWriterFactory,
-    schema: &SchemaRef,
+    ctx: &EncoderContext<'_>,
     owners: &RwLock<Vec<usize>>,
     rx: Receiver<Work>,
     done: SyncSender<Result<Chunks, String>>,
@@ -197,24 +236,30 @@ fn encoder(
         let owners = owners
             .read()
             .map_err(|_| ParquetError::General("an encoder stopped".into()))?;
-        let writers = factory.create_column_writers(row_group)?;
+        let writers = ctx.factory.create_column_writers(row_group)?;
         Ok(writers
             .into_iter()
             .enumerate()
             .filter(|(i, _)| owners[*i] == k)
-            .map(|(i, w)| (i, w, Duration::ZERO))
+            .map(|(i, w)| Column {
+                i,
+                writer: w,
+                spent: Duration::ZERO,
+                same: Same::Unknown,
+            })
             .collect())
     };
     let mut row_group = 0;
     let mut writers = None;
+    let mut copies = Copies::default();
     for w in rx {
         let step = match w {
             Work::Batch(batch) => {
-                encode(&mut writers, || mine(row_group), schema, &batch).map(|_| None)
+                encode(&mut writers, || mine(row_group), ctx.schema, &batch).map(|_| None)
             }
             Work::EndRowGroup => {
                 row_group += 1;
-                close(writers.take()).map(Some)
+                close(writers.take(), ctx, &mut copies).map(Some)
             }
         };
         match step {
@@ -232,9 +277,86 @@ fn encoder(
     }
 }
 
-/// An encoder's column writers of the row group being built: (column,
-/// writer, time spent in it).
-type Writers = Vec<(usize, ArrowColumnWriter, Duration)>;
+/// Whether a string column has held one value in every row of the row
+/// group so far: the file's path and name and the session are the same
+/// in every row of a file, and Parquet's dictionary still hashes each of
+/// them (a tenth of the encoding). Such a column is encoded once, at the
+/// end of the row group, and a full row group's chunk once per file: the
+/// later ones copy its bytes (arrow-rs's own API for copying encoded
+/// chunks, `append_column`).
+enum Same {
+    /// No batch yet.
+    Unknown,
+    /// Every row so far: the value (None: null) and the rows.
+    Value(Option<String>, usize),
+    /// Values differ, or the column is not a string: encoded as it comes.
+    Mixed,
+}
+
+/// The one value of every row of a string array (None: all null), or
+/// nothing when the values differ. A comparison of its bytes, where the
+/// dictionary hashes every value.
+fn one_value(a: &dyn Array) -> Option<Option<&str>> {
+    let s = a.as_string_opt::<i32>()?;
+    let n = s.len();
+    if n == 0 {
+        return None;
+    }
+    match s.null_count() {
+        0 => {}
+        c if c == n => return Some(None),
+        _ => return None,
+    }
+    let first = s.value(0);
+    let len = first.len() as i64;
+    let offsets = s.value_offsets();
+    let base = i64::from(offsets[0]);
+    let lengths_equal = offsets
+        .iter()
+        .enumerate()
+        .all(|(j, &o)| i64::from(o) - base == j as i64 * len);
+    if !lengths_equal {
+        return None;
+    }
+    let bytes = &s.values()[base as usize..offsets[n] as usize];
+    let same = len == 0
+        || bytes
+            .chunks_exact(len as usize)
+            .all(|c| c == first.as_bytes());
+    same.then_some(Some(first))
+}
+
+/// Encoded chunks of full row groups of one value, by column and value.
+type Copies = HashMap<(usize, Option<String>), (Bytes, ColumnCloseResult)>;
+
+/// A column writer of the row group being built.
+struct Column {
+    i: usize,
+    writer: ArrowColumnWriter,
+    /// Time spent encoding it.
+    spent: Duration,
+    same: Same,
+}
+
+impl Column {
+    fn write(&mut self, schema: &SchemaRef, array: &ArrayRef) -> Result<(), ParquetError> {
+        for leaf in compute_leaves(&schema.fields()[self.i], array)? {
+            self.writer.write(&leaf)?;
+        }
+        Ok(())
+    }
+
+    /// Writes the rows of one value held back so far.
+    fn write_held(&mut self, schema: &SchemaRef) -> Result<(), ParquetError> {
+        if let Same::Value(v, n) = std::mem::replace(&mut self.same, Same::Mixed) {
+            self.write(schema, &repeated(v.as_deref(), n))?;
+        }
+        Ok(())
+    }
+}
+
+/// An encoder's column writers of the row group being built.
+type Writers = Vec<Column>;
 
 /// Encodes the encoder's columns of `batch`, with writers made by `new`
 /// at a row group's first batch.
@@ -248,26 +370,98 @@ fn encode(
         Some(w) => w,
         None => writers.insert(new()?),
     };
-    for (i, w, spent) in writers.iter_mut() {
+    for c in writers.iter_mut() {
         let t = Instant::now();
-        for leaf in compute_leaves(&schema.fields()[*i], batch.column(*i))? {
-            w.write(&leaf)?;
+        let array = batch.column(c.i);
+        let one = match &c.same {
+            Same::Mixed => None,
+            _ => one_value(array.as_ref()),
+        };
+        match (&mut c.same, one) {
+            (Same::Unknown, Some(v)) => c.same = Same::Value(v.map(str::to_string), array.len()),
+            (Same::Value(held, n), Some(v)) if held.as_deref() == v => *n += array.len(),
+            _ => {
+                c.write_held(schema)?;
+                c.same = Same::Mixed;
+                c.write(schema, array)?;
+            }
         }
-        *spent += t.elapsed();
+        c.spent += t.elapsed();
     }
     Ok(())
 }
 
-/// The encoded chunks of a row group's columns.
-fn close(writers: Option<Writers>) -> Result<Chunks, ParquetError> {
+/// The encoded chunks of a row group's columns; a full row group's column
+/// of one value is encoded once and copied after.
+fn close(
+    writers: Option<Writers>,
+    ctx: &EncoderContext<'_>,
+    copies: &mut Copies,
+) -> Result<Chunks, ParquetError> {
     writers
         .unwrap_or_default()
         .into_iter()
-        .map(|(i, w, spent)| {
+        .map(|mut c| {
             let t = Instant::now();
-            w.close().map(|c| (i, c, spent + t.elapsed()))
+            let chunk = match std::mem::replace(&mut c.same, Same::Mixed) {
+                Same::Value(v, n) if n == ctx.row_group_rows => {
+                    let key = (c.i, v);
+                    let (bytes, close) = match copies.get(&key) {
+                        Some(copy) => copy.clone(),
+                        None => {
+                            c.write(ctx.schema, &repeated(key.1.as_deref(), n))?;
+                            let copy = chunk_bytes(c.writer.close()?, ctx, c.i)?;
+                            copies.insert(key, copy.clone());
+                            copy
+                        }
+                    };
+                    Chunk::Copied(bytes, close)
+                }
+                held => {
+                    c.same = held;
+                    c.write_held(ctx.schema)?;
+                    Chunk::Encoded(c.writer.close()?)
+                }
+            };
+            Ok((c.i, chunk, c.spent + t.elapsed()))
         })
         .collect()
+}
+
+/// The bytes of an encoded chunk of column `i` and where its pages are
+/// in them, for `append_column`: the chunk is laid out in a row group of
+/// a one-column file in memory (the chunk keeps its pages to itself).
+fn chunk_bytes(
+    chunk: ArrowColumnChunk,
+    ctx: &EncoderContext<'_>,
+    i: usize,
+) -> Result<(Bytes, ColumnCloseResult), ParquetError> {
+    let close = chunk.close().clone();
+    // The chunk holds its data pages first and its dictionary last, and
+    // is laid out dictionary first.
+    let meta = &close.metadata;
+    let dictionary = meta
+        .dictionary_page_offset()
+        .map_or(0, |d| meta.compressed_size() - d);
+    let close = close.update_dictionary_location(dictionary as usize)?;
+    let field = ctx.parquet.root_schema().get_fields()[i].clone();
+    let one = Type::group_type_builder(ctx.parquet.root_schema().name())
+        .with_fields(vec![field])
+        .build()?;
+    let descr = Arc::new(SchemaDescriptor::new(Arc::new(one)));
+    let mut sink = TrackedWrite::new(Vec::new());
+    let mut rg = SerializedRowGroupWriter::new(descr, ctx.props.clone(), &mut sink, 0, None);
+    chunk.append_to_row_group(&mut rg)?;
+    drop(rg);
+    let bytes = Bytes::from(sink.into_inner()?);
+    if bytes.len() as i64 != close.metadata.compressed_size() {
+        return Err(ParquetError::General(format!(
+            "a copied column chunk has {} bytes, its metadata says {}",
+            bytes.len(),
+            close.metadata.compressed_size()
+        )));
+    }
+    Ok((bytes, close))
 }
 
 #[cfg(test)]
@@ -306,6 +500,96 @@ mod tests {
         let in_turn = |k: usize| -> f64 { costs.iter().skip(k).step_by(2).sum() };
         assert_eq!((in_turn(0), in_turn(1)), (16.0, 8.0));
         assert_eq!(share(&costs, 1), vec![0; costs.len()]);
+    }
+
+    /// Columns of one value (the file's path, an all-null session) are
+    /// encoded once and copied into the later full row groups; a column
+    /// whose value changes in a row group, or from one row group to the
+    /// next, is encoded as it comes. Every row reads back as it was sent.
+    #[test]
+    fn columns_of_one_value_read_back_whole() {
+        use arrow_schema::{DataType, Field, Schema};
+        let schema: SchemaRef = Arc::new(Schema::new(vec![
+            Field::new("file", DataType::Utf8, false),
+            Field::new("session", DataType::Utf8, true),
+            Field::new("name", DataType::Utf8, false),
+            Field::new("id", DataType::Int64, false),
+        ]));
+        let rows = |from: i64, n: i64| -> RecordBatch {
+            let file = StringArray::from_iter_values((0..n).map(|_| "/t/a.trc"));
+            // Null until row 25, then one value.
+            let session =
+                StringArray::from_iter((from..from + n).map(|i| (i >= 25).then_some("7.9")));
+            // One value until row 14, then one a row.
+            let name = StringArray::from_iter_values((from..from + n).map(|i| {
+                if i < 14 {
+                    "x".to_string()
+                } else {
+                    format!("n{i}")
+                }
+            }));
+            let id = Int64Array::from_iter_values(from..from + n);
+            let cols: Vec<Arc<dyn Array>> = vec![
+                Arc::new(file),
+                Arc::new(session),
+                Arc::new(name),
+                Arc::new(id),
+            ];
+            RecordBatch::try_new(schema.clone(), cols).unwrap()
+        };
+        for threads in [1, 2] {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("t.parquet");
+            let (tx, rx) = sync_channel(4);
+            let mut sent = Vec::new();
+            let mut from = 0;
+            for n in [4i64, 6, 3, 7, 10, 5, 5, 2, 4] {
+                sent.push(rows(from, n));
+                from += n;
+            }
+            let feed = sent.clone();
+            let h = std::thread::spawn(move || feed.into_iter().for_each(|b| tx.send(b).unwrap()));
+            let enc = Encodings {
+                plain: &["session"],
+                delta: &[],
+                stats: &["file"],
+            };
+            write_row_groups(&path, schema.clone(), enc, threads, 10, rx).unwrap();
+            h.join().unwrap();
+            let builder =
+                ParquetRecordBatchReaderBuilder::try_new(std::fs::File::open(&path).unwrap())
+                    .unwrap();
+            let meta = builder.metadata().clone();
+            let groups: Vec<i64> = meta.row_groups().iter().map(|g| g.num_rows()).collect();
+            assert_eq!(groups, vec![10, 10, 10, 10, 6]);
+            // The copied chunks keep their statistics.
+            for g in meta.row_groups() {
+                let stats = g.column(0).statistics().expect("file has statistics");
+                assert_eq!(stats.min_bytes_opt(), Some(&b"/t/a.trc"[..]));
+            }
+            let back: Vec<RecordBatch> = builder.build().unwrap().map(Result::unwrap).collect();
+            let whole =
+                |b: &[RecordBatch]| arrow_select::concat::concat_batches(&schema, b).unwrap();
+            assert_eq!(whole(&back), whole(&sent), "{threads} threads");
+        }
+    }
+
+    #[test]
+    fn one_value_compares_lengths_and_bytes() {
+        let of = |v: &[Option<&str>]| -> Option<Option<String>> {
+            one_value(&StringArray::from(v.to_vec())).map(|o| o.map(str::to_string))
+        };
+        assert_eq!(of(&[Some("ab"), Some("ab")]), Some(Some("ab".into())));
+        assert_eq!(of(&[None, None]), Some(None));
+        assert_eq!(of(&[Some(""), Some("")]), Some(Some(String::new())));
+        // The same bytes cut in other places are other values.
+        assert_eq!(of(&[Some("ab"), Some("a"), Some("bab")]), None);
+        assert_eq!(of(&[Some("ab"), None]), None);
+        assert_eq!(of(&[Some("ab"), Some("ac")]), None);
+        // A slice is judged by its own rows.
+        let a = StringArray::from(vec!["a", "b", "b"]);
+        assert_eq!(one_value(&a.slice(1, 2)), Some(Some("b")));
+        assert_eq!(one_value(&Int64Array::from(vec![1, 1])), None);
     }
 
     /// Batches that straddle row groups, on several threads: the rows
