@@ -349,7 +349,25 @@ impl Column {
     /// Writes the rows of one value held back so far.
     fn write_held(&mut self, schema: &SchemaRef) -> Result<(), ParquetError> {
         if let Same::Value(v, n) = std::mem::replace(&mut self.same, Same::Mixed) {
-            self.write(schema, &repeated(v.as_deref(), n))?;
+            self.write_copies(schema, v.as_deref(), n)?;
+        }
+        Ok(())
+    }
+
+    /// Writes `n` rows of `v`, a batch's worth at a time: a row group of
+    /// a long path built whole would take a hundred megabytes.
+    fn write_copies(
+        &mut self,
+        schema: &SchemaRef,
+        v: Option<&str>,
+        n: usize,
+    ) -> Result<(), ParquetError> {
+        let piece = repeated(v, n.min(crate::BATCH_ROWS));
+        let mut left = n;
+        while left > 0 {
+            let take = left.min(piece.len());
+            self.write(schema, &piece.slice(0, take))?;
+            left -= take;
         }
         Ok(())
     }
@@ -409,7 +427,7 @@ fn close(
                     let (bytes, close) = match copies.get(&key) {
                         Some(copy) => copy.clone(),
                         None => {
-                            c.write(ctx.schema, &repeated(key.1.as_deref(), n))?;
+                            c.write_copies(ctx.schema, key.1.as_deref(), n)?;
                             let copy = chunk_bytes(c.writer.close()?, ctx, c.i)?;
                             copies.insert(key, copy.clone());
                             copy
@@ -515,37 +533,40 @@ mod tests {
             Field::new("name", DataType::Utf8, false),
             Field::new("id", DataType::Int64, false),
         ]));
-        let rows = |from: i64, n: i64| -> RecordBatch {
-            let file = StringArray::from_iter_values((0..n).map(|_| "/t/a.trc"));
-            // Null until row 25, then one value.
-            let session =
-                StringArray::from_iter((from..from + n).map(|i| (i >= 25).then_some("7.9")));
-            // One value until row 14, then one a row.
-            let name = StringArray::from_iter_values((from..from + n).map(|i| {
-                if i < 14 {
-                    "x".to_string()
-                } else {
-                    format!("n{i}")
-                }
-            }));
-            let id = Int64Array::from_iter_values(from..from + n);
-            let cols: Vec<Arc<dyn Array>> = vec![
-                Arc::new(file),
-                Arc::new(session),
-                Arc::new(name),
-                Arc::new(id),
-            ];
-            RecordBatch::try_new(schema.clone(), cols).unwrap()
-        };
-        for threads in [1, 2] {
+        // Scale 1: row groups of 10 rows; scale 2,000: of 20,000, held
+        // rows written back in several pieces.
+        for (scale, threads) in [(1i64, 1), (1, 2), (2000, 2)] {
+            let rows = |from: i64, n: i64| -> RecordBatch {
+                let file = StringArray::from_iter_values((0..n).map(|_| "/t/a.trc"));
+                // Null until row 25, then one value.
+                let session = StringArray::from_iter(
+                    (from..from + n).map(|i| (i >= 25 * scale).then_some("7.9")),
+                );
+                // One value until row 14, then one a row.
+                let name = StringArray::from_iter_values((from..from + n).map(|i| {
+                    if i < 14 * scale {
+                        "x".to_string()
+                    } else {
+                        format!("n{i}")
+                    }
+                }));
+                let id = Int64Array::from_iter_values(from..from + n);
+                let cols: Vec<Arc<dyn Array>> = vec![
+                    Arc::new(file),
+                    Arc::new(session),
+                    Arc::new(name),
+                    Arc::new(id),
+                ];
+                RecordBatch::try_new(schema.clone(), cols).unwrap()
+            };
             let dir = tempfile::tempdir().unwrap();
             let path = dir.path().join("t.parquet");
             let (tx, rx) = sync_channel(4);
             let mut sent = Vec::new();
             let mut from = 0;
             for n in [4i64, 6, 3, 7, 10, 5, 5, 2, 4] {
-                sent.push(rows(from, n));
-                from += n;
+                sent.push(rows(from, n * scale));
+                from += n * scale;
             }
             let feed = sent.clone();
             let h = std::thread::spawn(move || feed.into_iter().for_each(|b| tx.send(b).unwrap()));
@@ -554,14 +575,15 @@ mod tests {
                 delta: &[],
                 stats: &["file"],
             };
-            write_row_groups(&path, schema.clone(), enc, threads, 10, rx).unwrap();
+            let group = 10 * scale as usize;
+            write_row_groups(&path, schema.clone(), enc, threads, group, rx).unwrap();
             h.join().unwrap();
             let builder =
                 ParquetRecordBatchReaderBuilder::try_new(std::fs::File::open(&path).unwrap())
                     .unwrap();
             let meta = builder.metadata().clone();
             let groups: Vec<i64> = meta.row_groups().iter().map(|g| g.num_rows()).collect();
-            assert_eq!(groups, vec![10, 10, 10, 10, 6]);
+            assert_eq!(groups, [10, 10, 10, 10, 6].map(|g| g * scale));
             // The copied chunks keep their statistics.
             for g in meta.row_groups() {
                 let stats = g.column(0).statistics().expect("file has statistics");
@@ -570,7 +592,11 @@ mod tests {
             let back: Vec<RecordBatch> = builder.build().unwrap().map(Result::unwrap).collect();
             let whole =
                 |b: &[RecordBatch]| arrow_select::concat::concat_batches(&schema, b).unwrap();
-            assert_eq!(whole(&back), whole(&sent), "{threads} threads");
+            assert_eq!(
+                whole(&back),
+                whole(&sent),
+                "scale {scale}, {threads} threads"
+            );
         }
     }
 
