@@ -179,8 +179,9 @@ impl Ints {
         if shift == 0 {
             self.valid.push(bits);
         } else {
-            // Only at the end of a batch whose block was not full: later
-            // blocks start mid-word.
+            // After a block that was not full. `spread` hands full blocks
+            // but the batch's last, so this keeps the bitmap right should
+            // that change (a unit test covers it).
             self.valid[word] |= bits << shift;
             if shift + n > 64 {
                 self.valid.push(bits >> (64 - shift));
