@@ -237,9 +237,25 @@ fn field(s: &[u8], i: &mut usize, key: &'static [u8], sep: u8) -> Option<i64> {
 
 /// If `s` ends with `<key><integer>`, the integer and the text before the
 /// key. Reads backwards from the end: cheaper than searching forwards.
+/// The value is what [`int`] makes of the run of digits and `-` before
+/// the end, read in the same backward pass that finds the run (a second,
+/// forward pass over `tim=`'s 14 digits cost as much as the first).
 fn trailing_int<'a, const K: usize>(s: &'a [u8], key: &[u8; K]) -> Option<(Option<i64>, &'a [u8])> {
-    let mut at = s.len();
+    let (mut at, mut v, mut unit, mut digits) = (s.len(), 0i64, 1i64, 0usize);
+    while at > 0 && s[at - 1].is_ascii_digit() {
+        if digits < 18 {
+            v += i64::from(s[at - 1] - b'0') * unit;
+            unit = unit.wrapping_mul(10);
+        }
+        digits += 1;
+        at -= 1;
+    }
+    let neg = at > 0 && s[at - 1] == b'-';
+    at -= usize::from(neg);
+    // More digits or signs before: a run `int` does not read as a number.
+    let mut valid = (1..=18).contains(&digits);
     while at > 0 && (s[at - 1].is_ascii_digit() || s[at - 1] == b'-') {
+        valid = false;
         at -= 1;
     }
     // A fixed-size compare: registers, not a memcmp call.
@@ -247,7 +263,9 @@ fn trailing_int<'a, const K: usize>(s: &'a [u8], key: &[u8; K]) -> Option<(Optio
     if before.last_chunk::<K>()? != key {
         return None;
     }
-    Some((int(&s[at..]), &before[..at - K]))
+    let value = valid.then_some(if neg { -v } else { v });
+    debug_assert_eq!(value, int(&s[at..]));
+    Some((value, &before[..at - K]))
 }
 
 /// A parsed WAIT line body (after `WAIT #cursor:`).
@@ -349,6 +367,30 @@ pub(crate) fn pic(s: &[u8]) -> Pic<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The backward read gives what `int` gives for the same run.
+    #[test]
+    fn trailing_ints_read_as_int_reads_them() {
+        for tail in [
+            "7",
+            "-1",
+            "123456789012345678",
+            "1234567890123456789",
+            "-",
+            "--5",
+            "1-2",
+            "5-",
+            "0",
+            "-0",
+            "",
+        ] {
+            let line = format!("x tim={tail}");
+            let got = trailing_int(line.as_bytes(), b" tim=");
+            let want = Some((int(tail.as_bytes()), &b"x"[..]));
+            assert_eq!(got, want, "{tail:?}");
+        }
+        assert_eq!(trailing_int(b"x obj=5", b" tim="), None);
+    }
 
     #[test]
     fn ints() {
