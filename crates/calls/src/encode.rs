@@ -13,7 +13,11 @@
 //!
 //! The file holds the same row groups (of [`ROW_GROUP_ROWS`] rows) and the
 //! same columns as `ArrowWriter` writes: this is arrow-rs's own low-level
-//! API for parallel encoding, not an encoder of ours.
+//! API for parallel encoding, not an encoder of ours. A string column of
+//! one value in a full row group (the file's path and name) is encoded
+//! once a file and its chunk copied into the later row groups, with the
+//! same API's `append_column` (see [`Same`]): the bytes are those the
+//! encoder would have written again.
 
 use std::fs::File;
 use std::path::Path;
