@@ -47,7 +47,7 @@ impl Header {
         self.tim_offset_us.map(|o| o + tim)
     }
 
-    /// Reads the header of `file` (its first [`HEADER_BYTES`]).
+    /// Reads the header of `file` (its first 256 kB, `HEADER_BYTES`).
     pub fn read(file: TraceFile) -> Header {
         let mut h = Header::default();
         let opts = ReadOptions {
