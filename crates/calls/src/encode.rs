@@ -350,7 +350,8 @@ impl Column {
         Ok(())
     }
 
-    /// Writes the rows of one value held back so far.
+    /// Writes the rows of one value held back so far; the column is mixed
+    /// from then on.
     fn write_held(&mut self, schema: &SchemaRef) -> Result<(), ParquetError> {
         if let Same::Value(v, n) = std::mem::replace(&mut self.same, Same::Mixed) {
             self.write_copies(schema, v.as_deref(), n)?;
@@ -403,8 +404,8 @@ fn encode(
             (Same::Unknown, Some(v)) => c.same = Same::Value(v.map(str::to_string), array.len()),
             (Same::Value(held, n), Some(v)) if held.as_deref() == v => *n += array.len(),
             _ => {
+                // Leaves the column mixed for the rest of the row group.
                 c.write_held(schema)?;
-                c.same = Same::Mixed;
                 c.write(schema, array)?;
             }
         }

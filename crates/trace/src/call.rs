@@ -245,30 +245,19 @@ impl<'a> WaitFields<'a> {
     }
 }
 
-/// A word as `str::parse::<i64>` reads it (a sign, then decimal digits),
-/// digit by digit for the short words parameters are; a word of 19 digits
-/// or more goes to the standard parser, which knows where i64 ends.
+/// A word as `str::parse::<i64>` reads it (a sign, then decimal digits):
+/// the fields' integer parser, which has no `+` and stops at 18 digits;
+/// a longer word goes to the standard parser, which knows where i64 ends.
 fn parse_i64(w: &[u8]) -> Option<i64> {
-    let (neg, digits) = match w.first() {
-        Some(b'-') => (true, &w[1..]),
-        Some(b'+') => (false, &w[1..]),
-        _ => (false, w),
-    };
-    if digits.is_empty() {
-        return None;
-    }
-    if digits.len() > 18 {
+    let unsigned = w.strip_prefix(b"+").unwrap_or(w);
+    if unsigned.len() > 18 {
         return std::str::from_utf8(w).ok()?.parse().ok();
     }
-    let mut v: i64 = 0;
-    for &c in digits {
-        let d = c.wrapping_sub(b'0');
-        if d > 9 {
-            return None;
-        }
-        v = v * 10 + i64::from(d);
+    match w.first() {
+        // `+-1` is no number.
+        Some(b'+') if unsigned.first() == Some(&b'-') => None,
+        _ => crate::fields::int(unsigned),
     }
-    Some(if neg { -v } else { v })
 }
 
 /// One database call, WAIT, or (on request) unaccounted-for pseudo-call.
