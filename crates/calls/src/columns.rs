@@ -108,17 +108,23 @@ pub fn schema(with_file_id: bool) -> SchemaRef {
 ///   deltas are mostly zero, a quarter quicker than a dictionary for a
 ///   few kB more;
 /// - `parse_id` is mostly distinct but repeats in runs, `hv`, `dep`,
-///   `depmin` and `r` are a few values in long runs, `session` is one
-///   short value per file: plain values through zstd, half a
-///   dictionary's hashing, within a few kB;
+///   `depmin`, `r`, `p`, `cr`, `cu`, `mis` and the wait parameters `p1`
+///   to `p3` are a few values in long runs, `session` is one short value
+///   per file, `cursor` a few per statement: plain values through zstd,
+///   half to three quarters of a dictionary's time, within a few kB (60
+///   for `p2`, of 41 MB);
 /// - everything else gets a dictionary: the durations (`af`, `dur`, `e`,
-///   `c`, `ela`) and wait parameters repeat enough that it is both smaller
-///   and quicker than plain values (it falls back to plain by itself in a
-///   row group where it outgrows its page), and the file's path and name,
-///   the same on every row, cost one hash a row where plain values cost
-///   zstd every byte of every row (twice as long for a 17-byte path).
+///   `c`, `ela`), `obj`, `og` and `plh` repeat enough that it is both
+///   smaller and quicker than plain values (it falls back to plain by
+///   itself in a row group where it outgrows its page); `name`, `call`
+///   and `sqlid` are what engines group and filter by (a dictionary lets
+///   Spark skip row groups on `sqlid = '…'`); the file's path and name,
+///   the same on every row, are copied whole (see [`crate::encode`]).
 pub const ENCODINGS: Encodings<'static> = Encodings {
-    plain: &["session", "parse_id", "hv", "dep", "depmin", "r"],
+    plain: &[
+        "session", "parse_id", "hv", "dep", "depmin", "r", "p", "cr", "cu", "mis", "p1", "p2",
+        "p3", "cursor",
+    ],
     delta: &[
         "line",
         "exec_id",

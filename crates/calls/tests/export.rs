@@ -362,7 +362,7 @@ fn layouts_formats_and_refusals() {
 
 /// Each column is written as measured best for it ([`ENCODINGS`]): the
 /// growing integers delta-packed, the names, paths and durations through a
-/// dictionary, the ids and flags in long runs plain.
+/// dictionary, the ids, flags and wait parameters in long runs plain.
 #[test]
 fn columns_are_encoded_as_measured_best() {
     use parquet::basic::Encoding;
@@ -389,12 +389,12 @@ fn columns_are_encoded_as_measured_best() {
         assert!(!e.contains(&Encoding::RLE_DICTIONARY), "{c}: {e:?}");
     }
     for c in [
-        "name", "call", "sqlid", "af", "ela", "file", "basename", "p2",
+        "name", "call", "sqlid", "af", "ela", "file", "basename", "obj",
     ] {
         let e = encodings(c);
         assert!(e.contains(&Encoding::RLE_DICTIONARY), "{c}: {e:?}");
     }
-    assert!(ENCODINGS.plain.contains(&"parse_id") && ENCODINGS.plain.contains(&"session"));
+    assert!(ENCODINGS.plain.contains(&"parse_id") && ENCODINGS.plain.contains(&"p2"));
     for &c in ENCODINGS.plain {
         let e = encodings(c);
         assert!(

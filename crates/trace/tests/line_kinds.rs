@@ -139,3 +139,53 @@ fn without_bind_details() {
         assert!(kept.iter().any(|(k, _)| *k == n), "line {n} left out");
     }
 }
+
+/// The bind values a reader collects, one list per EXEC: the value of
+/// each `Bind#n`, `None` for a bind without one, the quoted value that
+/// runs over lines joined, and a value a damaged dump wrote on the
+/// `Bind#n` line itself; detail lines that start like `value=` or
+/// `Bind#` (`valx=`, `Bindings`) are no values.
+#[test]
+fn bind_values_of_each_execution() {
+    let damaged = TRACE.replace(
+        " Bind#1\n  value=7\n",
+        " Bind#1 dty=2 value=7\n  valx=8\n Bindings=9\n Bind#2\n  value=\"\"\n",
+    );
+    assert_ne!(damaged, TRACE);
+    let opts = ReadOptions {
+        binds: true,
+        ..ReadOptions::default()
+    };
+    let mut execs = Vec::new();
+    for text in [TRACE, damaged.as_str()] {
+        let file =
+            TraceFile::from_reader("binds.trc", std::io::Cursor::new(text.as_bytes().to_vec()));
+        let mut got = Vec::new();
+        Reader::new(opts.clone())
+            .read(file, |c| {
+                if c.kind == CallKind::Exec {
+                    let values: Vec<Option<String>> = c
+                        .binds
+                        .iter()
+                        .map(|b| b.as_deref().map(str::to_string))
+                        .collect();
+                    got.push(values);
+                }
+            })
+            .unwrap();
+        execs.push(got);
+    }
+    let s = |v: &str| Some(v.to_string());
+    let first = vec![s("\"42\""), None];
+    assert_eq!(
+        execs[0],
+        [first.clone(), vec![s("\"two\n  oacdty=99 lines\""), s("7")]]
+    );
+    assert_eq!(
+        execs[1],
+        [
+            first,
+            vec![s("\"two\n  oacdty=99 lines\""), s("7"), s("\"\"")]
+        ]
+    );
+}
