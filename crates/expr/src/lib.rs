@@ -45,6 +45,7 @@ use std::sync::Arc;
 
 mod ast;
 mod error;
+mod fast;
 mod functions;
 mod interpolate;
 mod lexer;
@@ -63,6 +64,7 @@ pub use value::{perl_number_to_string, perl_str_to_num};
 use ast::eval::Ctx;
 use ast::fold::NoVars;
 use ast::Node;
+use fast::Fast;
 
 /// A Perl scalar value.
 #[derive(Debug, Clone, PartialEq)]
@@ -105,6 +107,8 @@ struct Inner {
     constant: Option<Value<'static>>,
     /// The program reads `$1`…, so matches must record their groups.
     want_caps: bool,
+    /// The program's form when it takes a path around the tree.
+    fast: Option<Fast>,
 }
 
 /// Collects the variables a tree reads and whether it reads `$1`….
@@ -138,8 +142,14 @@ impl Program {
             }
             _ => None,
         };
+        let fast = if constant.is_none() {
+            Fast::of(&root)
+        } else {
+            None
+        };
         Ok(Program {
             inner: Arc::new(Inner {
+                fast,
                 source: src.to_string(),
                 root,
                 variables,
@@ -171,6 +181,11 @@ impl Program {
         if let Some(v) = &self.inner.constant {
             return Ok(v.reborrow());
         }
+        match &self.inner.fast {
+            Some(Fast::Scalar(id)) => return Ok(vars.scalar(*id)),
+            Some(Fast::Test(t)) => return Ok(t.value(vars)),
+            None => {}
+        }
         let mut cx = Ctx::new(vars, self.inner.want_caps);
         self.inner.root.eval(&mut cx)
     }
@@ -180,6 +195,11 @@ impl Program {
         if let Some(v) = &self.inner.constant {
             return Ok(v.truthy());
         }
+        match &self.inner.fast {
+            Some(Fast::Scalar(id)) => return Ok(vars.scalar(*id).truthy()),
+            Some(Fast::Test(t)) => return Ok(t.holds(vars)),
+            None => {}
+        }
         let mut cx = Ctx::new(vars, self.inner.want_caps);
         self.inner.root.eval_bool(&mut cx)
     }
@@ -188,6 +208,11 @@ impl Program {
     pub fn eval_num(&self, vars: &dyn Vars) -> Result<f64, EvalError> {
         if let Some(v) = &self.inner.constant {
             return Ok(v.to_num());
+        }
+        match &self.inner.fast {
+            Some(Fast::Scalar(id)) => return Ok(vars.scalar(*id).to_num()),
+            Some(Fast::Test(t)) => return Ok(t.value(vars).to_num()),
+            None => {}
         }
         let mut cx = Ctx::new(vars, self.inner.want_caps);
         self.inner.root.eval_num(&mut cx)

@@ -185,6 +185,12 @@ pub struct Groups {
     /// Groups by the address and length of a label that stays put (see
     /// [`Self::add_stable`]): indices into `map`.
     by_addr: FxHashMap<(usize, usize), usize>,
+    /// The group [`Self::add`] added to last: consecutive calls mostly
+    /// share a group (a statement's EXEC, FETCHes and waits under
+    /// `--group='$sqlid'`), and comparing the label with the last one's
+    /// costs a fifth of hashing it and looking it up. (Groups are never
+    /// removed, so an index stays valid.)
+    last: Option<usize>,
 }
 
 impl Groups {
@@ -218,13 +224,19 @@ impl Groups {
     /// with the map's look-up.
     #[inline(always)]
     pub fn add(&mut self, group: &str, value: f64, us: Option<i64>, first: First) {
-        match self.map.get_mut(group) {
-            Some(a) => a.add(value, us),
-            None => {
-                let mut a = Agg::empty(first);
+        if let Some((k, a)) = self.last.and_then(|i| self.map.get_index_mut(i)) {
+            if **k == *group {
                 a.add(value, us);
-                self.map.insert(group.into(), a);
+                return;
             }
+        }
+        let i = match self.map.get_index_of(group) {
+            Some(i) => i,
+            None => self.map.insert_full(group.into(), Agg::empty(first)).0,
+        };
+        self.last = Some(i);
+        if let Some((_, a)) = self.map.get_index_mut(i) {
+            a.add(value, us);
         }
     }
 

@@ -695,7 +695,7 @@ fn eval_repeat<'a>(item: &'a Node, count: &'a Node, cx: &mut Ctx<'a>) -> R<Value
     Ok(owned(s.repeat(n)))
 }
 
-fn num_test(op: CmpOp, x: f64, y: f64) -> bool {
+pub(crate) fn num_test(op: CmpOp, x: f64, y: f64) -> bool {
     match op {
         CmpOp::NumLt => x < y,
         CmpOp::NumGt => x > y,
