@@ -188,8 +188,9 @@ pub struct Groups {
     /// The group [`Self::add`] added to last: consecutive calls mostly
     /// share a group (a statement's EXEC, FETCHes and waits under
     /// `--group='$sqlid'`), and comparing the label with the last one's
-    /// costs a fifth of hashing it and looking it up. (Groups are never
-    /// removed, so an index stays valid.)
+    /// is cheaper than hashing it and looking it up (3 % of that profile's
+    /// instructions saved). Groups are never removed, so an index stays
+    /// valid.
     last: Option<usize>,
 }
 
