@@ -319,6 +319,29 @@ mod tests {
     }
 
     #[test]
+    fn runs_of_one_label_and_labels_that_alternate() {
+        let mut g = Groups::default();
+        let labels = ["a", "a", "b", "a", "b", "b", "ab", "a"];
+        for (i, l) in labels.iter().enumerate() {
+            // A fresh copy each time: found by text, not by address.
+            g.add(&l.to_string(), 0.0, Some(i as i64 + 1), at(0, i as u64));
+        }
+        let got: Vec<(&str, u64, Num, First)> = g
+            .map
+            .iter()
+            .map(|(k, a)| (k.as_ref(), a.calls, a.sum(), a.first))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("a", 4, Num::micros(1 + 2 + 4 + 8), at(0, 0)),
+                ("b", 3, Num::micros(3 + 5 + 6), at(0, 2)),
+                ("ab", 1, Num::micros(7), at(0, 6)),
+            ]
+        );
+    }
+
+    #[test]
     fn sums_do_not_wrap_and_do_not_depend_on_order() {
         let mut g = Groups::default();
         for _ in 0..20 {
