@@ -323,8 +323,7 @@ mod tests {
         let mut g = Groups::default();
         let labels = ["a", "a", "b", "a", "b", "b", "ab", "a"];
         for (i, l) in labels.iter().enumerate() {
-            // A fresh copy each time: found by text, not by address.
-            g.add(&l.to_string(), 0.0, Some(i as i64 + 1), at(0, i as u64));
+            g.add(l, 0.0, Some(i as i64 + 1), at(0, i as u64));
         }
         let got: Vec<(&str, u64, Num, First)> = g
             .map
