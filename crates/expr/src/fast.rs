@@ -98,24 +98,24 @@ impl Test {
     pub(crate) fn value(&self, vars: &dyn Vars) -> Value<'static> {
         match self {
             Test::Cmp { .. } => Value::from_bool(self.holds(vars)),
-            Test::All(items) => {
-                for (i, t) in items.iter().enumerate() {
-                    if !t.holds(vars) || i + 1 == items.len() {
-                        return t.value(vars);
-                    }
-                }
-                Value::from_bool(true)
-            }
-            Test::Any(items) => {
-                for (i, t) in items.iter().enumerate() {
-                    if t.holds(vars) || i + 1 == items.len() {
-                        return t.value(vars);
-                    }
-                }
-                Value::from_bool(false)
-            }
+            Test::All(items) => deciding(items, vars, false),
+            Test::Any(items) => deciding(items, vars, true),
         }
     }
+}
+
+/// The value of the first of `items` whose truth is `stop`, else of the
+/// last: what `and` (`stop` false) and `or` (`stop` true) return. Each
+/// item is evaluated once.
+fn deciding(items: &[Test], vars: &dyn Vars, stop: bool) -> Value<'static> {
+    let mut last = Value::from_bool(!stop);
+    for t in items {
+        last = t.value(vars);
+        if last.truthy() == stop {
+            break;
+        }
+    }
+    last
 }
 
 #[cfg(test)]
