@@ -99,31 +99,32 @@ pub fn schema(with_file_id: bool) -> SchemaRef {
 }
 
 /// How the calls table is encoded in Parquet, chosen by measuring each
-/// column of the 1 GB bench trace (time to encode, bytes written; the
-/// table is in docs/calls.md):
+/// column of the 1 GB bench trace (time to encode, bytes written) and of
+/// 60 MB of it under callgrind (instructions, the same from run to run;
+/// the tables are in docs/calls.md):
 /// - `line`, `exec_id`, `island_id` and the times grow row by row: their
 ///   deltas, bit-packed (DELTA_BINARY_PACKED), take a tenth of the time
 ///   of a dictionary or of plain values through zstd, and less room;
-///   `oct`, `uid` and `lid` stay put for a statement's calls: their
-///   deltas are mostly zero, a quarter quicker than a dictionary for a
-///   few kB more;
+///   `oct`, `uid`, `lid` and `og` stay put for a statement's calls: their
+///   deltas are mostly zero, a fifth to a third fewer instructions than a
+///   dictionary for a few kB more;
 /// - `parse_id` is mostly distinct but repeats in runs, `hv`, `dep`,
-///   `depmin`, `r`, `p`, `cr`, `cu`, `mis` and the wait parameters `p1`
-///   to `p3` are a few values in long runs, `session` is one short value
-///   per file, `cursor` a few per statement: plain values through zstd,
-///   half to three quarters of a dictionary's time, within a few kB (60
-///   for `p2`, of 41 MB);
+///   `depmin`, `r`, `p`, `cr`, `cu`, `mis`, `plh`, `obj` and the wait
+///   parameters `p1` to `p3` are a few values in long runs, `session` is
+///   one short value per file, `cursor` a few per statement: plain values
+///   through zstd, half to four fifths of a dictionary's instructions,
+///   within a few kB (60 for `p2`, of 41 MB);
 /// - everything else gets a dictionary: the durations (`af`, `dur`, `e`,
-///   `c`, `ela`), `obj`, `og` and `plh` repeat enough that it is both
-///   smaller and quicker than plain values (it falls back to plain by
-///   itself in a row group where it outgrows its page); `name`, `call`
-///   and `sqlid` are what engines group and filter by (a dictionary lets
-///   Spark skip row groups on `sqlid = '…'`); the file's path and name,
-///   the same on every row, are copied whole (see [`crate::encode`]).
+///   `c`, `ela`) repeat enough that it is a half to two thirds the bytes
+///   of their deltas (it falls back to plain by itself in a row group
+///   where it outgrows its page); `name`, `call` and `sqlid` are what
+///   engines group and filter by (a dictionary lets Spark skip row groups
+///   on `sqlid = '…'`); the file's path and name, the same on every row,
+///   are copied whole (see [`crate::encode`]).
 pub const ENCODINGS: Encodings<'static> = Encodings {
     plain: &[
-        "session", "parse_id", "hv", "dep", "depmin", "r", "p", "cr", "cu", "mis", "p1", "p2",
-        "p3", "cursor",
+        "session", "parse_id", "hv", "dep", "depmin", "r", "p", "cr", "cu", "mis", "plh", "p1",
+        "p2", "p3", "obj", "cursor",
     ],
     delta: &[
         "line",
@@ -135,6 +136,7 @@ pub const ENCODINGS: Encodings<'static> = Encodings {
         "oct",
         "uid",
         "lid",
+        "og",
     ],
     stats: STATISTICS,
 };
