@@ -112,11 +112,11 @@ pub fn schema(with_file_id: bool) -> SchemaRef {
 ///   `depmin`, `r`, `p`, `cr`, `cu`, `mis`, `plh`, `obj` and the wait
 ///   parameters `p1` to `p3` are a few values in long runs, `session` is
 ///   one short value per file, `cursor` a few per statement: plain values
-///   through zstd, half to four fifths of a dictionary's instructions,
+///   through zstd, a half to five sixths of a dictionary's instructions,
 ///   within a few kB (60 for `p2`, of 41 MB);
 /// - everything else gets a dictionary: the durations (`af`, `dur`, `e`,
-///   `c`, `ela`) repeat enough that it is a half to two thirds the bytes
-///   of their deltas (it falls back to plain by itself in a row group
+///   `c`, `ela`) repeat enough that it is a half to three quarters the
+///   bytes of their deltas (it falls back to plain by itself in a row group
 ///   where it outgrows its page); `name`, `call` and `sqlid` are what
 ///   engines group and filter by (a dictionary lets Spark skip row groups
 ///   on `sqlid = '…'`); the file's path and name, the same on every row,
