@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Benchmark for `tracelab calls` (the call model as Parquet), in one run:
 #   (a) export throughput on the 1 GB bench trace (goal: >= 0.5 GB/s on 2
-#       cores), as one file, as 8 files, and gzip-compressed;
+#       cores), as one file, as 8 files, and gzip-compressed, with the CPU
+#       time it took and its ratio to `wc -l` over the same trace;
 #   (b) the Parquet export's size against the trace (and its gzip -1);
 #   (c) DuckDB's time for mrskew's default profile over the export against
 #       `tracelab skew` (the default profile) over the trace.
@@ -45,29 +46,46 @@ trap 'rm -rf "$WORK"' EXIT
 
 median() { sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 now() { date +%s%N; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a / b }'; }
+ratio1() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", a / b }'; }
 secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", (b - a) / 1e9 }'; }
 
-# export NAME INPUT... : BENCH_RUNS exports into a fresh directory; the
-# median wall time in seconds. The last export stays in $WORK/NAME.
+# export NAME INPUT... : BENCH_RUNS exports into a fresh directory; prints
+# the median wall time and the median CPU time (user + system), in
+# seconds. The last export stays in $WORK/NAME.
 export_case() {
     local name=$1; shift
-    local -a t=()
+    local -a t=() cpu=()
     for ((run = 1; run <= BENCH_RUNS; run++)); do
         rm -rf "${WORK:?}/$name"
-        local t0 t1 rc=0
-        t0=$(now)
-        "$TL" calls --output "$WORK/$name" "$@" 2>"$WORK/$name.err" || rc=$?
-        t1=$(now)
+        local rc=0 wall user sys
+        { TIMEFORMAT='%R %U %S'; time { "$TL" calls --output "$WORK/$name" "$@" 2>"$WORK/$name.err" || rc=$?; }; } 2>"$WORK/$name.time"
         ((rc <= 1)) || { cat "$WORK/$name.err" >&2; die "tracelab calls $name exited $rc"; }
+        read -r wall user sys <"$WORK/$name.time"
+        t+=("$wall")
+        cpu+=("$(awk -v u="$user" -v s="$sys" 'BEGIN { printf "%.2f", u + s }')")
+    done
+    echo "$(printf '%s\n' "${t[@]}" | median) $(printf '%s\n' "${cpu[@]}" | median)"
+}
+
+# The peer for throughput, in the same run: `wc -l` reads the trace and
+# counts its lines, the least any line-oriented reader does. The ratio
+# to it carries from one machine to another better than GB/s does.
+wc_case() {
+    local -a t=()
+    for ((run = 1; run <= BENCH_RUNS; run++)); do
+        local t0 t1
+        t0=$(now); wc -l "$big" >/dev/null; t1=$(now)
         t+=("$(secs "$t0" "$t1")")
     done
     printf '%s\n' "${t[@]}" | median
 }
 
 log "exporting (each case $BENCH_RUNS times)"
-s_big=$(export_case big "$big")
-s_split=$(export_case split "${parts[@]}")
-s_gz=$(export_case gz "$gz")
+s_wc=$(wc_case)
+read -r s_big c_big <<<"$(export_case big "$big")"
+read -r s_split c_split <<<"$(export_case split "${parts[@]}")"
+read -r s_gz c_gz <<<"$(export_case gz "$gz")"
 gbps() { awk -v b="$big_bytes" -v s="$1" 'BEGIN { printf "%.2f", b / 1e9 / s }'; }
 
 pq_bytes=$(du -sb "$WORK/big" | cut -f1)
@@ -115,16 +133,16 @@ s_duck=$(printf '%s\n' "${duck_t[@]}" | median)
 s_duckq=$(printf '%s\n' "${duck_q[@]}" | median)
 rows=$(python3 -c "import json,sys; print(json.load(open('$skew_json'))['total']['calls'])")
 
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a / b }'; }
 pass() { awk -v v="$1" -v g="$2" 'BEGIN { print (v >= g) ? "PASS" : "MISS" }'; }
 {
     echo "## bench/calls.sh: $(awk -v b="$big_bytes" 'BEGIN { printf "%.2f", b / 1e9 }') GB trace, $rows calls at the default depth, $(nproc) cores, median of $BENCH_RUNS"
     echo
-    echo "| case | seconds | GB/s of trace |"
-    echo "|---|---:|---:|"
-    echo "| (a) \`tracelab calls big.trc --output DIR\` (one file) | $s_big | **$(gbps "$s_big")** |"
-    echo "| (a) the same trace as 8 files | $s_split | $(gbps "$s_split") |"
-    echo "| (a) the same trace gzip -1 | $s_gz | $(gbps "$s_gz") |"
+    echo "| case | seconds | GB/s of trace | CPU seconds | ratio to wc -l |"
+    echo "|---|---:|---:|---:|---:|"
+    echo "| peer: \`wc -l big.trc\` | $s_wc | $(gbps "$s_wc") | | 1.0x |"
+    echo "| (a) \`tracelab calls big.trc --output DIR\` (one file) | $s_big | **$(gbps "$s_big")** | $c_big | $(ratio1 "$s_big" "$s_wc")x |"
+    echo "| (a) the same trace as 8 files | $s_split | $(gbps "$s_split") | $c_split | $(ratio1 "$s_split" "$s_wc")x |"
+    echo "| (a) the same trace gzip -1 | $s_gz | $(gbps "$s_gz") | $c_gz | $(ratio1 "$s_gz" "$s_wc")x |"
     echo
     echo "| (b) size | bytes | of the trace |"
     echo "|---|---:|---:|"
