@@ -1244,8 +1244,12 @@ impl<'f> Run<'f> {
             return false;
         }
         let t = b.trim_ascii_start();
-        if !(t.starts_with(b"Bind#") || t.starts_with(b"value=")) {
-            return true;
+        // Most lines of a block are details (`oacdty=`, `kxsbbbfp=`, ...):
+        // their first letter tells them apart before any comparison.
+        match t.first() {
+            Some(b'B') if t.starts_with(b"Bind#") => {}
+            Some(b'v') if t.starts_with(b"value=") => {}
+            _ => return true,
         }
         // `value=` starts the line, or is on a damaged `Bind#n` line.
         let value = match t.strip_prefix(b"value=") {
