@@ -1246,15 +1246,11 @@ impl<'f> Run<'f> {
         let t = b.trim_ascii_start();
         // Most lines of a block are details (`oacdty=`, `kxsbbbfp=`, ...):
         // their first letter tells them apart before any comparison.
-        match t.first() {
-            Some(b'B') if t.starts_with(b"Bind#") => {}
-            Some(b'v') if t.starts_with(b"value=") => {}
+        let value = match t.first() {
+            Some(b'v') if t.starts_with(b"value=") => Some(&t[b"value=".len()..]),
+            // A damaged dump may put `value=` on the `Bind#n` line itself.
+            Some(b'B') if t.starts_with(b"Bind#") => value_on_bind_line(t),
             _ => return true,
-        }
-        // `value=` starts the line, or is on a damaged `Bind#n` line.
-        let value = match t.strip_prefix(b"value=") {
-            Some(v) => Some(v),
-            None => value_on_bind_line(t),
         };
         if let Some(v) = value {
             self.bind_quote = v.first() == Some(&b'"') && (v.len() == 1 || !v.ends_with(b"\""));
