@@ -2,10 +2,22 @@
 //! (`tracelab 0.1.0 (commit 1a2b3c4d5e6f)`), as ripgrep and hyperfine users
 //! expect when they report a figure. Outside a git checkout (a crate
 //! tarball), the version stands alone.
+//!
+//! And compiles the server tracer (crates/servertrace, a cdylib of the
+//! workspace) into OUT_DIR, so that the binary embeds it: `db start
+//! --server-trace` and `run --server-trace` write it out and set it as
+//! LD_PRELOAD of the server they start. rustc directly rather than a nested
+//! cargo, as crates/study/build.rs does for the clock shim: a cargo inside
+//! a build script contends for the build directory's lock; the tracer is
+//! made for this (no dependencies). Where it cannot be built (another OS or
+//! architecture), an empty file is embedded and `--server-trace` says it
+//! cannot run here.
 
+use std::path::PathBuf;
 use std::process::Command;
 
 fn main() {
+    server_tracer();
     let git = |args: &[&str]| {
         Command::new("git")
             .args(args)
@@ -39,4 +51,48 @@ fn main() {
         println!("cargo:rerun-if-changed={common}/packed-refs");
     }
     println!("cargo:rerun-if-changed=build.rs");
+}
+
+fn server_tracer() {
+    let dir = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap_or_default());
+    let src = dir.join("../servertrace/src/lib.rs");
+    for f in [
+        "../servertrace/src",
+        "../proxy/src/message.rs",
+        "../trace/src/secrets.rs",
+    ] {
+        println!("cargo:rerun-if-changed={}", dir.join(f).display());
+    }
+    let out = PathBuf::from(std::env::var("OUT_DIR").unwrap_or_default());
+    let lib = out.join("libtracelab_servertrace.so");
+    let target = std::env::var("TARGET").unwrap_or_default();
+    let supported =
+        target.contains("linux") && (target.starts_with("x86_64") || target.starts_with("aarch64"));
+    let built = supported
+        && Command::new(std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into()))
+            .args(["--edition", "2021", "--crate-type", "cdylib"])
+            .args(["--crate-name", "tracelab_servertrace", "-C", "opt-level=3"])
+            .args([
+                "-C",
+                "debuginfo=0",
+                "-C",
+                "strip=symbols",
+                "--target",
+                &target,
+            ])
+            .env(
+                "CARGO_PKG_VERSION",
+                std::env::var("CARGO_PKG_VERSION").unwrap_or_default(),
+            )
+            .arg("-o")
+            .arg(&lib)
+            .arg(&src)
+            .status()
+            .is_ok_and(|s| s.success());
+    if !built {
+        if supported {
+            println!("cargo:warning=the server tracer (crates/servertrace) did not build: --server-trace will not run");
+        }
+        let _ = std::fs::write(&lib, b"");
+    }
 }

@@ -92,6 +92,13 @@ impl RunAs {
     }
 }
 
+/// Makes `path` (and everything below it) the user's that tracelab's
+/// private servers run as, so that a server can write there (the server
+/// trace's directory): nothing to do unless tracelab runs as root.
+pub fn give_to_server(path: &Path) -> Result<(), DbError> {
+    RunAs::choose()?.give(path)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

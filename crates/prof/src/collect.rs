@@ -33,7 +33,9 @@ const NAME_CACHE: usize = 32;
 pub const WITHIN: &str = tracelab_trace::PSEUDO_WITHIN;
 /// Name of the row for the gaps between calls.
 pub const BETWEEN: &str = tracelab_trace::PSEUDO_BETWEEN;
-/// The wait that is think time when long enough.
+/// The wait that is think time when long enough (PostgreSQL's
+/// `Client:ClientRead` in tracelab's server traces too, see
+/// `tracelab_trace::is_client_wait`).
 pub const SNMFC: &str = "SQL*Net message from client";
 
 /// A cursor number as written (decimal, or hex after `0x`).
@@ -917,7 +919,8 @@ impl Collector {
     ) {
         let name_id = self.name_of(CallKind::Wait, name);
         let (_, _, think_id, snmfc_id) = self.fixed_ids();
-        let think = ela >= self.thinktime_us && name_id == snmfc_id;
+        let think = ela >= self.thinktime_us
+            && (name_id == snmfc_id || tracelab_trace::is_client_wait(name.as_bytes()));
         let comp = if think {
             self.comp_id(think_id, ela);
             think_id

@@ -33,3 +33,17 @@ pub use reader::{LineKinds, ReadError, ReadOptions, ReadSummary, Reader, Timelin
 pub use secrets::{mentions_password, redact_message, redact_sql};
 pub use shareable::Shareable;
 pub use writer::{sqlid, CallTimes, Header, TraceWriter};
+
+/// PostgreSQL's wait for its client, as tracelab's server trace names it
+/// (crates/servertrace): between calls it is the backend's 'SQL*Net
+/// message from client'.
+pub const PG_CLIENT_READ: &str = "Client:ClientRead";
+
+/// Whether a wait is the server waiting for its client between calls, the
+/// wait that is think time when it is long enough: Oracle's 'SQL*Net
+/// message from client', or PostgreSQL's `Client:ClientRead` in a server
+/// trace of tracelab's.
+#[inline]
+pub fn is_client_wait(name: &[u8]) -> bool {
+    name == b"SQL*Net message from client" || name == PG_CLIENT_READ.as_bytes()
+}

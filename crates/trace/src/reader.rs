@@ -1304,8 +1304,7 @@ impl<'f> Run<'f> {
             .ok_or_else(|| "expected 'WAIT #<cursor>: nam=…'".to_string())?;
         let w = fields::wait(rest)?;
         let depmin = self.depmin_for_call();
-        let is_think =
-            w.name == b"SQL*Net message from client" && w.fields.ela >= self.opts.thinktime_us;
+        let is_think = w.fields.ela >= self.opts.thinktime_us && crate::is_client_wait(w.name);
         let island = if is_think { 0 } else { self.island };
         if is_think {
             self.island += 1;

@@ -3,7 +3,9 @@
 
 use std::path::PathBuf;
 
-use tracelab_db::{start_mariadb, start_postgres, status, stop, MariaOptions, PgOptions, Status};
+use tracelab_db::{
+    start_mariadb, start_postgres_with_env, status, stop, MariaOptions, PgOptions, Status,
+};
 
 use crate::exit::{self, Failure};
 use crate::output::{out, say};
@@ -32,6 +34,13 @@ enum Command {
         /// --name=value for MariaDB.
         #[arg(short = 'c', value_name = "NAME=VALUE")]
         settings: Vec<String>,
+        /// Trace every client backend from inside the server: one
+        /// 10046-format trace per connection in DIR (each call's CPU and
+        /// elapsed, every wait named with PostgreSQL's wait event; see
+        /// docs/server-trace.md). PostgreSQL only. The server keeps
+        /// tracing until it stops.
+        #[arg(long, value_name = "DIR")]
+        server_trace: Option<PathBuf>,
     },
     /// Stop the server of a directory (fast shutdown), whatever its engine.
     Stop {
@@ -51,6 +60,7 @@ pub fn run(a: Args) -> Result<i32, Failure> {
             engine,
             dir,
             settings,
+            server_trace,
         } => {
             let mut parsed = Vec::new();
             for s in settings {
@@ -68,6 +78,10 @@ pub fn run(a: Args) -> Result<i32, Failure> {
             }
             // Ctrl-C, SIGTERM or SIGHUP while the server is made stops its
             // tools and removes what this start made.
+            let env = match &server_trace {
+                Some(d) => crate::server_trace::prepare(d, &engine)?,
+                None => Vec::new(),
+            };
             crate::signals::install();
             remove_orphans();
             let (state, name) = if engine == "mariadb" {
@@ -77,10 +91,13 @@ pub fn run(a: Args) -> Result<i32, Failure> {
                 })?;
                 (s, "MariaDB")
             } else {
-                let s = start_postgres(&PgOptions {
-                    dir,
-                    settings: parsed,
-                })?;
+                let s = start_postgres_with_env(
+                    &PgOptions {
+                        dir,
+                        settings: parsed,
+                    },
+                    &env,
+                )?;
                 (s, "PostgreSQL")
             };
             say!(
@@ -88,6 +105,12 @@ pub fn run(a: Args) -> Result<i32, Failure> {
                 state.dir.display(),
                 state.dir.display()
             );
+            if let Some(d) = &server_trace {
+                say!(
+                    "tracelab: each connection's server trace goes to {}/tracelab_server_PID.trc",
+                    d.display()
+                );
+            }
             out(&format!("{}\n", state.url))?;
             Ok(exit::OK)
         }

@@ -12,6 +12,7 @@ mod prof;
 mod progress;
 mod proxy;
 mod run;
+mod server_trace;
 mod signals;
 mod skew;
 mod study;

@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use tracelab_db::{
-    private_dir, start_mariadb, start_postgres, stop, MariaOptions, PgOptions, ServerState,
+    private_dir, start_mariadb, start_postgres_with_env, stop, MariaOptions, PgOptions, ServerState,
 };
 use tracelab_run::{
     cast_placeholders, read_typed_binds, run as drive, CacheOptions, ConnectMode, ExeMode,
@@ -122,6 +122,12 @@ pub struct Args {
     /// profile never mixes two runs).
     #[arg(long, requires = "trace")]
     trace_append: bool,
+    /// Trace the private server's backends from inside PostgreSQL: one
+    /// 10046-format trace per session in DIR, with each call's CPU and
+    /// every wait named with PostgreSQL's wait event
+    /// (docs/server-trace.md). Needs the private server (no --db).
+    #[arg(long, value_name = "DIR", conflicts_with = "db")]
+    server_trace: Option<PathBuf>,
     /// Error codes (comma-separated) of statement errors to count apart
     /// rather than as errors: SQLSTATEs on PostgreSQL (23505,40001), error
     /// numbers on MariaDB (1062), result codes on SQLite (1555).
@@ -260,10 +266,16 @@ pub fn run(a: Args) -> Result<i32, Failure> {
             _ => Err(Failure::Usage(format!("--set {s}: expected NAME=VALUE"))),
         })
         .collect::<Result<Vec<_>, _>>()?;
+    if a.server_trace.is_some() && a.engine != "postgres" {
+        return Err(Failure::Usage(format!(
+            "--server-trace: traces from inside the server are made for PostgreSQL only, not {}",
+            a.engine
+        )));
+    }
     // The private server lives only as long as the run.
     let private = match (&a.db, a.engine.as_str()) {
         (Some(_), _) | (None, "sqlite") => None,
-        (None, engine) => Some(Private::start(engine)?),
+        (None, engine) => Some(Private::start(engine, a.server_trace.as_deref())?),
     };
     let private = private.as_ref().map(|p| &p.state);
     let scratch = match (&a.db, a.engine.as_str()) {
@@ -432,7 +444,11 @@ struct Private {
 }
 
 impl Private {
-    fn start(engine: &str) -> Result<Private, Failure> {
+    fn start(engine: &str, server_trace: Option<&std::path::Path>) -> Result<Private, Failure> {
+        let env = match server_trace {
+            Some(d) => crate::server_trace::prepare(d, engine)?,
+            None => Vec::new(),
+        };
         crate::db::remove_orphans();
         let dir = private_dir()?;
         let started = if engine == "mariadb" {
@@ -441,10 +457,13 @@ impl Private {
                 ..MariaOptions::default()
             })
         } else {
-            start_postgres(&PgOptions {
-                dir: Some(dir.clone()),
-                ..PgOptions::default()
-            })
+            start_postgres_with_env(
+                &PgOptions {
+                    dir: Some(dir.clone()),
+                    ..PgOptions::default()
+                },
+                &env,
+            )
         };
         match started {
             Ok(state) => {

@@ -1,0 +1,884 @@
+//! tracelab's server tracer, `libtracelab_servertrace.so`: set as
+//! `LD_PRELOAD` of a PostgreSQL server (14 to 17) with
+//! `TRACELAB_SERVER_TRACE_DIR=DIR` in its environment, it writes one
+//! 10046-format trace per client backend, `DIR/tracelab_server_PID.trc`,
+//! from inside the backend:
+//!
+//! - the calls (PARSE, EXEC, FETCH, CLOSE, XCTEND, ERROR) from the protocol
+//!   messages the backend receives (recv(2) on its client socket) and
+//!   sends (send(2)), derived as the proxy derives them, so that the
+//!   statement ids and the call order are those of the client's and the
+//!   proxy's traces (`session.rs`); `c` is the backend's CPU clock over
+//!   the call;
+//! - every wait: the blocking libc calls a backend makes (epoll_wait for
+//!   latches, locks and the client; sem_wait for LWLocks; pread/pwrite on
+//!   data and WAL files; fsync/fdatasync; select for spin delays) are
+//!   timed on the monotonic clock, and named with the wait event the
+//!   backend had set (`IO:WALSync`, `Lock:transactionid`,
+//!   `Client:ClientRead`, ...), read through the symbols the server
+//!   exports: `my_wait_event_info`, `pgstat_get_wait_event_type`,
+//!   `pgstat_get_wait_event`. A call made with no wait event set does not
+//!   block (a non-blocking socket read) and is not a wait.
+//!
+//! Processes without those symbols (anything but PostgreSQL), without the
+//! directory in their environment, and the server's own processes
+//! (checkpointer, WAL writer, ...) pass every call straight through: only a
+//! process whose first read from a stream socket is a client's startup
+//! packet is traced. `DIR/trace.conf`, when present, says which new
+//! connections are traced (see docs/server-trace.md).
+//!
+//! Built by the workspace, never at run time: cargo builds this crate as
+//! `libtracelab_servertrace.so` (for servers of your own), and the
+//! tracelab crate's build script compiles this same file with rustc and
+//! embeds the result, so that the tracelab binary carries it (`db start
+//! --server-trace`, `run --server-trace` write it out). That second build
+//! is why the library has no dependencies: the libc items it needs are
+//! declared below, MD5 is written out (`md5.rs`), and the protocol decoder
+//! and the password redaction are the proxy's and the trace crate's own
+//! files, which use nothing but std.
+
+use std::cell::UnsafeCell;
+use std::ffi::{c_char, c_int, c_long, c_uint, c_void, CStr};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
+
+mod md5;
+#[path = "../../proxy/src/message.rs"]
+#[allow(dead_code)]
+mod message;
+mod out;
+#[path = "../../trace/src/secrets.rs"]
+#[allow(dead_code)]
+mod secrets;
+mod session;
+mod stream;
+
+pub use md5::sqlid;
+
+#[allow(non_camel_case_types)]
+type ssize_t = isize;
+#[allow(non_camel_case_types)]
+type off_t = i64;
+
+#[repr(C)]
+struct Timespec {
+    tv_sec: c_long,
+    tv_nsec: c_long,
+}
+
+extern "C" {
+    fn getenv(name: *const c_char) -> *const c_char;
+    fn dlsym(handle: *mut c_void, name: *const c_char) -> *mut c_void;
+    fn clock_gettime(clk: c_int, ts: *mut Timespec) -> c_int;
+    fn getsockopt(fd: c_int, level: c_int, name: c_int, val: *mut c_void, len: *mut u32) -> c_int;
+    fn getpid() -> c_int;
+    fn atexit(f: extern "C" fn()) -> c_int;
+}
+
+/// glibc's RTLD_NEXT and RTLD_DEFAULT.
+const RTLD_NEXT: *mut c_void = -1isize as *mut c_void;
+const RTLD_DEFAULT: *mut c_void = std::ptr::null_mut();
+const CLOCK_REALTIME: c_int = 0;
+const CLOCK_MONOTONIC: c_int = 1;
+const CLOCK_THREAD_CPUTIME_ID: c_int = 3;
+const SOL_SOCKET: c_int = 1;
+const SO_TYPE: c_int = 3;
+const SOCK_STREAM: c_int = 1;
+
+fn clock_us(clk: c_int) -> i64 {
+    let mut ts = Timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: ts is a valid, writable timespec.
+    unsafe { clock_gettime(clk, &mut ts) };
+    ts.tv_sec * 1_000_000 + ts.tv_nsec / 1000
+}
+
+/// The next definition of `name` (libc's), cached in `slot`.
+///
+/// # Safety
+/// `name` must name a function of type `F`.
+unsafe fn next<F: Copy>(slot: &AtomicUsize, name: &CStr) -> F {
+    let mut p = slot.load(Relaxed);
+    if p == 0 {
+        p = dlsym(RTLD_NEXT, name.as_ptr()) as usize;
+        if p == 0 {
+            // No libc definition: nothing sensible can be done.
+            std::process::abort();
+        }
+        slot.store(p, Relaxed);
+    }
+    // SAFETY: a non-null address dlsym returned for this name, which the
+    // caller vouches has type F (a function pointer, the size of usize).
+    std::mem::transmute_copy::<usize, F>(&p)
+}
+
+/// What the server exports for its wait events.
+struct Pg {
+    /// `uint32 *my_wait_event_info`: the address of the pointer.
+    info: *const *const u32,
+    event_type: unsafe extern "C" fn(u32) -> *const c_char,
+    event: unsafe extern "C" fn(u32) -> *const c_char,
+}
+
+/// Per process: the server's symbols, whether tracing is asked for, and
+/// the session being traced. A backend is one thread; the library's state
+/// is touched by the thread that began the session only (others pass
+/// through), and `BUSY` keeps the library's own calls from re-entering it.
+struct Proc {
+    looked: bool,
+    pg: Option<Pg>,
+    dir: Option<String>,
+    phase: Phase,
+    /// The wait-event names seen, by their `wait_event_info`.
+    names: Vec<(u32, String)>,
+    /// An id of the file behind each descriptor (see `file_id`), +1; 0 is
+    /// not known yet.
+    files: Vec<i64>,
+}
+
+enum Phase {
+    /// No startup packet seen yet.
+    Undecided,
+    /// Not traced (not a client backend, switched off, or encrypted).
+    Off,
+    Tracing(Box<Traced>),
+}
+
+struct Traced {
+    fd: c_int,
+    tid: i64,
+    stream: stream::Streams,
+    tracer: session::Tracer,
+    out: Option<std::fs::File>,
+    /// `tim` = monotonic µs + this (the wall clock at the start).
+    offset: i64,
+    last_flush: i64,
+    /// The backend's CPU inside the waits so far, µs: a call's `c` leaves
+    /// it out (a read from the OS page cache is CPU and a wait), so that
+    /// `c` + the waits of a call never exceed its `e`.
+    wait_cpu: i64,
+}
+
+struct Global(UnsafeCell<Proc>);
+// SAFETY: only the tracing thread touches the state (see `Proc`), and
+// `BUSY` is taken before it is.
+unsafe impl Sync for Global {}
+
+static STATE: Global = Global(UnsafeCell::new(Proc {
+    looked: false,
+    pg: None,
+    dir: None,
+    phase: Phase::Undecided,
+    names: Vec::new(),
+    files: Vec::new(),
+}));
+static BUSY: AtomicBool = AtomicBool::new(false);
+
+/// The process state, if no one else holds it; released when dropped.
+struct Guard(&'static mut Proc);
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        BUSY.store(false, Relaxed);
+    }
+}
+
+fn enter() -> Option<Guard> {
+    if BUSY.swap(true, Relaxed) {
+        return None;
+    }
+    // SAFETY: BUSY is ours until the guard drops.
+    let p = unsafe { &mut *STATE.0.get() };
+    if !p.looked {
+        p.looked = true;
+        p.dir = env("TRACELAB_SERVER_TRACE_DIR").filter(|d| !d.is_empty());
+        if p.dir.is_some() {
+            p.pg = lookup_pg();
+        }
+        if p.pg.is_none() {
+            p.phase = Phase::Off;
+        }
+    }
+    Some(Guard(p))
+}
+
+fn env(name: &str) -> Option<String> {
+    let name = std::ffi::CString::new(name).ok()?;
+    // SAFETY: getenv returns NULL or a NUL-terminated string, read at once.
+    unsafe {
+        let v = getenv(name.as_ptr());
+        (!v.is_null()).then(|| CStr::from_ptr(v).to_string_lossy().into_owned())
+    }
+}
+
+fn lookup_pg() -> Option<Pg> {
+    // SAFETY: the symbols are looked up by name; their types are those of
+    // PostgreSQL 14-17 (`uint32 *my_wait_event_info`, `const char
+    // *pgstat_get_wait_event(uint32)`).
+    unsafe {
+        let info = dlsym(RTLD_DEFAULT, c"my_wait_event_info".as_ptr());
+        let t = dlsym(RTLD_DEFAULT, c"pgstat_get_wait_event_type".as_ptr());
+        let e = dlsym(RTLD_DEFAULT, c"pgstat_get_wait_event".as_ptr());
+        if info.is_null() || t.is_null() || e.is_null() {
+            return None;
+        }
+        Some(Pg {
+            info: info as *const *const u32,
+            event_type: std::mem::transmute::<
+                *mut c_void,
+                unsafe extern "C" fn(u32) -> *const c_char,
+            >(t),
+            event: std::mem::transmute::<*mut c_void, unsafe extern "C" fn(u32) -> *const c_char>(
+                e,
+            ),
+        })
+    }
+}
+
+fn gettid() -> i64 {
+    // SAFETY: gettid takes no arguments and cannot fail.
+    #[cfg(target_arch = "x86_64")]
+    const SYS_GETTID: c_long = 186;
+    #[cfg(target_arch = "aarch64")]
+    const SYS_GETTID: c_long = 178;
+    extern "C" {
+        fn syscall(n: c_long, ...) -> c_long;
+    }
+    unsafe { syscall(SYS_GETTID) as i64 }
+}
+
+impl Proc {
+    /// The session being traced, if this thread traces one.
+    fn traced(&mut self) -> Option<&mut Traced> {
+        match &mut self.phase {
+            Phase::Tracing(t) if t.tid == gettid() => Some(t),
+            _ => None,
+        }
+    }
+
+    /// The wait event the backend has set (0: none).
+    fn event(&self) -> u32 {
+        match &self.pg {
+            // SAFETY: the server's pointer to its wait-event word, valid
+            // for the process's life (it points at a local word before
+            // the backend has its PGPROC).
+            Some(pg) => unsafe {
+                let p = *pg.info;
+                if p.is_null() {
+                    0
+                } else {
+                    std::ptr::read_volatile(p)
+                }
+            },
+            None => 0,
+        }
+    }
+
+    /// `Type:Event`, PostgreSQL's own names.
+    fn name(&mut self, info: u32) -> String {
+        if let Some((_, n)) = self.names.iter().find(|(i, _)| *i == info) {
+            return n.clone();
+        }
+        let Some(pg) = &self.pg else {
+            return String::new();
+        };
+        // SAFETY: the server's functions; they return static strings.
+        let text = |p: *const c_char| unsafe {
+            if p.is_null() {
+                "???".to_string()
+            } else {
+                CStr::from_ptr(p).to_string_lossy().into_owned()
+            }
+        };
+        let n = format!(
+            "{}:{}",
+            text(unsafe { (pg.event_type)(info) }),
+            text(unsafe { (pg.event)(info) })
+        );
+        if self.names.len() < 512 {
+            self.names.push((info, n.clone()));
+        }
+        n
+    }
+
+    /// A number for the file behind `fd`: the relfilenode of a data file
+    /// (`base/DB/NODE[.SEG]`), the segment number of a WAL file (the last 8
+    /// hex digits of its name), else -1. Read once per descriptor from
+    /// /proc/self/fd (forgotten when the descriptor is closed).
+    fn file_id(&mut self, fd: c_int) -> i64 {
+        let i = fd as usize;
+        if i >= 65_536 {
+            return -1;
+        }
+        if self.files.len() <= i {
+            self.files.resize(i + 1, 0);
+        }
+        if self.files[i] == 0 {
+            let path = std::fs::read_link(format!("/proc/self/fd/{fd}")).unwrap_or_default();
+            let name = path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let in_wal = path
+                .parent()
+                .is_some_and(|p| p.ends_with("pg_wal") || p.ends_with("pg_xlog"));
+            let id = if in_wal && name.len() == 24 {
+                i64::from_str_radix(&name[16..], 16).unwrap_or(-1)
+            } else {
+                name.split(['.', '_'])
+                    .next()
+                    .and_then(|n| n.parse::<i64>().ok())
+                    .unwrap_or(-1)
+            };
+            self.files[i] = id + 2;
+        }
+        self.files[i] - 2
+    }
+}
+
+impl Traced {
+    fn at(&self) -> session::At {
+        session::At {
+            tim: clock_us(CLOCK_MONOTONIC) + self.offset,
+            cpu: clock_us(CLOCK_THREAD_CPUTIME_ID) - self.wait_cpu,
+        }
+    }
+
+    /// Writes the buffered lines (one write(2)).
+    fn flush(&mut self) {
+        use std::io::Write;
+        let buf = &mut self.tracer.w.buf;
+        if buf.is_empty() {
+            return;
+        }
+        if let Some(f) = self.out.as_mut() {
+            if f.write_all(buf).is_err() {
+                // A full disk: the trace ends at a buffer's edge; the
+                // session goes on untraced rather than buffering forever.
+                self.out = None;
+            }
+        }
+        buf.clear();
+        self.last_flush = clock_us(CLOCK_MONOTONIC);
+    }
+}
+
+/// Lines are written out once this much is buffered, or before the
+/// backend waits for its client (when the last write is older than
+/// `FLUSH_US`).
+const BUFFER: usize = 32 << 10;
+const FLUSH_US: i64 = 50_000;
+
+extern "C" fn at_exit() {
+    if let Some(g) = enter() {
+        if let Some(t) = g.0.traced() {
+            t.flush();
+        }
+    }
+}
+
+/// Whether `fd` is a stream socket (a client's connection).
+fn stream_socket(fd: c_int) -> bool {
+    let mut ty: c_int = 0;
+    let mut len = std::mem::size_of::<c_int>() as u32;
+    // SAFETY: ty and len are valid for getsockopt to write.
+    let rc = unsafe {
+        getsockopt(
+            fd,
+            SOL_SOCKET,
+            SO_TYPE,
+            &mut ty as *mut c_int as *mut c_void,
+            &mut len,
+        )
+    };
+    rc == 0 && ty == SOCK_STREAM
+}
+
+/// Bytes the backend received from `fd`: the startup packet decides
+/// whether the session is traced; later bytes are its client messages.
+fn received(fd: c_int, bytes: &[u8]) {
+    let Some(g) = enter() else { return };
+    let p = &mut *g.0;
+    if matches!(p.phase, Phase::Undecided) {
+        if !stream_socket(fd) {
+            return;
+        }
+        p.phase = begin(p, fd, bytes).map_or(Phase::Off, Phase::Tracing);
+        return;
+    }
+    let dir = p.dir.clone().unwrap_or_default();
+    let Some(t) = p.traced() else { return };
+    if t.fd != fd {
+        return;
+    }
+    let at = t.at();
+    let r = t.stream.client(bytes);
+    if let Some(params) = r.startup {
+        // After a refused SSL request.
+        if !wanted(&dir, &params) {
+            p.phase = Phase::Off;
+            return;
+        }
+        open_trace(t, &dir, &params);
+    }
+    for m in r.msgs {
+        t.tracer.client(m, at);
+    }
+    if r.terminate || t.tracer.w.buf.len() >= BUFFER {
+        t.flush();
+    }
+}
+
+/// The first bytes of a connection: a traced session if they are a
+/// startup packet (or an SSL/GSS request, answered before it) that
+/// `trace.conf` lets through.
+fn begin(p: &mut Proc, fd: c_int, bytes: &[u8]) -> Option<Box<Traced>> {
+    let mut streams = stream::Streams::default();
+    let first = streams.startup(bytes)?;
+    let dir = p.dir.clone()?;
+    let mut traced = Box::new(Traced {
+        fd,
+        tid: gettid(),
+        stream: streams,
+        tracer: session::Tracer::new(out::Lines::default(), binds_wanted()),
+        out: None,
+        offset: clock_us(CLOCK_REALTIME) - clock_us(CLOCK_MONOTONIC),
+        last_flush: 0,
+        wait_cpu: 0,
+    });
+    if let Some(params) = first {
+        if !wanted(&dir, &params) {
+            return None;
+        }
+        open_trace(&mut traced, &dir, &params);
+    }
+    Some(traced)
+}
+
+fn binds_wanted() -> bool {
+    !matches!(
+        env("TRACELAB_SERVER_TRACE_BINDS").as_deref(),
+        Some("0" | "off" | "no" | "false")
+    )
+}
+
+/// Whether `DIR/trace.conf` lets this connection be traced: absent, every
+/// connection is; else one rule per line, `all`, `none`, `database=NAME`,
+/// `user=NAME`, `application_name=NAME` (a trailing `*` matches a
+/// prefix), `#` comments; a connection any rule matches is traced.
+fn wanted(dir: &str, params: &stream::Startup) -> bool {
+    let Ok(text) = std::fs::read_to_string(format!("{dir}/trace.conf")) else {
+        return true;
+    };
+    text.lines().any(|l| {
+        let l = l.split('#').next().unwrap_or("").trim();
+        let matches = |want: &str, have: &str| match want.strip_suffix('*') {
+            Some(prefix) => have.starts_with(prefix),
+            None => have == want,
+        };
+        match l.split_once('=') {
+            Some(("database", v)) => matches(v.trim(), &params.database),
+            Some(("user", v)) => matches(v.trim(), &params.user),
+            Some(("application_name", v)) => matches(v.trim(), &params.application),
+            _ => l == "all",
+        }
+    })
+}
+
+fn open_trace(t: &mut Traced, dir: &str, params: &stream::Startup) {
+    use std::os::unix::fs::OpenOptionsExt;
+    // SAFETY: getpid cannot fail.
+    let pid = unsafe { getpid() };
+    let name = format!("tracelab_server_{pid}.trc");
+    let path = format!("{dir}/{name}");
+    t.out = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&path)
+        .ok();
+    let started = out::rfc3339(clock_us(CLOCK_MONOTONIC) + t.offset);
+    t.tracer.w.header(
+        &name,
+        option_env!("CARGO_PKG_VERSION").unwrap_or("0"),
+        &started,
+    );
+    t.tracer
+        .w
+        .session(pid, &params.database, &params.user, &params.application);
+    // SAFETY: registering a plain function.
+    unsafe { atexit(at_exit) };
+}
+
+/// Bytes the backend hands to send(2) on `fd`.
+fn sending(fd: c_int, bytes: &[u8]) {
+    let Some(g) = enter() else { return };
+    let p = &mut *g.0;
+    let Some(t) = p.traced() else { return };
+    if t.fd != fd {
+        return;
+    }
+    let at = t.at();
+    let sent = t.stream.server(bytes);
+    if sent.encrypted {
+        // SSL or GSS accepted: the conversation cannot be read.
+        t.flush();
+        p.phase = Phase::Off;
+        return;
+    }
+    if !sent.msgs.is_empty() {
+        t.tracer.server_chunk(&sent.msgs, at);
+    }
+    if t.tracer.w.buf.len() >= BUFFER {
+        t.flush();
+    }
+}
+
+/// After a blocking call that took from `start` to `end` (monotonic µs)
+/// with wait event `info` set: its WAIT line. `io` is (fd, offset,
+/// bytes) for a file's read or write, (fd, -1, 0) for a flush.
+fn waited(info: u32, start: Point, io: Option<(c_int, i64, i64)>, extra: [i64; 2]) {
+    let end = Point::now();
+    let Some(g) = enter() else { return };
+    let p = &mut *g.0;
+    if p.traced().is_none() {
+        return;
+    }
+    let name = p.name(info);
+    let params = match io {
+        Some((fd, off, n)) if off >= 0 => [
+            ("file#", p.file_id(fd)),
+            ("block#", off / 8192),
+            ("bytes", n),
+        ],
+        Some((fd, _, _)) => [("file#", p.file_id(fd)), ("p2", 0), ("p3", 0)],
+        None => [("timeout", extra[0]), ("events", extra[1]), ("p3", 0)],
+    };
+    let Some(t) = p.traced() else { return };
+    t.wait_cpu += (end.cpu - start.cpu).max(0);
+    if !t.tracer.started() {
+        return;
+    }
+    let cursor = t.tracer.wait_cursor();
+    t.tracer.w.wait(
+        cursor,
+        &name,
+        end.mono - start.mono,
+        params,
+        end.mono + t.offset,
+    );
+    if t.tracer.w.buf.len() >= BUFFER {
+        t.flush();
+    }
+}
+
+/// The wait event set now, if this thread's session is traced (0 else).
+fn traced_event() -> u32 {
+    let Some(g) = enter() else { return 0 };
+    let p = &mut *g.0;
+    let info = p.event();
+    if info == 0 || p.traced().is_none() {
+        0
+    } else {
+        info
+    }
+}
+
+/// Whether the backend is about to wait for its client between calls
+/// with lines not yet written: they are written first if the last write is
+/// older than `FLUSH_US`; else `true`, and the wait is split (see
+/// `epoll_wait`) so that they are written if it lasts.
+fn idle_flush(info: u32) -> bool {
+    let Some(g) = enter() else { return false };
+    let p = &mut *g.0;
+    let idle = p.name(info) == "Client:ClientRead";
+    let Some(t) = p.traced() else { return false };
+    if !idle || t.tracer.busy() || t.tracer.w.buf.is_empty() {
+        return false;
+    }
+    if clock_us(CLOCK_MONOTONIC) - t.last_flush >= FLUSH_US {
+        t.flush();
+        return false;
+    }
+    true
+}
+
+fn flush_now() {
+    if let Some(g) = enter() {
+        if let Some(t) = g.0.traced() {
+            t.flush();
+        }
+    }
+}
+
+fn forget_fd(fd: c_int) {
+    if let Some(g) = enter() {
+        if let Some(slot) = g.0.files.get_mut(fd.max(0) as usize) {
+            *slot = 0;
+        }
+    }
+}
+
+/// The two clocks at a wait's start or end (µs).
+#[derive(Clone, Copy)]
+struct Point {
+    mono: i64,
+    cpu: i64,
+}
+
+impl Point {
+    fn now() -> Point {
+        Point {
+            mono: clock_us(CLOCK_MONOTONIC),
+            cpu: clock_us(CLOCK_THREAD_CPUTIME_ID),
+        }
+    }
+}
+
+/// Times `call` if a wait event is set, and writes its WAIT line.
+#[inline]
+fn timed<R>(io: Option<(c_int, i64, i64)>, call: impl FnOnce() -> R) -> R {
+    let info = traced_event();
+    if info == 0 {
+        return call();
+    }
+    let start = Point::now();
+    let r = call();
+    waited(info, start, io, [0, 0]);
+    r
+}
+
+macro_rules! real {
+    ($slot:ident, $name:literal, $ty:ty) => {{
+        static $slot: AtomicUsize = AtomicUsize::new(0);
+        // SAFETY: libc's function of that name has this type.
+        unsafe { next::<$ty>(&$slot, $name) }
+    }};
+}
+
+/// # Safety
+/// As libc's `recv`.
+#[no_mangle]
+pub unsafe extern "C" fn recv(fd: c_int, buf: *mut c_void, n: usize, flags: c_int) -> ssize_t {
+    let f = real!(
+        R,
+        c"recv",
+        unsafe extern "C" fn(c_int, *mut c_void, usize, c_int) -> ssize_t
+    );
+    let info = traced_event();
+    let start = (info != 0).then(Point::now);
+    let r = f(fd, buf, n, flags);
+    if let Some(start) = start {
+        waited(info, start, None, [0, r as i64]);
+    }
+    if r > 0 && flags & 2 == 0 {
+        // Not MSG_PEEK: the bytes are consumed.
+        received(fd, std::slice::from_raw_parts(buf as *const u8, r as usize));
+    }
+    r
+}
+
+/// # Safety
+/// As libc's `send`.
+#[no_mangle]
+pub unsafe extern "C" fn send(fd: c_int, buf: *const c_void, n: usize, flags: c_int) -> ssize_t {
+    let f = real!(
+        S,
+        c"send",
+        unsafe extern "C" fn(c_int, *const c_void, usize, c_int) -> ssize_t
+    );
+    let info = traced_event();
+    let start = (info != 0).then(Point::now);
+    let r = f(fd, buf, n, flags);
+    if let Some(start) = start {
+        waited(info, start, None, [0, r as i64]);
+    }
+    if r > 0 {
+        sending(fd, std::slice::from_raw_parts(buf as *const u8, r as usize));
+    }
+    r
+}
+
+/// The wait for latches, locks, timeouts and the client.
+///
+/// # Safety
+/// As libc's `epoll_wait`.
+#[no_mangle]
+pub unsafe extern "C" fn epoll_wait(
+    epfd: c_int,
+    ev: *mut c_void,
+    max: c_int,
+    timeout: c_int,
+) -> c_int {
+    let f = real!(
+        E,
+        c"epoll_wait",
+        unsafe extern "C" fn(c_int, *mut c_void, c_int, c_int) -> c_int
+    );
+    let info = traced_event();
+    if info == 0 {
+        return f(epfd, ev, max, timeout);
+    }
+    let start = Point::now();
+    let mut r;
+    if idle_flush(info) && (timeout < 0 || timeout as i64 > FLUSH_US / 1000) {
+        // Lines are buffered and the client may not come back soon: wait
+        // FLUSH_US first, write them if the wait goes on, and wait the
+        // rest; one wait all the same.
+        r = f(epfd, ev, max, (FLUSH_US / 1000) as c_int);
+        if r == 0 {
+            flush_now();
+            let rest = if timeout < 0 {
+                -1
+            } else {
+                (timeout as i64 - (clock_us(CLOCK_MONOTONIC) - start.mono) / 1000).max(0) as c_int
+            };
+            r = f(epfd, ev, max, rest);
+        }
+    } else {
+        r = f(epfd, ev, max, timeout);
+    }
+    waited(info, start, None, [timeout as i64, r as i64]);
+    r
+}
+
+/// # Safety
+/// As libc's `select` (spin delays of older servers).
+#[no_mangle]
+pub unsafe extern "C" fn select(
+    n: c_int,
+    r: *mut c_void,
+    w: *mut c_void,
+    e: *mut c_void,
+    t: *mut c_void,
+) -> c_int {
+    let f = real!(
+        SEL,
+        c"select",
+        unsafe extern "C" fn(c_int, *mut c_void, *mut c_void, *mut c_void, *mut c_void) -> c_int
+    );
+    timed(None, || f(n, r, w, e, t))
+}
+
+/// An LWLock's semaphore.
+///
+/// # Safety
+/// As libc's `sem_wait`.
+#[no_mangle]
+pub unsafe extern "C" fn sem_wait(sem: *mut c_void) -> c_int {
+    let f = real!(SEM, c"sem_wait", unsafe extern "C" fn(*mut c_void) -> c_int);
+    timed(None, || f(sem))
+}
+
+/// # Safety
+/// As libc's `nanosleep`.
+#[no_mangle]
+pub unsafe extern "C" fn nanosleep(req: *const c_void, rem: *mut c_void) -> c_int {
+    let f = real!(
+        NS,
+        c"nanosleep",
+        unsafe extern "C" fn(*const c_void, *mut c_void) -> c_int
+    );
+    timed(None, || f(req, rem))
+}
+
+macro_rules! positional {
+    ($(#[$doc:meta])* $name:ident, $slot:ident, $sym:literal, $buf:ty) => {
+        $(#[$doc])*
+        /// # Safety
+        /// As libc's function of this name.
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(fd: c_int, buf: $buf, n: usize, off: off_t) -> ssize_t {
+            let f = real!($slot, $sym, unsafe extern "C" fn(c_int, $buf, usize, off_t) -> ssize_t);
+            timed(Some((fd, off, n as i64)), || f(fd, buf, n, off))
+        }
+    };
+}
+
+positional!(
+    /// Data and WAL file reads.
+    pread, PREAD, c"pread", *mut c_void
+);
+positional!(pread64, PREAD64, c"pread64", *mut c_void);
+positional!(
+    /// Data and WAL file writes.
+    pwrite, PWRITE, c"pwrite", *const c_void
+);
+positional!(pwrite64, PWRITE64, c"pwrite64", *const c_void);
+
+/// Vectored reads and writes (`iovcnt` buffers; the bytes are the
+/// result).
+macro_rules! vectored {
+    ($name:ident, $slot:ident, $sym:literal) => {
+        /// # Safety
+        /// As libc's function of this name.
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(
+            fd: c_int,
+            iov: *const c_void,
+            cnt: c_int,
+            off: off_t,
+        ) -> ssize_t {
+            let f = real!(
+                $slot,
+                $sym,
+                unsafe extern "C" fn(c_int, *const c_void, c_int, off_t) -> ssize_t
+            );
+            let info = traced_event();
+            if info == 0 {
+                return f(fd, iov, cnt, off);
+            }
+            let start = Point::now();
+            let r = f(fd, iov, cnt, off);
+            waited(info, start, Some((fd, off, r.max(0) as i64)), [0, 0]);
+            r
+        }
+    };
+}
+
+vectored!(preadv, PREADV, c"preadv");
+vectored!(pwritev, PWRITEV, c"pwritev");
+
+/// # Safety
+/// As libc's `fdatasync` (WAL and data-file flushes).
+#[no_mangle]
+pub unsafe extern "C" fn fdatasync(fd: c_int) -> c_int {
+    let f = real!(FDS, c"fdatasync", unsafe extern "C" fn(c_int) -> c_int);
+    timed(Some((fd, -1, 0)), || f(fd))
+}
+
+/// # Safety
+/// As libc's `fsync`.
+#[no_mangle]
+pub unsafe extern "C" fn fsync(fd: c_int) -> c_int {
+    let f = real!(FS, c"fsync", unsafe extern "C" fn(c_int) -> c_int);
+    timed(Some((fd, -1, 0)), || f(fd))
+}
+
+/// # Safety
+/// As libc's `sync_file_range` (writeback of data files).
+#[no_mangle]
+pub unsafe extern "C" fn sync_file_range(fd: c_int, off: off_t, n: off_t, flags: c_uint) -> c_int {
+    let f = real!(
+        SFR,
+        c"sync_file_range",
+        unsafe extern "C" fn(c_int, off_t, off_t, c_uint) -> c_int
+    );
+    timed(Some((fd, off, n)), || f(fd, off, n, flags))
+}
+
+/// A closed descriptor's file is forgotten (the number is reused).
+///
+/// # Safety
+/// As libc's `close`.
+#[no_mangle]
+pub unsafe extern "C" fn close(fd: c_int) -> c_int {
+    let f = real!(CL, c"close", unsafe extern "C" fn(c_int) -> c_int);
+    forget_fd(fd);
+    f(fd)
+}
+
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+compile_error!("the server tracer knows the system call numbers of x86_64 and aarch64 only");

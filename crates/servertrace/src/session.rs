@@ -1,0 +1,668 @@
+//! The calls of one backend's session, from the protocol messages it
+//! receives and sends: the proxy's derivation (crates/proxy/src/tracer.rs)
+//! moved inside the server, so that the statement ids, cursor numbers and
+//! call order of a server trace are those of the proxy's and the client's
+//! traces of the same conversation, and they join call by call.
+//!
+//! What differs from the proxy: a client message counts from the moment
+//! the backend's recv(2) returned it, a server message from the moment the
+//! backend hands it to send(2); every point carries the backend's CPU
+//! clock too, so `c` is the backend's CPU during the call; and the waits
+//! between calls are not derived here but timed where the backend blocks
+//! (`lib.rs`), named with PostgreSQL's wait event. The backend sends the
+//! answers of one round trip together (its output is buffered until
+//! ReadyForQuery), so, as in the proxy, answers sent in one write cannot
+//! be told apart in time: a PARSE or CLOSE answered with an execution
+//! gets e=0 and the execution carries the round trip.
+
+use std::collections::{HashMap, VecDeque};
+
+use crate::message::{self, ClientMsg};
+use crate::out::{CallTimes, Lines};
+
+/// A point of the session: `tim` (µs, the trace's clock) and the
+/// backend's CPU clock (µs).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct At {
+    pub tim: i64,
+    pub cpu: i64,
+}
+
+/// Timing state of an execution (Execute or one statement of a Query).
+#[derive(Debug, Default)]
+struct Exec {
+    /// EXEC line written (rows are being fetched).
+    exec_written: bool,
+    /// Start of the EXEC (or of the next FETCH once EXEC is written).
+    fetch_start: At,
+    rows: i64,
+}
+
+#[derive(Debug)]
+enum OpKind {
+    Parse {
+        cursor: u64,
+        sql: String,
+        name: String,
+    },
+    Bind,
+    Describe,
+    Execute {
+        cursor: u64,
+        first: bool,
+        values: Option<Vec<Option<String>>>,
+        x: Exec,
+    },
+    CloseStmt {
+        cursor: u64,
+        name: String,
+    },
+    ClosePortal,
+    Sync,
+    Query {
+        cursor: u64,
+        x: Exec,
+        /// Start of the current statement of the query string.
+        start: At,
+    },
+    Func,
+}
+
+#[derive(Debug)]
+struct Op {
+    kind: OpKind,
+    sent: At,
+}
+
+struct Portal {
+    cursor: u64,
+    values: Option<Vec<Option<String>>>,
+    executed: bool,
+}
+
+/// Where a connection's trace goes, and the state that pairs the two
+/// directions' messages into calls.
+pub struct Tracer {
+    pub w: Lines,
+    binds: bool,
+    started: bool,
+    ops: VecDeque<Op>,
+    /// The last server message seen.
+    last_done: At,
+    last_cursor: u64,
+    stmts: HashMap<String, u64>,
+    /// Cursors whose text mentions a password: no binds are written.
+    secret: std::collections::HashSet<u64>,
+    free: Vec<u64>,
+    next_cursor: u64,
+    portals: HashMap<String, Portal>,
+    bind_start: Option<At>,
+    status: u8,
+    xct_written: bool,
+    wrote: bool,
+}
+
+fn times(start: At, end: At, r: i64) -> CallTimes {
+    let e = (end.tim - start.tim).max(0);
+    CallTimes {
+        // The CPU clock may tick at a coarser step than the monotonic
+        // one: never more CPU than elapsed.
+        c: (end.cpu - start.cpu).clamp(0, e),
+        e,
+        r,
+        dep: 0,
+        tim: end.tim,
+    }
+}
+
+/// The later of two points.
+fn later(a: At, b: At) -> At {
+    if b.tim > a.tim {
+        b
+    } else {
+        a
+    }
+}
+
+/// The count at the end of a CommandComplete tag (`INSERT 0 5` → 5).
+fn tag_count(tag: &str) -> i64 {
+    tag.rsplit(' ')
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
+}
+
+/// Tags of statements that change nothing (for XCTEND's rd_only).
+fn read_only_tag(tag: &str) -> bool {
+    let w = tag.split(' ').next().unwrap_or("");
+    matches!(
+        w,
+        "SELECT"
+            | "BEGIN"
+            | "START"
+            | "SHOW"
+            | "SET"
+            | "FETCH"
+            | "MOVE"
+            | "DECLARE"
+            | "CLOSE"
+            | "LISTEN"
+            | "UNLISTEN"
+            | "NOTIFY"
+            | "DISCARD"
+            | "RESET"
+            | "EXPLAIN"
+            | "COMMIT"
+            | "ROLLBACK"
+            | "SAVEPOINT"
+            | "RELEASE"
+            | "PREPARE"
+            | "DEALLOCATE"
+            | "EXECUTE"
+            | ""
+    ) || (w == "COPY" && tag_count(tag) == 0)
+}
+
+impl Tracer {
+    pub fn new(w: Lines, binds: bool) -> Tracer {
+        Tracer {
+            w,
+            binds,
+            started: false,
+            ops: VecDeque::new(),
+            last_done: At::default(),
+            last_cursor: 0,
+            stmts: HashMap::new(),
+            secret: Default::default(),
+            free: Vec::new(),
+            next_cursor: 2,
+            portals: HashMap::new(),
+            bind_start: None,
+            status: b'I',
+            xct_written: false,
+            wrote: false,
+        }
+    }
+
+    fn alloc(&mut self, name: &str) -> u64 {
+        if name.is_empty() {
+            return 1;
+        }
+        if let Some(&c) = self.stmts.get(name) {
+            return c;
+        }
+        let c = self.free.pop().unwrap_or_else(|| {
+            self.next_cursor += 1;
+            self.next_cursor - 1
+        });
+        self.stmts.insert(name.to_string(), c);
+        c
+    }
+
+    fn release_stmt(&mut self, name: &str) {
+        if let Some(c) = self.stmts.remove(name) {
+            self.free.push(c);
+            // Lowest free number first.
+            self.free.sort_unstable_by(|a, b| b.cmp(a));
+        }
+    }
+
+    fn stmt_cursor(&self, name: &str) -> u64 {
+        if name.is_empty() {
+            1
+        } else {
+            self.stmts.get(name).copied().unwrap_or(0)
+        }
+    }
+
+    /// Whether the client's session has begun (the first ReadyForQuery).
+    pub fn started(&self) -> bool {
+        self.started
+    }
+
+    /// Whether a call is under way: messages wait for their answers.
+    pub fn busy(&self) -> bool {
+        !self.ops.is_empty()
+    }
+
+    /// The cursor a wait is written on: the call under way, else the last
+    /// call's (as Oracle writes 'SQL*Net message from client' on the
+    /// cursor of the call before it).
+    pub fn wait_cursor(&self) -> u64 {
+        match self.ops.front().map(|o| &o.kind) {
+            Some(OpKind::Parse { cursor, .. })
+            | Some(OpKind::Execute { cursor, .. })
+            | Some(OpKind::Query { cursor, .. })
+            | Some(OpKind::CloseStmt { cursor, .. }) => *cursor,
+            _ => self.last_cursor,
+        }
+    }
+
+    /// A client message, at the point the backend's recv(2) returned it.
+    pub fn client(&mut self, m: ClientMsg, now: At) {
+        if !self.started {
+            return;
+        }
+        let kind = match m {
+            ClientMsg::Query(sql) => {
+                // The writer masks a statement that may carry a password.
+                self.w
+                    .parse(1, &sql, message::oct(&sql), times(now, now, 0));
+                self.last_cursor = 1;
+                OpKind::Query {
+                    cursor: 1,
+                    x: Exec::default(),
+                    start: now,
+                }
+            }
+            ClientMsg::Parse { name, sql } => {
+                let cursor = self.alloc(&name);
+                if crate::secrets::mentions_password(&sql) {
+                    self.secret.insert(cursor);
+                } else {
+                    self.secret.remove(&cursor);
+                }
+                OpKind::Parse { cursor, sql, name }
+            }
+            ClientMsg::Bind {
+                portal,
+                stmt,
+                values,
+            } => {
+                let cursor = self.stmt_cursor(&stmt);
+                let values = (self.binds && !values.is_empty() && !self.secret.contains(&cursor))
+                    .then_some(values);
+                self.portals.insert(
+                    portal,
+                    Portal {
+                        cursor,
+                        values,
+                        executed: false,
+                    },
+                );
+                OpKind::Bind
+            }
+            ClientMsg::Describe => OpKind::Describe,
+            ClientMsg::Execute { portal } => match self.portals.get_mut(&portal) {
+                Some(p) => {
+                    let first = !p.executed;
+                    p.executed = true;
+                    OpKind::Execute {
+                        cursor: p.cursor,
+                        first,
+                        values: p.values.take(),
+                        x: Exec::default(),
+                    }
+                }
+                None => OpKind::Execute {
+                    cursor: 0,
+                    first: true,
+                    values: None,
+                    x: Exec::default(),
+                },
+            },
+            ClientMsg::Close { statement, name } => {
+                if statement {
+                    OpKind::CloseStmt {
+                        cursor: self.stmt_cursor(&name),
+                        name,
+                    }
+                } else {
+                    self.portals.remove(&name);
+                    OpKind::ClosePortal
+                }
+            }
+            ClientMsg::Sync => OpKind::Sync,
+            ClientMsg::FunctionCall => OpKind::Func,
+        };
+        self.ops.push_back(Op { kind, sent: now });
+    }
+
+    /// When the front operation started at the server: when it was sent,
+    /// or when the server finished the one before it.
+    fn front_start(&self) -> At {
+        self.ops
+            .front()
+            .map_or(self.last_done, |o| later(o.sent, self.last_done))
+    }
+
+    fn exec_line(
+        &mut self,
+        cursor: u64,
+        values: Option<Vec<Option<String>>>,
+        start: At,
+        now: At,
+        r: i64,
+    ) {
+        if let Some(v) = values {
+            self.w.binds(cursor, &v);
+        }
+        self.w.call("EXEC", cursor, times(start, now, r));
+        self.last_cursor = cursor;
+        self.last_done = now;
+    }
+
+    /// Rows (DataRow, CopyData) for the front execution: the first one
+    /// ends its EXEC.
+    fn row(&mut self, now: At) {
+        let start = self.front_start();
+        let bind_start = self.bind_start;
+        let Some(op) = self.ops.front_mut() else {
+            return;
+        };
+        let (cursor, values, exec_start, from_bind) = match &mut op.kind {
+            OpKind::Execute {
+                cursor,
+                first,
+                values,
+                x,
+            } => {
+                if x.exec_written {
+                    x.rows += 1;
+                    return;
+                }
+                x.exec_written = true;
+                x.rows = 1;
+                if !*first {
+                    // A later batch of a suspended portal: FETCH only.
+                    x.fetch_start = start;
+                    return;
+                }
+                x.fetch_start = now;
+                (*cursor, values.take(), bind_start.unwrap_or(start), true)
+            }
+            OpKind::Query {
+                cursor,
+                x,
+                start: s,
+            } => {
+                if x.exec_written {
+                    x.rows += 1;
+                    return;
+                }
+                x.exec_written = true;
+                x.rows = 1;
+                x.fetch_start = now;
+                (*cursor, None, *s, false)
+            }
+            _ => return,
+        };
+        if from_bind {
+            self.bind_start = None;
+        }
+        self.exec_line(cursor, values, exec_start, now, 0);
+    }
+
+    /// The end of an execution: CommandComplete (`tag`), EmptyQuery,
+    /// PortalSuspended (`suspended`) or an error (`error`).
+    fn finish(&mut self, tag: &str, suspended: bool, error: Option<&str>, now: At) {
+        let start = self.front_start();
+        let bind_start = self.bind_start;
+        let Some(op) = self.ops.front_mut() else {
+            return;
+        };
+        let (cursor, first, values, x, exec_start) = match &mut op.kind {
+            OpKind::Execute {
+                cursor,
+                first,
+                values,
+                x,
+            } => {
+                let s = if *first {
+                    bind_start.unwrap_or(start)
+                } else {
+                    start
+                };
+                (*cursor, *first, values.take(), std::mem::take(x), s)
+            }
+            OpKind::Query {
+                cursor, x, start, ..
+            } => (*cursor, true, None, std::mem::take(x), *start),
+            _ => return,
+        };
+        if let OpKind::Query { start, .. } = &mut op.kind {
+            *start = now;
+        }
+        if first && !x.exec_written {
+            self.bind_start = None;
+        }
+        // XCTEND comes before the COMMIT's EXEC, as Oracle writes it.
+        let word = tag.split(' ').next().unwrap_or("");
+        if error.is_none() {
+            if !read_only_tag(tag) {
+                self.wrote = true;
+            }
+            if word == "COMMIT" || word == "ROLLBACK" {
+                self.w.xctend(word == "ROLLBACK", !self.wrote, now.tim);
+                self.xct_written = true;
+                self.wrote = false;
+            }
+        }
+        let returns_rows = x.exec_written || matches!(word, "SELECT" | "FETCH") || suspended;
+        if returns_rows {
+            let mut fetch_start = x.fetch_start;
+            if !x.exec_written {
+                if first {
+                    self.exec_line(cursor, values, exec_start, now, 0);
+                    fetch_start = now;
+                } else {
+                    fetch_start = exec_start;
+                }
+            }
+            self.w
+                .call("FETCH", cursor, times(fetch_start, now, x.rows));
+            self.last_cursor = cursor;
+            self.last_done = now;
+        } else if first {
+            self.exec_line(cursor, values, exec_start, now, tag_count(tag));
+        }
+        if let Some(code) = error {
+            self.w.error(cursor, code, now.tim);
+        }
+    }
+
+    /// The messages of one send(2) of the backend, at `now`. The
+    /// server's time before them cannot be split among answers that
+    /// arrive together: it goes to the execution (EXEC/FETCH) among them,
+    /// and a PARSE or CLOSE answered in the same read gets e=0.
+    pub fn server_chunk(&mut self, msgs: &[(u8, Vec<u8>)], now: At) {
+        let last_exec = msgs
+            .iter()
+            .rposition(|(t, _)| matches!(t, b'2' | b'D' | b'd' | b'C' | b's' | b'I' | b'E'));
+        for (i, (t, b)) in msgs.iter().enumerate() {
+            self.server(*t, b, now, last_exec.is_some_and(|j| j > i));
+        }
+        self.last_done = now;
+    }
+
+    /// A server message, at the point the backend hands it to send(2); `exec_follows`
+    /// when an execution's answer comes later in the same read.
+    fn server(&mut self, t: u8, body: &[u8], now: At, exec_follows: bool) {
+        if !self.started {
+            match t {
+                b'Z' => {
+                    self.started = true;
+                    self.last_done = now;
+                }
+                b'E' => {
+                    let (code, _) = message::error_fields(body);
+                    self.w.error(0, &code, now.tim);
+                }
+                _ => {}
+            }
+            return;
+        }
+        match t {
+            b'1' => {
+                let start = self.front_start();
+                if let Some(Op {
+                    kind: OpKind::Parse { cursor, sql, .. },
+                    ..
+                }) = self.ops.front()
+                {
+                    let (cursor, sql) = (*cursor, sql.clone());
+                    let start = if exec_follows { now } else { start };
+                    self.w
+                        .parse(cursor, &sql, message::oct(&sql), times(start, now, 0));
+                    self.last_cursor = cursor;
+                    self.ops.pop_front();
+                    if !exec_follows {
+                        self.last_done = now;
+                    }
+                }
+            }
+            b'2' => {
+                if matches!(
+                    self.ops.front(),
+                    Some(Op {
+                        kind: OpKind::Bind,
+                        ..
+                    })
+                ) {
+                    self.bind_start = Some(self.front_start());
+                    self.ops.pop_front();
+                }
+            }
+            b'3' => {
+                let start = self.front_start();
+                match self.ops.pop_front() {
+                    Some(Op {
+                        kind: OpKind::CloseStmt { cursor, name },
+                        ..
+                    }) => {
+                        let start = if exec_follows { now } else { start };
+                        self.w.close(cursor, times(start, now, 0));
+                        self.release_stmt(&name);
+                        if !exec_follows {
+                            self.last_done = now;
+                        }
+                    }
+                    Some(Op {
+                        kind: OpKind::ClosePortal,
+                        ..
+                    }) => {}
+                    Some(other) => self.ops.push_front(other),
+                    None => {}
+                }
+            }
+            b'T' | b'n' => {
+                if matches!(
+                    self.ops.front(),
+                    Some(Op {
+                        kind: OpKind::Describe,
+                        ..
+                    })
+                ) {
+                    self.ops.pop_front();
+                }
+            }
+            b'D' | b'd' => self.row(now),
+            b'C' | b'I' | b's' => {
+                let tag = if t == b'C' {
+                    message::command_tag(body)
+                } else {
+                    String::new()
+                };
+                self.finish(&tag, t == b's', None, now);
+                if matches!(
+                    self.ops.front(),
+                    Some(Op {
+                        kind: OpKind::Execute { .. },
+                        ..
+                    })
+                ) {
+                    self.ops.pop_front();
+                }
+            }
+            b'V' => {
+                if matches!(
+                    self.ops.front(),
+                    Some(Op {
+                        kind: OpKind::Func,
+                        ..
+                    })
+                ) {
+                    self.ops.pop_front();
+                }
+            }
+            b'E' => self.server_error(body, now),
+            b'Z' => {
+                while let Some(op) = self.ops.pop_front() {
+                    if matches!(op.kind, OpKind::Sync | OpKind::Query { .. }) {
+                        break;
+                    }
+                }
+                let status = body.first().copied().unwrap_or(b'I');
+                if status == b'I' && self.status != b'I' && !self.xct_written {
+                    self.w.xctend(self.status == b'E', !self.wrote, now.tim);
+                    self.wrote = false;
+                }
+                self.status = status;
+                self.xct_written = false;
+            }
+            _ => {}
+        }
+    }
+
+    fn server_error(&mut self, body: &[u8], now: At) {
+        let (code, _) = message::error_fields(body);
+        let start = self.front_start();
+        let kind = self.ops.front().map(|o| match &o.kind {
+            OpKind::Parse { .. } => 0,
+            OpKind::Execute { .. } | OpKind::Query { .. } => 1,
+            OpKind::Bind => 2,
+            OpKind::Sync => 3,
+            _ => 4,
+        });
+        match kind {
+            None | Some(3) => {
+                let c = self.last_cursor;
+                self.w.error(c, &code, now.tim);
+                return;
+            }
+            Some(0) => {
+                if let Some(Op {
+                    kind: OpKind::Parse { cursor, sql, name },
+                    ..
+                }) = self.ops.pop_front()
+                {
+                    self.w
+                        .parse(cursor, &sql, message::oct(&sql), times(start, now, 0));
+                    self.w.error(cursor, &code, now.tim);
+                    self.release_stmt(&name);
+                }
+            }
+            Some(1) => {
+                self.finish("", false, Some(&code), now);
+                if matches!(
+                    self.ops.front(),
+                    Some(Op {
+                        kind: OpKind::Execute { .. },
+                        ..
+                    })
+                ) {
+                    self.ops.pop_front();
+                }
+            }
+            Some(2) => {
+                // Bind failed: the EXEC that never ran is its call.
+                let cursor = self.last_cursor;
+                self.w.call("EXEC", cursor, times(start, now, 0));
+                self.w.error(cursor, &code, now.tim);
+                self.ops.pop_front();
+            }
+            _ => {
+                let c = self.last_cursor;
+                self.w.error(c, &code, now.tim);
+                self.ops.pop_front();
+            }
+        }
+        // Extended protocol: the server skips everything up to Sync.
+        while let Some(op) = self.ops.front() {
+            if matches!(op.kind, OpKind::Sync | OpKind::Query { .. }) {
+                break;
+            }
+            self.ops.pop_front();
+        }
+    }
+}

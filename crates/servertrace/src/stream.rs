@@ -1,0 +1,297 @@
+//! The two byte streams of a backend's client connection cut into
+//! protocol messages: what the backend receives (a startup packet, then
+//! typed messages) and what it sends (a one-byte answer to an SSL or GSS
+//! request, then typed messages). recv(2) and send(2) may cut a message
+//! anywhere; the parsers carry the rest over.
+
+use crate::message::{self, ClientMsg};
+
+/// The most of one message's body kept (a Query or Parse is traced with
+/// its text cut there, as the proxy does); the rest is skipped.
+const KEEP: usize = 1 << 20;
+
+const PROTOCOL_3: u32 = 196_608;
+
+/// What the startup packet says of the connection.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Startup {
+    pub user: String,
+    pub database: String,
+    pub application: String,
+}
+
+/// A message being read.
+#[derive(Default)]
+struct Parser {
+    /// The header read so far (type and length; length only when
+    /// untyped).
+    head: [u8; 5],
+    head_len: usize,
+    /// Body bytes still to come.
+    need: usize,
+    body: Vec<u8>,
+    keep: bool,
+}
+
+impl Parser {
+    /// Feeds `bytes`; calls `done(type, body)` for each whole message
+    /// (`type` 0 for an untyped one). `keep(type)` says whose bodies are
+    /// kept.
+    fn feed(
+        &mut self,
+        mut bytes: &[u8],
+        typed: impl Fn() -> bool,
+        keep: impl Fn(u8) -> bool,
+        mut done: impl FnMut(u8, &[u8]),
+    ) {
+        while !bytes.is_empty() {
+            let head = if typed() { 5 } else { 4 };
+            if self.head_len < head {
+                let k = (head - self.head_len).min(bytes.len());
+                self.head[self.head_len..self.head_len + k].copy_from_slice(&bytes[..k]);
+                self.head_len += k;
+                bytes = &bytes[k..];
+                if self.head_len < head {
+                    return;
+                }
+                let l = &self.head[head - 4..head];
+                let len = u32::from_be_bytes([l[0], l[1], l[2], l[3]]) as usize;
+                self.need = len.saturating_sub(4);
+                let t = if head == 5 { self.head[0] } else { 0 };
+                self.keep = keep(t);
+                self.body.clear();
+            }
+            let k = self.need.min(bytes.len());
+            if self.keep && self.body.len() < KEEP {
+                let room = (KEEP - self.body.len()).min(k);
+                self.body.extend_from_slice(&bytes[..room]);
+            }
+            self.need -= k;
+            bytes = &bytes[k..];
+            if self.need == 0 {
+                let t = if head == 5 { self.head[0] } else { 0 };
+                self.head_len = 0;
+                done(t, &self.body);
+            }
+        }
+    }
+}
+
+/// Both directions of one connection.
+#[derive(Default)]
+pub struct Streams {
+    client: Parser,
+    server: Parser,
+    /// The startup packet is behind us: the client's messages are typed.
+    started: bool,
+    /// An SSL or GSS request was made: the server's next byte answers it.
+    answer_pending: bool,
+}
+
+/// What one send(2) of the backend held.
+#[derive(Default)]
+pub struct Sent {
+    /// The messages, with the bodies the tracer reads.
+    pub msgs: Vec<(u8, Vec<u8>)>,
+    /// The server accepted SSL or GSS encryption.
+    pub encrypted: bool,
+}
+
+/// What one recv(2) of the backend held.
+#[derive(Default)]
+pub struct Received {
+    pub msgs: Vec<ClientMsg>,
+    /// A startup packet (after an SSL request was refused).
+    pub startup: Option<Startup>,
+    /// The client said Terminate.
+    pub terminate: bool,
+}
+
+/// A startup packet's parameters.
+fn startup_params(body: &[u8]) -> Startup {
+    // body: the protocol code, then name/value pairs of C strings.
+    let mut s = Startup::default();
+    let mut parts = body.get(4..).unwrap_or(&[]).split(|&b| b == 0);
+    while let (Some(k), Some(v)) = (parts.next(), parts.next()) {
+        if k.is_empty() {
+            break;
+        }
+        let v = String::from_utf8_lossy(v).into_owned();
+        match k {
+            b"user" => s.user = v,
+            b"database" => s.database = v,
+            b"application_name" => s.application = v,
+            _ => {}
+        }
+    }
+    if s.database.is_empty() {
+        s.database = s.user.clone();
+    }
+    s
+}
+
+/// The code after a startup-like packet's length.
+fn code(body: &[u8]) -> u32 {
+    body.get(..4)
+        .map_or(0, |c| u32::from_be_bytes([c[0], c[1], c[2], c[3]]))
+}
+
+impl Streams {
+    /// The first bytes a process received on a stream socket: `None` if
+    /// they are not a client's first packet (a process that is no client
+    /// backend); `Some(Some(params))` for a startup packet, `Some(None)`
+    /// for an SSL or GSS request (the startup packet comes later).
+    pub fn startup(&mut self, bytes: &[u8]) -> Option<Option<Startup>> {
+        let len = u32::from_be_bytes(bytes.get(..4)?.try_into().ok()?) as usize;
+        if !(8..=message::MAX_STARTUP as usize).contains(&len) {
+            return None;
+        }
+        let c = code(&bytes[4..]);
+        if c != PROTOCOL_3 && c != message::SSL_REQUEST && c != message::GSSENC_REQUEST {
+            return None;
+        }
+        let r = self.client(bytes);
+        Some(r.startup)
+    }
+
+    /// Bytes the backend received.
+    pub fn client(&mut self, bytes: &[u8]) -> Received {
+        let mut r = Received::default();
+        let Streams {
+            client,
+            started,
+            answer_pending,
+            ..
+        } = self;
+        let started_now = std::cell::Cell::new(*started);
+        client.feed(
+            bytes,
+            || started_now.get(),
+            |t| t == 0 || message::client_traced(t),
+            |t, body| {
+                if t == 0 {
+                    match code(body) {
+                        PROTOCOL_3 => {
+                            r.startup = Some(startup_params(body));
+                            started_now.set(true);
+                        }
+                        message::SSL_REQUEST | message::GSSENC_REQUEST => *answer_pending = true,
+                        _ => {}
+                    }
+                    return;
+                }
+                if t == b'X' {
+                    r.terminate = true;
+                } else if let Some(m) = message::decode_client(t, body, true) {
+                    r.msgs.push(m);
+                }
+            },
+        );
+        *started = started_now.get();
+        r
+    }
+
+    /// Bytes the backend sent.
+    pub fn server(&mut self, mut bytes: &[u8]) -> Sent {
+        let mut s = Sent::default();
+        if self.answer_pending {
+            self.answer_pending = false;
+            match bytes.first() {
+                Some(b'S' | b'G') => {
+                    s.encrypted = true;
+                    return s;
+                }
+                Some(_) => bytes = &bytes[1..],
+                None => return s,
+            }
+        }
+        self.server.feed(
+            bytes,
+            || true,
+            message::server_traced,
+            |t, body| s.msgs.push((t, body.to_vec())),
+        );
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn typed(t: u8, body: &[u8]) -> Vec<u8> {
+        let mut m = vec![t];
+        m.extend_from_slice(&((body.len() + 4) as u32).to_be_bytes());
+        m.extend_from_slice(body);
+        m
+    }
+
+    fn startup() -> Vec<u8> {
+        let mut body = PROTOCOL_3.to_be_bytes().to_vec();
+        body.extend_from_slice(b"user\0alice\0application_name\0app1\0\0");
+        let mut m = ((body.len() + 4) as u32).to_be_bytes().to_vec();
+        m.extend_from_slice(&body);
+        m
+    }
+
+    #[test]
+    fn messages_cut_anywhere_are_whole_again() {
+        let mut s = Streams::default();
+        let first = s.startup(&startup()).unwrap().unwrap();
+        assert_eq!(
+            first,
+            Startup {
+                user: "alice".into(),
+                database: "alice".into(),
+                application: "app1".into()
+            }
+        );
+        let mut bytes = typed(b'Q', b"select 1\0");
+        bytes.extend(typed(b'P', b"s1\0select $1\0\0\0"));
+        bytes.extend(typed(b'X', b""));
+        let mut msgs = Vec::new();
+        let mut terminate = false;
+        for chunk in bytes.chunks(3) {
+            let r = s.client(chunk);
+            msgs.extend(r.msgs);
+            terminate |= r.terminate;
+        }
+        assert_eq!(
+            msgs,
+            vec![
+                ClientMsg::Query("select 1".into()),
+                ClientMsg::Parse {
+                    name: "s1".into(),
+                    sql: "select $1".into()
+                }
+            ]
+        );
+        assert!(terminate);
+    }
+
+    #[test]
+    fn an_ssl_request_refused_then_a_startup() {
+        let mut s = Streams::default();
+        let mut ssl = 8u32.to_be_bytes().to_vec();
+        ssl.extend_from_slice(&message::SSL_REQUEST.to_be_bytes());
+        assert_eq!(s.startup(&ssl), Some(None));
+        let mut answer = vec![b'N'];
+        answer.extend(typed(b'Z', b"I"));
+        let sent = s.server(&answer);
+        assert!(!sent.encrypted);
+        assert_eq!(sent.msgs, vec![(b'Z', b"I".to_vec())]);
+        assert!(s.client(&startup()).startup.is_some());
+        // Accepted: nothing more can be read.
+        let mut s = Streams::default();
+        s.startup(&ssl);
+        assert!(s.server(b"S").encrypted);
+    }
+
+    #[test]
+    fn not_a_client() {
+        // A server's answer read by a libpq connection inside a worker.
+        let mut s = Streams::default();
+        assert_eq!(s.startup(&typed(b'R', &0u32.to_be_bytes())), None);
+        assert_eq!(s.startup(b"\0\0"), None);
+    }
+}

@@ -1,0 +1,58 @@
+//! `--server-trace DIR` of `db start` and `run`: the private PostgreSQL
+//! server starts with tracelab's server tracer (crates/servertrace) as
+//! `LD_PRELOAD`, and each client backend writes its own 10046 trace into
+//! DIR (docs/server-trace.md).
+
+use std::path::Path;
+
+use crate::exit::Failure;
+
+/// The server tracer, built by this crate's build script (empty where it
+/// cannot be built).
+const LIB: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/libtracelab_servertrace.so"));
+
+/// The library's file name inside DIR.
+pub const LIB_NAME: &str = "libtracelab_servertrace.so";
+
+/// Makes DIR (writable by the server's user), writes the library into it
+/// and returns the environment the server starts with. The library stays
+/// in DIR: a server started by `db start` outlives this process, and maps
+/// it for its whole life (it is replaced by a rename, never rewritten in
+/// place, so that a running server keeps the copy it mapped).
+pub fn prepare(dir: &Path, engine: &str) -> Result<Vec<(String, String)>, Failure> {
+    if engine != "postgres" {
+        return Err(Failure::Usage(format!(
+            "--server-trace: traces from inside the server are made for PostgreSQL only, not {engine}"
+        )));
+    }
+    if LIB.is_empty() {
+        return Err(Failure::Usage(
+            "--server-trace: this build of tracelab lacks the server tracer (it builds on Linux x86_64 and aarch64 only)".into(),
+        ));
+    }
+    let fail = |what: &str, p: &Path, e: std::io::Error| {
+        Failure::Usage(format!(
+            "--server-trace: cannot {what} {}: {e}",
+            p.display()
+        ))
+    };
+    std::fs::create_dir_all(dir).map_err(|e| fail("make the directory", dir, e))?;
+    let dir = std::fs::canonicalize(dir).map_err(|e| fail("find", dir, e))?;
+    let lib = dir.join(LIB_NAME);
+    let tmp = dir.join(format!(".{LIB_NAME}.{}", std::process::id()));
+    std::fs::write(&tmp, LIB).map_err(|e| fail("write", &tmp, e))?;
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o755))
+            .map_err(|e| fail("write", &tmp, e))?;
+    }
+    std::fs::rename(&tmp, &lib).map_err(|e| fail("write", &lib, e))?;
+    tracelab_db::give_to_server(&dir)?;
+    Ok(vec![
+        ("LD_PRELOAD".into(), lib.display().to_string()),
+        (
+            "TRACELAB_SERVER_TRACE_DIR".into(),
+            dir.display().to_string(),
+        ),
+    ])
+}
