@@ -1,0 +1,408 @@
+//! `--server-trace`: traces written from inside PostgreSQL's backends, on
+//! real private servers (`db start --server-trace`, `run --server-trace`).
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use common::{tempdir, tracelab};
+
+/// A private server started with `db start --server-trace`; stopped (and
+/// its directory removed) when dropped.
+struct Server {
+    dir: PathBuf,
+    traces: PathBuf,
+    url: String,
+}
+
+impl Server {
+    fn start(tag: &str, settings: &[&str]) -> Server {
+        let base = tempdir(tag);
+        let dir = base.join("server");
+        let traces = base.join("traces");
+        let _ = std::fs::remove_dir_all(&dir);
+        let _ = std::fs::remove_dir_all(&traces);
+        let mut args = vec![
+            "db",
+            "start",
+            "--dir",
+            dir.to_str().unwrap(),
+            "--server-trace",
+            traces.to_str().unwrap(),
+        ];
+        for s in settings {
+            args.extend(["-c", s]);
+        }
+        let (out, err, code) = tracelab(&args);
+        assert_eq!(code, 0, "{err}");
+        Server {
+            dir,
+            traces,
+            url: out.trim().to_string(),
+        }
+    }
+
+    fn connect(&self) -> postgres::Client {
+        postgres::Client::connect(&self.url, postgres::NoTls).unwrap()
+    }
+
+    fn stop(&self) {
+        let _ = tracelab(&["db", "stop", "--dir", self.dir.to_str().unwrap()]);
+    }
+
+    /// The trace of backend `pid`.
+    fn trace(&self, pid: i32) -> Trace {
+        Trace::read(&self.traces.join(format!("tracelab_server_{pid}.trc")))
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.stop();
+        let _ = std::fs::remove_dir_all(self.dir.parent().unwrap());
+    }
+}
+
+fn pid(c: &mut postgres::Client) -> i32 {
+    c.query_one("select pg_backend_pid()", &[]).unwrap().get(0)
+}
+
+#[derive(Debug, Clone)]
+struct Line {
+    /// PARSE, EXEC, FETCH, CLOSE, WAIT.
+    kind: String,
+    name: String,
+    c: i64,
+    e: i64,
+    tim: i64,
+    /// The statement text of the cursor when the line was written.
+    sql: String,
+    /// file# of a wait.
+    file: i64,
+}
+
+struct Trace {
+    lines: Vec<Line>,
+}
+
+fn field(l: &str, key: &str) -> i64 {
+    l.split([',', ' ', ':'])
+        .find_map(|f| f.strip_prefix(key))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(-1)
+}
+
+impl Trace {
+    fn read(path: &Path) -> Trace {
+        let text =
+            std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let mut sql: std::collections::HashMap<u64, String> = Default::default();
+        let mut lines = Vec::new();
+        let mut it = text.lines().peekable();
+        while let Some(l) = it.next() {
+            let cursor = || {
+                l.split('#')
+                    .nth(1)
+                    .and_then(|r| r.split(':').next())
+                    .and_then(|n| n.parse().ok())
+                    .unwrap_or(0)
+            };
+            if l.starts_with("PARSING IN CURSOR") {
+                let c: u64 = l["PARSING IN CURSOR #".len()..]
+                    .split(' ')
+                    .next()
+                    .unwrap()
+                    .parse()
+                    .unwrap();
+                sql.insert(c, it.next().unwrap().to_string());
+                continue;
+            }
+            let kind = l.split([' ']).next().unwrap_or("");
+            if !matches!(kind, "PARSE" | "EXEC" | "FETCH" | "CLOSE" | "WAIT") {
+                continue;
+            }
+            let cur: u64 = cursor();
+            let (name, c, e) = if kind == "WAIT" {
+                let name = l.split('\'').nth(1).unwrap().to_string();
+                let ela: i64 = l
+                    .split("ela= ")
+                    .nth(1)
+                    .unwrap()
+                    .split(' ')
+                    .next()
+                    .unwrap()
+                    .parse()
+                    .unwrap();
+                (name, 0, ela)
+            } else {
+                (kind.to_string(), field(l, "c="), field(l, "e="))
+            };
+            lines.push(Line {
+                kind: kind.to_string(),
+                name,
+                c,
+                e,
+                tim: field(l, "tim="),
+                sql: sql.get(&cur).cloned().unwrap_or_default(),
+                file: field(l, "file#="),
+            });
+        }
+        Trace { lines }
+    }
+
+    /// The waits inside the call at `i`: those that ended within it.
+    fn waits_in(&self, i: usize) -> Vec<&Line> {
+        let call = &self.lines[i];
+        let start = call.tim - call.e;
+        self.lines[..i]
+            .iter()
+            .rev()
+            .take_while(|l| l.kind == "WAIT")
+            .filter(|w| w.tim > start && w.tim <= call.tim)
+            .collect()
+    }
+
+    /// The index of the first EXEC of a statement whose text starts with
+    /// `sql`.
+    fn exec_of(&self, sql: &str) -> usize {
+        self.lines
+            .iter()
+            .position(|l| l.kind == "EXEC" && l.sql.starts_with(sql))
+            .unwrap_or_else(|| panic!("no EXEC of {sql}"))
+    }
+}
+
+/// Every call's e holds its CPU and the waits inside it (the clocks'
+/// granularity aside): the accounting the profiles rest on.
+fn check_accounting(t: &Trace) {
+    for (i, l) in t.lines.iter().enumerate() {
+        if l.kind == "WAIT" {
+            continue;
+        }
+        assert!(l.c >= 0 && l.c <= l.e, "{l:?}");
+        let waits: i64 = t.waits_in(i).iter().map(|w| w.e).sum();
+        assert!(
+            l.c + waits <= l.e + 20 + l.e / 100,
+            "c {} + waits {waits} > e {} in {l:?}",
+            l.c,
+            l.e
+        );
+    }
+}
+
+#[test]
+fn commit_waits_for_the_wal_flush_that_strace_times() {
+    if Command::new("strace").arg("-V").output().is_err() {
+        println!("skipped: strace is not installed");
+        return;
+    }
+    let s = Server::start("st-commit", &[]);
+    let mut c = s.connect();
+    c.batch_execute("create table t (a int, pad text)").unwrap();
+    let pid = pid(&mut c);
+    let log = s.dir.parent().unwrap().join("strace.log");
+    let mut strace = Command::new("strace")
+        .args(["-T", "-f", "-e", "trace=fdatasync", "-o"])
+        .arg(&log)
+        .args(["-p", &pid.to_string()])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // strace says "attached" on stderr once it is; give it a moment.
+    std::thread::sleep(Duration::from_millis(1500));
+    if let Ok(Some(_)) = strace.try_wait() {
+        println!("skipped: strace cannot attach here");
+        return;
+    }
+    // Enough WAL that the commit's flush takes a while beside what strace
+    // itself adds to each system call (two stops).
+    c.batch_execute("begin").unwrap();
+    c.batch_execute("insert into t select g, repeat('w', 200) from generate_series(1, 20000) g")
+        .unwrap();
+    c.batch_execute("commit").unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    // SAFETY: a signal to the strace this test started.
+    unsafe { libc::kill(strace.id() as i32, libc::SIGINT) };
+    let _ = strace.wait();
+    drop(c);
+    s.stop();
+    let traced: f64 = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .filter(|l| l.contains("fdatasync(") && l.contains('<'))
+        .map(|l| {
+            l.rsplit('<')
+                .next()
+                .unwrap()
+                .trim_end_matches('>')
+                .parse::<f64>()
+                .unwrap()
+                * 1e6
+        })
+        .sum();
+    let t = s.trace(pid);
+    check_accounting(&t);
+    let i = t.exec_of("commit");
+    let in_commit = t
+        .waits_in(i)
+        .iter()
+        .filter(|w| w.name == "IO:WALSync")
+        .count();
+    assert!(in_commit > 0, "no IO:WALSync in the COMMIT");
+    // Every WAL flush since strace attached (the INSERT's, should a
+    // segment fill, and the COMMIT's) against strace's fdatasync times.
+    let from = t.exec_of("begin");
+    let sync: i64 = t.lines[from..]
+        .iter()
+        .filter(|w| w.name == "IO:WALSync")
+        .map(|w| w.e)
+        .sum();
+    let ratio = sync as f64 / traced;
+    assert!(
+        (0.9..=1.1).contains(&ratio),
+        "IO:WALSync {sync} µs, strace's fdatasync {traced} µs"
+    );
+}
+
+#[test]
+fn a_row_lock_held_500ms_is_a_transactionid_wait_in_the_exec() {
+    let s = Server::start("st-lock", &[]);
+    let mut a = s.connect();
+    a.batch_execute("create table r (id int primary key, v int); insert into r values (1, 0)")
+        .unwrap();
+    a.batch_execute("begin; update r set v = 1 where id = 1")
+        .unwrap();
+    let url = s.url.clone();
+    let waiter = std::thread::spawn(move || {
+        let mut b = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+        let pid = pid(&mut b);
+        b.batch_execute("update r set v = 2 where id = 1").unwrap();
+        pid
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    a.batch_execute("commit").unwrap();
+    let pid = waiter.join().unwrap();
+    drop(a);
+    s.stop();
+    let t = s.trace(pid);
+    check_accounting(&t);
+    let i = t.exec_of("update r set v = 2");
+    let lock: i64 = t
+        .waits_in(i)
+        .iter()
+        .filter(|w| w.name == "Lock:transactionid")
+        .map(|w| w.e)
+        .sum();
+    assert!(lock >= 450_000, "Lock:transactionid {lock} µs");
+    assert!(t.lines[i].e >= lock);
+}
+
+#[test]
+fn pages_evicted_from_the_os_cache_are_data_file_reads() {
+    let s = Server::start("st-evict", &["shared_buffers=128kB"]);
+    let mut c = s.connect();
+    c.batch_execute(
+        "create table big as select g, repeat('x', 200) as pad from generate_series(1, 40000) g; checkpoint",
+    )
+    .unwrap();
+    let file: String = c
+        .query_one("select pg_relation_filepath('big')", &[])
+        .unwrap()
+        .get(0);
+    let node: i64 = file.rsplit('/').next().unwrap().parse().unwrap();
+    drop(c);
+    // The table's pages out of the OS page cache.
+    let path = s.dir.join("data").join(&file);
+    let f = std::fs::File::open(&path).unwrap();
+    f.sync_all().unwrap();
+    use std::os::fd::AsRawFd;
+    // SAFETY: a valid descriptor; advice only.
+    let rc = unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+    assert_eq!(rc, 0);
+    let mut c = s.connect();
+    let pid = pid(&mut c);
+    let n: i64 = c.query_one("select count(*) from big", &[]).unwrap().get(0);
+    assert_eq!(n, 40000);
+    drop(c);
+    s.stop();
+    let t = s.trace(pid);
+    check_accounting(&t);
+    let i = t.exec_of("select count(*) from big");
+    let reads = t
+        .waits_in(i)
+        .iter()
+        .filter(|w| w.name == "IO:DataFileRead" && w.file == node)
+        .count();
+    // 40,000 rows of ~230 bytes: over 1,000 pages, read through a small
+    // buffer pool.
+    assert!(reads > 500, "{reads} IO:DataFileRead of {node}");
+}
+
+#[test]
+fn think_time_is_the_client_waits_and_profiles_add_up() {
+    let base = tempdir("st-think");
+    let traces = base.join("server");
+    let _ = std::fs::remove_dir_all(&traces);
+    let (_, err, code) = tracelab(&[
+        "run",
+        "--server-trace",
+        traces.to_str().unwrap(),
+        "--sql",
+        "select 1",
+        "--sessions",
+        "1",
+        "--transactions",
+        "40",
+        "--exe-delay",
+        "0.05",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let files: Vec<PathBuf> = std::fs::read_dir(&traces)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "trc"))
+        .collect();
+    assert_eq!(files.len(), 1, "{files:?}");
+    let t = Trace::read(&files[0]);
+    check_accounting(&t);
+    let think: Vec<i64> = t
+        .lines
+        .iter()
+        .filter(|l| l.name == "Client:ClientRead" && l.e >= 25_000)
+        .map(|l| l.e)
+        .collect();
+    assert!(think.len() >= 39, "{think:?}");
+    let sum: i64 = think.iter().sum();
+    let want = think.len() as f64 * 50_000.0;
+    assert!(
+        (sum as f64 / want - 1.0).abs() <= 0.1,
+        "{sum} µs of client waits for {want} µs of think time"
+    );
+    // The profiles add up to the backend's time from its first line to
+    // its last.
+    let first = &t.lines[0];
+    let last = t.lines.last().unwrap();
+    let wall = last.tim - (first.tim - first.e);
+    let file = files[0].to_str().unwrap();
+    let (out, err, code) = tracelab(&["skew", "--unaccounted", file]);
+    assert_eq!(code, 0, "{err}");
+    let total = out
+        .lines()
+        .find(|l| l.starts_with("TOTAL"))
+        .and_then(|l| l.split_whitespace().nth(2))
+        .unwrap();
+    let total = (total.parse::<f64>().unwrap() * 1e6).round() as i64;
+    assert!((total - wall).abs() <= 2, "skew {total} µs, wall {wall} µs");
+    let (out, err, code) = tracelab(&["prof", file]);
+    assert_eq!(code, 0, "{err}");
+    let r = out
+        .lines()
+        .find_map(|l| l.strip_prefix("Response time R = "))
+        .and_then(|l| l.split(' ').next())
+        .unwrap();
+    let r = (r.parse::<f64>().unwrap() * 1e6).round() as i64;
+    assert!((r - wall).abs() <= 2, "prof R {r} µs, wall {wall} µs");
+    let _ = std::fs::remove_dir_all(&base);
+}
