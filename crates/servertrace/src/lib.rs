@@ -540,7 +540,7 @@ fn sending(fd: c_int, bytes: &[u8]) {
 /// with wait event `info` set: its WAIT line. `io` is (fd, offset,
 /// bytes) for a file's read or write, (fd, -1, 0) for a flush.
 fn waited(info: u32, start: Point, io: Option<(c_int, i64, i64)>, extra: [i64; 2]) {
-    let end = Point::now();
+    let end = Point::end();
     let Some(g) = enter() else { return };
     let p = &mut *g.0;
     if p.traced().is_none() {
@@ -629,9 +629,23 @@ struct Point {
 }
 
 impl Point {
-    fn now() -> Point {
+    /// A wait's start: the CPU clock first, so that reading it (a system
+    /// call, not in the vDSO as the monotonic clock is) falls outside the
+    /// wait's elapsed time, which then covers the blocking call and no
+    /// more.
+    fn start() -> Point {
+        let cpu = clock_us(CLOCK_THREAD_CPUTIME_ID);
         Point {
             mono: clock_us(CLOCK_MONOTONIC),
+            cpu,
+        }
+    }
+
+    /// A wait's end: the monotonic clock first, for the same reason.
+    fn end() -> Point {
+        let mono = clock_us(CLOCK_MONOTONIC);
+        Point {
+            mono,
             cpu: clock_us(CLOCK_THREAD_CPUTIME_ID),
         }
     }
@@ -644,7 +658,7 @@ fn timed<R>(io: Option<(c_int, i64, i64)>, call: impl FnOnce() -> R) -> R {
     if info == 0 {
         return call();
     }
-    let start = Point::now();
+    let start = Point::start();
     let r = call();
     waited(info, start, io, [0, 0]);
     r
@@ -668,7 +682,7 @@ pub unsafe extern "C" fn recv(fd: c_int, buf: *mut c_void, n: usize, flags: c_in
         unsafe extern "C" fn(c_int, *mut c_void, usize, c_int) -> ssize_t
     );
     let info = traced_event();
-    let start = (info != 0).then(Point::now);
+    let start = (info != 0).then(Point::start);
     let r = f(fd, buf, n, flags);
     if let Some(start) = start {
         waited(info, start, None, [0, r as i64]);
@@ -690,7 +704,7 @@ pub unsafe extern "C" fn send(fd: c_int, buf: *const c_void, n: usize, flags: c_
         unsafe extern "C" fn(c_int, *const c_void, usize, c_int) -> ssize_t
     );
     let info = traced_event();
-    let start = (info != 0).then(Point::now);
+    let start = (info != 0).then(Point::start);
     let r = f(fd, buf, n, flags);
     if let Some(start) = start {
         waited(info, start, None, [0, r as i64]);
@@ -721,7 +735,7 @@ pub unsafe extern "C" fn epoll_wait(
     if info == 0 {
         return f(epfd, ev, max, timeout);
     }
-    let start = Point::now();
+    let start = Point::start();
     let mut r;
     if idle_flush(info) && (timeout < 0 || timeout as i64 > FLUSH_US / 1000) {
         // Lines are buffered and the client may not come back soon: wait
@@ -830,7 +844,7 @@ macro_rules! vectored {
             if info == 0 {
                 return f(fd, iov, cnt, off);
             }
-            let start = Point::now();
+            let start = Point::start();
             let r = f(fd, iov, cnt, off);
             waited(info, start, Some((fd, off, r.max(0) as i64)), [0, 0]);
             r

@@ -4,7 +4,7 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 use common::{tempdir, tracelab};
@@ -192,78 +192,206 @@ fn check_accounting(t: &Trace) {
     }
 }
 
+/// The backend's `fdatasync` times in an `strace -f -T` log, in order
+/// (µs). strace writes a call another process interrupted as
+/// `PID fdatasync(5 <unfinished ...>` and `PID <... fdatasync resumed>)
+/// = 0 <0.016>`: the time is on the second line.
+fn strace_fdatasyncs(log: &Path, pid: i32) -> Vec<i64> {
+    let prefix = format!("{pid} ");
+    std::fs::read_to_string(log)
+        .unwrap()
+        .lines()
+        .filter(|l| l.starts_with(&prefix) && l.contains("fdatasync"))
+        .filter_map(|l| {
+            let t = l.rsplit_once('<')?.1.strip_suffix('>')?;
+            Some((t.parse::<f64>().ok()? * 1e6).round() as i64)
+        })
+        .collect()
+}
+
+/// Puts a process in the real-time class (`SCHED_FIFO`, the lowest
+/// priority), or back in the normal one, so that it runs as soon as it is
+/// woken rather than when a loaded machine's scheduler gets to it. Root
+/// only; elsewhere nothing changes and the comparison below has a thinner
+/// margin on a busy machine. Neither process it is used on spins: strace
+/// waits for stops, the backend for its flush.
+fn realtime(pid: i32, on: bool) {
+    let (policy, priority) = if on {
+        (libc::SCHED_FIFO, 1)
+    } else {
+        (libc::SCHED_OTHER, 0)
+    };
+    let param = libc::sched_param {
+        sched_priority: priority,
+    };
+    // SAFETY: a valid sched_param; failure is harmless.
+    unsafe { libc::sched_setscheduler(pid, policy, &param) };
+}
+
+/// The acceptance check: the COMMIT's WAL flush, as the tracer
+/// times it, against the `fdatasync` strace -T times for that backend on
+/// the same run, within 10 %.
+///
+/// The two clocks do not time the same thing exactly. strace -T is the
+/// time between its own readings of the clock at the system call's entry
+/// and exit stops; the tracer reads the clock in the backend, before the
+/// call enters the kernel and after it is back, so its time also holds
+/// the two ptrace stops (the kernel switching to strace, strace reading
+/// its clock and resuming the backend, the backend being scheduled
+/// again): tens of µs on an idle machine, milliseconds when the cores are
+/// busy and strace or the backend wait for one. The test keeps that part
+/// small against what it compares:
+/// - the flush is long: ~13 MB of WAL, in one fresh segment, written by
+///   the COMMIT itself (the WAL writer asleep for 10 s, WAL buffers big
+///   enough to hold it all), so that its one fdatasync takes milliseconds
+///   (3-9 ms on the virtual disk this was written on);
+/// - strace stops the server's processes at fdatasync only (it starts
+///   the server, so `--seccomp-bpf` can filter the calls in the kernel;
+///   attached with -p every system call would stop);
+/// - strace, and the backend during its COMMIT, run in the real-time
+///   scheduling class, so that neither waits for a core between the
+///   stops (at nice -10 gaps of 2-3 ms on a 24 ms flush were still seen
+///   with the load average at 18 on two cores);
+/// - strace's log is on tmpfs (/dev/shm): strace writes a call's line
+///   before it resumes the backend, and on the journalled file system the
+///   WAL is on that write can wait for the journal commit the fdatasync
+///   itself started (gaps of 9 ms on a 24 ms flush were seen so).
+///
+/// What remains is the two stops themselves: with the above, the
+/// tracer's time is 140-190 µs above strace's on each fdatasync of the
+/// (virtual) machine this was written on, a ratio of 1.03-1.04 on a 4-6
+/// ms flush, with the load average at 13-18 on two cores. The tracer's
+/// time is never the shorter (its window holds strace's); that is
+/// checked call by call, which also shows the pairing is right.
 #[test]
 fn commit_waits_for_the_wal_flush_that_strace_times() {
     if Command::new("strace").arg("-V").output().is_err() {
         println!("skipped: strace is not installed");
         return;
     }
-    let s = Server::start("st-commit", &[]);
+    let base = tempdir("st-commit");
+    let dir = base.join("server");
+    let traces = base.join("traces");
+    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_dir_all(&traces);
+    // strace's log off the disk the WAL is on: strace writes a call's
+    // line before it resumes the backend, and on a journalled file system
+    // that write can wait for the very journal commit the fdatasync made.
+    let shm = Path::new("/dev/shm");
+    let log = if shm.is_dir() {
+        shm.join(format!("tracelab-st-commit-{}.strace", std::process::id()))
+    } else {
+        base.join("strace.log")
+    };
+    let url_file = base.join("url");
+    let err_file = base.join("strace.err");
+    let mut strace = Command::new("strace")
+        .args([
+            "-f",
+            "--seccomp-bpf",
+            "-T",
+            "-qq",
+            "-e",
+            "trace=fdatasync",
+            "-o",
+        ])
+        .arg(&log)
+        .arg(common::bin())
+        .args(["db", "start", "--dir"])
+        .arg(&dir)
+        .arg("--server-trace")
+        .arg(&traces)
+        .args(["-c", "wal_writer_delay=10000ms", "-c", "wal_buffers=64MB"])
+        .args(["-c", "max_wal_size=4GB", "-c", "checkpoint_timeout=1h"])
+        .stdout(std::fs::File::create(&url_file).unwrap())
+        .stderr(std::fs::File::create(&err_file).unwrap())
+        .spawn()
+        .unwrap();
+    realtime(strace.id() as i32, true);
+    // strace runs as long as the server: the URL tells that `db start`
+    // is done.
+    let deadline = std::time::Instant::now() + Duration::from_secs(240);
+    let url = loop {
+        let text = std::fs::read_to_string(&url_file).unwrap_or_default();
+        if text.ends_with('\n') {
+            break text.trim().to_string();
+        }
+        if let Ok(Some(status)) = strace.try_wait() {
+            let err = std::fs::read_to_string(&err_file).unwrap_or_default();
+            if err.contains("ptrace") || err.contains("seccomp") {
+                println!("skipped: strace cannot trace here: {err}");
+                return;
+            }
+            panic!("strace + db start ended with {status}: {err}");
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "db start under strace did not finish"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let s = Server { dir, traces, url };
     let mut c = s.connect();
     c.batch_execute("create table t (a int, pad text)").unwrap();
     let pid = pid(&mut c);
-    let log = s.dir.parent().unwrap().join("strace.log");
-    let mut strace = Command::new("strace")
-        .args(["-T", "-f", "-e", "trace=fdatasync", "-o"])
-        .arg(&log)
-        .args(["-p", &pid.to_string()])
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    // strace says "attached" on stderr once it is; give it a moment.
-    std::thread::sleep(Duration::from_millis(1500));
-    if let Ok(Some(_)) = strace.try_wait() {
-        println!("skipped: strace cannot attach here");
-        return;
-    }
-    // Enough WAL that the commit's flush takes a while beside what strace
-    // itself adds to each system call (two stops).
+    // The transaction's ~13 MB of WAL in one fresh 16 MB segment: the
+    // COMMIT flushes it with one fdatasync, not one per segment.
+    c.batch_execute("select pg_switch_wal()").unwrap();
     c.batch_execute("begin").unwrap();
-    c.batch_execute("insert into t select g, repeat('w', 200) from generate_series(1, 20000) g")
+    c.batch_execute("insert into t select g, repeat('w', 200) from generate_series(1, 50000) g")
         .unwrap();
+    realtime(pid, true);
     c.batch_execute("commit").unwrap();
-    std::thread::sleep(Duration::from_millis(300));
-    // SAFETY: a signal to the strace this test started.
-    unsafe { libc::kill(strace.id() as i32, libc::SIGINT) };
-    let _ = strace.wait();
+    realtime(pid, false);
     drop(c);
     s.stop();
-    let traced: f64 = std::fs::read_to_string(&log)
-        .unwrap()
-        .lines()
-        .filter(|l| l.contains("fdatasync(") && l.contains('<'))
-        .map(|l| {
-            l.rsplit('<')
-                .next()
-                .unwrap()
-                .trim_end_matches('>')
-                .parse::<f64>()
-                .unwrap()
-                * 1e6
-        })
-        .sum();
+    // The server's processes are gone: strace ends.
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while strace.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = strace.kill();
+            let _ = strace.wait();
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let timed = strace_fdatasyncs(&log, pid);
     let t = s.trace(pid);
     check_accounting(&t);
+    // Every fdatasync of the backend is a WAL flush: one IO:WALSync each,
+    // in the same order.
+    let syncs: Vec<&Line> = t.lines.iter().filter(|w| w.name == "IO:WALSync").collect();
+    assert_eq!(
+        syncs.len(),
+        timed.len(),
+        "{} IO:WALSync waits, {} fdatasync calls in strace's log: {timed:?}",
+        syncs.len(),
+        timed.len()
+    );
+    for (w, &st) in syncs.iter().zip(&timed) {
+        // strace rounds to the µs.
+        assert!(w.e + 1 >= st, "IO:WALSync {} µs < strace's {st} µs", w.e);
+    }
     let i = t.exec_of("commit");
-    let in_commit = t
+    let mut in_commit: Vec<i64> = t
         .waits_in(i)
         .iter()
         .filter(|w| w.name == "IO:WALSync")
-        .count();
-    assert!(in_commit > 0, "no IO:WALSync in the COMMIT");
-    // Every WAL flush since strace attached (the INSERT's, should a
-    // segment fill, and the COMMIT's) against strace's fdatasync times.
-    let from = t.exec_of("begin");
-    let sync: i64 = t.lines[from..]
-        .iter()
-        .filter(|w| w.name == "IO:WALSync")
         .map(|w| w.e)
-        .sum();
-    let ratio = sync as f64 / traced;
+        .collect();
+    in_commit.reverse();
+    assert!(!in_commit.is_empty(), "no IO:WALSync in the COMMIT");
+    // The COMMIT's flushes are the backend's last ones.
+    let sync: i64 = in_commit.iter().sum();
+    let traced: i64 = timed[timed.len() - in_commit.len()..].iter().sum();
+    let ratio = sync as f64 / traced as f64;
+    println!("COMMIT: IO:WALSync {in_commit:?} = {sync} µs, strace's fdatasync {:?} = {traced} µs, ratio {ratio:.3}", &timed[timed.len() - in_commit.len()..]);
     assert!(
         (0.9..=1.1).contains(&ratio),
         "IO:WALSync {sync} µs, strace's fdatasync {traced} µs"
     );
+    let _ = std::fs::remove_file(&log);
+    let _ = std::fs::remove_dir_all(&base);
 }
 
 #[test]
@@ -396,11 +524,14 @@ fn think_time_is_the_client_waits_and_profiles_add_up() {
         (sum as f64 / want as f64 - 1.0).abs() <= 0.1,
         "{sum} µs of client waits for {want} µs of think time"
     );
-    // The profiles add up to the backend's time from its first line to
-    // its last.
-    let first = &t.lines[0];
-    let last = t.lines.last().unwrap();
-    let wall = last.tim - (first.tim - first.e);
+    // The profiles add up to the backend's time from the start of its
+    // first call or wait to the end of its last, to the µs. The first
+    // line is not always the first to start: a call's waits are written
+    // before the call's own line (they end first), so a call that waited
+    // (the first PARSE reads the catalog) starts before its first WAIT.
+    let first = t.lines.iter().map(|l| l.tim - l.e).min().unwrap();
+    let last = t.lines.iter().map(|l| l.tim).max().unwrap();
+    let wall = last - first;
     let file = files[0].to_str().unwrap();
     let (out, err, code) = tracelab(&["skew", "--unaccounted", file]);
     assert_eq!(code, 0, "{err}");
@@ -410,9 +541,9 @@ fn think_time_is_the_client_waits_and_profiles_add_up() {
         .and_then(|l| l.split_whitespace().nth(2))
         .unwrap();
     let total = (total.parse::<f64>().unwrap() * 1e6).round() as i64;
-    assert!(
-        (total - wall).abs() <= 1000,
-        "skew {total} µs, wall {wall} µs"
+    assert_eq!(
+        total, wall,
+        "skew's TOTAL against the backend's wall time (µs)"
     );
     let (out, err, code) = tracelab(&["prof", file]);
     assert_eq!(code, 0, "{err}");
@@ -422,6 +553,6 @@ fn think_time_is_the_client_waits_and_profiles_add_up() {
         .and_then(|l| l.split(' ').next())
         .unwrap();
     let r = (r.parse::<f64>().unwrap() * 1e6).round() as i64;
-    assert!((r - wall).abs() <= 1000, "prof R {r} µs, wall {wall} µs");
+    assert_eq!(r, wall, "prof's R against the backend's wall time (µs)");
     let _ = std::fs::remove_dir_all(&base);
 }
