@@ -556,3 +556,198 @@ fn think_time_is_the_client_waits_and_profiles_add_up() {
     assert_eq!(r, wall, "prof's R against the backend's wall time (µs)");
     let _ = std::fs::remove_dir_all(&base);
 }
+
+/// A child process killed (if still running) when the test ends, even by
+/// a panic.
+struct Reap(std::process::Child);
+
+impl Drop for Reap {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The DuckDB script of the join test: the calls of the three traces
+/// (`tracelab calls` CSV), sessions matched by the bind values they sent
+/// (each session runs the binds in its own shuffled order), calls by
+/// statement id and order: the nth EXEC of a statement in a session is
+/// the same call in all three traces. Prints one JSON object.
+const JOIN_SQL: &str = r#"
+create table allc as
+  select 'client' as src, * from read_csv('DIR/client.csv', auto_detect = true)
+  union all by name select 'proxy' as src, * from read_csv('DIR/proxy.csv', auto_detect = true)
+  union all by name select 'server' as src, * from read_csv('DIR/server.csv', auto_detect = true);
+create table sess as
+  select src, basename, string_agg(binds::varchar, '|' order by line) as sig
+  from allc where call = 'EXEC' group by all;
+create table k as
+  select a.src, s.sig, a.sqlid, a.call, a.e, a.r, a.binds::varchar as binds,
+    row_number() over (partition by a.src, a.basename, a.sqlid, a.call order by a.line) as n
+  from allc a join sess s using (src, basename)
+  where a.call in ('PARSE', 'EXEC', 'FETCH');
+create table j as
+  select c.call, c.e as ce, p.e as pe, s.e as se, c.r as cr, p.r as pr, s.r as sr,
+    c.binds as cb, p.binds as pb, s.binds as sb, p.sig is not null and s.sig is not null as found
+  from k c
+  left join k p on p.src = 'proxy' and (p.sig, p.sqlid, p.call, p.n) = (c.sig, c.sqlid, c.call, c.n)
+  left join k s on s.src = 'server' and (s.sig, s.sqlid, s.call, s.n) = (c.sig, c.sqlid, c.call, c.n)
+  where c.src = 'client' and c.call in ('EXEC', 'FETCH');
+select to_json({
+  'sessions': (select count(distinct sig) from sess),
+  'files': (select count(*) from sess),
+  'in_all_three': (select count(*) from (select sig from sess group by sig having count(distinct src) = 3)),
+  'client_calls': (select count(*) from j),
+  'joined': (select count(*) from j where found),
+  'rows_or_binds_differ': (select count(*) from j where found and (cr <> pr or cr <> sr or cb <> pb or cb <> sb)),
+  'server_longer_than_client': (select count(*) from j where found and call = 'EXEC' and se > ce + 5),
+  'proxy_server_unmatched': (select count(*) from
+     (select * from k where src = 'proxy') p
+     full join (select * from k where src = 'server') s using (sig, sqlid, call, n)
+     where p.src is null or s.src is null),
+  'proxy_calls': (select count(*) from k where src = 'proxy')
+});
+"#;
+
+/// The issue's join check: client (`run --trace`), proxy (`proxy
+/// --trace`) and server (`--server-trace`) traces of one run through the
+/// proxy, turned into rows by `tracelab calls` and joined in DuckDB by
+/// statement id and call order. Every call the client made is in the
+/// other two with the same rows and binds; the proxy's and the server's
+/// traces (both derived from the same protocol messages) have the same
+/// calls one for one. (The client writes a simple query's PARSE once, when
+/// it first sends the text; the wire has one per Query: PARSE is joined
+/// between the proxy and the server only.)
+#[test]
+fn client_proxy_and_server_traces_join_by_statement_and_call_order() {
+    let duckdb = Command::new("python3")
+        .args(["-c", "import duckdb"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !duckdb {
+        println!("skipped: python3 with the duckdb module is not installed");
+        return;
+    }
+    let s = Server::start("st-join", &[]);
+    let base = s.dir.parent().unwrap().to_path_buf();
+    let upstream = s
+        .url
+        .split('@')
+        .nth(1)
+        .and_then(|r| r.split('/').next())
+        .unwrap()
+        .to_string();
+    let ptraces = base.join("proxy");
+    let ctraces = base.join("client");
+    let mut px = Reap(
+        Command::new(common::bin())
+            .args([
+                "proxy",
+                "--listen",
+                "127.0.0.1:0",
+                "--upstream",
+                &upstream,
+                "--trace",
+            ])
+            .arg(&ptraces)
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let mut err = std::io::BufReader::new(px.0.stderr.take().unwrap());
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut err, &mut line).unwrap();
+    let listen = line
+        .split("listening on ")
+        .nth(1)
+        .and_then(|r| r.split(',').next())
+        .unwrap_or_else(|| panic!("the proxy says where it listens: {line}"))
+        .to_string();
+    let binds = base.join("binds.txt");
+    std::fs::write(
+        &binds,
+        (1..=50).map(|i| format!("{i}\n")).collect::<String>(),
+    )
+    .unwrap();
+    let db = format!("postgres://postgres@{listen}/postgres");
+    let (_, err_run, code) = tracelab(&[
+        "run",
+        "--db",
+        &db,
+        "--trace",
+        ctraces.to_str().unwrap(),
+        "--sql",
+        "select $1::int * 2",
+        "--binds",
+        binds.to_str().unwrap(),
+        "--binds-order",
+        "shuffled",
+        "--sessions",
+        "2",
+        "--transactions",
+        "12",
+        "--tx-per-commit",
+        "4",
+    ]);
+    // SAFETY: a signal to the proxy this test started.
+    unsafe { libc::kill(px.0.id() as i32, libc::SIGINT) };
+    let _ = px.0.wait();
+    assert_eq!(code, 0, "{err_run}");
+    s.stop();
+    for (name, dir) in [
+        ("client", &ctraces),
+        ("proxy", &ptraces),
+        ("server", &s.traces),
+    ] {
+        let files: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|x| x == "trc"))
+            .map(|p| p.to_str().unwrap().to_string())
+            .collect();
+        assert_eq!(files.len(), 2, "{name}: {files:?}");
+        let out = base.join(format!("{name}.csv"));
+        let mut args = vec!["calls", "--name", ":dbcall", "-o", out.to_str().unwrap()];
+        args.extend(files.iter().map(String::as_str));
+        let (_, err, code) = tracelab(&args);
+        assert_eq!(code, 0, "calls of the {name} traces: {err}");
+    }
+    let script = base.join("join.sql");
+    std::fs::write(&script, JOIN_SQL.replace("DIR", base.to_str().unwrap())).unwrap();
+    let out = Command::new("python3")
+        .args([
+            "-c",
+            "import duckdb, sys\n\
+             con = duckdb.connect()\n\
+             r = None\n\
+             for st in open(sys.argv[1]).read().split(';'):\n\
+             \x20   if st.strip():\n\
+             \x20       r = con.execute(st)\n\
+             print(r.fetchone()[0])",
+        ])
+        .arg(&script)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    println!("{v}");
+    // Two sessions, each in all three traces.
+    assert_eq!(v["sessions"], 2, "{v}");
+    assert_eq!(v["files"], 6, "{v}");
+    assert_eq!(v["in_all_three"], 2, "{v}");
+    // Per session: 12 BEGIN and 12 COMMIT EXECs, 48 EXEC and 48 FETCH of
+    // the select.
+    assert_eq!(v["client_calls"], 240, "{v}");
+    assert_eq!(v["joined"], 240, "{v}");
+    assert_eq!(v["rows_or_binds_differ"], 0, "{v}");
+    assert_eq!(v["proxy_server_unmatched"], 0, "{v}");
+    // The client's 240, and a PARSE per simple Query (BEGIN, COMMIT) and
+    // the select's one.
+    assert_eq!(v["proxy_calls"], 290, "{v}");
+    // The server's part of a call lies within the client's.
+    assert_eq!(v["server_longer_than_client"], 0, "{v}");
+}
