@@ -25,6 +25,17 @@ use crate::store::{Header, Store};
 /// script; empty where it could not be built.
 const CLOCK_LIB: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/libtracelab_clock.so"));
 
+/// tracelab's server tracer (crates/servertrace), for `{server_trace_lib}`:
+/// the tracelab binary embeds it (its build script builds it) and hands it
+/// over with [`set_server_tracer`] before a study runs.
+static SERVER_TRACER: std::sync::OnceLock<&'static [u8]> = std::sync::OnceLock::new();
+
+/// Gives the study runner the server tracer library's bytes (see
+/// `SERVER_TRACER`); the first call counts.
+pub fn set_server_tracer(lib: &'static [u8]) {
+    let _ = SERVER_TRACER.set(lib);
+}
+
 /// How to run a study.
 #[derive(Debug, Clone)]
 pub struct Options {
@@ -249,6 +260,28 @@ pub fn run_study(given: &Loaded, o: &Options, obs: &dyn Observer) -> Result<Outc
             use std::os::unix::fs::PermissionsExt;
             let _ = std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755));
             builtins.insert("clock_lib".to_string(), path.display().to_string());
+        }
+    }
+    // `{server_trace_lib}` and `{server_trace_dir}`: tracelab's server
+    // tracer written out, and a directory the server's user may write its
+    // traces to (docs/server-trace.md).
+    if loaded.text.contains("{server_trace_lib}") {
+        let lib = SERVER_TRACER.get().copied().unwrap_or_default();
+        if lib.is_empty() {
+            problems.push(
+                "the study preloads tracelab's server tracer ({server_trace_lib}), which this build of tracelab lacks (it builds on Linux x86_64 and aarch64 only)"
+                    .into(),
+            );
+        } else {
+            let path = scratch.path().join("libtracelab_servertrace.so");
+            std::fs::write(&path, lib).map_err(crate::error::io(&path))?;
+            use std::os::unix::fs::PermissionsExt;
+            let _ = std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755));
+            let dir = scratch.path().join("server-traces");
+            std::fs::create_dir_all(&dir).map_err(crate::error::io(&dir))?;
+            tracelab_db::give_to_server(&dir)?;
+            builtins.insert("server_trace_lib".to_string(), path.display().to_string());
+            builtins.insert("server_trace_dir".to_string(), dir.display().to_string());
         }
     }
     if !problems.is_empty() {
@@ -1659,6 +1692,20 @@ fn observed_run(
             profiles.extend(crate::profile::tagged(rows, "client"));
         }
         crate::profile::keep_or_remove(&trace_dir, kept("client").as_deref(), &mut notes);
+    }
+    // The server tracer's traces (a level preloading `{server_trace_lib}`):
+    // their size, then they go, so that each run counts its own.
+    if let Some(dir) = eng.env.get("TRACELAB_SERVER_TRACE_DIR") {
+        let dir = std::path::Path::new(dir);
+        m.insert(
+            "server_trace_bytes".into(),
+            crate::profile::dir_bytes(dir) as f64,
+        );
+        if let Ok(rd) = std::fs::read_dir(dir) {
+            for f in rd.filter_map(|e| e.ok()) {
+                let _ = std::fs::remove_file(f.path());
+            }
+        }
     }
     m.extend(crate::result_cache::measurements(&summary));
 

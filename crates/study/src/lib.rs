@@ -33,7 +33,7 @@ mod syscall_report;
 
 pub use engine::{redact, ENGINES};
 pub use error::StudyError;
-pub use execute::{run_study, Observer, Options, Outcome};
+pub use execute::{run_study, set_server_tracer, Observer, Options, Outcome};
 pub use plan::Choice;
 pub use report::{compare_stores, render, Format};
 pub use script::statements;

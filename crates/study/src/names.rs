@@ -95,6 +95,12 @@ impl Loaded {
             p.names.insert("server_processes".into());
             p.names.insert("preload_processes".into());
         }
+        if levels
+            .iter()
+            .any(|l| l.env.names().any(|n| n == "TRACELAB_SERVER_TRACE_DIR"))
+        {
+            p.names.insert("server_trace_bytes".into());
+        }
         p.names.extend(s.vars.keys().cloned());
         p.names.extend(s.quick.vars.keys().cloned());
         for f in &s.factors {

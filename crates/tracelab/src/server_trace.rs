@@ -9,7 +9,7 @@ use crate::exit::Failure;
 
 /// The server tracer, built by this crate's build script (empty where it
 /// cannot be built).
-const LIB: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/libtracelab_servertrace.so"));
+pub const LIB: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/libtracelab_servertrace.so"));
 
 /// The library's file name inside DIR.
 pub const LIB_NAME: &str = "libtracelab_servertrace.so";

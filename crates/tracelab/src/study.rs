@@ -229,6 +229,9 @@ fn run_one(r: RunArgs) -> Result<i32, Failure> {
         yes: r.yes,
     };
     let bar = Bar(bar);
+    // The server tracer this binary embeds, for studies that preload it
+    // (`{server_trace_lib}`: trace-overhead's server_trace level).
+    tracelab_study::set_server_tracer(crate::server_trace::LIB);
     let outcome = run_study(&loaded, &opts, &bar);
     bar.0.finish_and_clear();
     let outcome = match outcome {

@@ -2,7 +2,8 @@
 //! PostgreSQL (and MariaDB and SQLite as levels of its engine factor), with
 //! fewer iterations (`--var`): every tracing level really traces (the
 //! server log grows and holds what the level logs; the client's and the
-//! proxy's traces exist and profile through the skew engine), off really
+//! proxy's traces exist and profile through the skew engine; the server
+//! tracer's are written from inside PostgreSQL), off really
 //! does not, the timer level is in effect (the clock shim is mapped in every
 //! server process; under `syscall` strace counts clock_gettime system calls,
 //! under `vdso` none), and the report is rebuilt byte for byte from the
@@ -134,11 +135,11 @@ fn every_tracing_level_traces_and_off_does_not() {
     );
     let all = runs(&out);
     let straced = runs_of(&out, true);
-    // loop=server: off, statement_log, plan, analyze × (1, none);
-    // loop=client: those and client_trace, proxy, proxy_trace; and one
-    // run under strace of each, after them.
-    assert_eq!(all.len(), 13, "{stdout}");
-    assert_eq!(straced.len(), 13, "{stdout}");
+    // loop=server: off, statement_log, plan, analyze × (1, none),
+    // server_trace; loop=client: those and client_trace, proxy,
+    // proxy_trace; and one run under strace of each, after them.
+    assert_eq!(all.len(), 15, "{stdout}");
+    assert_eq!(straced.len(), 15, "{stdout}");
     let queries = 3.0 * 200.0;
     for l in ["server", "client"] {
         let at = |t: &str, s: &str| run(&all, &[("loop", l), ("tracing", t), ("sampling", s)]);
@@ -222,6 +223,58 @@ fn every_tracing_level_traces_and_off_does_not() {
     assert!(stdout.contains("var.oltp_client"), "the --var is recorded");
     skew_profiles_kept_traces(&out, queries);
     report_rebuilds(&out, &stdout);
+}
+
+/// tracing=server_trace: tracelab's server tracer preloaded into every
+/// server process (beside the timer's clock shim), each backend writing
+/// its trace (`server_trace_bytes`, about an EXEC and a FETCH line per
+/// query of the client loop; the server loop's CALL and its waits), and
+/// nothing of it in the other levels' runs.
+#[test]
+fn the_server_trace_level_traces_from_inside_postgres() {
+    let dir = tmp("tracelab-to-server-trace-");
+    let out = dir.path().join("to");
+    let stdout = study(
+        &out,
+        &[
+            "--level",
+            "proc=oltp",
+            "--level",
+            "timer=vdso",
+            "--level",
+            "sampling=1",
+            "--level",
+            "tracing=off,server_trace",
+            "--var",
+            "oltp_server=200",
+            "--var",
+            "oltp_client=200",
+            "--var",
+            "oltp_strace=10",
+        ],
+    );
+    let all = runs(&out);
+    assert_eq!(all.len(), 4, "{stdout}");
+    let queries = 3.0 * 200.0;
+    for l in ["server", "client"] {
+        let off = run(&all, &[("loop", l), ("tracing", "off")]);
+        assert!(!off.contains_key("server_trace_bytes"), "{l}: {off:?}");
+        let st = run(&all, &[("loop", l), ("tracing", "server_trace")]);
+        assert!(get(st, "server_processes") > 0.0, "{l}: {st:?}");
+        assert_eq!(
+            get(st, "preload_processes"),
+            get(st, "server_processes"),
+            "{l}: the tracer and the clock shim in every server process"
+        );
+        let bytes = get(st, "server_trace_bytes");
+        if l == "client" {
+            // An EXEC and a FETCH line per query, ~80 bytes each.
+            assert!(bytes >= queries * 100.0, "{l}: {bytes} bytes");
+        } else {
+            assert!(bytes > 0.0, "{l}: {bytes} bytes");
+        }
+    }
+    assert!(stdout.contains("server trace B/query"), "{stdout}");
 }
 
 /// The traces `--keep-traces` kept, the client's and the proxy's, profile
