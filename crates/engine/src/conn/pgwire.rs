@@ -63,7 +63,7 @@ impl Stream {
 }
 
 /// One connection to a PostgreSQL server.
-pub(crate) struct Wire {
+pub struct Wire {
     io: Stream,
     /// The messages of the call being sent.
     out: BytesMut,
@@ -114,7 +114,7 @@ fn server_error(body: &[u8]) -> (DbError, bool) {
 }
 
 /// The columns of a DataRow body: each value, `None` for NULL.
-pub(crate) fn columns(body: &[u8]) -> impl Iterator<Item = Option<&[u8]>> {
+pub fn columns(body: &[u8]) -> impl Iterator<Item = Option<&[u8]>> {
     let n = body
         .get(..2)
         .map_or(0, |b| i16::from_be_bytes([b[0], b[1]]).max(0) as usize);
@@ -140,7 +140,7 @@ impl Wire {
     /// Connects to the first host of `url` that answers, authenticates
     /// (trust, password, md5, SCRAM-SHA-256) and waits for the server to
     /// be ready. Errors never hold the password.
-    pub(crate) async fn connect(url: &str) -> Result<Wire, DbError> {
+    pub async fn connect(url: &str) -> Result<Wire, DbError> {
         // The URL completed as libpq completes it (service, PG*
         // variables, password file).
         let cfg = crate::conninfo::postgres(url).map_err(lost)?;
@@ -314,7 +314,7 @@ impl Wire {
         }
     }
 
-    pub(crate) fn is_closed(&self) -> bool {
+    pub fn is_closed(&self) -> bool {
         self.closed
     }
 
@@ -431,7 +431,7 @@ impl Wire {
 
     /// Parses and describes a named statement; returns its number of
     /// parameters.
-    pub(crate) async fn prepare(&mut self, name: &str, sql: &str) -> Result<usize, DbError> {
+    pub async fn prepare(&mut self, name: &str, sql: &str) -> Result<usize, DbError> {
         self.out.clear();
         frontend::parse(name, sql, std::iter::empty(), &mut self.out).map_err(lost)?;
         frontend::describe(b'S', name, &mut self.out).map_err(lost)?;
@@ -483,7 +483,7 @@ impl Wire {
     /// Executes prepared statement `name` with text values; hands each
     /// DataRow body to `row`. Results come in binary, as tokio-postgres
     /// asks for them.
-    pub(crate) async fn execute(
+    pub async fn execute(
         &mut self,
         name: &str,
         binds: &[Option<&str>],
@@ -501,7 +501,7 @@ impl Wire {
 
     /// Parses, binds and executes `sql` as the unnamed statement, values
     /// and results in text, in one round trip.
-    pub(crate) async fn query_once(
+    pub async fn query_once(
         &mut self,
         sql: &str,
         binds: &[Option<&str>],
@@ -520,11 +520,7 @@ impl Wire {
 
     /// Runs `sql` by the simple query protocol (any number of statements);
     /// hands each DataRow body (text values) to `row`.
-    pub(crate) async fn simple(
-        &mut self,
-        sql: &str,
-        mut row: impl FnMut(&[u8]),
-    ) -> Result<(), DbError> {
+    pub async fn simple(&mut self, sql: &str, mut row: impl FnMut(&[u8])) -> Result<(), DbError> {
         self.out.clear();
         frontend::query(sql, &mut self.out).map_err(lost)?;
         self.call(|t, b| {
@@ -536,7 +532,7 @@ impl Wire {
     }
 
     /// Says goodbye to the server.
-    pub(crate) async fn close(mut self) {
+    pub async fn close(mut self) {
         if !self.closed {
             self.out.clear();
             frontend::terminate(&mut self.out);
