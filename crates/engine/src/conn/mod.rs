@@ -37,6 +37,20 @@ impl Engine {
         }
     }
 
+    /// Every engine, in the order studies list them.
+    pub const ALL: [Engine; 3] = [Engine::Postgres, Engine::Sqlite, Engine::Mysql];
+
+    /// The engine of a name as trace headers, summaries and study files
+    /// write it (`postgres`, `mariadb`, `sqlite`).
+    pub fn from_name(name: &str) -> Option<Engine> {
+        Engine::ALL.into_iter().find(|e| e.name() == name)
+    }
+
+    /// The names of every engine, for messages listing what is expected.
+    pub fn names() -> Vec<&'static str> {
+        Engine::ALL.iter().map(|e| e.name()).collect()
+    }
+
     /// The name written in trace headers and summaries.
     pub fn name(self) -> &'static str {
         match self {

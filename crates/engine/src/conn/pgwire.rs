@@ -34,6 +34,7 @@ mod tag {
     pub const PARAMETER: u8 = b'S';
     pub const NOTIFICATION: u8 = b'A';
     pub const DATA_ROW: u8 = b'D';
+    pub const ROW_DESCRIPTION: u8 = b'T';
     pub const PARAMETER_DESCRIPTION: u8 = b't';
     pub const COPY_IN: u8 = b'G';
 }
@@ -129,6 +130,24 @@ pub fn columns(body: &[u8]) -> impl Iterator<Item = Option<&[u8]>> {
         at += len as usize;
         Some(Some(v))
     })
+}
+
+/// The column names of a RowDescription body: a count, then per column
+/// its name (NUL-terminated) and 18 bytes of type facts.
+fn column_names(body: &[u8]) -> Vec<String> {
+    let n = body
+        .get(..2)
+        .map_or(0, |b| i16::from_be_bytes([b[0], b[1]]).max(0) as usize);
+    let mut at = 2;
+    let mut out = Vec::with_capacity(n);
+    for _ in 0..n {
+        let Some(len) = body.get(at..).and_then(|r| r.iter().position(|&c| c == 0)) else {
+            break;
+        };
+        out.push(String::from_utf8_lossy(&body[at..at + len]).into_owned());
+        at += len + 1 + 18;
+    }
+    out
 }
 
 /// A connection attempt that outlived its timeout.
@@ -527,6 +546,25 @@ impl Wire {
             if t == tag::DATA_ROW {
                 row(b)
             }
+        })
+        .await
+    }
+
+    /// As [`Wire::simple`], and hands each result's column names (its
+    /// RowDescription) to `names` before its rows: administrative
+    /// questions read values by column name.
+    pub async fn simple_named(
+        &mut self,
+        sql: &str,
+        mut names: impl FnMut(Vec<String>),
+        mut row: impl FnMut(&[u8]),
+    ) -> Result<(), DbError> {
+        self.out.clear();
+        frontend::query(sql, &mut self.out).map_err(lost)?;
+        self.call(|t, b| match t {
+            tag::ROW_DESCRIPTION => names(column_names(b)),
+            tag::DATA_ROW => row(b),
+            _ => {}
         })
         .await
     }
