@@ -239,6 +239,12 @@ pub fn inline_literals(sql: &str, values: &[Option<&str>], backslashes: bool) ->
     })
 }
 
+/// `text` as an SQL string literal: in single quotes, each quote doubled
+/// (standard SQL; PostgreSQL with standard_conforming_strings, its default).
+pub fn quote_literal(text: &str) -> String {
+    format!("'{}'", text.replace('\'', "''"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::skip_literal_or_comment as skip;

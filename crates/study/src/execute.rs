@@ -13,13 +13,15 @@ use tracelab_db::{
 use tracelab_run::{read_binds, RunOptions, Stop, Summary, Timer, Workload};
 
 use crate::engine::{engine_of_url, redact, requirement};
-use crate::error::{pg, StudyError};
+use crate::error::{admin_error, StudyError};
 use crate::measure::{self, CpuWatch, LogWatch, Strace, Syscall};
 use crate::plan::{cell_key, plan, Choice, Planned};
 use crate::script::{statements, substitute};
 use crate::server_counters::{Server, ServerWatch};
 use crate::spec::{value_text, Level, Loaded, Num, Sql, When, WorkloadSpec};
 use crate::store::{Header, Store};
+use tracelab_engine::admin::{Admin, AdminError};
+use tracelab_engine::sql::quote_literal;
 
 /// tracelab's clock shim (crates/clock), built by this crate's build
 /// script; empty where it could not be built.
@@ -69,7 +71,7 @@ pub(crate) struct Engine {
     /// The environment the private server was started with.
     env: BTreeMap<String, String>,
     setup_done: bool,
-    probe: Option<postgres::Client>,
+    probe: Option<Box<dyn Admin>>,
     /// Probes not taken on this engine (their `needs` are not met).
     skipped_probes: BTreeSet<String>,
     /// What every run's notes say about this engine (settings the study
@@ -78,16 +80,19 @@ pub(crate) struct Engine {
 }
 
 impl Engine {
-    fn client(&mut self) -> Result<&mut postgres::Client, StudyError> {
-        if self.probe.as_mut().is_none_or(|c| c.is_closed()) {
+    /// The engine's administrative connection, opened again when the
+    /// server went away (a restart).
+    fn client(&mut self) -> Result<&mut dyn Admin, StudyError> {
+        if self.probe.as_ref().is_none_or(|c| c.is_closed()) {
             self.probe = Some(
-                postgres::Client::connect(&self.url, postgres::NoTls)
-                    .map_err(|e| pg(&format!("connect to {}", redact(&self.url)), e))?,
+                tracelab_engine::admin::connect(&self.url)
+                    .map_err(|e| admin_error(&format!("connect to {}", redact(&self.url)), e))?,
             );
         }
-        self.probe
-            .as_mut()
-            .ok_or_else(|| StudyError::Database("no connection".into()))
+        match self.probe.as_mut() {
+            Some(c) => Ok(c.as_mut()),
+            None => Err(StudyError::Database("no connection".into())),
+        }
     }
 }
 
@@ -393,9 +398,9 @@ pub fn run_study(given: &Loaded, o: &Options, obs: &dyn Observer) -> Result<Outc
             let keys: Vec<String> = eng.applied.keys().cloned().collect();
             if let Ok(c) = eng.client() {
                 for k in keys {
-                    let _ = c.batch_execute(&format!("ALTER SYSTEM RESET {k}"));
+                    let _ = c.execute(&format!("ALTER SYSTEM RESET {k}"));
                 }
-                let _ = c.batch_execute("SELECT pg_reload_conf()");
+                let _ = c.execute("SELECT pg_reload_conf()");
             }
         }
         eng.probe = None;
@@ -537,9 +542,13 @@ fn open_engine(
 /// cannot be read.
 fn setting(eng: &mut Engine, name: &str) -> Option<String> {
     let c = eng.client().ok()?;
-    c.query_one("SELECT current_setting($1, true)", &[&name])
-        .ok()?
-        .get::<_, Option<String>>(0)
+    let rows = c
+        .query(&format!(
+            "SELECT current_setting({}, true)",
+            quote_literal(name)
+        ))
+        .ok()?;
+    Some(rows.first()?.get(0)?.to_string())
 }
 
 /// Whether a server's value is the one wanted (`on` and `true` alike).
@@ -595,31 +604,20 @@ fn engine_facts(eng: &mut Engine) -> BTreeMap<String, String> {
     let mut f = BTreeMap::new();
     let name = eng.name.clone();
     f.insert(format!("{name}.url"), redact(&eng.url));
-    if name == "mariadb" {
-        f.extend(crate::mariadb::facts(&eng.url));
-        return f;
-    }
-    if name != "postgres" {
-        return f;
-    }
-    let Ok(c) = eng.client() else { return f };
-    if let Ok(r) = c.query_one("select version()", &[]) {
-        f.insert(format!("{name}.version"), r.get::<_, String>(0));
-    }
-    if let Ok(rows) = c.query(
-        "select name, current_setting(name) from pg_settings where name in \
-         ('synchronous_commit','wal_level','wal_sync_method','fsync','full_page_writes',\
-          'shared_buffers','wal_buffers','max_wal_size','checkpoint_timeout',\
-          'track_wal_io_timing','wal_skip_threshold','max_wal_senders','autovacuum')",
-        &[],
-    ) {
-        for r in rows {
-            f.insert(
-                format!("{name}.setting.{}", r.get::<_, String>(0)),
-                r.get::<_, String>(1),
-            );
-        }
-    }
+    // MariaDB's facts through a connection of their own, as its scripts
+    // (the probe connection is PostgreSQL's).
+    let facts = match name.as_str() {
+        "postgres" => match eng.client() {
+            Ok(c) => tracelab_engine::facts::server_facts(c),
+            Err(_) => BTreeMap::new(),
+        },
+        "mariadb" => match tracelab_engine::admin::connect(&eng.url) {
+            Ok(mut c) => tracelab_engine::facts::server_facts(c.as_mut()),
+            Err(_) => BTreeMap::new(),
+        },
+        _ => BTreeMap::new(),
+    };
+    f.extend(facts);
     f
 }
 
@@ -893,57 +891,49 @@ fn scripts(
     Ok(out)
 }
 
-/// Runs a script statement by statement on the engine; the numeric columns
-/// of any row a statement returns become measurements.
+/// Runs a script on the engine; the numeric columns of any row it
+/// returns become measurements. PostgreSQL and SQLite get it statement
+/// by statement; MariaDB whole, on a connection of its own: the server
+/// parses it, stored programs (`CREATE PROCEDURE ... BEGIN ...; END`)
+/// included, which a split at `;` would break.
 fn script(
     eng: &mut Engine,
     sql: &str,
     what: &str,
     into: &mut BTreeMap<String, f64>,
 ) -> Result<(), StudyError> {
+    let failed = |st: &str, e: AdminError| {
+        StudyError::Database(format!("{what}: `{}`: {}", short(st), e.detail()))
+    };
+    let mut run = |c: &mut dyn Admin, st: &str| -> Result<(), StudyError> {
+        for r in c.query(st).map_err(|e| failed(st, e))? {
+            for (name, v) in r.numeric() {
+                into.insert(name.to_string(), v);
+            }
+        }
+        Ok(())
+    };
     match eng.name.as_str() {
         "postgres" => {
             let c = eng.client()?;
             for st in statements(sql) {
-                let msgs = c
-                    .simple_query(&st)
-                    .map_err(|e| pg(&format!("{what}: `{}`", short(&st)), e))?;
-                for m in msgs {
-                    if let postgres::SimpleQueryMessage::Row(r) = m {
-                        for (i, col) in r.columns().iter().enumerate() {
-                            if let Some(v) = r.get(i).and_then(|s| s.parse::<f64>().ok()) {
-                                into.insert(col.name().to_string(), v);
-                            }
-                        }
-                    }
-                }
+                run(c, &st)?;
             }
             Ok(())
         }
         "sqlite" => {
-            let path = eng.url.trim_start_matches("sqlite:");
-            let c = rusqlite::Connection::open(path)
+            let mut c = tracelab_engine::admin::connect(&eng.url)
                 .map_err(|e| StudyError::Database(format!("{what}: {e}")))?;
             for st in statements(sql) {
-                let mut p = c
-                    .prepare(&st)
-                    .map_err(|e| StudyError::Database(format!("{what}: `{}`: {e}", short(&st))))?;
-                let names: Vec<String> = p.column_names().iter().map(|s| s.to_string()).collect();
-                let mut rows = p
-                    .query([])
-                    .map_err(|e| StudyError::Database(format!("{what}: `{}`: {e}", short(&st))))?;
-                while let Ok(Some(r)) = rows.next() {
-                    for (i, n) in names.iter().enumerate() {
-                        if let Ok(v) = r.get::<_, f64>(i) {
-                            into.insert(n.clone(), v);
-                        }
-                    }
-                }
+                run(c.as_mut(), &st)?;
             }
             Ok(())
         }
-        // Sent whole: the server parses it, stored programs included.
-        "mariadb" => crate::mariadb::script(&eng.url, &[sql.to_string()], what, into, short),
+        "mariadb" => {
+            let mut c = tracelab_engine::admin::connect(&eng.url)
+                .map_err(|e| StudyError::Database(format!("{what}: {e}")))?;
+            run(c.as_mut(), sql)
+        }
         other => Err(StudyError::Usage(format!("engine {other}: no scripts"))),
     }
 }
@@ -1066,7 +1056,7 @@ fn apply_server(
             Some(v) => format!("ALTER SYSTEM SET {k} = '{}'", v.replace('\'', "''")),
             None => format!("ALTER SYSTEM RESET {k}"),
         };
-        c.batch_execute(&sql).map_err(|e| pg(&sql, e))?;
+        c.execute(&sql).map_err(|e| admin_error(&sql, e))?;
     }
     if must_restart {
         if eng.private.is_none() {
@@ -1077,8 +1067,8 @@ fn apply_server(
         restart(ctx, eng, &env, &BTreeMap::new())?;
     } else {
         let c = eng.client()?;
-        c.batch_execute("SELECT pg_reload_conf()")
-            .map_err(|e| pg("pg_reload_conf", e))?;
+        c.execute("SELECT pg_reload_conf()")
+            .map_err(|e| admin_error("pg_reload_conf", e))?;
         // The reload reaches the backends when they next look.
         std::thread::sleep(Duration::from_millis(200));
     }
@@ -1732,11 +1722,10 @@ fn server_of(eng: &mut Engine) -> Result<Option<Server>, StudyError> {
                 Some(pid) => Some(pid),
                 None => {
                     let c = eng.client()?;
-                    let me: i32 = c
-                        .query_one("select pg_backend_pid()", &[])
-                        .map_err(|e| pg("backend pid", e))?
-                        .get(0);
-                    measure::parent_pid(me)
+                    let me = c.session_id().ok_or_else(|| {
+                        StudyError::Database("backend pid: the server gave none".into())
+                    })?;
+                    measure::parent_pid(me as i32)
                 }
             };
             pm.map(Server::Children)
@@ -1782,7 +1771,7 @@ pub(crate) fn with_params(url: &str, tag: &str, settings: &[(String, String)]) -
 fn flush_stats(eng: &mut Engine) {
     if eng.name == "postgres" {
         if let Ok(c) = eng.client() {
-            let _ = c.batch_execute("SELECT pg_stat_force_next_flush()");
+            let _ = c.execute("SELECT pg_stat_force_next_flush()");
         }
     }
 }
@@ -1793,11 +1782,11 @@ fn wait_gone(eng: &mut Engine, tag: &str) {
     let Ok(c) = eng.client() else { return };
     let deadline = Instant::now() + Duration::from_secs(10);
     while Instant::now() < deadline {
-        match c.query_one(
-            "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1",
-            &[&tag],
-        ) {
-            Ok(r) if r.get::<_, i64>(0) == 0 => return,
+        match c.query(&format!(
+            "SELECT count(*) FROM pg_stat_activity WHERE application_name = {}",
+            quote_literal(tag)
+        )) {
+            Ok(r) if r.first().and_then(|r| r.number(0)) == Some(0.0) => return,
             Ok(_) => std::thread::sleep(Duration::from_millis(20)),
             Err(_) => return,
         }

@@ -154,41 +154,21 @@ impl Checker {
 }
 
 /// A connection that makes the changes, straight to the server.
-enum Writer {
-    Postgres(Box<postgres::Client>),
-    Mariadb(tokio::runtime::Runtime, Box<mysql_async::Conn>),
-}
+struct Writer(Box<dyn tracelab_engine::Admin>);
 
 impl Writer {
     fn connect(engine: &str, url: &str) -> Result<Writer, String> {
         match engine {
-            "postgres" => postgres::Client::connect(url, postgres::NoTls)
-                .map(|c| Writer::Postgres(Box::new(c)))
+            "postgres" | "mariadb" => tracelab_engine::admin::connect(url)
+                .map(Writer)
                 .map_err(|e| e.to_string()),
-            "mariadb" => {
-                let rt = tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()
-                    .map_err(|e| e.to_string())?;
-                let opts = tracelab_run::conninfo::mariadb(url)?;
-                let c = rt
-                    .block_on(mysql_async::Conn::new(opts))
-                    .map_err(|e| e.to_string())?;
-                Ok(Writer::Mariadb(rt, Box::new(c)))
-            }
             other => Err(format!("no freshness check on {other}")),
         }
     }
 
     /// Runs `sql` in a transaction of its own; returns when it committed.
     fn write(&mut self, sql: &str) -> Result<(), String> {
-        match self {
-            Writer::Postgres(c) => c.batch_execute(sql).map_err(|e| e.to_string()),
-            Writer::Mariadb(rt, c) => {
-                use mysql_async::prelude::Queryable;
-                rt.block_on(c.query_drop(sql)).map_err(|e| e.to_string())
-            }
-        }
+        self.0.execute(sql).map_err(|e| e.to_string())
     }
 }
 
