@@ -22,6 +22,7 @@ use crate::spec::{value_text, Level, Loaded, Num, Sql, When, WorkloadSpec};
 use crate::store::{Header, Store};
 use tracelab_engine::admin::{Admin, AdminError};
 use tracelab_engine::sql::quote_literal;
+use tracelab_engine::Engine as Kind;
 
 /// tracelab's clock shim (crates/clock), built by this crate's build
 /// script; empty where it could not be built.
@@ -64,6 +65,8 @@ pub struct Outcome {
 /// One engine's connection state during a study.
 pub(crate) struct Engine {
     pub(crate) name: String,
+    /// The engine `name` names.
+    pub(crate) kind: Kind,
     pub(crate) url: String,
     private: Option<ServerState>,
     /// Server settings applied with ALTER SYSTEM, as the levels want.
@@ -236,7 +239,8 @@ pub fn run_study(given: &Loaded, o: &Options, obs: &dyn Observer) -> Result<Outc
     }
     let mut problems = Vec::new();
     for e in &engines {
-        let restarts = e != "sqlite" && uses_restart(&loaded, &planned, e);
+        let restarts =
+            Kind::from_name(e) != Some(Kind::Sqlite) && uses_restart(&loaded, &planned, e);
         problems.extend(requirement(e, db_for(e), scratch.path(), restarts));
     }
     // Built-in vars: `{clock_lib}`, the clock shim written out for the
@@ -394,7 +398,7 @@ pub fn run_study(given: &Loaded, o: &Options, obs: &dyn Observer) -> Result<Outc
     for eng in engs.values_mut() {
         // Server settings the levels changed on a database of the user's
         // go back to what they were.
-        if eng.private.is_none() && eng.name == "postgres" && !eng.applied.is_empty() {
+        if eng.private.is_none() && eng.kind == Kind::Postgres && !eng.applied.is_empty() {
             let keys: Vec<String> = eng.applied.keys().cloned().collect();
             if let Ok(c) = eng.client() {
                 for k in keys {
@@ -443,7 +447,7 @@ fn uses_restart(l: &Loaded, planned: &[Planned], engine: &str) -> bool {
 pub(crate) fn engine_of(cell: &[(String, String)]) -> String {
     cell.iter()
         .find(|(f, _)| f == "engine")
-        .map_or("postgres".to_string(), |(_, l)| l.clone())
+        .map_or(Kind::Postgres.name().to_string(), |(_, l)| l.clone())
 }
 
 pub(crate) fn levels_of(l: &Loaded, cell: &[(String, String)]) -> Vec<Level> {
@@ -490,18 +494,23 @@ fn open_engine(
     scratch: &std::path::Path,
     first_restart: &BTreeMap<String, String>,
 ) -> Result<Engine, StudyError> {
+    let Some(k) = Kind::from_name(e) else {
+        return Err(StudyError::Usage(format!(
+            "engine {e}: no server to run on (pass --db)"
+        )));
+    };
     let mut applied = BTreeMap::new();
-    let (url, private) = match (e, db) {
+    let (url, private) = match (k, db) {
         (_, Some(u)) => (u.to_string(), None),
-        ("postgres", None) => {
+        (Kind::Postgres, None) => {
             let s = start_postgres_with_env(&pg_options(l, scratch.join("pg")), &[])?;
             (s.url.clone(), Some(s))
         }
-        ("sqlite", None) => (
+        (Kind::Sqlite, None) => (
             format!("sqlite:{}", scratch.join("study.sqlite").display()),
             None,
         ),
-        ("mariadb", None) => {
+        (Kind::Mysql, None) => {
             let s = start_mariadb_with_env(
                 &maria_options(l, scratch.join("mariadb"), first_restart),
                 &[],
@@ -509,14 +518,10 @@ fn open_engine(
             applied = first_restart.clone();
             (s.url.clone(), Some(s))
         }
-        _ => {
-            return Err(StudyError::Usage(format!(
-                "engine {e}: no server to run on (pass --db)"
-            )))
-        }
     };
     let mut eng = Engine {
         name: e.to_string(),
+        kind: k,
         url,
         private,
         applied,
@@ -527,7 +532,7 @@ fn open_engine(
         notes: Vec::new(),
     };
     // A database that cannot be reached fails the study before any run.
-    if e == "postgres" {
+    if k == Kind::Postgres {
         if let Err(err) = eng.client() {
             if let Some(s) = &eng.private {
                 let _ = stop(&s.dir);
@@ -567,7 +572,7 @@ fn same_setting(have: &str, want: &str) -> bool {
 /// would have had them). PostgreSQL only: the other engines have no
 /// probe connection here.
 fn check_needs(eng: &mut Engine, l: &Loaded) {
-    if eng.name != "postgres" {
+    if eng.kind != Kind::Postgres {
         return;
     }
     for pr in &l.study.probes {
@@ -606,16 +611,16 @@ fn engine_facts(eng: &mut Engine) -> BTreeMap<String, String> {
     f.insert(format!("{name}.url"), redact(&eng.url));
     // MariaDB's facts through a connection of their own, as its scripts
     // (the probe connection is PostgreSQL's).
-    let facts = match name.as_str() {
-        "postgres" => match eng.client() {
+    let facts = match eng.kind {
+        Kind::Postgres => match eng.client() {
             Ok(c) => tracelab_engine::facts::server_facts(c),
             Err(_) => BTreeMap::new(),
         },
-        "mariadb" => match tracelab_engine::admin::connect(&eng.url) {
+        Kind::Mysql => match tracelab_engine::admin::connect(&eng.url) {
             Ok(mut c) => tracelab_engine::facts::server_facts(c.as_mut()),
             Err(_) => BTreeMap::new(),
         },
-        _ => BTreeMap::new(),
+        Kind::Sqlite => BTreeMap::new(),
     };
     f.extend(facts);
     f
@@ -913,15 +918,15 @@ fn script(
         }
         Ok(())
     };
-    match eng.name.as_str() {
-        "postgres" => {
+    match eng.kind {
+        Kind::Postgres => {
             let c = eng.client()?;
             for st in statements(sql) {
                 run(c, &st)?;
             }
             Ok(())
         }
-        "sqlite" => {
+        Kind::Sqlite => {
             let mut c = tracelab_engine::admin::connect(&eng.url)
                 .map_err(|e| StudyError::Database(format!("{what}: {e}")))?;
             for st in statements(sql) {
@@ -929,12 +934,11 @@ fn script(
             }
             Ok(())
         }
-        "mariadb" => {
+        Kind::Mysql => {
             let mut c = tracelab_engine::admin::connect(&eng.url)
                 .map_err(|e| StudyError::Database(format!("{what}: {e}")))?;
             run(c.as_mut(), sql)
         }
-        other => Err(StudyError::Usage(format!("engine {other}: no scripts"))),
     }
 }
 
@@ -979,6 +983,7 @@ fn apply_server(
     vars: &BTreeMap<String, String>,
 ) -> Result<(), StudyError> {
     let e = eng.name.clone();
+    let k = eng.kind;
     let mut want: BTreeMap<String, String> = BTreeMap::new();
     let mut env: BTreeMap<String, String> = BTreeMap::new();
     for lv in levels {
@@ -989,7 +994,7 @@ fn apply_server(
             env.insert(k, v);
         }
     }
-    if e == "sqlite" {
+    if k == Kind::Sqlite {
         // In process: no server to set or restart.
         return Ok(());
     }
@@ -1003,7 +1008,7 @@ fn apply_server(
                 .into(),
         ));
     }
-    if e == "mariadb" {
+    if k == Kind::Mysql {
         // MariaDB: restart settings are options of mariadbd (a restart of
         // the private server when they or the environment change, which
         // resets the globals); the others global variables, set on the
@@ -1038,7 +1043,7 @@ fn apply_server(
         eng.applied = want;
         return Ok(());
     }
-    if e != "postgres" {
+    if k != Kind::Postgres {
         return Err(StudyError::Usage(format!(
             "engine {e}: server settings by level are for PostgreSQL and MariaDB"
         )));
@@ -1107,7 +1112,7 @@ fn restart(
     eng.probe = None;
     stop(&s.dir)?;
     let env_list: Vec<(String, String)> = env.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
-    let s2 = if eng.name == "mariadb" {
+    let s2 = if eng.kind == Kind::Mysql {
         start_mariadb_with_env(&maria_options(ctx.l, s.dir.clone(), options), &env_list)?
     } else {
         start_postgres_with_env(&pg_options(ctx.l, s.dir.clone()), &env_list)?
@@ -1181,6 +1186,7 @@ pub(crate) fn prepare(
     let s = &l.study;
     let w = &s.workload;
     let e = eng.name.as_str();
+    let k = eng.kind;
     let mut sql_spec = &w.sql;
     for lv in levels {
         if let Some(x) = &lv.sql {
@@ -1238,7 +1244,7 @@ pub(crate) fn prepare(
     let result_cache = crate::result_cache::options(levels, |k, n| num(l, k, n, vars))?;
     let base = RunOptions {
         // PostgreSQL sessions get their settings in the URL (below).
-        url: if e == "postgres" {
+        url: if k == Kind::Postgres {
             with_params(&eng.url, "tracelab-study", &settings)
         } else {
             eng.url.clone()
@@ -1249,7 +1255,7 @@ pub(crate) fn prepare(
         simple,
         timer,
         fetch_size: fetch.max(0.0) as u32,
-        settings: if e == "postgres" {
+        settings: if k == Kind::Postgres {
             Vec::new()
         } else {
             settings.clone()
@@ -1415,6 +1421,7 @@ fn observed_run(
 ) -> Result<Observed, StudyError> {
     let s = &ctx.l.study;
     let e = eng.name.clone();
+    let k = eng.kind;
     let scratch = ctx.scratch;
     let mut notes = Vec::new();
     let mut m: BTreeMap<String, f64> = BTreeMap::new();
@@ -1423,7 +1430,7 @@ fn observed_run(
     let release = scratch.join(format!("release-{}", p.seq));
     let _ = std::fs::remove_file(&release);
     let mut opts = prep.base.clone();
-    if e == "postgres" {
+    if k == Kind::Postgres {
         opts.url = with_params(&prep.base.url, &tag, &prep.settings);
     }
     let sessions = prep.sessions;
@@ -1444,14 +1451,14 @@ fn observed_run(
 
     let mut watch = None;
     let mut connect_cost = None;
-    if e == "postgres" && s.measure.backend_cpu {
+    if k == Kind::Postgres && s.measure.backend_cpu {
         connect_cost = measure::connect_cost_ns(&prep.base.url);
         watch = CpuWatch::start(&eng.url, &tag, sessions, release.clone());
         if watch.is_none() {
             notes.push("backend CPU not measured: no watcher connection".into());
         }
     }
-    if e == "mariadb" && s.measure.backend_cpu {
+    if k == Kind::Mysql && s.measure.backend_cpu {
         // The sessions are threads of the server process, read in /proc:
         // only for the private server, which is on this machine.
         match server_pid(eng) {
@@ -1479,10 +1486,10 @@ fn observed_run(
     let straced = s.measure.strace || p.strace;
     let wants_server = straced || s.measure.server_counters;
     let server = if wants_server { server_of(eng)? } else { None };
-    if wants_server && server.is_none() && e != "sqlite" {
+    if wants_server && server.is_none() && k != Kind::Sqlite {
         notes.push(format!(
             "server counters and syscalls not taken: {}",
-            if eng.private.is_none() && e == "mariadb" {
+            if eng.private.is_none() && k == Kind::Mysql {
                 "MariaDB's processes are read on this machine, for the private server only (not with --db)"
             } else {
                 "the server's process was not found on this machine"
@@ -1547,7 +1554,7 @@ fn observed_run(
         match &eng.private {
             Some(st) => Some(LogWatch::start(st.log_files())),
             None => {
-                if e != "sqlite" {
+                if k != Kind::Sqlite {
                     notes.push(format!(
                         "server log not measured: the {e} server is not the private one"
                     ));
@@ -1605,7 +1612,7 @@ fn observed_run(
             summary.errors
         )));
     }
-    if e == "postgres" {
+    if k == Kind::Postgres {
         wait_gone(eng, &tag);
     }
     if let Some(w) = counters {
@@ -1667,7 +1674,7 @@ fn observed_run(
             v.sort_unstable();
             v
         });
-    match (e.as_str(), backend_ns) {
+    match (k, backend_ns) {
         (_, Some(Ok(r))) if run_ids.as_ref().is_some_and(|ids| *ids != r.ids) => notes.push(
             format!(
                 "backend CPU not measured for a run: the sessions read ({:?}) were not the run's ({:?})",
@@ -1683,7 +1690,7 @@ fn observed_run(
             );
         }
         (_, Some(Err(why))) => notes.push(format!("backend CPU not measured for a run: {why}")),
-        ("sqlite", _) if s.measure.backend_cpu => {
+        (Kind::Sqlite, _) if s.measure.backend_cpu => {
             // SQLite runs in this process: its CPU is ours (the driver's
             // included).
             m.insert(
@@ -1716,8 +1723,8 @@ fn zero_calls(m: &mut BTreeMap<String, f64>, calls: &[String]) {
 /// private server's (its pid file), or a PostgreSQL's found through a
 /// backend of its own.
 fn server_of(eng: &mut Engine) -> Result<Option<Server>, StudyError> {
-    Ok(match eng.name.as_str() {
-        "postgres" => {
+    Ok(match eng.kind {
+        Kind::Postgres => {
             let pm = match server_pid(eng) {
                 Some(pid) => Some(pid),
                 None => {
@@ -1730,8 +1737,8 @@ fn server_of(eng: &mut Engine) -> Result<Option<Server>, StudyError> {
             };
             pm.map(Server::Children)
         }
-        "mariadb" => server_pid(eng).map(Server::Threads),
-        _ => None,
+        Kind::Mysql => server_pid(eng).map(Server::Threads),
+        Kind::Sqlite => None,
     })
 }
 
@@ -1769,7 +1776,7 @@ pub(crate) fn with_params(url: &str, tag: &str, settings: &[(String, String)]) -
 /// Makes the probe connection's own pending statistics visible (PG 15+),
 /// so that its scripts' WAL does not land in the run's deltas.
 fn flush_stats(eng: &mut Engine) {
-    if eng.name == "postgres" {
+    if eng.kind == Kind::Postgres {
         if let Ok(c) = eng.client() {
             let _ = c.execute("SELECT pg_stat_force_next_flush()");
         }

@@ -46,17 +46,29 @@ impl Engine {
         Engine::ALL.into_iter().find(|e| e.name() == name)
     }
 
-    /// The names of every engine, for messages listing what is expected.
-    pub fn names() -> Vec<&'static str> {
-        Engine::ALL.iter().map(|e| e.name()).collect()
-    }
+    /// The names of every engine, in the order of [`Engine::ALL`], for
+    /// messages listing what is expected.
+    pub const NAMES: [&'static str; 3] = [
+        Engine::ALL[0].name(),
+        Engine::ALL[1].name(),
+        Engine::ALL[2].name(),
+    ];
 
     /// The name written in trace headers and summaries.
-    pub fn name(self) -> &'static str {
+    pub const fn name(self) -> &'static str {
         match self {
             Engine::Postgres => "postgres",
             Engine::Mysql => "mariadb",
             Engine::Sqlite => "sqlite",
+        }
+    }
+
+    /// The engine's name as people write it, for messages.
+    pub const fn title(self) -> &'static str {
+        match self {
+            Engine::Postgres => "PostgreSQL",
+            Engine::Mysql => "MariaDB",
+            Engine::Sqlite => "SQLite",
         }
     }
 
