@@ -1851,4 +1851,209 @@ columns = [{ name = "r", label = "r", expr = "$elapsed_ms" }]
         );
         assert!(preloads(&BTreeMap::new()).is_empty());
     }
+
+    use std::sync::Mutex;
+    use tracelab_engine::fake::{FakeAdmin, FakeRow, FakeServer};
+
+    /// A study engine whose administrative connection is the fake
+    /// engine's, on a database of the user's (no private server).
+    fn fake_engine(
+        kind: Kind,
+        url: &str,
+        replies: Vec<(&str, Result<Vec<FakeRow>, String>)>,
+    ) -> (Engine, Arc<Mutex<FakeServer>>) {
+        let server = Arc::new(Mutex::new(FakeServer {
+            replies: replies
+                .into_iter()
+                .map(|(p, r)| (p.to_string(), r))
+                .collect(),
+            ..FakeServer::default()
+        }));
+        let eng = Engine {
+            name: kind.name().to_string(),
+            kind,
+            url: url.to_string(),
+            private: None,
+            applied: BTreeMap::new(),
+            env: BTreeMap::new(),
+            setup_done: false,
+            probe: Some(Box::new(FakeAdmin::connect(kind, &server))),
+            skipped_probes: BTreeSet::new(),
+            notes: Vec::new(),
+        };
+        (eng, server)
+    }
+
+    fn row(pairs: &[(&str, &str)]) -> FakeRow {
+        pairs
+            .iter()
+            .map(|(c, v)| (c.to_string(), v.to_string()))
+            .collect()
+    }
+
+    fn sent(server: &Arc<Mutex<FakeServer>>) -> Vec<String> {
+        server.lock().unwrap().sent.clone()
+    }
+
+    struct Quiet;
+    impl Observer for Quiet {
+        fn begin(&self, _: usize, _: usize) {}
+        fn run_done(&self, _: &str) {}
+        fn note(&self, _: &str) {}
+    }
+
+    #[test]
+    fn a_script_runs_statement_by_statement_and_its_numbers_become_measurements() {
+        let (mut eng, server) = fake_engine(
+            Kind::Postgres,
+            "postgres://u@h/d",
+            vec![
+                (
+                    "select count(*)",
+                    Ok(vec![row(&[("rows", "42"), ("label", "t")])]),
+                ),
+                ("select wal", Ok(vec![row(&[("wal_bytes", "8192.5")])])),
+                ("select broken", Err("syntax error".into())),
+            ],
+        );
+        let mut m = BTreeMap::new();
+        script(
+            &mut eng,
+            "select count(*) from t; select wal from w",
+            "probe p",
+            &mut m,
+        )
+        .unwrap();
+        assert_eq!(m.get("rows"), Some(&42.0));
+        assert_eq!(m.get("wal_bytes"), Some(&8192.5));
+        // Text is not a measurement.
+        assert!(!m.contains_key("label"), "{m:?}");
+        assert_eq!(
+            sent(&server),
+            ["select count(*) from t", "select wal from w"]
+        );
+        let e = script(&mut eng, "select broken", "setup", &mut m)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("setup: `select broken`: syntax error (fake)"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_probe_the_server_cannot_serve_is_skipped_and_every_run_says_why() {
+        let text = format!(
+            "{STUDY}\n[server]\nwal_level = \"minimal\"\n\
+             [[probes]]\nname = \"wal\"\nsql = \"select 1\"\n\
+             needs = {{ track_wal_io_timing = \"on\" }}\n"
+        );
+        let l = Loaded::parse("t", &text, None, &[]).unwrap();
+        let (mut eng, server) = fake_engine(
+            Kind::Postgres,
+            "postgres://u@h/d",
+            vec![
+                (
+                    "SELECT current_setting('track_wal_io_timing'",
+                    Ok(vec![row(&[("current_setting", "off")])]),
+                ),
+                (
+                    "SELECT current_setting('wal_level'",
+                    Ok(vec![row(&[("current_setting", "replica")])]),
+                ),
+            ],
+        );
+        check_needs(&mut eng, &l);
+        assert!(
+            eng.skipped_probes.contains("wal"),
+            "{:?}",
+            eng.skipped_probes
+        );
+        assert!(
+            eng.notes[0].contains("needs track_wal_io_timing = on")
+                && eng.notes[0].contains("has track_wal_io_timing = off"),
+            "{:?}",
+            eng.notes
+        );
+        // A database of the user's: the study's server settings it lacks
+        // are said too.
+        assert!(
+            eng.notes[1].contains("wal_level = minimal") && eng.notes[1].contains("replica"),
+            "{:?}",
+            eng.notes
+        );
+        assert_eq!(
+            sent(&server),
+            [
+                "SELECT current_setting('track_wal_io_timing', true)",
+                "SELECT current_setting('wal_level', true)"
+            ]
+        );
+        // SQLite has no server settings: nothing is asked.
+        let (mut lite, server) = fake_engine(Kind::Sqlite, "sqlite:x.db", vec![]);
+        check_needs(&mut lite, &l);
+        assert!(lite.skipped_probes.is_empty() && sent(&server).is_empty());
+    }
+
+    #[test]
+    fn facts_name_the_server_and_never_its_password() {
+        let (mut eng, _) = fake_engine(
+            Kind::Postgres,
+            "postgres://app:s3cret@h:5432/d",
+            vec![
+                (
+                    "select version()",
+                    Ok(vec![row(&[("version", "PostgreSQL 15.8")])]),
+                ),
+                (
+                    "select name, current_setting(name)",
+                    Ok(vec![row(&[("name", "fsync"), ("current_setting", "on")])]),
+                ),
+            ],
+        );
+        let f = engine_facts(&mut eng);
+        assert_eq!(f["postgres.url"], "postgres://app:***@h:5432/d");
+        assert_eq!(f["postgres.version"], "PostgreSQL 15.8");
+        assert_eq!(f["postgres.setting.fsync"], "on");
+        assert!(f.values().all(|v| !v.contains("s3cret")), "{f:?}");
+    }
+
+    #[test]
+    fn level_server_settings_are_set_reloaded_and_reset_on_a_user_database() {
+        let text = STUDY.replace(
+            "[[factors]]\nname = \"n\"\nvalues = [1]",
+            "[[factors]]\nname = \"n\"\nlevels = [{ name = \"small\", server = { work_mem = \"8MB\" } }]",
+        );
+        let l = Loaded::parse("t", &text, None, &[]).unwrap();
+        let levels = l.study.factors[0].all_levels();
+        let scratch = tempfile::tempdir().unwrap();
+        let (restart_keys, builtins, overrides) =
+            (BTreeSet::new(), BTreeMap::new(), BTreeMap::new());
+        let ctx = Context {
+            l: &l,
+            quick: false,
+            restart_keys: &restart_keys,
+            scratch: scratch.path(),
+            builtins: &builtins,
+            overrides: &overrides,
+            keep: None,
+            obs: &Quiet,
+        };
+        let (mut eng, server) = fake_engine(Kind::Postgres, "postgres://u@h/d", vec![]);
+        apply_server(&ctx, &mut eng, &levels, &BTreeMap::new()).unwrap();
+        assert_eq!(eng.applied.get("work_mem").map(String::as_str), Some("8MB"));
+        // The same level again sends nothing; no level resets it.
+        apply_server(&ctx, &mut eng, &levels, &BTreeMap::new()).unwrap();
+        apply_server(&ctx, &mut eng, &[], &BTreeMap::new()).unwrap();
+        assert!(eng.applied.is_empty());
+        assert_eq!(
+            sent(&server),
+            [
+                "ALTER SYSTEM SET work_mem = '8MB'",
+                "SELECT pg_reload_conf()",
+                "ALTER SYSTEM RESET work_mem",
+                "SELECT pg_reload_conf()",
+            ]
+        );
+    }
 }

@@ -1,7 +1,9 @@
 //! A PostgreSQL connection that speaks the frontend/backend protocol
 //! itself, inside the session's task.
 //!
-//! Why by hand: tokio-postgres (used for everything else here) splits a
+//! Why by hand, for measured calls and administrative ones alike (one
+//! PostgreSQL client): tokio-postgres (still used by the result cache's
+//! catalog questions and notifications in crates/run) splits a
 //! connection into a client and a connection task joined by channels, so
 //! every call crosses two task hand-offs and allocates its response
 //! buffers; that cost about 1 µs of client CPU per call more than libpq in
