@@ -99,6 +99,13 @@ fn now_seed() -> u64 {
 
 /// Runs (or continues) a study; every finished run is in the store.
 pub fn run_study(given: &Loaded, o: &Options, obs: &dyn Observer) -> Result<Outcome, StudyError> {
+    // One `study run` at a time per results directory, held to the end
+    // (a --resume of a directory without a store fails below instead).
+    let _lock = if o.resume && !o.out.join(crate::store::FILE).exists() {
+        None
+    } else {
+        Some(crate::store::StoreLock::take(&o.out)?)
+    };
     // A resumed study is the stored one: same file, same plan.
     let seed = o.choice.seed.or(given.study.seed).unwrap_or_else(now_seed);
     let mut quick = o.choice.quick;

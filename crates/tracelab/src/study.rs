@@ -235,9 +235,11 @@ fn run_one(r: RunArgs) -> Result<i32, Failure> {
         Ok(o) => o,
         Err(e) => {
             // What was measured is kept: say how to go on from it.
-            let has_runs = Store::open(&out, false)
-                .and_then(|s| s.done())
-                .is_ok_and(|d| !d.is_empty());
+            // (Not when another run holds the store: it is still going.)
+            let has_runs = !matches!(e, StudyError::Busy { .. })
+                && Store::open(&out, false)
+                    .and_then(|s| s.done())
+                    .is_ok_and(|d| !d.is_empty());
             if has_runs {
                 say!(
                     "tracelab: the runs done are in {}; after fixing the cause, continue with `tracelab study run {} --out {} --resume`",

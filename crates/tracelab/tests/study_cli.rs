@@ -730,3 +730,87 @@ columns = [{ name = "s", label = "service", expr = "$backend_cpu_ms / $statement
         assert!(cpu["400"] > 3.0 * cpu["40"], "{sessions} sessions: {cpu:?}");
     }
 }
+
+/// Two `study run`s on one results directory at once (a `--resume` while
+/// the study still runs): the second is refused at its start, naming the
+/// store and the first one's pid, and the first goes on undisturbed. They
+/// once ran the same cells together, each measured under the other's
+/// load, and one failed only when it wrote (UNIQUE constraint failed).
+#[test]
+fn a_second_run_on_a_store_in_use_is_refused_at_its_start() {
+    let dir = tmp("tracelab-study-lock-");
+    let file = dir.path().join("lock.toml");
+    std::fs::write(
+        &file,
+        r#"
+name = "lock"
+reps = 2
+[workload]
+sql = "SELECT 1"
+runtime = 1
+[[factors]]
+name = "engine"
+levels = [{ name = "sqlite" }]
+[[factors]]
+name = "n"
+values = [1, 2]
+[report]
+rows = "n"
+columns = [{ name = "e", label = "elapsed ms", expr = "$elapsed_ms" }]
+"#,
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let first = Command::new(common::bin())
+        .args(["study", "run", file.to_str().unwrap(), "--out"])
+        .arg(&out)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while !out.join("results.sqlite").exists() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(out.join("results.sqlite").exists(), "the first run began");
+    let t0 = Instant::now();
+    let (_, err, code) = tracelab(&[
+        "study",
+        "run",
+        file.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--resume",
+    ]);
+    let took = t0.elapsed();
+    let first_pid = first.id();
+    let first = first.wait_with_output().unwrap();
+    let first_err = String::from_utf8_lossy(&first.stderr);
+    assert_eq!(code, 3, "{err}");
+    assert!(
+        err.contains(&out.join("results.sqlite").display().to_string())
+            && err.contains(&format!("pid {first_pid}"))
+            && err.contains("nothing was run"),
+        "the message names the store and the holder: {err}"
+    );
+    assert!(!err.contains("--resume"), "no advice to resume: {err}");
+    // Refused at once (4 runs of 1 s were ahead of the first run).
+    assert!(took < Duration::from_secs(30), "{took:?}");
+    assert_eq!(first.status.code(), Some(0), "{first_err}");
+    let c = rusqlite::Connection::open(out.join("results.sqlite")).unwrap();
+    let runs: i64 = c
+        .query_row("SELECT count(*) FROM runs", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(runs, 4);
+    // Once the first has ended, the store is free again.
+    let (_, err, code) = tracelab(&[
+        "study",
+        "run",
+        file.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--resume",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("0 runs done now, 4 before"), "{err}");
+}
