@@ -814,3 +814,65 @@ columns = [{ name = "e", label = "elapsed ms", expr = "$elapsed_ms" }]
     assert_eq!(code, 0, "{err}");
     assert!(err.contains("0 runs done now, 4 before"), "{err}");
 }
+
+/// The freshness check when the writer's change breaks the readers' query
+/// (an `ALTER ... TYPE` the query's predicate cannot take): every read
+/// fails from the first change on. The check once saw no stale result
+/// among the reads that came before, and said "within the lag: yes"
+/// with exit 0; readers' errors fail it.
+#[test]
+fn a_freshness_check_whose_readers_fail_fails() {
+    let dir = tmp("tracelab-study-fresh-ddl-");
+    let file = dir.path().join("fresh.toml");
+    std::fs::write(
+        &file,
+        r#"
+name = "fresh-ddl"
+reps = 1
+setup = ["CREATE TABLE f (id int PRIMARY KEY, v text)", "INSERT INTO f VALUES (1, 'fresh 0')"]
+[workload]
+sql = "SELECT id, v FROM f WHERE id = :1 AND v LIKE 'fresh%'"
+binds = "binds.txt"
+sessions = 2
+runtime = 1
+[[factors]]
+name = "cache"
+levels = [{ name = "on", result_cache = { tables = ["f:force"], lag = 300, setup = true } }]
+[report]
+rows = "cache"
+columns = [{ name = "t", label = "transactions", expr = "$transactions" }]
+[freshness]
+levels = { cache = "on" }
+runtime = 4
+every_ms = 300
+column = 2
+value = "fresh {version}"
+write = "ALTER TABLE f ALTER COLUMN v TYPE int USING {version}"
+"#,
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("binds.txt"), "1\n").unwrap();
+    let out = dir.path().join("out");
+    let (stdout, err, code) = tracelab(&[
+        "study",
+        "run",
+        file.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_ne!(code, 0, "a failed check is no success:\n{err}\n{stdout}");
+    assert!(
+        !stdout.contains("Within the lag: yes"),
+        "no pass is reported: {stdout}"
+    );
+    assert!(
+        err.contains("freshness check") && err.contains("42883"),
+        "the readers' error is named: {err}"
+    );
+    // The measured run before the check is kept.
+    let c = rusqlite::Connection::open(out.join("results.sqlite")).unwrap();
+    let runs: i64 = c
+        .query_row("SELECT count(*) FROM runs", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(runs, 1);
+}
