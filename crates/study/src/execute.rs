@@ -41,6 +41,9 @@ pub struct Options {
     /// Consent to what the study creates, drops or changes on a `--db`
     /// database (named, and refused without it, before anything runs).
     pub yes: bool,
+    /// Consent to server settings that run programs or load code
+    /// (`archive_command`, ...): refused without it, before anything runs.
+    pub allow_server_programs: bool,
 }
 
 /// Told about progress (the CLI draws a bar).
@@ -99,6 +102,16 @@ fn now_seed() -> u64 {
 
 /// Runs (or continues) a study; every finished run is in the store.
 pub fn run_study(given: &Loaded, o: &Options, obs: &dyn Observer) -> Result<Outcome, StudyError> {
+    // A study file is code; server settings that make the server run a
+    // program are refused unless the user said they may.
+    let programs = given.server_programs();
+    if !o.allow_server_programs && !programs.is_empty() {
+        return Err(StudyError::Usage(format!(
+            "study {} sets server settings that run programs or load code on the server's machine:\n  {}\nNothing was run; read them (`tracelab study run STUDY --dry-run` lists everything the study runs), then run again with --allow-server-programs to go ahead.",
+            given.study.name,
+            programs.join("\n  ")
+        )));
+    }
     // One `study run` at a time per results directory, held to the end
     // (a --resume of a directory without a store fails below instead).
     let _lock = if o.resume && !o.out.join(crate::store::FILE).exists() {
@@ -664,7 +677,7 @@ pub(crate) fn run_vars(
 
 /// [`run_vars`] before a run's context exists (`builtins` may be empty:
 /// the checks made before anything runs need no path of tracelab's).
-fn vars_of(
+pub(crate) fn vars_of(
     l: &Loaded,
     quick: bool,
     builtins: &BTreeMap<String, String>,
@@ -858,7 +871,7 @@ pub(crate) fn sql_of(
 
 /// When a run's scripts go: before its measurement or after it.
 #[derive(Clone, Copy)]
-enum Phase {
+pub(crate) enum Phase {
     Before,
     After,
 }
@@ -866,7 +879,7 @@ enum Phase {
 /// A run's before or after scripts for its engine: the levels' first, the
 /// workload's last (it may end with the CHECKPOINT a measurement starts
 /// from).
-fn scripts(
+pub(crate) fn scripts(
     l: &Loaded,
     levels: &[Level],
     w: &WorkloadSpec,

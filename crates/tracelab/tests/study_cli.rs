@@ -876,3 +876,94 @@ write = "ALTER TABLE f ALTER COLUMN v TYPE int USING {version}"
         .unwrap();
     assert_eq!(runs, 1);
 }
+
+/// A study file is a program: `--dry-run` lists what it would run (its
+/// server settings, its SQL per cell, vars replaced) and runs nothing;
+/// a server setting that runs a program is refused without
+/// `--allow-server-programs`; a setting name that would write lines of
+/// its own into postgresql.conf is refused at its line.
+#[test]
+fn a_study_that_runs_programs_is_listed_and_refused_without_consent() {
+    let dir = tmp("tracelab-study-programs-");
+    let ran = dir.path().join("ran");
+    let copied = dir.path().join("copied");
+    let vacuumed = dir.path().join("vacuumed.db");
+    let file = dir.path().join("programs.toml");
+    std::fs::write(
+        &file,
+        format!(
+            r#"
+name = "programs"
+reps = 1
+setup.postgres = "COPY (SELECT 1) TO PROGRAM 'touch {copied}'"
+setup.sqlite = "VACUUM INTO '{vacuumed}'"
+[server]
+archive_mode = "on"
+archive_command = "touch {ran}"
+[workload]
+sql = "SELECT {{n}}"
+statements = 1
+[[factors]]
+name = "engine"
+levels = [{{ name = "postgres" }}, {{ name = "sqlite" }}]
+[[factors]]
+name = "n"
+values = [7]
+[report]
+rows = "n"
+columns = [{{ name = "e", label = "elapsed ms", expr = "$elapsed_ms" }}]
+"#,
+            copied = copied.display(),
+            vacuumed = vacuumed.display(),
+            ran = ran.display()
+        ),
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let f = file.to_str().unwrap();
+    let o = out.to_str().unwrap();
+
+    let (stdout, err, code) = tracelab(&["study", "run", f, "--out", o, "--dry-run"]);
+    assert_eq!(code, 0, "{err}");
+    for want in [
+        "archive_command = \"touch",
+        "needs --allow-server-programs",
+        "COPY (SELECT 1) TO PROGRAM 'touch",
+        "^ runs a program",
+        "VACUUM INTO '",
+        "^ writes a database file",
+        "cell engine=postgres n=7: 1 run",
+        "cell engine=sqlite n=7: 1 run",
+        "SELECT 7;",
+    ] {
+        assert!(
+            stdout.contains(want),
+            "the dry run shows {want:?}:\n{stdout}"
+        );
+    }
+    assert!(!out.exists(), "a dry run makes no results directory");
+    assert!(!copied.exists() && !vacuumed.exists() && !ran.exists());
+
+    let (_, err, code) = tracelab(&["study", "run", f, "--out", o]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("archive_command") && err.contains("--allow-server-programs"),
+        "{err}"
+    );
+    assert!(!copied.exists() && !vacuumed.exists() && !ran.exists());
+    assert!(!out.join("results.sqlite").exists());
+
+    // A name carrying lines of its own (postgresql.conf takes `name
+    // value` lines) is refused at its line, before anything runs.
+    let text = std::fs::read_to_string(&file).unwrap().replace(
+        "archive_mode = \"on\"",
+        "\"work_mem 64MB\\nfsync\" = \"off\"",
+    );
+    std::fs::write(&file, text).unwrap();
+    let (_, err, code) = tracelab(&["study", "run", f, "--out", o, "--dry-run"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("programs.toml:") && err.contains("not a setting name"),
+        "{err}"
+    );
+}
