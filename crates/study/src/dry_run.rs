@@ -89,6 +89,10 @@ fn list_settings(out: &mut String, indent: &str, engine: &str, m: &BTreeMap<Stri
     }
 }
 
+/// A cell of the plan: its key, its levels, its runs, whether under
+/// strace.
+type CellRuns = (String, Vec<(String, String)>, usize, bool);
+
 /// The dry run's text: the study's plan, then per engine what runs once,
 /// then per cell what each of its runs does.
 pub fn dry_run(l: &Loaded, o: &Options) -> Result<String, StudyError> {
@@ -113,8 +117,8 @@ pub fn dry_run(l: &Loaded, o: &Options) -> Result<String, StudyError> {
          reaches outside the database.\n",
         s.name, l.file
     );
-    let cells: Vec<(String, Vec<(String, String)>, usize, bool)> = {
-        let mut seen: Vec<(String, Vec<(String, String)>, usize, bool)> = Vec::new();
+    let cells: Vec<CellRuns> = {
+        let mut seen: Vec<CellRuns> = Vec::new();
         for p in &planned {
             let key = cell_key(&p.cell);
             match seen
