@@ -112,13 +112,6 @@ pub fn run_study(given: &Loaded, o: &Options, obs: &dyn Observer) -> Result<Outc
             programs.join("\n  ")
         )));
     }
-    // One `study run` at a time per results directory, held to the end
-    // (a --resume of a directory without a store fails below instead).
-    let _lock = if o.resume && !o.out.join(crate::store::FILE).exists() {
-        None
-    } else {
-        Some(crate::store::StoreLock::take(&o.out)?)
-    };
     // A resumed study is the stored one: same file, same plan.
     let seed = o.choice.seed.or(given.study.seed).unwrap_or_else(now_seed);
     let mut quick = o.choice.quick;
@@ -274,6 +267,10 @@ pub fn run_study(given: &Loaded, o: &Options, obs: &dyn Observer) -> Result<Outc
     if !problems.is_empty() {
         return Err(StudyError::Requirements(problems));
     }
+    // One `study run` at a time per results directory, held to the end;
+    // taken once the study is known to be runnable (a mistake leaves no
+    // directory behind), before any server starts.
+    let _lock = crate::store::StoreLock::take(&o.out)?;
 
     let mut facts = measure::machine_facts(scratch.path());
     facts.extend(

@@ -26,6 +26,20 @@ pub const LOCK_FILE: &str = "results.lock";
 /// second still holds the old one).
 pub struct StoreLock {
     _file: nix::fcntl::Flock<std::fs::File>,
+    /// The directory, when this lock made it: a run that ends before it
+    /// made a store (a server that would not start) leaves nothing.
+    made: Option<PathBuf>,
+}
+
+impl Drop for StoreLock {
+    fn drop(&mut self) {
+        if let Some(dir) = &self.made {
+            if !dir.join(FILE).exists() {
+                let _ = std::fs::remove_file(dir.join(LOCK_FILE));
+                let _ = std::fs::remove_dir(dir);
+            }
+        }
+    }
 }
 
 impl StoreLock {
@@ -34,6 +48,7 @@ impl StoreLock {
     pub fn take(dir: &Path) -> Result<StoreLock, StudyError> {
         use nix::fcntl::{Flock, FlockArg};
         use std::io::{Read, Seek, Write};
+        let made = (!dir.exists()).then(|| dir.to_path_buf());
         std::fs::create_dir_all(dir).map_err(crate::error::io(dir))?;
         let path = dir.join(LOCK_FILE);
         let file = std::fs::OpenOptions::new()
@@ -51,7 +66,7 @@ impl StoreLock {
                     .and_then(|_| held.rewind())
                     .and_then(|_| writeln!(held, "{me}"));
                 written.map_err(crate::error::io(&path))?;
-                Ok(StoreLock { _file: held })
+                Ok(StoreLock { _file: held, made })
             }
             Err((mut file, nix::errno::Errno::EWOULDBLOCK)) => {
                 let mut text = String::new();
