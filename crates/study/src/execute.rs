@@ -1561,7 +1561,7 @@ fn observed_run(
         opts.trace_dir = Some(trace_dir.clone());
     }
     let proxy_dir = scratch.join(format!("proxy-{}", p.seq));
-    let in_path = crate::proxy::start_for(&levels, &e, &eng.url, Some(&proxy_dir))?;
+    let in_path = crate::proxy::start_for(&levels, k, &eng.url, Some(&proxy_dir))?;
     if let Some((px, _)) = &in_path {
         opts.url = px.url(&opts.url)?;
     }

@@ -157,12 +157,14 @@ impl Checker {
 struct Writer(Box<dyn tracelab_engine::Admin>);
 
 impl Writer {
-    fn connect(engine: &str, url: &str) -> Result<Writer, String> {
+    fn connect(engine: tracelab_engine::Engine, url: &str) -> Result<Writer, String> {
         match engine {
-            "postgres" | "mariadb" => tracelab_engine::admin::connect(url)
+            tracelab_engine::Engine::Sqlite => {
+                Err(format!("no freshness check on {}", engine.name()))
+            }
+            _ => tracelab_engine::admin::connect(url)
                 .map(Writer)
                 .map_err(|e| e.to_string()),
-            other => Err(format!("no freshness check on {other}")),
         }
     }
 
@@ -228,10 +230,10 @@ pub(crate) fn run(
     });
     let mut opts = prep.base.clone();
     opts.stop = Stop::Runtime(Duration::from_secs_f64(runtime));
-    if e == "postgres" {
+    if eng.kind == tracelab_engine::Engine::Postgres {
         opts.url = with_params(&prep.base.url, "tracelab-study-freshness", &prep.settings);
     }
-    let in_path = crate::proxy::start_for(&levels, &e, &eng.url, None)?;
+    let in_path = crate::proxy::start_for(&levels, eng.kind, &eng.url, None)?;
     if let Some((px, _)) = &in_path {
         opts.url = px.url(&opts.url)?;
     }
@@ -241,7 +243,7 @@ pub(crate) fn run(
             c.see(s.session, s.binds, s.rows, s.cached, s.at)
         })));
     }
-    let mut writer = Writer::connect(&e, &eng.url)
+    let mut writer = Writer::connect(eng.kind, &eng.url)
         .map_err(|why| StudyError::Database(format!("freshness check: the writer: {why}")))?;
     let write_sql = |k: u64| -> Result<Option<String>, StudyError> {
         let mut v = vars.clone();
