@@ -11,6 +11,7 @@ use std::time::SystemTime;
 
 use tracelab_trace::{CallTimes, Header, TraceWriter};
 
+use crate::binds::Shuffle;
 use crate::cache::{self, Candidate, ResultCache, Rows, Seen};
 use crate::clock::Clock;
 use crate::engine::{self, Conn, DbError, Engine};
@@ -665,18 +666,21 @@ async fn drive<C: Conn>(
     // Each statement walks its own bind rows.
     let mut next_row = vec![0usize; w.statements.len()];
     // With shuffled binds each session walks its own random order of the
-    // rows, so that sessions do not run the same values in lockstep.
-    let orders: Vec<Vec<usize>> = w
+    // rows, so that sessions do not run the same values in lockstep: an
+    // order computed row by row, not a copy per session (crate::binds).
+    let orders: Vec<Option<Shuffle>> = w
         .statements
         .iter()
         .map(|st| {
-            let mut order: Vec<usize> = (0..st.binds.len()).collect();
-            if opts.shuffle_binds {
-                rng.shuffle(&mut order);
-            }
-            order
+            (opts.shuffle_binds && st.binds.len() > 1)
+                .then(|| Shuffle::new(st.binds.len(), &mut rng))
         })
         .collect();
+    // The row at position `n` of statement `k`'s walk.
+    let row_at = |k: usize, n: usize| {
+        let n = n % w.statements[k].binds.len().max(1);
+        orders[k].as_ref().map_or(n, |s| s.at(n))
+    };
     ss.s.statements = w
         .statements
         .iter()
@@ -755,11 +759,7 @@ async fn drive<C: Conn>(
         next_row[k] += 1;
         values.clear();
         if !st.binds.is_empty() {
-            values.extend(
-                st.binds[orders[k][bind_row % st.binds.len()]]
-                    .iter()
-                    .map(|v| v.as_deref()),
-            );
+            values.extend(st.binds.row(row_at(k, bind_row)));
         }
         let wrapped = wrap(&plans[k]);
         // Only a cache hit and a wrapped cursor query count their latency
@@ -875,9 +875,7 @@ async fn drive<C: Conn>(
                 }
             }
             Err(e) => {
-                let row_no = orders[k]
-                    .get(bind_row % st.binds.len().max(1))
-                    .map_or(1, |r| r + 1);
+                let row_no = row_at(k, bind_row) + 1;
                 if opts.ignore_errors.contains(&e.code) {
                     ss.s.ignored += 1;
                 } else {
