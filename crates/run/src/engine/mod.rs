@@ -236,6 +236,17 @@ pub(crate) trait Conn {
             message: "this engine has no result cache".into(),
         })
     }
+    /// Whether the latest call failed because a prepared statement's plan
+    /// went stale, which preparing it again cures (PostgreSQL after a
+    /// column's type changed; MariaDB and SQLite prepare again by
+    /// themselves).
+    fn stale_plan(&self) -> bool {
+        false
+    }
+    /// Prepares statement `handle` again, under the same handle.
+    async fn reprepare(&mut self, _handle: usize) -> Result<(), DbError> {
+        Ok(())
+    }
     /// Runs a statement without binds or rows (BEGIN, COMMIT, SET).
     async fn batch(&mut self, sql: &str) -> Result<(), DbError>;
     /// Runs a statement without binds, unprepared, and returns the number
