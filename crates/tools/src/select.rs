@@ -302,8 +302,16 @@ impl<F: FnMut(Item)> Selector<F> {
                 wall: call.wall,
             })
         };
-        match self.policy.clone() {
-            Policy::Window { from, to } => self.window(line, b, attr, timed, from, to),
+        // Taken out for the call (and put back): no clone per line.
+        let policy = std::mem::replace(
+            &mut self.policy,
+            Policy::Window {
+                from: None,
+                to: None,
+            },
+        );
+        match &policy {
+            Policy::Window { from, to } => self.window(line, b, attr, timed, *from, *to),
             Policy::SqlId(id) => {
                 let mine = attr
                     .cursor
@@ -314,11 +322,12 @@ impl<F: FnMut(Item)> Selector<F> {
                 }
             }
             Policy::Field(f, v) => {
-                if self.tracker.value(f) == Some(v.as_str()) {
+                if self.tracker.value(*f) == Some(v.as_str()) {
                     self.emit(line, b.to_vec(), attr, timed);
                 }
             }
         }
+        self.policy = policy;
     }
 
     fn window(
