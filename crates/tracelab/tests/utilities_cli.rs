@@ -492,3 +492,25 @@ fn merge_says_what_is_wrong() {
     assert_eq!(code, 1);
     assert!(err.contains("0 lines of 0 files"), "{err}");
 }
+
+/// A trace holding two sessions one after the other (as a shared server
+/// writes them): `--session` keeps one, whose profile is its own file's.
+#[test]
+fn crop_by_session_keeps_one_session_of_a_shared_trace() {
+    let dir = tempfile::tempdir().unwrap();
+    let shared = tmp(&dir, "shared.trc");
+    let mut text = std::fs::read_to_string(root().join(DB_PING)).unwrap();
+    text.push_str(&std::fs::read_to_string(root().join(P9854)).unwrap());
+    std::fs::write(&shared, text).unwrap();
+    let part = tmp(&dir, "one.trc");
+    ok(&["crop", &shared, "--session", "450.21030", "-o", &part]);
+    let all = ["--alldepths", "--group=$sqlid", "--top=0"];
+    let mut a = all.to_vec();
+    a.push(&part);
+    let mut b = all.to_vec();
+    b.push(P9854);
+    assert_eq!(words(&skew(&a), &[&part]), words(&skew(&b), &[P9854]));
+    let mut c = all.to_vec();
+    c.push(&shared);
+    assert_ne!(words(&skew(&c), &[&shared]), words(&skew(&b), &[P9854]));
+}
