@@ -26,7 +26,7 @@ pub enum Selection {
 
 /// What a crop did.
 #[derive(Debug, Clone, Default)]
-pub struct CropSpec {
+pub struct CropOutcome {
     /// Lines written (carried PARSING IN CURSOR blocks and repeated
     /// context included; the header and added timestamps not).
     pub lines: u64,
@@ -69,7 +69,7 @@ pub fn crop(
     sel: &Selection,
     out: impl Write,
     what: &str,
-) -> Result<CropSpec, ToolsError> {
+) -> Result<CropOutcome, ToolsError> {
     let policy = match sel {
         Selection::Window { from, to } => Policy::Window {
             from: *from,
@@ -107,7 +107,7 @@ pub fn crop(
         return Err(e);
     }
     sink.flush()?;
-    Ok(CropSpec {
+    Ok(CropOutcome {
         lines,
         stamps_added: sink.stamps_added,
         warnings: summary

@@ -21,7 +21,7 @@ mod select;
 mod sink;
 mod tim;
 
-pub use crop::{crop, parse_bound, Bound, CropSpec, Selection};
+pub use crop::{crop, parse_bound, Bound, CropOutcome, Selection};
 pub use error::ToolsError;
 pub use ls::{list, list_files, render_table, sort, Listing, SortKey};
 pub use merge::{merge, Key, MergeOutcome};
