@@ -43,6 +43,13 @@ pub fn run(a: Args) -> Result<i32, Failure> {
         ))
     })?;
     let files = list_files(&a.paths)?;
+    if files.is_empty() {
+        say!(
+            "tracelab: no trace file (*.trc, compressed or not) in {}",
+            a.paths.join(" ")
+        );
+        return Ok(exit::TROUBLE);
+    }
     let jobs = a
         .jobs
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));

@@ -117,6 +117,11 @@ fn ls_reports_a_file_it_cannot_read_and_lists_the_others() {
         "{err}"
     );
     assert!(out.contains(DB_PING), "{out}");
+    let empty = tmp(&dir, "empty");
+    std::fs::create_dir(&empty).unwrap();
+    let (_, err, code) = run(&["ls", &empty]);
+    assert_eq!(code, 1);
+    assert!(err.contains("no trace file"), "{err}");
     let (_, err, code) = run(&["ls", DB_PING, "--sort", "colour"]);
     assert_eq!(code, 2);
     assert!(
