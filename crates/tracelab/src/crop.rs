@@ -10,8 +10,9 @@ use crate::output::say;
 const AFTER_HELP: &str = "\
 --from/--to take a tim (an integer, or tim:N), a line (line:N) or a wall-clock time as the trace
 writes it (2022-09-01T17:39:34.556684). A time window keeps the calls and waits that end within
-it (the same calls as skew --where='$tim >= FROM and $tim <= TO' on the whole file), with the
-lines before each back to the previous call (its waits, BINDS, PARSING IN CURSOR); a line range
+it (the same calls as skew --where='$tim >= FROM and $tim <= TO' on the whole file, skew's $tim
+being in seconds), with the lines before each back to the previous call (its waits, BINDS,
+PARSING IN CURSOR); a line range
 keeps those lines. The output is a valid trace: the header, the *** context in force where the
 part starts, the PARSING IN CURSOR block of every cursor the part uses (carried from before it),
 and a *** timestamp wherever needed so that every call keeps its wall-clock time.
