@@ -50,6 +50,24 @@ impl Field {
 /// the call that anchors it, and `tim` orders them exactly.
 const OTHER_CLOCK_US: i64 = 3_600_000_000;
 
+/// Chunks handed from a file's thread to the merge at a time.
+const BATCH: usize = 512;
+
+/// A file's chunks as they arrive in batches.
+struct Stream {
+    rx: Receiver<Vec<Chunk>>,
+    buf: std::collections::VecDeque<Chunk>,
+}
+
+impl Stream {
+    fn next(&mut self) -> Option<Chunk> {
+        if self.buf.is_empty() {
+            self.buf = self.rx.recv().ok()?.into();
+        }
+        self.buf.pop_front()
+    }
+}
+
 /// What a merge did.
 #[derive(Debug, Clone, Default)]
 pub struct MergeOutcome {
@@ -106,8 +124,11 @@ fn produce(
     file: String,
     key: Field,
     value: String,
-    tx: std::sync::mpsc::SyncSender<Chunk>,
+    tx: std::sync::mpsc::SyncSender<Vec<Chunk>>,
 ) -> Result<Vec<String>, ToolsError> {
+    // Chunks go in batches: one channel hand-over per call cost more than
+    // the merge itself.
+    let mut batch: Vec<Chunk> = Vec::with_capacity(BATCH);
     let trace = tracelab_trace::open(&Source::from_arg(&file))?;
     let mut items: Vec<Item> = Vec::new();
     let mut header: Vec<Item> = Vec::new();
@@ -140,7 +161,7 @@ fn produce(
                     clock,
                     process: process.clone(),
                 };
-                gone = tx.send(chunk).is_err();
+                batch.push(chunk);
             }
             let timed = item.timed;
             items.push(item);
@@ -156,7 +177,10 @@ fn produce(
                     clock,
                     process: None,
                 };
-                gone = tx.send(chunk).is_err();
+                batch.push(chunk);
+                if batch.len() >= BATCH {
+                    gone = tx.send(std::mem::take(&mut batch)).is_err();
+                }
             }
         });
         let mut reader = Reader::new(ReadOptions {
@@ -170,14 +194,17 @@ fn produce(
         sel.finish();
         summary
     };
-    if !items.is_empty() && !gone {
-        let _ = tx.send(Chunk {
+    if !items.is_empty() {
+        batch.push(Chunk {
             items,
             tim: last_tim,
             header: false,
             clock,
             process: None,
         });
+    }
+    if !batch.is_empty() && !gone {
+        let _ = tx.send(batch);
     }
     Ok(summary
         .diagnostics
@@ -216,15 +243,18 @@ pub fn merge(
     };
     let mut sink = Sink::new(out, what, true);
     let result = std::thread::scope(|s| -> Result<(), ToolsError> {
-        let mut rxs: Vec<Receiver<Chunk>> = Vec::new();
+        let mut rxs: Vec<Stream> = Vec::new();
         let mut handles = Vec::new();
         for f in files {
-            let (tx, rx) = sync_channel::<Chunk>(16);
-            rxs.push(rx);
+            let (tx, rx) = sync_channel::<Vec<Chunk>>(4);
+            rxs.push(Stream {
+                rx,
+                buf: Default::default(),
+            });
             let (f, v) = (f.clone(), value.clone());
             handles.push(s.spawn(move || produce(f, key, v, tx)));
         }
-        let written = write_merged(&rxs, &mut sink, &mut outcome);
+        let written = write_merged(&mut rxs, &mut sink, &mut outcome);
         drop(rxs);
         for h in handles {
             match h.join() {
@@ -253,11 +283,11 @@ fn star_name(key: Field) -> &'static str {
 }
 
 fn write_merged<W: Write>(
-    rxs: &[Receiver<Chunk>],
+    rxs: &mut [Stream],
     sink: &mut Sink<W>,
     outcome: &mut MergeOutcome,
 ) -> Result<(), ToolsError> {
-    let mut heads: Vec<Option<Chunk>> = rxs.iter().map(|r| r.recv().ok()).collect();
+    let mut heads: Vec<Option<Chunk>> = rxs.iter_mut().map(Stream::next).collect();
     // The cursor numbers of one process are one namespace (a trace cut in
     // two files by hand, or by Oracle at a new tracefile_identifier,
     // shares its cursors); a file whose header names no process is one.
@@ -283,7 +313,7 @@ fn write_merged<W: Write>(
                 header_written = true;
             }
             outcome.files += 1;
-            *head = rxs[i].recv().ok();
+            *head = rxs[i].next();
         }
     }
     let mut base: Option<i64> = None;
@@ -334,7 +364,7 @@ fn write_merged<W: Write>(
             sink.write(item, ns[i])?;
             outcome.lines += 1;
         }
-        heads[i] = rxs[i].recv().ok();
+        heads[i] = rxs[i].next();
     }
     Ok(())
 }

@@ -25,6 +25,9 @@ pub fn number_lines(file: &str, out: impl Write, what: &str) -> Result<Vec<Strin
     let mut failed: Option<std::io::Error> = None;
     let mut prev: Option<i64> = None;
     let mut buf: Vec<u8> = Vec::with_capacity(256);
+    let mut delta = String::with_capacity(24);
+    // The date and time to the second, formatted once per second.
+    let mut second: Option<(i64, String)> = None;
     let summary = reader.read(trace, |c| {
         if failed.is_some() {
             return;
@@ -39,7 +42,18 @@ pub fn number_lines(file: &str, out: impl Write, what: &str) -> Result<Vec<Strin
         match tim {
             Some(t) => {
                 match c.wall_us(t, 1.0) {
-                    Some(w) => buf.extend_from_slice(format_wall_clock(w).as_bytes()),
+                    Some(w) => {
+                        let (sec, us) = (w.div_euclid(1_000_000), w.rem_euclid(1_000_000));
+                        if second.as_ref().is_none_or(|s| s.0 != sec) {
+                            let mut text = format_wall_clock(sec * 1_000_000);
+                            text.truncate(19);
+                            second = Some((sec, text));
+                        }
+                        if let Some((_, text)) = &second {
+                            buf.extend_from_slice(text.as_bytes());
+                        }
+                        let _ = write!(buf, ".{us:06}");
+                    }
                     None => buf.extend_from_slice(&[b' '; WALL]),
                 }
                 match prev {
@@ -47,8 +61,12 @@ pub fn number_lines(file: &str, out: impl Write, what: &str) -> Result<Vec<Strin
                         let d = t - p;
                         let sign = if d < 0 { "-" } else { "" };
                         let d = d.unsigned_abs();
-                        let s = format!("{sign}{}.{:06}", d / 1_000_000, d % 1_000_000);
-                        let _ = write!(buf, " {s:>12} ");
+                        delta.clear();
+                        let _ = std::fmt::Write::write_fmt(
+                            &mut delta,
+                            format_args!("{sign}{}.{:06}", d / 1_000_000, d % 1_000_000),
+                        );
+                        let _ = write!(buf, " {delta:>12} ");
                     }
                     None => buf.extend_from_slice(&[b' '; 14]),
                 }
