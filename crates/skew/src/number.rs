@@ -1,18 +1,19 @@
 //! The numbers of the report and how they are printed: fixed decimals,
-//! rounded half up in decimal, with thousands separators, as mrskew prints
-//! them.
+//! with thousands separators, as mrskew's printf prints them.
 //!
-//! The rule, checked against every table mrskew published for the traces
-//! in ../shared (MANIFEST.md), the figures quoted in the reference, and
-//! the client-result-cache article's `34,593 µs / 6 calls` printed
-//! `0.005766`: a number is its exact decimal value, rounded half up (away
-//! from zero) at the printed precision. Durations are held in whole
-//! microseconds, as the trace writes them, so sums are exact integers,
-//! means and percentages exact fractions; C's `printf` of the nearest
-//! double (0.0057654999… here) would print 0.005765. A value that is not
-//! a whole number of microseconds (a `--select` expression) is a double,
-//! read at Perl's 15 significant digits (how Perl prints a number), then
-//! rounded the same way.
+//! mrskew is Perl: every figure is a double, printed by printf (`%.6f`,
+//! `%.1f`), which rounds the exact binary value of the double it is
+//! given, correctly (glibc; a tie in binary goes to even, and a double is
+//! almost never an exact decimal tie). So a mean whose exact decimal value
+//! is a tie (150.5 µs) prints either way, as the double computed for it
+//! falls: `(100e-6 + 201e-6) / 2` prints `0.000150`, `(100e-6 + 213e-6) /
+//! 2` prints `0.000157`. Rust's `{:.N}` formatting rounds the exact binary
+//! value correctly too, so a double is printed with it.
+//!
+//! A figure is held as the double Perl would have ([`Num::Float`]), or,
+//! where only its exact value is known (whole microseconds summed as
+//! integers), as that value ([`Num::Exact`]) — used only where every
+//! double near it prints the same digits ([`Num::settled`]).
 
 use std::cmp::Ordering;
 
@@ -103,12 +104,51 @@ impl Num {
             .unwrap_or(Ordering::Equal)
     }
 
-    /// The value with `precision` decimals, rounded half up in decimal.
+    /// The value with `precision` decimals: a double as printf rounds
+    /// it, an exact value exactly (one at a decimal tie as its nearest
+    /// double, which is what printf would be given).
     pub fn fixed(self, precision: usize) -> String {
         match self {
+            Num::Exact { .. } if !self.settled(precision, 0.0) => {
+                float_fixed(self.to_f64(), precision)
+            }
             Num::Exact { num, den, exp10 } => exact_fixed(num, den, exp10, precision),
             Num::Float(x) => float_fixed(x, precision),
         }
+    }
+
+    /// Whether every double within `bound` of this exact value prints the
+    /// same with `p` decimals: no rounding boundary (a half unit of the
+    /// last printed digit) lies within `bound` of it, with a margin of a
+    /// factor of two for the double arithmetic of this test. An exact
+    /// decimal tie is never settled; a double ([`Num::Float`]) is, as
+    /// itself, only with a zero bound.
+    pub fn settled(self, p: usize, bound: f64) -> bool {
+        let Num::Exact { num, den, exp10 } = self else {
+            return bound == 0.0;
+        };
+        // The value in units of the last printed digit: n / d.
+        let e = exp10 + p as i32;
+        let scaled = if e >= 0 {
+            10i128
+                .checked_pow(e as u32)
+                .and_then(|k| num.checked_mul(k))
+                .zip(i128::try_from(den).ok())
+        } else {
+            10i128
+                .checked_pow(e.unsigned_abs())
+                .zip(i128::try_from(den).ok())
+                .and_then(|(k, d)| d.checked_mul(k))
+                .map(|d| (num, d))
+        };
+        let Some((n, d)) = scaled else { return false };
+        let (Some(n2), Some(d2)) = (n.checked_mul(2), d.checked_mul(2)) else {
+            return false;
+        };
+        // 2n mod 2d is d exactly at a tie; its distance from d, over 2d,
+        // is the value's distance from the nearest boundary.
+        let gap = (n2.rem_euclid(d2) - d).unsigned_abs();
+        gap != 0 && gap as f64 / d2 as f64 > 2.0 * bound * 10f64.powi(p as i32)
     }
 }
 
@@ -215,8 +255,9 @@ fn exact_fixed(num: i128, den: u128, exp10: i32, p: usize) -> String {
     .render(p)
 }
 
-/// A double to `p` decimals: its 15 significant digits (Perl's `%.15g`),
-/// rounded half up.
+/// A double to `p` decimals, as printf (and Perl's `printf`, `sprintf`)
+/// prints it: the exact binary value, correctly rounded; `Inf` and `NaN`
+/// as Perl names them.
 fn float_fixed(x: f64, p: usize) -> String {
     if x.is_nan() {
         return "NaN".into();
@@ -224,36 +265,7 @@ fn float_fixed(x: f64, p: usize) -> String {
     if x.is_infinite() {
         return if x > 0.0 { "Inf" } else { "-Inf" }.into();
     }
-    let sci = format!("{:.14e}", x.abs());
-    let (mant, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
-    let exp: i64 = exp.parse().unwrap_or(0);
-    let digits: Vec<u8> = mant
-        .bytes()
-        .filter(u8::is_ascii_digit)
-        .map(|b| b - b'0')
-        .collect();
-    // The point sits after digit `exp + 1`.
-    let point = exp + 1;
-    let (int, frac) = if point <= 0 {
-        let mut f = vec![0; (-point) as usize];
-        f.extend_from_slice(&digits);
-        (vec![0], f)
-    } else if point as usize >= digits.len() {
-        let mut i = digits.clone();
-        i.resize(point as usize, 0);
-        (i, Vec::new())
-    } else {
-        (
-            digits[..point as usize].to_vec(),
-            digits[point as usize..].to_vec(),
-        )
-    };
-    Decimal {
-        negative: x < 0.0,
-        int,
-        frac,
-    }
-    .render(p)
+    format!("{x:.p$}")
 }
 
 /// Inserts a comma every three digits left of the decimal point
