@@ -473,7 +473,7 @@ mod tests {
         let mut b = Groups::default();
         b.add("EXEC", 0.000005, Some(5), at(1, 1));
         a.merge(b);
-        let e = a.map["EXEC"];
+        let e = &a.map["EXEC"];
         assert_eq!(e.calls, 3);
         assert_eq!(e.sum(), Num::micros(45));
         assert_eq!((e.min(), e.max()), (Num::micros(5), Num::micros(30)));
@@ -495,10 +495,10 @@ mod tests {
         g.add_stable(&other, 0.000011, Some(11), at(0, 5));
         g.add_stable(&other, 0.000013, Some(13), at(0, 6));
         assert_eq!(g.map.len(), 2);
-        let f = g.map["FETCH"];
+        let f = &g.map["FETCH"];
         assert_eq!((f.calls, f.sum()), (4, Num::micros(17)));
         assert_eq!(f.first, at(0, 1));
-        let e = g.map["EXEC"];
+        let e = &g.map["EXEC"];
         assert_eq!((e.calls, e.sum(), e.first), (2, Num::micros(24), at(0, 5)));
         // After a merge an address may name another label: looked up by
         // text again.
@@ -550,7 +550,7 @@ mod tests {
         for (i, v) in values.iter().enumerate().rev() {
             back.add("y", *v, None, at(0, i as u64));
         }
-        let (f, b) = (fwd.map["y"], back.map["y"]);
+        let (f, b) = (&fwd.map["y"], &back.map["y"]);
         assert_eq!(f.sum().to_f64().to_bits(), b.sum().to_f64().to_bits());
     }
 }

@@ -109,7 +109,7 @@ impl Num {
     /// double, which is what printf would be given).
     pub fn fixed(self, precision: usize) -> String {
         match self {
-            Num::Exact { .. } if !self.settled(precision, 0.0) => {
+            Num::Exact { .. } if self.boundary_gap(precision).is_some_and(|g| g == 0.0) => {
                 float_fixed(self.to_f64(), precision)
             }
             Num::Exact { num, den, exp10 } => exact_fixed(num, den, exp10, precision),
@@ -124,8 +124,21 @@ impl Num {
     /// decimal tie is never settled; a double ([`Num::Float`]) is, as
     /// itself, only with a zero bound.
     pub fn settled(self, p: usize, bound: f64) -> bool {
-        let Num::Exact { num, den, exp10 } = self else {
+        if !matches!(self, Num::Exact { .. }) {
             return bound == 0.0;
+        }
+        let Some(gap) = self.boundary_gap(p) else {
+            return false;
+        };
+        gap != 0.0 && gap > 2.0 * bound * 10f64.powi(p as i32)
+    }
+
+    /// The distance of an exact value from the nearest rounding boundary
+    /// at `p` decimals, in units of the last printed digit (0 at a tie);
+    /// `None` for a double, or if the arithmetic would overflow.
+    fn boundary_gap(self, p: usize) -> Option<f64> {
+        let Num::Exact { num, den, exp10 } = self else {
+            return None;
         };
         // The value in units of the last printed digit: n / d.
         let e = exp10 + p as i32;
@@ -141,14 +154,16 @@ impl Num {
                 .and_then(|(k, d)| d.checked_mul(k))
                 .map(|d| (num, d))
         };
-        let Some((n, d)) = scaled else { return false };
-        let (Some(n2), Some(d2)) = (n.checked_mul(2), d.checked_mul(2)) else {
-            return false;
-        };
+        let (n, d) = scaled?;
+        let (n2, d2) = (n.checked_mul(2)?, d.checked_mul(2)?);
         // 2n mod 2d is d exactly at a tie; its distance from d, over 2d,
         // is the value's distance from the nearest boundary.
         let gap = (n2.rem_euclid(d2) - d).unsigned_abs();
-        gap != 0 && gap as f64 / d2 as f64 > 2.0 * bound * 10f64.powi(p as i32)
+        Some(if gap == 0 {
+            0.0
+        } else {
+            gap as f64 / d2 as f64
+        })
     }
 }
 
@@ -449,22 +464,47 @@ mod tests {
     }
 
     #[test]
-    fn means_round_half_up_in_decimal() {
-        // The client-result-cache article: 34,593 µs over 6 calls.
-        assert_eq!(Num::micros_over(34_593, 6).fixed(6), "0.005766");
-        // printf of the nearest double says otherwise.
-        assert_eq!(format!("{:.6}", 0.034593 / 6.0), "0.005765");
-        // Half up, not half to even: 5764.5 µs.
-        assert_eq!(Num::micros_over(11_529, 2).fixed(6), "0.005765");
-        assert_eq!(Num::micros_over(1, 2).fixed(6), "0.000001");
-        assert_eq!(Num::micros_over(-1, 2).fixed(6), "-0.000001");
-        assert_eq!(Num::micros_over(-1, 3).fixed(6), "-0.000000");
+    fn doubles_print_as_printf_rounds_them() {
+        // perl -e 'printf "%.6f %.6f\n", (100/1e6+201/1e6)/2, (100/1e6+213/1e6)/2'
+        // 0.000150 0.000157: both exact ties, broken by the double.
+        assert_eq!(
+            Num::Float((100.0 / 1e6 + 201.0 / 1e6) / 2.0).fixed(6),
+            "0.000150"
+        );
+        assert_eq!(
+            Num::Float((100.0 / 1e6 + 213.0 / 1e6) / 2.0).fixed(6),
+            "0.000157"
+        );
+        // perl -e 'printf "%.6f\n", 0.034593/6'  prints 0.005765
+        assert_eq!(Num::Float(0.034593 / 6.0).fixed(6), "0.005765");
+        // Ties in binary go to even: 2.5 and 0.125 are exact doubles.
+        // perl -e 'printf "%.0f %.0f %.2f\n", 2.5, 3.5, 0.125'  prints 2 4 0.12
+        assert_eq!(Num::Float(2.5).fixed(0), "2");
+        assert_eq!(Num::Float(3.5).fixed(0), "4");
+        assert_eq!(Num::Float(0.125).fixed(2), "0.12");
+    }
+
+    #[test]
+    fn exact_values_and_their_ties() {
         assert_eq!(Num::micros_over(60_042_722, 3).fixed(6), "20.014241");
         assert_eq!(Num::micros(10_301_060).fixed(2), "10.30");
-        assert_eq!(Num::micros(10_305_000).fixed(2), "10.31");
-        assert_eq!(Num::micros(999_999_500).fixed(0), "1000");
         assert_eq!(Num::micros(5).fixed(9), "0.000005000");
         assert_eq!(Num::micros_over(1, 3).fixed(9), "0.000000333");
+        assert_eq!(Num::micros_over(-1, 3).fixed(6), "-0.000000");
+        // At a tie, printed as its nearest double: 5764.5 µs.
+        assert_eq!(
+            Num::micros_over(11_529, 2).fixed(6),
+            format!("{:.6}", 0.0057645)
+        );
+        // Settled: no double within the bound prints otherwise.
+        assert!(Num::micros_over(34_592, 6).settled(6, 1e-15));
+        assert!(!Num::micros_over(34_592, 6).settled(6, 1e-7));
+        assert!(!Num::micros_over(34_593, 6).settled(6, 1e-30));
+        assert!(!Num::micros_over(11_529, 2).settled(6, 0.0));
+        assert!(Num::micros(10_301_060).settled(6, 1e-9));
+        assert!(!Num::micros(10_305_000).settled(2, 0.0));
+        assert!(!Num::Float(1.0).settled(6, 1e-9));
+        assert!(Num::Float(1.0).settled(6, 0.0));
     }
 
     #[test]
@@ -497,13 +537,10 @@ mod tests {
     }
 
     #[test]
-    fn doubles_round_at_perls_fifteen_digits() {
-        assert_eq!(Num::Float(0.034593 / 6.0).fixed(6), "0.005766");
-        assert_eq!(Num::Float(0.1 + 0.2).fixed(17), "0.30000000000000000");
-        assert_eq!(Num::Float(2.5).fixed(0), "3");
-        assert_eq!(Num::Float(-2.5).fixed(0), "-3");
+    fn doubles_print_in_full() {
+        assert_eq!(Num::Float(0.1 + 0.2).fixed(17), "0.30000000000000004");
+        assert_eq!(Num::Float(-2.5).fixed(0), "-2");
         assert_eq!(Num::Float(1234567.891).fixed(2), "1234567.89");
-        assert_eq!(Num::Float(5e-7).fixed(6), "0.000001");
         assert_eq!(Num::Float(0.0).fixed(3), "0.000");
         assert_eq!(Num::Float(1e20).fixed(1), "100000000000000000000.0");
         assert_eq!(Num::Float(f64::INFINITY).fixed(1), "Inf");

@@ -749,34 +749,45 @@ TOTAL (3)                    0.003030  100.0%      3  0.001010  0.000030  0.0020
         let r = Report::build(g, &o, "CALL-NAME", "DURATION");
         let labels: Vec<&str> = r.rows.iter().map(|r| r.label.as_str()).collect();
         assert_eq!(labels, ["EXEC", "CLOSE", "PARSE", "FETCH"]);
-        // Ascending too, and on equal means.
+        // Ascending too, and on equal means (equal doubles too:
+        // perl -e 'printf "%.25g\n", $_ for 10*1e-6, (10*1e-6+10*1e-6)/2, (15*1e-6+5*1e-6)/2'
+        // prints 9.999999999999999123964645e-06 three times).
         let o = SkewOptions {
             sort: Sort::parse("5na").unwrap(),
             ..SkewOptions::default()
         };
         let mut g = Groups::default();
-        g.add("b", 0.0, Some(10), at(0, 2));
-        g.add("b", 0.0, Some(10), at(0, 3));
-        g.add("a", 0.0, Some(15), at(0, 5));
-        g.add("a", 0.0, Some(5), at(0, 6));
-        g.add("c", 0.0, Some(10), at(0, 1));
+        g.add("b", 10.0 * 1e-6, Some(10), at(0, 2));
+        g.add("b", 10.0 * 1e-6, Some(10), at(0, 3));
+        g.add("a", 15.0 * 1e-6, Some(15), at(0, 5));
+        g.add("a", 5.0 * 1e-6, Some(5), at(0, 6));
+        g.add("c", 10.0 * 1e-6, Some(10), at(0, 1));
         let r = Report::build(g, &o, "x", "y");
         let labels: Vec<&str> = r.rows.iter().map(|r| r.label.as_str()).collect();
         assert_eq!(labels, ["c", "b", "a"]);
     }
 
     #[test]
-    fn means_and_percentages_round_half_up() {
+    fn means_and_percentages_are_perls_doubles() {
+        // 34,593 µs over 6 calls is 5765.5 µs, a tie the double breaks:
+        // perl -e '$s=0; $s+=$_*1e-6 for 5000,6000,5593,6000,6000,6000;
+        //   printf "%.6f %.6f %.1f\n", $s, $s/6, $s/($s+34593*1e-6)*100'
+        // prints 0.034593 0.005765 50.0
         let mut g = Groups::default();
         for (i, us) in [5000, 6000, 5593, 6000, 6000, 6000].iter().enumerate() {
-            g.add("cursor: pin S wait on X", 0.0, Some(*us), at(0, i as u64));
+            g.add(
+                "cursor: pin S wait on X",
+                *us as f64 * 1e-6,
+                Some(*us),
+                at(0, i as u64),
+            );
         }
-        g.add("other", 0.0, Some(34_593), at(0, 9));
+        g.add("other", 34_593.0 * 1e-6, Some(34_593), at(0, 9));
         let o = SkewOptions::default();
         let r = Report::build(g, &o, "CALL-NAME", "DURATION");
         let t = r.render(&o);
         assert!(
-            t.contains("cursor: pin S wait on X  0.034593   50.0%      6  0.005766"),
+            t.contains("cursor: pin S wait on X  0.034593   50.0%      6  0.005765"),
             "{t}"
         );
     }
@@ -812,13 +823,13 @@ TOTAL (3)                    0.003030  100.0%      3  0.001010  0.000030  0.0020
         };
         let mut g = Groups::default();
         for (i, us) in [5000, 6000, 5593, 6000, 6000, 6000].iter().enumerate() {
-            g.add("x", 0.0, Some(*us), at(0, i as u64));
+            g.add("x", *us as f64 * 1e-6, Some(*us), at(0, i as u64));
         }
         let r = Report::build(g, &o, "CALL-NAME", "DURATION");
         let j = r.render(&o);
         let v: serde_json::Value = serde_json::from_str(&j).unwrap();
         assert_eq!(v["rows"][0]["label"], "x");
-        assert!(j.contains("\"mean\": 0.005766,"), "{j}");
+        assert!(j.contains("\"mean\": 0.005765,"), "{j}");
         assert!(j.contains("\"percent\": 100.0,"), "{j}");
         assert_eq!(v["total"]["calls"], 6);
     }
