@@ -5,6 +5,7 @@
 //! Engines: PostgreSQL (extended or simple protocol), MariaDB/MySQL
 //! (binary or text protocol) and SQLite (in process), named by the URL.
 
+mod binds;
 mod cache;
 mod clock;
 mod error;
@@ -19,6 +20,7 @@ mod thread_cpu;
 mod traces;
 mod workload;
 
+pub use binds::Binds;
 pub use cache::{
     parse_tables, read_tables_file, CacheMode, CacheOptions, CacheStats, ResultHook, Rows, Seen,
 };

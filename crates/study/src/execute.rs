@@ -1217,21 +1217,21 @@ pub(crate) fn prepare(
             let path = l.data_file("workload.binds", b, scratch)?;
             read_binds(&path).map_err(|e| l.error("workload.binds", e.to_string()))?
         }
-        None => Vec::new(),
+        None => Default::default(),
     };
     let simple = w.protocol == "simple";
     // Several statements with prepared statements: each its own
     // execution, in turn (sqlrun's sequential mode).
     let pieces = if simple { Vec::new() } else { statements(&sql) };
     let workload = if pieces.len() > 1 {
-        let mut wl = Workload::postgres(&pieces[0], binds.clone());
+        let mut wl = Workload::with_binds(&pieces[0], binds.clone());
         for p in &pieces[1..] {
             wl.statements
-                .extend(Workload::postgres(p, binds.clone()).statements);
+                .extend(Workload::with_binds(p, binds.clone()).statements);
         }
         wl
     } else {
-        Workload::postgres(&sql, binds)
+        Workload::with_binds(&sql, binds)
     };
     let Amounts {
         sessions,

@@ -205,9 +205,9 @@ pub fn run(a: Args) -> Result<i32, Failure> {
         (Some(sql), None) => {
             let (types, binds) = match &a.binds {
                 Some(p) => read_typed_binds(p).map_err(|e| Failure::Usage(e.to_string()))?,
-                None => (Vec::new(), Vec::new()),
+                None => (Vec::new(), Default::default()),
             };
-            let mut w = Workload::postgres(sql, binds);
+            let mut w = Workload::with_binds(sql, binds);
             for st in &mut w.statements {
                 st.engine_sql = cast_placeholders(&st.engine_sql, &types);
             }

@@ -80,7 +80,14 @@ impl Engine {
 }
 
 /// A URL as it may be shown: any password replaced by `***`.
+///
+/// What `--db` is given may be something other than a URL (a mistake the
+/// error then shows): a libpq key=value string (`host=h password=x`) or
+/// Oracle's `user/password@service`; their passwords are masked too.
 pub fn redact(url: &str) -> String {
+    if !url.contains("://") {
+        return redact_other(url);
+    }
     let url = redact_query(url);
     // scheme://user:password@host... : the password is between the first
     // ':' after "//" and the last '@' before the path.
@@ -119,6 +126,72 @@ fn redact_query(url: &str) -> String {
         })
         .collect();
     format!("{}?{}", &url[..q], params.join("&"))
+}
+
+/// Whether `key` names a password in a key=value list (libpq's
+/// `password`, MariaDB's `pass`, ODBC's `pwd`).
+fn is_password_key(key: &str) -> bool {
+    matches!(
+        key.to_ascii_lowercase().as_str(),
+        "password" | "pass" | "pwd"
+    )
+}
+
+/// A connection string that is not a `scheme://` URL, as it may be shown:
+/// the value of every password key masked (values as libpq reads them:
+/// up to a blank, `;` or `&`, or between single quotes with `\` escapes),
+/// and a `user/password@` or `user:password@` prefix masked.
+fn redact_other(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = String::with_capacity(s.len());
+    let mut i = 0;
+    let sep = |c: char| c.is_whitespace() || matches!(c, ';' | '&' | '?');
+    while i < b.len() {
+        // The key before a `=`: its last word (libpq allows blanks
+        // around the `=`).
+        let key = || {
+            let before = s[..i].trim_end();
+            &before[before.rfind(sep).map_or(0, |p| p + 1)..]
+        };
+        if b[i] == b'=' && is_password_key(key()) {
+            out.push('=');
+            let mut j = i + 1;
+            while j < b.len() && (b[j] == b' ' || b[j] == b'\t') {
+                j += 1;
+            }
+            if b.get(j) == Some(&b'\'') {
+                j += 1;
+                while j < b.len() && b[j] != b'\'' {
+                    j += if b[j] == b'\\' { 2 } else { 1 };
+                }
+                j = (j + 1).min(b.len());
+            } else {
+                while j < b.len() && !matches!(b[j], b' ' | b'\t' | b'\n' | b'\r' | b';' | b'&') {
+                    j += 1;
+                }
+            }
+            out.push_str("***");
+            i = j;
+            continue;
+        }
+        let ch_len = s[i..].chars().next().map_or(1, char::len_utf8);
+        out.push_str(&s[i..i + ch_len]);
+        i += ch_len;
+    }
+    // `scott/tiger@orcl`, `u:p@h/db`: the credentials before the last
+    // `@`, when that part is one word with no key=value in it.
+    if out.starts_with("sqlite:") {
+        return out;
+    }
+    if let Some(at) = out.rfind('@') {
+        let cred = &out[..at];
+        if !cred.contains(|c: char| c.is_whitespace() || c == '=') {
+            if let Some(sep) = cred.find(['/', ':']) {
+                return format!("{}***{}", &out[..=sep], &out[at..]);
+            }
+        }
+    }
+    out
 }
 
 /// An error's innermost cause, said once: client libraries wrap an I/O
@@ -196,6 +269,17 @@ pub trait Conn {
             message: "this engine has no result cache".into(),
         })
     }
+    /// Whether the latest call failed because a prepared statement's plan
+    /// went stale, which preparing it again cures (PostgreSQL after a
+    /// column's type changed; MariaDB and SQLite prepare again by
+    /// themselves).
+    fn stale_plan(&self) -> bool {
+        false
+    }
+    /// Prepares statement `handle` again, under the same handle.
+    async fn reprepare(&mut self, _handle: usize) -> Result<(), DbError> {
+        Ok(())
+    }
     /// Runs a statement without binds or rows (BEGIN, COMMIT, SET).
     async fn batch(&mut self, sql: &str) -> Result<(), DbError>;
     /// Runs a statement without binds, unprepared, and returns the number
@@ -266,6 +350,30 @@ mod tests {
             redact("postgres://u@h/d?sslmode=disable&password=s3cret&x=1"),
             "postgres://u@h/d?sslmode=disable&password=***&x=1"
         );
+    }
+
+    #[test]
+    fn passwords_of_strings_that_are_not_urls_are_redacted() {
+        assert_eq!(
+            redact("host=127.0.0.1 password=secret dbname=x"),
+            "host=127.0.0.1 password=*** dbname=x"
+        );
+        assert_eq!(
+            redact("host=h PASSWORD = 'se cr\\'et' user=u"),
+            "host=h PASSWORD =*** user=u"
+        );
+        assert_eq!(
+            redact("Server=h;Uid=u;Pwd=s3;Database=d"),
+            "Server=h;Uid=u;Pwd=***;Database=d"
+        );
+        assert_eq!(redact("scott/tiger@orcl"), "scott/***@orcl");
+        assert_eq!(redact("u:p@ss@h/db"), "u:***@h/db");
+        assert_eq!(redact("sqlite:/tmp/a@b.db"), "sqlite:/tmp/a@b.db");
+        assert_eq!(redact("host=/tmp dbname=x"), "host=/tmp dbname=x");
+        let e = Engine::of_url("host=127.0.0.1 password=secret dbname=x")
+            .unwrap_err()
+            .to_string();
+        assert!(!e.contains("secret") && e.contains("password=***"), "{e}");
     }
 
     #[test]

@@ -75,6 +75,9 @@ pub struct Wire {
     start: usize,
     end: usize,
     closed: bool,
+    /// The latest call failed because a prepared statement's plan went
+    /// stale (see [`stale_plan`]).
+    pub stale: bool,
     /// The backend's process id (from BackendKeyData).
     pub pid: Option<i32>,
 }
@@ -114,6 +117,32 @@ fn server_error(body: &[u8]) -> (DbError, bool) {
         },
         matches!(severity, "FATAL" | "PANIC"),
     )
+}
+
+/// Whether an ErrorResponse says a prepared statement's cached plan went
+/// stale: the result type changed under it (`ALTER TABLE ... ALTER COLUMN
+/// ... TYPE`), SQLSTATE 0A000 "cached plan must not change result type",
+/// raised by the server's RevalidateCachedQuery (RevalidateCachedPlan
+/// before 9.2). Told by the routine, as the PostgreSQL JDBC driver tells
+/// it, not by the message, which the server translates. Preparing the
+/// statement again cures it.
+pub(crate) fn stale_plan(body: &[u8]) -> bool {
+    let (mut code, mut routine) = ("", "");
+    let mut rest = body;
+    while let Some((&field, tail)) = rest.split_first() {
+        if field == 0 {
+            break;
+        }
+        let n = tail.iter().position(|&b| b == 0).unwrap_or(tail.len());
+        let value = std::str::from_utf8(&tail[..n]).unwrap_or("");
+        match field {
+            b'C' => code = value,
+            b'R' => routine = value,
+            _ => {}
+        }
+        rest = tail.get(n + 1..).unwrap_or(&[]);
+    }
+    code == "0A000" && matches!(routine, "RevalidateCachedQuery" | "RevalidateCachedPlan")
 }
 
 /// The columns of a DataRow body: each value, `None` for NULL.
@@ -214,6 +243,7 @@ impl Wire {
                 start: 0,
                 end: 0,
                 closed: false,
+                stale: false,
                 pid: None,
             };
             match tokio::time::timeout(timeout, w.startup(&cfg)).await {
@@ -413,6 +443,7 @@ impl Wire {
     /// ones to `on`. The first error is returned once the server is ready
     /// again (or at once if it ends the session).
     async fn call(&mut self, mut on: impl FnMut(u8, &[u8])) -> Result<(), DbError> {
+        self.stale = false;
         self.send().await?;
         let mut failed: Option<DbError> = None;
         loop {
@@ -429,8 +460,12 @@ impl Wire {
                 }
                 tag::ERROR => {
                     let (e, fatal) = server_error(body);
+                    let stale = failed.is_none() && stale_plan(body);
                     if fatal {
                         self.closed = true;
+                    }
+                    if failed.is_none() {
+                        self.stale = stale;
                     }
                     failed.get_or_insert(e);
                 }
@@ -454,6 +489,24 @@ impl Wire {
     /// parameters.
     pub async fn prepare(&mut self, name: &str, sql: &str) -> Result<usize, DbError> {
         self.out.clear();
+        frontend::parse(name, sql, std::iter::empty(), &mut self.out).map_err(lost)?;
+        frontend::describe(b'S', name, &mut self.out).map_err(lost)?;
+        frontend::sync(&mut self.out);
+        let mut params = 0;
+        self.call(|t, b| {
+            if t == tag::PARAMETER_DESCRIPTION && b.len() >= 2 {
+                params = u16::from_be_bytes([b[0], b[1]]) as usize;
+            }
+        })
+        .await?;
+        Ok(params)
+    }
+
+    /// Prepares named statement `name` again, in one round trip: Close
+    /// of the old one, then Parse and Describe as [`Wire::prepare`].
+    pub(crate) async fn reprepare(&mut self, name: &str, sql: &str) -> Result<usize, DbError> {
+        self.out.clear();
+        frontend::close(b'S', name, &mut self.out).map_err(lost)?;
         frontend::parse(name, sql, std::iter::empty(), &mut self.out).map_err(lost)?;
         frontend::describe(b'S', name, &mut self.out).map_err(lost)?;
         frontend::sync(&mut self.out);
@@ -692,5 +745,11 @@ mod tests {
         let (e, fatal) = server_error(b"SERROR\0C42601\0Msyntax error\0\0");
         assert_eq!(e.code, "42601");
         assert!(!fatal);
+        assert!(stale_plan(
+            b"SERROR\0C0A000\0Mcached plan must not change result type\0RRevalidateCachedQuery\0\0"
+        ));
+        assert!(!stale_plan(
+            b"SERROR\0C0A000\0Mnot supported\0Rtransformfoo\0\0"
+        ));
     }
 }
