@@ -190,6 +190,72 @@ struct Pending {
     edges: Vec<(u32, u64, i64, i64)>,
 }
 
+impl Pending {
+    /// Adds `o` (calls written after this level's own): the sums, and the
+    /// edges by child statement.
+    fn append(&mut self, o: Pending) {
+        self.sums.add(&o.sums);
+        for (child, calls, e, c) in o.edges {
+            match self.edges.iter_mut().find(|x| x.0 == child) {
+                Some(x) => {
+                    x.1 += calls;
+                    x.2 += e;
+                    x.3 += c;
+                }
+                None => self.edges.push((child, calls, e, c)),
+            }
+        }
+    }
+}
+
+/// Who took the calls pending at one level, first after a head was cut.
+#[derive(Debug, Clone, Copy)]
+enum Claim {
+    /// A call of this statement and kind, at the level above.
+    By(u32, CallKind),
+    /// A commit (XCTEND), which runs its own recursive calls.
+    Cleared,
+}
+
+/// A process whose head was cut short ([`HEAD_MAX`]) goes on in the piece
+/// without the state the pieces before left; what needed that state is
+/// kept here and settled when the pieces are added up, so that the result
+/// is the one a single reader makes whatever the head's length.
+#[derive(Debug, Clone, Default)]
+struct Detached {
+    /// By pending level: the first call here that claimed that level. The
+    /// calls the earlier state had pending there are its children too.
+    claims: Vec<Option<Claim>>,
+    /// The first top-level call here, (tim, e, c, name id): its
+    /// unaccounted-for time needs the earlier state's waits and the end of
+    /// its latest top-level call.
+    first_top: Option<(i64, i64, i64, u32)>,
+    /// The waits written here before `first_top`.
+    waits: Vec<(i64, i64)>,
+}
+
+impl Detached {
+    #[inline]
+    fn claim(&mut self, level: usize, c: Claim) {
+        if self.claims.len() <= level {
+            self.claims.resize(level + 1, None);
+        }
+        if self.claims[level].is_none() {
+            self.claims[level] = Some(c);
+        }
+    }
+}
+
+/// The children's sums of a call of kind `kind`.
+fn child_slot(t: &mut ChildTable, kind: CallKind) -> &mut ChildSums {
+    match kind {
+        CallKind::Parse => &mut t.parse,
+        CallKind::Exec | CallKind::Unmap | CallKind::SortUnmap => &mut t.execute,
+        CallKind::Fetch => &mut t.fetch,
+        _ => &mut t.other,
+    }
+}
+
 /// A parent statement's recursive children: calls, elapsed and CPU.
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct EdgeAgg {
@@ -227,6 +293,9 @@ struct Dyn {
     pending: Vec<Pending>,
     boundary: Vec<Boundary>,
     orphans: Vec<Orphan>,
+    /// In a piece whose head for this process was cut short: what is
+    /// settled when the pieces are added up.
+    detached: Option<Box<Detached>>,
 }
 
 /// What the trace says about itself.
@@ -694,7 +763,14 @@ impl Collector {
             (Some(tim), Some(e)) => {
                 self.seen(tim - e, tim);
                 if top {
-                    self.account(tim, e, f.c.unwrap_or(0), name_id);
+                    match self.d.detached.as_mut() {
+                        Some(det) if det.first_top.is_none() => {
+                            det.first_top = Some((tim, e, f.c.unwrap_or(0), name_id));
+                            det.waits = std::mem::take(&mut self.d.pending_waits);
+                            self.d.top_end = Some(tim);
+                        }
+                        _ => self.account(tim, e, f.c.unwrap_or(0), name_id),
+                    }
                 }
             }
             (Some(tim), None) => self.seen(tim, tim),
@@ -704,7 +780,11 @@ impl Collector {
             // The recursive calls a commit runs (XCTEND has no cursor and no
             // depth) are its own: the next top-level call must not claim them.
             if kind == CallKind::Xctend {
-                if let Some(p) = self.d.pending.get_mut(depmin.max(0) as usize + 1) {
+                let level = depmin.max(0) as usize + 1;
+                if let Some(det) = self.d.detached.as_mut() {
+                    det.claim(level, Claim::Cleared);
+                }
+                if let Some(p) = self.d.pending.get_mut(level) {
                     *p = Pending::default();
                 }
             }
@@ -811,15 +891,12 @@ impl Collector {
     /// first), and waits to be claimed by a call at `d − 1`.
     fn hierarchy(&mut self, kind: CallKind, sid: u32, d: i64, depmin: i64, f: &DbFields) {
         let d = d.max(0) as usize;
+        if let Some(det) = self.d.detached.as_mut() {
+            det.claim(d + 1, Claim::By(sid, kind));
+        }
         if let Some(p) = self.d.pending.get_mut(d + 1) {
             let s = &mut self.stmts[sid as usize];
-            let slot = match kind {
-                CallKind::Parse => &mut s.children.parse,
-                CallKind::Exec | CallKind::Unmap | CallKind::SortUnmap => &mut s.children.execute,
-                CallKind::Fetch => &mut s.children.fetch,
-                _ => &mut s.children.other,
-            };
-            slot.add(&std::mem::take(&mut p.sums));
+            child_slot(&mut s.children, kind).add(&std::mem::take(&mut p.sums));
             // Drained, not taken: the list keeps its room for the next
             // parent's children.
             for (child, calls, e, c) in p.edges.drain(..) {
@@ -1181,7 +1258,7 @@ impl Collector {
             }
             if h.started {
                 if let Some(d) = dyns.remove(&h.pid) {
-                    self.adopt(d, &ids);
+                    self.adopt(d, &ids, &names);
                 }
             }
         }
@@ -1258,9 +1335,15 @@ impl Collector {
         self.pid = Some(pid);
     }
 
-    /// Goes on with the state a later piece ended with (its statement ids
-    /// translated by `ids`), settling what it saw of executions begun here.
-    fn adopt(&mut self, o: Dyn, ids: &[u32]) {
+    /// Goes on with the state a later piece ended with (its statement and
+    /// name ids translated by `ids` and `names`), settling what it saw of
+    /// executions begun here and, if its head was cut short, the calls and
+    /// waits pending here.
+    fn adopt(&mut self, mut o: Dyn, ids: &[u32], names: &[u32]) {
+        let detached = o.detached.take();
+        if let Some(det) = &detached {
+            self.settle_detached(det, ids, names);
+        }
         for b in o.boundary {
             self.settle(b.cursor, ids[b.stmt as usize], b.us, b.ended);
         }
@@ -1301,18 +1384,69 @@ impl Collector {
                 }
             }
         }
-        self.d.pending_waits = o.pending_waits;
-        self.d.pending = o
-            .pending
-            .into_iter()
-            .map(|mut p| {
-                for e in &mut p.edges {
-                    e.0 = ids[e.0 as usize];
+        let theirs = o.pending.into_iter().map(|mut p| {
+            for e in &mut p.edges {
+                e.0 = ids[e.0 as usize];
+            }
+            p
+        });
+        match &detached {
+            // The head ended with a top-level call, which took what was
+            // pending here.
+            None => {
+                self.d.pending_waits = o.pending_waits;
+                self.d.pending = theirs.collect();
+            }
+            // What no call of the piece claimed is still pending, the
+            // piece's calls after it.
+            Some(det) => {
+                if det.first_top.is_some() {
+                    self.d.pending_waits = o.pending_waits;
+                } else {
+                    self.d.pending_waits.extend(o.pending_waits);
                 }
-                p
-            })
-            .collect();
+                for (level, p) in theirs.enumerate() {
+                    if self.d.pending.len() <= level {
+                        self.d.pending.resize(level + 1, Pending::default());
+                    }
+                    let mine = &mut self.d.pending[level];
+                    if det.claims.get(level).is_some_and(|c| c.is_some()) {
+                        *mine = p;
+                    } else {
+                        mine.append(p);
+                    }
+                }
+            }
+        }
         self.d.top_end = o.top_end.or(self.d.top_end);
+    }
+
+    /// The calls pending here go to the first call of a later piece that
+    /// claimed their level (its head cut short, the piece read them without
+    /// this state), and its first top-level call is accounted with the
+    /// waits written before it here and there.
+    fn settle_detached(&mut self, det: &Detached, ids: &[u32], names: &[u32]) {
+        for (level, claim) in det.claims.iter().enumerate() {
+            let Some(claim) = claim else { continue };
+            let Some(p) = self.d.pending.get_mut(level) else {
+                continue;
+            };
+            let p = std::mem::take(p);
+            if let Claim::By(sid, kind) = *claim {
+                let sid = ids[sid as usize];
+                child_slot(&mut self.stmts[sid as usize].children, kind).add(&p.sums);
+                for (child, calls, e, c) in p.edges {
+                    let edge = self.edges.entry((sid, child)).or_default();
+                    edge.calls += calls;
+                    edge.elapsed_us += e;
+                    edge.cpu_us += c;
+                }
+            }
+        }
+        if let Some((tim, e, c, name)) = det.first_top {
+            self.d.pending_waits.extend_from_slice(&det.waits);
+            self.account(tim, e, c, names[name as usize]);
+        }
     }
 
     /// A later piece's FETCHes (`us`) on cursor `k` before its first EXEC:
@@ -1563,10 +1697,13 @@ fn lossy(b: &[u8]) -> String {
     String::from_utf8_lossy(b).trim_end().to_string()
 }
 
-/// Most events a piece keeps as its head; a piece with no top-level call
-/// that early starts anyway (what is pending across its start is then
-/// not claimed).
-const HEAD_MAX: usize = 100_000;
+/// Most events a piece keeps as its head (memory: a batch job's trace may
+/// be one top-level call around millions of recursive ones). A head this
+/// long is cut at its next database call with no bind block waiting for
+/// its EXEC, and the process goes on in the piece "detached": the calls and
+/// waits pending across the cut are settled when the pieces are added up
+/// ([`Detached`]), so the result does not depend on this number.
+pub(crate) const HEAD_MAX: usize = 100_000;
 
 /// The first events of one process in a piece, up to its first top-level
 /// call: what needs the state the pieces before left.
@@ -1575,6 +1712,9 @@ pub(crate) struct Head {
     pid: Option<u64>,
     events: Vec<OwnedEv>,
     started: bool,
+    /// Cursors with a BINDS block in the head and no call since: the head
+    /// is not cut there (the block belongs to the cursor's next EXEC).
+    open_binds: Vec<u64>,
 }
 
 /// One piece of a file: the head of each process, and the collector that
@@ -1610,6 +1750,7 @@ impl Piece {
                         pid: self.cur,
                         events: Vec::new(),
                         started: false,
+                        open_binds: Vec::new(),
                     });
                     self.heads.len() - 1
                 }
@@ -1630,11 +1771,19 @@ impl Piece {
             self.col.event(&ev);
             return;
         }
-        let ends = match &ev {
+        let (ends, cut) = match &ev {
             Ev::Db {
-                kind, f, depmin, ..
+                kind,
+                f,
+                depmin,
+                cursor,
+                ..
             } => {
-                matches!(
+                let head = &mut self.heads[h];
+                if let Some(k) = cursor {
+                    head.open_binds.retain(|b| b != k);
+                }
+                let ends = matches!(
                     kind,
                     CallKind::Parse
                         | CallKind::Exec
@@ -1644,18 +1793,37 @@ impl Piece {
                         | CallKind::SortUnmap
                 ) && f.dep == Some(*depmin)
                     && f.tim.is_some()
-                    && f.e.is_some()
+                    && f.e.is_some();
+                let cut = head.events.len() + 1 >= HEAD_MAX && head.open_binds.is_empty();
+                (ends, cut)
             }
-            _ => false,
+            Ev::Line { text, .. } => {
+                if let Some(k) = text.strip_prefix(b"BINDS #").and_then(|id| {
+                    let end = id.iter().position(|&c| c == b':').unwrap_or(id.len());
+                    cursor_key(&id[..end])
+                }) {
+                    let head = &mut self.heads[h];
+                    if !head.open_binds.contains(&k) {
+                        head.open_binds.push(k);
+                    }
+                }
+                (false, false)
+            }
+            Ev::Wait { .. } => (false, false),
         };
         let owned = self.own(&ev);
         let head = &mut self.heads[h];
         head.events.push(owned);
-        if ends || head.events.len() >= HEAD_MAX {
+        if ends {
             head.started = true;
-            if let (true, Ev::Db { f, .. }) = (ends, &ev) {
+            if let Ev::Db { f, .. } = &ev {
                 self.col.d.top_end = f.tim;
             }
+        } else if cut {
+            // The collector's state is this process's (it switches with
+            // the heads): it goes on without what the head leaves pending.
+            head.started = true;
+            self.col.d.detached = Some(Box::default());
         }
     }
 
