@@ -296,6 +296,17 @@ struct Dyn {
     /// In a piece whose head for this process was cut short: what is
     /// settled when the pieces are added up.
     detached: Option<Box<Detached>>,
+    /// The process's `*** SESSION ID` (a shared server serves several in
+    /// turn: the time across a change is another session's, left out).
+    session: Option<Box<[u8]>>,
+    /// In a piece: the first session id seen with none known before. The
+    /// pieces before may have had another: the walk is cut there as for a
+    /// change (`held`: the end it had), and the gap across the line is
+    /// withheld (`held_gap`) until the pieces are added up, counted only
+    /// if the session was the same.
+    first_session: Option<Box<[u8]>>,
+    held: Option<Option<i64>>,
+    held_gap: Option<(i64, i64)>,
 }
 
 /// What the trace says about itself.
@@ -938,27 +949,35 @@ impl Collector {
             .filter(|w| inside(w))
             .map(|w| w.1 - w.0)
             .sum();
-        let within = e - c - waited;
-        // Gaps run from the end of the latest top-level event (not the
-        // latest end: when `tim` goes back, as where traces were
-        // concatenated, what follows starts a new clock walk).
+        let mut within = e - c - waited;
+        // The clock walk's rule, the trace reader's for `skew
+        // --unaccounted` (see `step`): gaps and overlaps from the end of
+        // the latest top-level event.
         let mut end = self.d.top_end;
         let mut gaps = std::mem::take(&mut self.gap_buf);
         gaps.clear();
+        if self.d.held.is_some() {
+            let first = self
+                .d
+                .pending_waits
+                .iter()
+                .find(|w| !inside(w))
+                .copied()
+                .unwrap_or((start, tim));
+            self.hold(first);
+        }
         for w in self.d.pending_waits.iter().filter(|w| !inside(w)) {
-            if let Some(prev) = end {
-                if w.0 > prev {
-                    gaps.push((prev, w.0));
-                }
-            }
-            end = Some(w.1);
+            step(&mut end, w.0, w.1, &mut gaps);
         }
-        if let Some(prev) = end {
-            if start > prev {
-                gaps.push((prev, start));
-            }
+        let n = gaps.len();
+        step(&mut end, start, tim, &mut gaps);
+        if gaps.len() > n && gaps[n].0 > gaps[n].1 {
+            // The call's own overlap with the event before it comes out of
+            // its unaccounted-for time within.
+            let (a, b) = gaps.pop().unwrap_or_default();
+            within -= a - b;
         }
-        self.d.top_end = Some(tim);
+        self.d.top_end = end;
         self.d.pending_waits.clear();
         self.timeline.add(start, tim, name_id, c);
         if within != 0 {
@@ -972,13 +991,27 @@ impl Collector {
         self.gap_buf = gaps;
     }
 
+    /// The first event `(start, stop)` after a session line a piece could
+    /// not tell a change from (see `Dyn::held`): the gap across is kept
+    /// apart.
+    #[cold]
+    fn hold(&mut self, (start, stop): (i64, i64)) {
+        if let Some(Some(prev)) = self.d.held.take() {
+            let mut g = Vec::new();
+            step(&mut Some(prev), start, stop, &mut g);
+            self.d.held_gap = g.first().copied();
+        }
+    }
+
+    /// Gaps `(from, to)` between top-level events; an overlap is a
+    /// reversed pair, counted negative (the time was counted already).
     fn gaps(&mut self, gaps: &[(i64, i64)]) {
         let between: i64 = gaps.iter().map(|(a, b)| b - a).sum();
         if between != 0 {
             let id = self.fixed_ids().1;
             self.comp_id(id, between);
             for &(a, b) in gaps {
-                self.timeline.add(a, b, id, b - a);
+                self.timeline.add(a.min(b), a.max(b), id, b - a);
             }
         }
     }
@@ -1050,8 +1083,16 @@ impl Collector {
             b'P' if b.starts_with(b"PARSE ERROR ") => self.meta.parse_errors += 1,
             b'E' if b.starts_with(b"ERROR #") => self.error(b),
             b'*' if b.starts_with(b"***") => self.star(b),
-            b'T' if b.starts_with(b"Trace file ") && self.meta.trace_name.is_none() => {
-                self.meta.trace_name = Some(lossy(&b[11..]));
+            b'T' if b.starts_with(b"Trace file ") => {
+                if self.meta.trace_name.is_none() {
+                    self.meta.trace_name = Some(lossy(&b[11..]));
+                }
+                if self.d.top_end.is_some() {
+                    // Another file's header: files concatenated, a new
+                    // clock walk (the trace reader's rule for skew).
+                    self.flush_waits();
+                    self.d.top_end = None;
+                }
             }
             b'D' if b.starts_with(b"Dump file ") && self.meta.trace_name.is_none() => {
                 self.meta.trace_name = Some(lossy(&b[10..]));
@@ -1178,6 +1219,29 @@ impl Collector {
             }
             return;
         }
+        if let Some(rest) = b.strip_prefix(b"*** SESSION ID:(") {
+            let raw = &rest[..rest.iter().position(|&c| c == b')').unwrap_or(0)];
+            match self.d.session.as_deref() {
+                Some(s) if s != raw => {
+                    // The same rule as `skew --unaccounted`: the waits
+                    // before the change end this session's stretch.
+                    self.flush_waits();
+                    self.d.top_end = None;
+                    self.d.session = Some(raw.into());
+                }
+                Some(_) => {}
+                None => {
+                    if self.piece && self.d.first_session.is_none() {
+                        self.d.first_session = Some(raw.into());
+                        if self.d.top_end.is_some() {
+                            self.flush_waits();
+                            self.d.held = Some(self.d.top_end.take());
+                        }
+                    }
+                    self.d.session = Some(raw.into());
+                }
+            }
+        }
         let m = &mut self.meta;
         if let Some(rest) = b.strip_prefix(b"*** SESSION ID:(") {
             let id = lossy(&rest[..rest.iter().position(|&c| c == b')').unwrap_or(0)]);
@@ -1213,16 +1277,21 @@ impl Collector {
         for k in keys {
             self.end_exec(k);
         }
+        self.flush_waits();
+    }
+
+    /// The waits after the latest top-level call (at the end, or before a
+    /// change of session): the gaps between them.
+    fn flush_waits(&mut self) {
+        if let (Some(&w), Some(_)) = (self.d.pending_waits.first(), self.d.held) {
+            self.hold(w);
+        }
         let mut end = self.d.top_end;
         let mut gaps = Vec::new();
         for w in std::mem::take(&mut self.d.pending_waits) {
-            if let Some(prev) = end {
-                if w.0 > prev {
-                    gaps.push((prev, w.0));
-                }
-            }
-            end = Some(w.1);
+            step(&mut end, w.0, w.1, &mut gaps);
         }
+        self.d.top_end = end;
         self.gaps(&gaps);
     }
 
@@ -1419,6 +1488,24 @@ impl Collector {
             }
         }
         self.d.top_end = o.top_end.or(self.d.top_end);
+        if let Some(first) = &o.first_session {
+            let changed = self.d.session.as_deref().is_some_and(|m| m != &**first);
+            if let (false, Some((a, b))) = (changed, o.held_gap) {
+                // The same session: the gap across the line counts.
+                self.gaps(&[(a, b)]);
+            }
+            if let (Some(prev), None) = (o.held, o.top_end) {
+                // Nothing after the line yet: the walk goes on from here.
+                self.d.top_end = if changed {
+                    None
+                } else {
+                    prev.or(self.d.top_end)
+                };
+            }
+        }
+        if o.session.is_some() {
+            self.d.session = o.session;
+        }
     }
 
     /// The calls pending here go to the first call of a later piece that
@@ -1493,6 +1580,23 @@ impl Collector {
             st.exec = ExecState::Open(x);
         }
     }
+}
+
+/// One top-level event `[start, stop]` after the clock walk's `end`, on the
+/// rule `skew --unaccounted` follows too (the trace reader's `step`): a gap
+/// before it is pushed as `(end, start)`; an overlap (it starts before the
+/// event before it ended and ends after it) as the reversed `(end, start)`,
+/// counted once; an event that ends before the one before it ended means
+/// `tim` went back (files concatenated, a clock reset) and starts a new
+/// walk, with nothing across the jump. The walk goes on from `stop`.
+#[inline]
+fn step(end: &mut Option<i64>, start: i64, stop: i64, gaps: &mut Vec<(i64, i64)>) {
+    if let Some(prev) = *end {
+        if start > prev || (start < prev && stop > prev) {
+            gaps.push((prev, start));
+        }
+    }
+    *end = Some(stop);
 }
 
 /// Ends the execution open on cursor `k` (state `st`), if any: into its
