@@ -73,6 +73,7 @@ fn prof_file(path: &std::path::Path, jobs: usize) -> FileProfile {
         &ProfOptions {
             thinktime: 1.0,
             jobs,
+            top: 0,
         },
         None,
     )

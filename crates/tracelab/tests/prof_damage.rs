@@ -168,3 +168,97 @@ FETCH #1:c=20,e=30,p=0,cr=0,cu=0,mis=0,r=1,dep=0,og=1,plh=0,tim=9300\n"
     assert_eq!(checked, 9);
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+/// `n` distinct statements (literals, no binds), each parsed and run once.
+fn many_statements(n: usize) -> String {
+    use std::fmt::Write as _;
+    let mut s = String::from("Trace file /tmp/many.trc\n\n");
+    let mut t = 1000;
+    for i in 0..n {
+        t += 10;
+        let _ = write!(
+            s,
+            "PARSING IN CURSOR #{c} len=20 dep=0 uid=1 oct=3 lid=1 tim={t} hv={h} ad='1' sqlid='m{i:012}'\n\
+             select {i} from dual\nEND OF STMT\n\
+             PARSE #{c}:c=1,e=1,p=0,cr=0,cu=0,mis=0,r=0,dep=0,og=1,plh=0,tim={t}\n",
+            c = 1000 + i,
+            h = i + 1
+        );
+        t += 10;
+        let _ = writeln!(
+            s,
+            "EXEC #{}:c=5,e={},p=0,cr=0,cu=0,mis=0,r=0,dep=0,og=1,plh=0,tim={t}",
+            1000 + i,
+            5 + i % 7
+        );
+    }
+    s
+}
+
+/// A chain `n` calls deep, the deepest written first (tracing began inside
+/// it: no cursor parsed).
+fn chain(n: usize) -> String {
+    use std::fmt::Write as _;
+    let mut s = String::from("Trace file /tmp/chain.trc\n\n");
+    let mut t = 1000;
+    for d in (0..n).rev() {
+        t += 10;
+        let _ = writeln!(
+            s,
+            "EXEC #{}:c={e},e={e},p=0,cr=0,cu=0,mis=0,r=0,dep={d},og=1,plh=0,tim={t}",
+            d + 1,
+            e = t - 1000
+        );
+    }
+    s
+}
+
+#[test]
+fn the_report_stays_the_same_size_however_many_statements_and_however_deep() {
+    let dir = tempdir("prof-bounds");
+    let report = |name: &str, text: &str| -> String {
+        let f = write(&dir, name, text.as_bytes());
+        let (out, err, code) = tracelab(&["prof", &f]);
+        assert_eq!(code, 0, "{err}");
+        out
+    };
+    let small = report("few.trc", &many_statements(2_000));
+    let big = report("many.trc", &many_statements(8_000));
+    // The 100 statements with the largest shares, the rest folded into a
+    // line that says how many and how much: a report of the same size.
+    assert!(
+        big.contains("... and 7,900 more statements folded away (past --top 100): "),
+        "{}",
+        &big[..big.len().min(3000)]
+    );
+    assert!(small.contains("... and 1,900 more statements folded away"));
+    assert!(
+        big.len() < small.len() + small.len() / 20,
+        "{} bytes for 8,000 statements against {} for 2,000",
+        big.len(),
+        small.len()
+    );
+    // The statements shown are the largest: e=11 µs, the longest EXEC.
+    let first = big
+        .lines()
+        .find(|l| l.starts_with("#1 "))
+        .unwrap_or_default()
+        .to_string();
+    assert!(first.contains("0.000012"), "{first}");
+    // --top 0 shows them all.
+    let f = write(&dir, "all.trc", many_statements(300).as_bytes());
+    let (all, _, _) = tracelab(&["prof", "--top", "0", &f]);
+    assert!(!all.contains("folded away"));
+    assert_eq!(all.matches("\nSQL ID: m").count(), 300);
+    // A chain 2,000 and 8,000 calls deep: the same size too, where it grew
+    // with the depth (and the square of it in the tree of recursive calls).
+    let shallow = report("chain2k.trc", &chain(2_000));
+    let deep = report("chain8k.trc", &chain(8_000));
+    assert!(
+        deep.len() < shallow.len() + shallow.len() / 20,
+        "{} bytes at depth 8,000 against {} at 2,000",
+        deep.len(),
+        shallow.len()
+    );
+    std::fs::remove_dir_all(dir).unwrap();
+}
