@@ -11,12 +11,14 @@
 //! server runs as an unprivileged user instead.
 
 mod binaries;
+mod environment;
 mod error;
 mod launch;
 mod mariadb;
 mod owner;
 mod postgres;
 mod privilege;
+mod setting;
 mod state;
 
 pub use binaries::{MariaBinaries, PgBinaries};
@@ -25,4 +27,5 @@ pub use launch::set_interrupt;
 pub use mariadb::{start_mariadb, start_mariadb_with_env, MariaOptions, MARIADB_DATABASE};
 pub use owner::{mark_owner, private_dir, remove_orphans};
 pub use postgres::{start_postgres, start_postgres_with_env, PgOptions};
+pub use setting::{check_mariadb_setting, check_postgres_setting, runs_program};
 pub use state::{status, stop, ServerState, Status};

@@ -89,6 +89,7 @@ impl ServerState {
             bindir: self.bindir.clone(),
         };
         let mut cmd = Command::new(bins.tool("pg_ctl"));
+        crate::environment::server_env(&mut cmd);
         RunAs::owner_of(&self.data_dir())?.apply(&mut cmd);
         cmd.arg("-D").arg(self.data_dir());
         Ok(cmd)

@@ -25,6 +25,13 @@ pub enum StudyError {
     },
     #[error("results store {path}: {what}")]
     Store { path: PathBuf, what: String },
+    /// Another `study run` holds the results store (its lock file): two
+    /// runs at once would each be measured under the other's load.
+    #[error(
+        "results store {path} is in use by another `tracelab study run` ({holder}); \
+         nothing was run: wait for it to end (or stop it), then run again"
+    )]
+    Busy { path: PathBuf, holder: String },
     #[error("database: {0}")]
     Database(String),
     #[error(transparent)]

@@ -41,6 +41,9 @@ pub struct Options {
     /// Consent to what the study creates, drops or changes on a `--db`
     /// database (named, and refused without it, before anything runs).
     pub yes: bool,
+    /// Consent to server settings that run programs or load code
+    /// (`archive_command`, ...): refused without it, before anything runs.
+    pub allow_server_programs: bool,
 }
 
 /// Told about progress (the CLI draws a bar).
@@ -99,6 +102,16 @@ fn now_seed() -> u64 {
 
 /// Runs (or continues) a study; every finished run is in the store.
 pub fn run_study(given: &Loaded, o: &Options, obs: &dyn Observer) -> Result<Outcome, StudyError> {
+    // A study file is code; server settings that make the server run a
+    // program are refused unless the user said they may.
+    let programs = given.server_programs();
+    if !o.allow_server_programs && !programs.is_empty() {
+        return Err(StudyError::Usage(format!(
+            "study {} sets server settings that run programs or load code on the server's machine:\n  {}\nNothing was run; read them (`tracelab study run STUDY --dry-run` lists everything the study runs), then run again with --allow-server-programs to go ahead.",
+            given.study.name,
+            programs.join("\n  ")
+        )));
+    }
     // A resumed study is the stored one: same file, same plan.
     let seed = o.choice.seed.or(given.study.seed).unwrap_or_else(now_seed);
     let mut quick = o.choice.quick;
@@ -254,6 +267,10 @@ pub fn run_study(given: &Loaded, o: &Options, obs: &dyn Observer) -> Result<Outc
     if !problems.is_empty() {
         return Err(StudyError::Requirements(problems));
     }
+    // One `study run` at a time per results directory, held to the end;
+    // taken once the study is known to be runnable (a mistake leaves no
+    // directory behind), before any server starts.
+    let _lock = crate::store::StoreLock::take(&o.out)?;
 
     let mut facts = measure::machine_facts(scratch.path());
     facts.extend(
@@ -657,7 +674,7 @@ pub(crate) fn run_vars(
 
 /// [`run_vars`] before a run's context exists (`builtins` may be empty:
 /// the checks made before anything runs need no path of tracelab's).
-fn vars_of(
+pub(crate) fn vars_of(
     l: &Loaded,
     quick: bool,
     builtins: &BTreeMap<String, String>,
@@ -851,7 +868,7 @@ pub(crate) fn sql_of(
 
 /// When a run's scripts go: before its measurement or after it.
 #[derive(Clone, Copy)]
-enum Phase {
+pub(crate) enum Phase {
     Before,
     After,
 }
@@ -859,7 +876,7 @@ enum Phase {
 /// A run's before or after scripts for its engine: the levels' first, the
 /// workload's last (it may end with the CHECKPOINT a measurement starts
 /// from).
-fn scripts(
+pub(crate) fn scripts(
     l: &Loaded,
     levels: &[Level],
     w: &WorkloadSpec,

@@ -313,6 +313,7 @@ pub(crate) fn run(
         }
         Ok(summary)
     })?;
+    let ended = Instant::now();
     if let Some((px, _)) = in_path {
         px.stop();
     }
@@ -321,15 +322,39 @@ pub(crate) fn run(
             "freshness check: a session failed: {f}"
         )));
     }
-    Ok(values(&checker, lag, every, runtime, &summary))
+    // A reader whose query fails reads nothing more: no stale result is
+    // seen because none is read (a change that broke the query, an ALTER
+    // ... TYPE, passed the check). Any error of the readers fails it.
+    if summary.errors > 0 {
+        let said: Vec<String> = summary
+            .errors_by_code
+            .iter()
+            .map(|(code, (n, first))| format!("{n} x {code}: {first}"))
+            .collect();
+        return Err(StudyError::Database(format!(
+            "freshness check on {e}: the readers' statements failed {} times during {} change{} by the writer, so staleness could not be checked: {}",
+            summary.errors,
+            k_done(&checker),
+            if k_done(&checker) == 1 { "" } else { "s" },
+            said.join("; ")
+        )));
+    }
+    Ok(values(&checker, lag, every, runtime, ended, &summary))
+}
+
+/// How many changes the writer committed.
+fn k_done(c: &Checker) -> usize {
+    c.commits.read().map_or(0, |c| c.len())
 }
 
 /// The check's values: the whole run's (session −1) and each session's.
+/// `ended`: when the sessions' run ended.
 fn values(
     c: &Checker,
     lag: Duration,
     every: Duration,
     runtime: f64,
+    ended: Instant,
     summary: &tracelab_run::Summary,
 ) -> Vec<(i64, String, f64)> {
     let commits = c.commits.read().map(|c| c.clone()).unwrap_or_default();
@@ -347,16 +372,20 @@ fn values(
     for (i, s) in c.sessions.iter().enumerate() {
         let Ok(s) = s.lock() else { continue };
         // How long the session took to see each change; a change it never
-        // saw though it went on reading for a lag after it is a failure.
+        // saw though it went on reading for a lag after it is a failure,
+        // and so is one it never saw because its reads stopped before the
+        // change while the run went on for a lag after it.
         let mut visible_us = 0u64;
         let mut unseen = 0u64;
         for (k, at) in commits.iter().enumerate() {
+            let read_on = s.last.is_some_and(|last| last > *at + lag);
+            let stopped = s.last.is_none_or(|last| last < *at) && ended > *at + lag;
             match s.first.get(k) {
                 Some(seen) => {
                     visible_us =
                         visible_us.max(seen.saturating_duration_since(*at).as_micros() as u64)
                 }
-                None if s.last.is_some_and(|last| last > *at + lag) => unseen += 1,
+                None if read_on || stopped => unseen += 1,
                 None => {}
             }
         }

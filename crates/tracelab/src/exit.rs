@@ -63,7 +63,9 @@ impl Failure {
             Failure::Study(e) => match e {
                 StudyError::File { .. } | StudyError::NoStudy(_) | StudyError::Usage(_) => USAGE,
                 StudyError::Requirements(_) => TROUBLE,
-                StudyError::Io { .. } | StudyError::Store { .. } => OUTPUT,
+                StudyError::Io { .. } | StudyError::Store { .. } | StudyError::Busy { .. } => {
+                    OUTPUT
+                }
                 StudyError::Database(_) | StudyError::Server(_) => DB,
             },
             Failure::Proxy(_) => TROUBLE,
