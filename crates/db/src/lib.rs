@@ -11,12 +11,14 @@
 //! server runs as an unprivileged user instead.
 
 mod binaries;
+mod environment;
 mod error;
 mod launch;
 mod mariadb;
 mod owner;
 mod postgres;
 mod privilege;
+mod setting;
 mod state;
 
 pub use binaries::{MariaBinaries, PgBinaries};
@@ -26,4 +28,5 @@ pub use mariadb::{start_mariadb, start_mariadb_with_env, MariaOptions, MARIADB_D
 pub use owner::{mark_owner, private_dir, remove_orphans};
 pub use postgres::{start_postgres, start_postgres_with_env, PgOptions};
 pub use privilege::give_to_server;
+pub use setting::{check_mariadb_setting, check_postgres_setting, runs_program};
 pub use state::{status, stop, ServerState, Status};

@@ -81,16 +81,7 @@ fn server_options(settings: &[(String, String)]) -> Result<Vec<String>, DbError>
                 name: name.clone(),
                 what: what.to_string(),
             };
-            if name.is_empty()
-                || name.starts_with('-')
-                || !name
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
-            {
-                return Err(bad(
-                    "not a MariaDB option name (letters, digits, `_`, `-`, `.`; e.g. -c innodb_flush_log_at_trx_commit=2)",
-                ));
-            }
+            crate::setting::check_mariadb_setting(name, value)?;
             if RESERVED.contains(&name.replace('-', "_").as_str()) {
                 return Err(bad("tracelab sets this option itself"));
             }
@@ -113,8 +104,8 @@ pub fn start_mariadb_with_env(
     opts: &MariaOptions,
     env: &[(String, String)],
 ) -> Result<ServerState, DbError> {
-    let bins = MariaBinaries::find()?;
     let options = server_options(&opts.settings)?;
+    let bins = MariaBinaries::find()?;
     let (dir, made) = server_dir(opts.dir.as_deref())?;
     let r = start_in(opts, &bins, &options, env, dir.clone());
     undo_interrupted(r, &dir, made)
@@ -151,6 +142,7 @@ fn start_in(
     let basedir = bins.basedir();
     if !data.join("mysql").is_dir() {
         let mut install = Command::new(&bins.install_db);
+        crate::environment::server_env(&mut install);
         run_as.apply(&mut install);
         install
             .current_dir(&dir)
@@ -181,6 +173,7 @@ fn start_in(
         .map_err(io(&log))?;
     let err = out.try_clone().map_err(io(&log))?;
     let mut server = Command::new(&bins.server);
+    crate::environment::server_env(&mut server);
     run_as.apply(&mut server);
     server
         .current_dir(&dir)
@@ -216,7 +209,7 @@ fn start_in(
         })
         .map_err(|e| hint_traversal(e, &dir, run_as))?;
     let state = ServerState {
-        engine: "mariadb".into(),
+        engine: tracelab_engine::Engine::Mysql.name().into(),
         url: format!("mysql://root@127.0.0.1:{port}/{MARIADB_DATABASE}"),
         dir,
         port,
@@ -387,7 +380,7 @@ mod tests {
         );
         for bad in ["", "-x", "a b", "x;y"] {
             let e = server_options(&s(bad, "1")).unwrap_err().to_string();
-            assert!(e.contains("not a MariaDB option name"), "{bad}: {e}");
+            assert!(e.contains("not a setting name"), "{bad}: {e}");
         }
         for reserved in ["datadir", "bind-address", "skip_networking", "user"] {
             let e = server_options(&s(reserved, "1")).unwrap_err().to_string();

@@ -21,7 +21,9 @@ pub struct PgOptions {
     pub settings: Vec<(String, String)>,
 }
 
-/// A setting's value quoted for postgresql.conf.
+/// A setting's value quoted for postgresql.conf: in single quotes, a
+/// quote doubled and a backslash doubled (the file's string escapes);
+/// values with a line break never get here (`crate::setting`).
 fn conf_value(v: &str) -> String {
     format!("'{}'", v.replace('\\', "\\\\").replace('\'', "''"))
 }
@@ -41,6 +43,11 @@ pub fn start_postgres_with_env(
     opts: &PgOptions,
     env: &[(String, String)],
 ) -> Result<ServerState, DbError> {
+    // Before anything is made: a name or value that could write lines of
+    // its own into postgresql.conf.
+    for (k, v) in &opts.settings {
+        crate::setting::check_postgres_setting(k, v)?;
+    }
     let bins = PgBinaries::find()?;
     let (dir, made) = server_dir(opts.dir.as_deref())?;
     let r = start_in(opts, &bins, env, dir.clone());
@@ -64,6 +71,7 @@ fn start_in(
         }
         run_as.give(&dir)?;
         let mut initdb = Command::new(bins.tool("initdb"));
+        crate::environment::server_env(&mut initdb);
         run_as.apply(&mut initdb);
         initdb.arg("-D").arg(&data).args([
             "-A",
@@ -101,7 +109,7 @@ fn start_in(
     f.write_all(text.as_bytes()).map_err(io(&conf))?;
     drop(f);
     let state = ServerState {
-        engine: "postgres".into(),
+        engine: tracelab_engine::Engine::Postgres.name().into(),
         url: format!("postgres://postgres@127.0.0.1:{port}/postgres"),
         dir,
         port,
@@ -116,6 +124,7 @@ fn start_in(
         // there: a setting it refuses (an unknown name, a bad value) is
         // taken back out, so that the next start works, and said plainly.
         let mut check = Command::new(bins.tool("postgres"));
+        crate::environment::server_env(&mut check);
         run_as.apply(&mut check);
         check.arg("-D").arg(&data).args(["-C", "port"]);
         if let Err(DbError::Command { output, .. }) = run(check, "postgres -C") {
@@ -133,6 +142,7 @@ fn start_in(
     run_as.give(&log)?;
     wait_for_reaping(&data);
     let mut pg_ctl = Command::new(bins.tool("pg_ctl"));
+    crate::environment::server_env(&mut pg_ctl);
     run_as.apply(&mut pg_ctl);
     pg_ctl
         .arg("-D")
@@ -146,6 +156,7 @@ fn start_in(
             // The postmaster may be up or on its way: down at once, so
             // that its directory can go.
             let mut halt = Command::new(bins.tool("pg_ctl"));
+            crate::environment::server_env(&mut halt);
             run_as.apply(&mut halt);
             let _ = halt
                 .arg("-D")

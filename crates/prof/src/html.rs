@@ -287,6 +287,9 @@ fn ranking(o: &mut String, f: usize, p: &FileProfile) {
         );
     }
     o.push_str("</table>\n<p class=\"note\">Elapsed and CPU in the statement's own calls, its recursive statements' time left out.</p>\n");
+    if let Some(line) = crate::text::folded_line(p) {
+        let _ = writeln!(o, "<p class=\"note\">{}</p>", esc(&line));
+    }
 }
 
 fn histogram(o: &mut String, title: &str, h: &P10) {

@@ -134,6 +134,16 @@ pub struct StatementReport {
     pub parents: Vec<usize>,
 }
 
+/// The statements past the report's `--top`, added up: how much the report
+/// leaves out.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Default)]
+pub struct Folded {
+    pub statements: u64,
+    pub self_elapsed_us: i64,
+    pub self_cpu_us: i64,
+    pub calls: u64,
+}
+
 /// tkprof's OVERALL TOTALS section.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Default)]
 pub struct Totals {
@@ -185,6 +195,8 @@ pub struct FileProfile {
     pub response_time_us: i64,
     pub profile: Vec<Component>,
     pub statements: Vec<StatementReport>,
+    /// The statements past `--top`, added up (shown as one line).
+    pub folded: Folded,
     pub non_recursive: Totals,
     pub recursive: Totals,
     pub summary: Summary,
@@ -203,6 +215,7 @@ impl FileProfile {
         lines: u64,
         calls: u64,
         warnings: Vec<String>,
+        top: usize,
         line: impl Fn(u64, u64) -> u64,
     ) -> FileProfile {
         let meta = &col.meta;
@@ -280,8 +293,26 @@ impl FileProfile {
                 .then_with(|| self_e(y).cmp(&self_e(x)))
                 .then_with(|| x.first.0.cmp(&y.first.0))
         });
-        let mut rank_of = vec![0usize; col.stmts.len()];
-        for (r, &i) in order.iter().enumerate() {
+        // Past `top`, statements are only added up.
+        let kept = if top == 0 {
+            order.len()
+        } else {
+            top.min(order.len())
+        };
+        let mut folded = Folded::default();
+        for &i in &order[kept..] {
+            let s = &col.stmts[i];
+            folded.statements += 1;
+            folded.self_elapsed_us += self_e(s);
+            folded.self_cpu_us += s.calls.total().cpu_us + s.calls.other.cpu_us
+                - s.children.parse.cpu_us
+                - s.children.execute.cpu_us
+                - s.children.fetch.cpu_us
+                - s.children.other.cpu_us;
+            folded.calls += s.calls.total().count + s.calls.other.count;
+        }
+        let mut rank_of = vec![usize::MAX; col.stmts.len()];
+        for (r, &i) in order[..kept].iter().enumerate() {
             rank_of[i] = r;
         }
         let wait_rows = |w: &[(u32, Dur, u64)]| -> Vec<WaitRow> {
@@ -296,7 +327,7 @@ impl FileProfile {
                 })
                 .collect()
         };
-        let mut statements: Vec<StatementReport> = order
+        let mut statements: Vec<StatementReport> = order[..kept]
             .iter()
             .enumerate()
             .map(|(rank, &i)| {
@@ -358,6 +389,10 @@ impl FileProfile {
         edges.sort_by_key(|((p, c), _)| (rank_of[*p as usize], rank_of[*c as usize]));
         for ((p, c), e) in edges {
             let (p, c) = (rank_of[*p as usize], rank_of[*c as usize]);
+            if p == usize::MAX || c == usize::MAX {
+                // A folded statement's recursive calls are in the folded line.
+                continue;
+            }
             statements[p].children.push(ChildRef {
                 statement: c,
                 calls: e.calls,
@@ -416,6 +451,7 @@ impl FileProfile {
             response_time_us: r,
             profile,
             statements,
+            folded,
             non_recursive,
             recursive,
             summary,

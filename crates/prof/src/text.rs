@@ -373,6 +373,22 @@ fn extras(out: &mut String, p: &FileProfile, s: &StatementReport) {
     }
 }
 
+/// The line that says how many statements the report folded away, if any.
+pub fn folded_line(p: &FileProfile) -> Option<String> {
+    let f = &p.folded;
+    (f.statements > 0).then(|| {
+        format!(
+            "... and {} more statements folded away (past --top {}): {} s elapsed ({:.1}% of R), {} s CPU, {} calls",
+            commify(&f.statements.to_string()),
+            p.statements.len(),
+            secs6(f.self_elapsed_us),
+            crate::report::pct(f.self_elapsed_us, p.response_time_us),
+            secs6(f.self_cpu_us),
+            commify(&f.calls.to_string())
+        )
+    })
+}
+
 /// Options of the text report.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct TextOptions {
@@ -446,6 +462,9 @@ pub fn render(p: &FileProfile, o: TextOptions) -> String {
     if !p.statements.is_empty() {
         out.push_str("\nSTATEMENTS BY SHARE OF R (elapsed in their own calls, recursive statements' time left out)\n");
         out.push_str(&ranking(p));
+    }
+    if let Some(line) = folded_line(p) {
+        let _ = writeln!(out, "{line}");
     }
     let h = hierarchy(p);
     if !h.is_empty() {

@@ -71,6 +71,7 @@ fn prof(text: &str) -> FileProfile {
         &ProfOptions {
             thinktime: 1.0,
             jobs: 1,
+            top: 0,
         },
         None,
     )

@@ -1,20 +1,141 @@
 //! Per-group sums, counts, minima and maxima; mergeable, so that each
 //! worker thread keeps its own and they are added up at the end.
 //!
-//! Sums never depend on the order calls are added in, so that reading a
-//! file in pieces on several cores (`--jobs`) cannot change a digit:
-//! durations are whole microseconds summed as 128-bit integers (no
-//! wraparound, however large the values), and other values (`--select`)
-//! are summed in 128-bit fixed point.
+//! mrskew is Perl: it adds each call's value, a double, to its group's
+//! double sum in the order the calls are read, and prints what that sum
+//! rounds to. Reading a file in pieces on several cores (`--jobs`) must
+//! not change a digit, so each group keeps two sums:
+//!
+//! - the exact one: whole microseconds summed as 128-bit integers (no
+//!   wraparound, however large the values); it decides every printed
+//!   figure that is not at or next to a rounding tie (see
+//!   [`crate::report`]);
+//! - Perl's running double sum ([`SeqSum`]), exact while the group's calls
+//!   came through one piece, or while each later piece had at most
+//!   [`LOG`] of them (their values are kept and replayed onto the earlier
+//!   pieces' sum). Pieces are merged in read order for that.
+//!
+//! Where a figure is at or next to a tie and the running sum is not known
+//! exactly, the report names the group, and the files are read again
+//! keeping every value of those groups (see [`Groups::resolving`]).
+//! Values that are not whole microseconds (`--select`) are summed in
+//! 128-bit fixed point, independent of the order.
+
+use std::sync::Arc;
 
 use indexmap::IndexMap;
-use rustc_hash::{FxBuildHasher, FxHashMap};
+use rustc_hash::{FxBuildHasher, FxHashMap, FxHashSet};
 
 use crate::number::Num;
 
 /// 2^64: the fixed-point scale of non-integer sums (a resolution of
 /// 5.4e-20, a range of ±9.2e18).
 const FIXED_ONE: f64 = 18_446_744_073_709_551_616.0;
+
+/// Values a piece keeps of each group, so that a later piece's few calls
+/// can continue an earlier piece's running sum exactly. Eight covers the
+/// groups of a handful of calls, where ties are most frequent (a mean of
+/// two values is a tie one time in two); a bigger group that is at a tie
+/// and spans pieces is resolved by reading again.
+pub const LOG: usize = 8;
+
+/// Perl's running double sum of a run of values, in read order.
+#[derive(Debug, Clone)]
+pub struct SeqSum {
+    /// The sum, as Perl's `+=` leaves it.
+    pub sum: f64,
+    /// Whether `sum` is exactly the running sum of every value in read
+    /// order (false once two pieces of more than [`LOG`] values each were
+    /// joined).
+    pub exact: bool,
+    pub n: u64,
+    head: [f64; LOG],
+    /// Values past [`LOG`], kept only when `keep_all`.
+    rest: Vec<f64>,
+    keep_all: bool,
+}
+
+impl SeqSum {
+    fn new(keep_all: bool) -> SeqSum {
+        SeqSum {
+            sum: 0.0,
+            exact: true,
+            n: 0,
+            head: [0.0; LOG],
+            rest: Vec::new(),
+            keep_all,
+        }
+    }
+
+    /// A sum known only as a total (prof's profile, built from integers):
+    /// the one double Perl would hold for it.
+    fn known(sum: f64, n: u64) -> SeqSum {
+        SeqSum {
+            sum,
+            n,
+            ..SeqSum::new(false)
+        }
+    }
+
+    #[inline(always)]
+    pub fn add(&mut self, v: f64) {
+        self.sum += v;
+        match self.head.get_mut(self.n as usize) {
+            Some(h) => *h = v,
+            None if self.keep_all => self.rest.push(v),
+            None => {}
+        }
+        self.n += 1;
+    }
+
+    /// Whether every value is kept.
+    fn complete(&self) -> bool {
+        self.n as usize <= LOG || self.keep_all
+    }
+
+    fn values(&self) -> impl Iterator<Item = f64> + '_ {
+        self.head[..(self.n as usize).min(LOG)]
+            .iter()
+            .chain(self.rest.iter())
+            .copied()
+    }
+
+    /// Appends `later`, the values read after these: replays them onto
+    /// this sum when they are all kept.
+    pub fn merge(&mut self, later: &SeqSum) {
+        if later.n == 0 {
+            return;
+        }
+        if self.n == 0 {
+            let keep_all = self.keep_all || later.keep_all;
+            *self = later.clone();
+            self.keep_all = keep_all;
+            return;
+        }
+        if later.complete() && self.exact {
+            for v in later.values() {
+                self.add(v);
+            }
+            return;
+        }
+        self.sum += later.sum;
+        self.exact = false;
+        if self.keep_all && later.complete() {
+            for v in later.values() {
+                self.rest.push(v);
+            }
+        }
+        self.n += later.n;
+    }
+}
+
+/// Labels whose every value is kept on a second read (see
+/// [`Groups::resolving`]), and whether the whole profile's are.
+#[derive(Debug, Clone, Default)]
+pub struct Resolve {
+    pub labels: FxHashSet<Box<str>>,
+    pub total: bool,
+}
 
 /// Where a group first appeared: pre-created groups first (tier 0, in
 /// their order), then (file index, byte offset) of the group's first
@@ -30,7 +151,7 @@ pub fn at(file: u32, offset: u64) -> First {
 /// The statistics of one group. A group with no calls (a pre-created
 /// histogram bucket, a non-call line under `--name=:all`) has `calls == 0`
 /// and prints blank cells.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Agg {
     /// Values that were whole microseconds (the default `$af`).
     pub sum_us: i128,
@@ -47,10 +168,16 @@ pub struct Agg {
     pub max: f64,
     pub calls: u64,
     pub first: First,
+    /// Perl's running sum of the values.
+    pub seq: SeqSum,
 }
 
 impl Agg {
     fn empty(first: First) -> Agg {
+        Agg::new(first, false)
+    }
+
+    fn new(first: First, keep_all: bool) -> Agg {
         Agg {
             sum_us: 0,
             min_us: i64::MAX,
@@ -63,6 +190,7 @@ impl Agg {
             max: f64::NEG_INFINITY,
             calls: 0,
             first,
+            seq: SeqSum::new(keep_all),
         }
     }
 
@@ -74,6 +202,7 @@ impl Agg {
             min_us,
             max_us,
             calls,
+            seq: SeqSum::known(sum_us as f64 * 1e-6, calls),
             ..Agg::empty(first)
         }
     }
@@ -130,6 +259,7 @@ impl Agg {
         self.calls += 1;
         match us {
             Some(us) => {
+                self.seq.add(value);
                 // 2^64 values of 2^63 µs at most: no overflow.
                 self.sum_us += i128::from(us);
                 self.min_us = self.min_us.min(us);
@@ -161,7 +291,9 @@ impl Agg {
         }
     }
 
+    /// Adds `o`, whose calls were read after this group's.
     pub fn merge(&mut self, o: &Agg) {
+        self.seq.merge(&o.seq);
         self.sum_us += o.sum_us;
         self.min_us = self.min_us.min(o.min_us);
         self.max_us = self.max_us.max(o.max_us);
@@ -179,7 +311,7 @@ impl Agg {
 }
 
 /// Groups keyed by their label.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Groups {
     pub map: IndexMap<Box<str>, Agg, FxBuildHasher>,
     /// Groups by the address and length of a label that stays put (see
@@ -192,9 +324,54 @@ pub struct Groups {
     /// instructions saved). Groups are never removed, so an index stays
     /// valid.
     last: Option<usize>,
+    /// Perl's running sum of every value, for the TOTAL row.
+    pub total: SeqSum,
+    /// On a second read: the groups whose every value is kept.
+    resolve: Option<Arc<Resolve>>,
+}
+
+impl Default for Groups {
+    fn default() -> Groups {
+        Groups {
+            map: IndexMap::default(),
+            by_addr: FxHashMap::default(),
+            last: None,
+            total: SeqSum::new(false),
+            resolve: None,
+        }
+    }
 }
 
 impl Groups {
+    /// Groups that keep every value of the groups `r` names (and of the
+    /// whole profile, if it says so), so that their running sums come out
+    /// exact however the files were cut: for a second read, when a figure
+    /// at a rounding tie needs Perl's exact double.
+    pub fn resolving(r: Arc<Resolve>) -> Groups {
+        Groups {
+            total: SeqSum::new(r.total),
+            resolve: Some(r),
+            ..Groups::default()
+        }
+    }
+
+    /// Empty groups gathered the same way as these.
+    pub fn fresh(&self) -> Groups {
+        match &self.resolve {
+            Some(r) => Groups::resolving(r.clone()),
+            None => Groups::default(),
+        }
+    }
+
+    /// A new group's statistics.
+    fn new_agg(&self, group: &str, first: First) -> Agg {
+        let keep_all = self
+            .resolve
+            .as_ref()
+            .is_some_and(|r| r.labels.contains(group));
+        Agg::new(first, keep_all)
+    }
+
     /// As [`Self::add`], for a label whose address stays put for as long
     /// as this `Groups` gathers: a name the trace reader interned or a
     /// constant (`Query::hit` says which). The group is found by the
@@ -209,12 +386,18 @@ impl Groups {
             None => {
                 let i = match self.map.get_index_of(group) {
                     Some(i) => i,
-                    None => self.map.insert_full(group.into(), Agg::empty(first)).0,
+                    None => {
+                        let a = self.new_agg(group, first);
+                        self.map.insert_full(group.into(), a).0
+                    }
                 };
                 self.by_addr.insert(key, i);
                 i
             }
         };
+        if us.is_some() {
+            self.total.add(value);
+        }
         if let Some((_, a)) = self.map.get_index_mut(i) {
             a.add(value, us);
         }
@@ -225,6 +408,9 @@ impl Groups {
     /// with the map's look-up.
     #[inline(always)]
     pub fn add(&mut self, group: &str, value: f64, us: Option<i64>, first: First) {
+        if us.is_some() {
+            self.total.add(value);
+        }
         if let Some((k, a)) = self.last.and_then(|i| self.map.get_index_mut(i)) {
             if **k == *group {
                 a.add(value, us);
@@ -233,7 +419,10 @@ impl Groups {
         }
         let i = match self.map.get_index_of(group) {
             Some(i) => i,
-            None => self.map.insert_full(group.into(), Agg::empty(first)).0,
+            None => {
+                let a = self.new_agg(group, first);
+                self.map.insert_full(group.into(), a).0
+            }
         };
         self.last = Some(i);
         if let Some((_, a)) = self.map.get_index_mut(i) {
@@ -246,15 +435,20 @@ impl Groups {
         match self.map.get_mut(group) {
             Some(a) => a.first = a.first.min(first),
             None => {
-                self.map.insert(group.into(), Agg::empty(first));
+                let a = self.new_agg(group, first);
+                self.map.insert(group.into(), a);
             }
         }
     }
 
+    /// Adds `other`, whose calls were read after these (running sums
+    /// depend on the order).
     pub fn merge(&mut self, other: Groups) {
         // Merged groups come from other readers: their labels' addresses
         // mean nothing here.
         self.by_addr.clear();
+        self.last = None;
+        self.total.merge(&other.total);
         for (k, v) in other.map {
             match self.map.get_mut(&k) {
                 Some(a) => a.merge(&v),
@@ -279,7 +473,7 @@ mod tests {
         let mut b = Groups::default();
         b.add("EXEC", 0.000005, Some(5), at(1, 1));
         a.merge(b);
-        let e = a.map["EXEC"];
+        let e = &a.map["EXEC"];
         assert_eq!(e.calls, 3);
         assert_eq!(e.sum(), Num::micros(45));
         assert_eq!((e.min(), e.max()), (Num::micros(5), Num::micros(30)));
@@ -301,10 +495,10 @@ mod tests {
         g.add_stable(&other, 0.000011, Some(11), at(0, 5));
         g.add_stable(&other, 0.000013, Some(13), at(0, 6));
         assert_eq!(g.map.len(), 2);
-        let f = g.map["FETCH"];
+        let f = &g.map["FETCH"];
         assert_eq!((f.calls, f.sum()), (4, Num::micros(17)));
         assert_eq!(f.first, at(0, 1));
-        let e = g.map["EXEC"];
+        let e = &g.map["EXEC"];
         assert_eq!((e.calls, e.sum(), e.first), (2, Num::micros(24), at(0, 5)));
         // After a merge an address may name another label: looked up by
         // text again.
@@ -356,7 +550,7 @@ mod tests {
         for (i, v) in values.iter().enumerate().rev() {
             back.add("y", *v, None, at(0, i as u64));
         }
-        let (f, b) = (fwd.map["y"], back.map["y"]);
+        let (f, b) = (&fwd.map["y"], &back.map["y"]);
         assert_eq!(f.sum().to_f64().to_bits(), b.sum().to_f64().to_bits());
     }
 }

@@ -70,7 +70,7 @@ impl Buckets {
     }
 }
 
-/// An edge as the report prints numbers (half up in decimal).
+/// An edge as mrskew's sprintf prints it (the double, correctly rounded).
 fn fmt(x: f64) -> String {
     fixed(Num::Float(x), 6, true)
 }
@@ -101,9 +101,11 @@ mod tests {
     fn custom_edges_and_errors() {
         let b = Buckets::parse("0.001, 0.01").unwrap();
         assert_eq!(b.labels().len(), 3);
-        // Labels round like every number of the report: half up.
+        // Labels are printed as sprintf prints the double: 5e-7 is a
+        // little below a half of the last digit.
+        // perl -e 'printf "%.6f\n", 0.0000005'  prints 0.000000
         let b = Buckets::parse("0.0000005,2.5").unwrap();
-        assert_eq!(b.labels()[0], " 1.     0.000000     0.000001");
+        assert_eq!(b.labels()[0], " 1.     0.000000     0.000000");
         assert_eq!(b.labels()[2], " 3.     2.500000           +∞");
         assert!(Buckets::parse("0.01,0.001").is_err());
         assert!(Buckets::parse("fast").is_err());

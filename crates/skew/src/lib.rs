@@ -13,7 +13,7 @@ mod report;
 mod run;
 mod vars;
 
-pub use aggregate::{Agg, Groups};
+pub use aggregate::{Agg, Groups, Resolve};
 pub use error::SkewError;
 pub use number::{Num, PercentFormat};
 pub use options::{Format, SkewOptions, Sort, Units};

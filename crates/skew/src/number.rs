@@ -1,18 +1,19 @@
 //! The numbers of the report and how they are printed: fixed decimals,
-//! rounded half up in decimal, with thousands separators, as mrskew prints
-//! them.
+//! with thousands separators, as mrskew's printf prints them.
 //!
-//! The rule, checked against every table mrskew published for the traces
-//! in ../shared (MANIFEST.md), the figures quoted in the reference, and
-//! the client-result-cache article's `34,593 µs / 6 calls` printed
-//! `0.005766`: a number is its exact decimal value, rounded half up (away
-//! from zero) at the printed precision. Durations are held in whole
-//! microseconds, as the trace writes them, so sums are exact integers,
-//! means and percentages exact fractions; C's `printf` of the nearest
-//! double (0.0057654999… here) would print 0.005765. A value that is not
-//! a whole number of microseconds (a `--select` expression) is a double,
-//! read at Perl's 15 significant digits (how Perl prints a number), then
-//! rounded the same way.
+//! mrskew is Perl: every figure is a double, printed by printf (`%.6f`,
+//! `%.1f`), which rounds the exact binary value of the double it is
+//! given, correctly (glibc; a tie in binary goes to even, and a double is
+//! almost never an exact decimal tie). So a mean whose exact decimal value
+//! is a tie (150.5 µs) prints either way, as the double computed for it
+//! falls: `(100e-6 + 201e-6) / 2` prints `0.000150`, `(100e-6 + 213e-6) /
+//! 2` prints `0.000157`. Rust's `{:.N}` formatting rounds the exact binary
+//! value correctly too, so a double is printed with it.
+//!
+//! A figure is held as the double Perl would have ([`Num::Float`]), or,
+//! where only its exact value is known (whole microseconds summed as
+//! integers), as that value ([`Num::Exact`]) — used only where every
+//! double near it prints the same digits ([`Num::settled`]).
 
 use std::cmp::Ordering;
 
@@ -103,12 +104,66 @@ impl Num {
             .unwrap_or(Ordering::Equal)
     }
 
-    /// The value with `precision` decimals, rounded half up in decimal.
+    /// The value with `precision` decimals: a double as printf rounds
+    /// it, an exact value exactly (one at a decimal tie as its nearest
+    /// double, which is what printf would be given).
     pub fn fixed(self, precision: usize) -> String {
         match self {
+            Num::Exact { .. } if self.boundary_gap(precision).is_some_and(|g| g == 0.0) => {
+                float_fixed(self.to_f64(), precision)
+            }
             Num::Exact { num, den, exp10 } => exact_fixed(num, den, exp10, precision),
             Num::Float(x) => float_fixed(x, precision),
         }
+    }
+
+    /// Whether every double within `bound` of this exact value prints the
+    /// same with `p` decimals: no rounding boundary (a half unit of the
+    /// last printed digit) lies within `bound` of it, with a margin of a
+    /// factor of two for the double arithmetic of this test. An exact
+    /// decimal tie is never settled; a double ([`Num::Float`]) is, as
+    /// itself, only with a zero bound.
+    pub fn settled(self, p: usize, bound: f64) -> bool {
+        if !matches!(self, Num::Exact { .. }) {
+            return bound == 0.0;
+        }
+        let Some(gap) = self.boundary_gap(p) else {
+            return false;
+        };
+        gap != 0.0 && gap > 2.0 * bound * 10f64.powi(p as i32)
+    }
+
+    /// The distance of an exact value from the nearest rounding boundary
+    /// at `p` decimals, in units of the last printed digit (0 at a tie);
+    /// `None` for a double, or if the arithmetic would overflow.
+    fn boundary_gap(self, p: usize) -> Option<f64> {
+        let Num::Exact { num, den, exp10 } = self else {
+            return None;
+        };
+        // The value in units of the last printed digit: n / d.
+        let e = exp10 + p as i32;
+        let scaled = if e >= 0 {
+            10i128
+                .checked_pow(e as u32)
+                .and_then(|k| num.checked_mul(k))
+                .zip(i128::try_from(den).ok())
+        } else {
+            10i128
+                .checked_pow(e.unsigned_abs())
+                .zip(i128::try_from(den).ok())
+                .and_then(|(k, d)| d.checked_mul(k))
+                .map(|d| (num, d))
+        };
+        let (n, d) = scaled?;
+        let (n2, d2) = (n.checked_mul(2)?, d.checked_mul(2)?);
+        // 2n mod 2d is d exactly at a tie; its distance from d, over 2d,
+        // is the value's distance from the nearest boundary.
+        let gap = (n2.rem_euclid(d2) - d).unsigned_abs();
+        Some(if gap == 0 {
+            0.0
+        } else {
+            gap as f64 / d2 as f64
+        })
     }
 }
 
@@ -215,8 +270,9 @@ fn exact_fixed(num: i128, den: u128, exp10: i32, p: usize) -> String {
     .render(p)
 }
 
-/// A double to `p` decimals: its 15 significant digits (Perl's `%.15g`),
-/// rounded half up.
+/// A double to `p` decimals, as printf (and Perl's `printf`, `sprintf`)
+/// prints it: the exact binary value, correctly rounded; `Inf` and `NaN`
+/// as Perl names them.
 fn float_fixed(x: f64, p: usize) -> String {
     if x.is_nan() {
         return "NaN".into();
@@ -224,36 +280,7 @@ fn float_fixed(x: f64, p: usize) -> String {
     if x.is_infinite() {
         return if x > 0.0 { "Inf" } else { "-Inf" }.into();
     }
-    let sci = format!("{:.14e}", x.abs());
-    let (mant, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
-    let exp: i64 = exp.parse().unwrap_or(0);
-    let digits: Vec<u8> = mant
-        .bytes()
-        .filter(u8::is_ascii_digit)
-        .map(|b| b - b'0')
-        .collect();
-    // The point sits after digit `exp + 1`.
-    let point = exp + 1;
-    let (int, frac) = if point <= 0 {
-        let mut f = vec![0; (-point) as usize];
-        f.extend_from_slice(&digits);
-        (vec![0], f)
-    } else if point as usize >= digits.len() {
-        let mut i = digits.clone();
-        i.resize(point as usize, 0);
-        (i, Vec::new())
-    } else {
-        (
-            digits[..point as usize].to_vec(),
-            digits[point as usize..].to_vec(),
-        )
-    };
-    Decimal {
-        negative: x < 0.0,
-        int,
-        frac,
-    }
-    .render(p)
+    format!("{x:.p$}")
 }
 
 /// Inserts a comma every three digits left of the decimal point
@@ -437,22 +464,47 @@ mod tests {
     }
 
     #[test]
-    fn means_round_half_up_in_decimal() {
-        // The client-result-cache article: 34,593 µs over 6 calls.
-        assert_eq!(Num::micros_over(34_593, 6).fixed(6), "0.005766");
-        // printf of the nearest double says otherwise.
-        assert_eq!(format!("{:.6}", 0.034593 / 6.0), "0.005765");
-        // Half up, not half to even: 5764.5 µs.
-        assert_eq!(Num::micros_over(11_529, 2).fixed(6), "0.005765");
-        assert_eq!(Num::micros_over(1, 2).fixed(6), "0.000001");
-        assert_eq!(Num::micros_over(-1, 2).fixed(6), "-0.000001");
-        assert_eq!(Num::micros_over(-1, 3).fixed(6), "-0.000000");
+    fn doubles_print_as_printf_rounds_them() {
+        // perl -e 'printf "%.6f %.6f\n", (100/1e6+201/1e6)/2, (100/1e6+213/1e6)/2'
+        // 0.000150 0.000157: both exact ties, broken by the double.
+        assert_eq!(
+            Num::Float((100.0 / 1e6 + 201.0 / 1e6) / 2.0).fixed(6),
+            "0.000150"
+        );
+        assert_eq!(
+            Num::Float((100.0 / 1e6 + 213.0 / 1e6) / 2.0).fixed(6),
+            "0.000157"
+        );
+        // perl -e 'printf "%.6f\n", 0.034593/6'  prints 0.005765
+        assert_eq!(Num::Float(0.034593 / 6.0).fixed(6), "0.005765");
+        // Ties in binary go to even: 2.5 and 0.125 are exact doubles.
+        // perl -e 'printf "%.0f %.0f %.2f\n", 2.5, 3.5, 0.125'  prints 2 4 0.12
+        assert_eq!(Num::Float(2.5).fixed(0), "2");
+        assert_eq!(Num::Float(3.5).fixed(0), "4");
+        assert_eq!(Num::Float(0.125).fixed(2), "0.12");
+    }
+
+    #[test]
+    fn exact_values_and_their_ties() {
         assert_eq!(Num::micros_over(60_042_722, 3).fixed(6), "20.014241");
         assert_eq!(Num::micros(10_301_060).fixed(2), "10.30");
-        assert_eq!(Num::micros(10_305_000).fixed(2), "10.31");
-        assert_eq!(Num::micros(999_999_500).fixed(0), "1000");
         assert_eq!(Num::micros(5).fixed(9), "0.000005000");
         assert_eq!(Num::micros_over(1, 3).fixed(9), "0.000000333");
+        assert_eq!(Num::micros_over(-1, 3).fixed(6), "-0.000000");
+        // At a tie, printed as its nearest double: 5764.5 µs.
+        assert_eq!(
+            Num::micros_over(11_529, 2).fixed(6),
+            format!("{:.6}", 0.0057645)
+        );
+        // Settled: no double within the bound prints otherwise.
+        assert!(Num::micros_over(34_592, 6).settled(6, 1e-15));
+        assert!(!Num::micros_over(34_592, 6).settled(6, 1e-7));
+        assert!(!Num::micros_over(34_593, 6).settled(6, 1e-30));
+        assert!(!Num::micros_over(11_529, 2).settled(6, 0.0));
+        assert!(Num::micros(10_301_060).settled(6, 1e-9));
+        assert!(!Num::micros(10_305_000).settled(2, 0.0));
+        assert!(!Num::Float(1.0).settled(6, 1e-9));
+        assert!(Num::Float(1.0).settled(6, 0.0));
     }
 
     #[test]
@@ -485,13 +537,10 @@ mod tests {
     }
 
     #[test]
-    fn doubles_round_at_perls_fifteen_digits() {
-        assert_eq!(Num::Float(0.034593 / 6.0).fixed(6), "0.005766");
-        assert_eq!(Num::Float(0.1 + 0.2).fixed(17), "0.30000000000000000");
-        assert_eq!(Num::Float(2.5).fixed(0), "3");
-        assert_eq!(Num::Float(-2.5).fixed(0), "-3");
+    fn doubles_print_in_full() {
+        assert_eq!(Num::Float(0.1 + 0.2).fixed(17), "0.30000000000000004");
+        assert_eq!(Num::Float(-2.5).fixed(0), "-2");
         assert_eq!(Num::Float(1234567.891).fixed(2), "1234567.89");
-        assert_eq!(Num::Float(5e-7).fixed(6), "0.000001");
         assert_eq!(Num::Float(0.0).fixed(3), "0.000");
         assert_eq!(Num::Float(1e20).fixed(1), "100000000000000000000.0");
         assert_eq!(Num::Float(f64::INFINITY).fixed(1), "Inf");

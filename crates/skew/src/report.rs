@@ -8,7 +8,7 @@ use serde::Serialize;
 use serde_json::value::RawValue;
 use tracelab_expr::perl_str_to_num;
 
-use crate::aggregate::{Agg, Groups};
+use crate::aggregate::{Agg, Groups, Resolve};
 use crate::number::{count, fixed, Num};
 use crate::options::{Format, SkewOptions, Sort};
 
@@ -52,83 +52,282 @@ pub struct Report {
     pub total: Row,
     /// Distinct groups, the N of `TOTAL (N)`.
     pub groups: usize,
+    /// What a second read must keep for every figure to be Perl's (see
+    /// [`crate::aggregate`]); empty when they all are.
+    pub resolve: Resolve,
 }
 
-/// The whole profile's sum, for percentages: exact while every group is.
-struct Whole {
-    us: Option<i128>,
-    float: f64,
+/// The unit roundoff of a double: every operation's result is within this
+/// fraction of the exact one.
+const U: f64 = f64::EPSILON / 2.0;
+
+/// One of a row's figures as mrskew computes it (a double, see
+/// [`crate::aggregate`]): `approx` is Perl's double when `bound` is 0,
+/// else a double at most `bound` from it whose exact value is `exact`.
+#[derive(Debug, Clone, Copy)]
+struct Fig {
+    approx: f64,
+    bound: f64,
+    exact: Option<Num>,
 }
 
-fn stats(a: &Agg, whole: &Whole, pfact: f64) -> Option<Stats> {
-    (a.calls > 0).then(|| {
-        let percent = match (whole.us, a.exact()) {
-            (Some(t), true) => Num::ratio(a.sum_us, t, pfact),
-            _ if whole.float != 0.0 => Num::Float(a.sum().to_f64() / whole.float * pfact),
-            _ => Num::Float(0.0),
-        };
-        let nums = Nums {
-            duration: a.sum(),
-            percent,
-            mean: a.mean(),
-            min: a.min(),
-            max: a.max(),
-        };
-        Stats {
-            duration: nums.duration.to_f64(),
-            percent: nums.percent.to_f64(),
-            calls: a.calls,
-            mean: nums.mean.to_f64(),
-            min: nums.min.to_f64(),
-            max: nums.max.to_f64(),
-            nums,
+impl Fig {
+    fn known(x: f64) -> Fig {
+        Fig {
+            approx: x,
+            bound: 0.0,
+            exact: None,
         }
-    })
-}
+    }
 
-/// Orders two groups by sort column `col` (2 to 7); exact values exactly.
-fn by_column(x: &Agg, y: &Agg, col: u8) -> Ordering {
-    // A group with no calls sorts as zero.
-    let key = |a: &Agg| -> Num {
-        if a.calls == 0 {
-            return Num::micros(0);
-        }
-        match col {
-            4 => Num::Exact {
-                num: i128::from(a.calls),
-                den: 1,
-                exp10: 0,
+    /// `self / n` (a mean).
+    fn over(self, n: u64, exact: Option<Num>) -> Fig {
+        let approx = self.approx / n as f64;
+        Fig {
+            approx,
+            bound: if self.bound == 0.0 {
+                0.0
+            } else {
+                self.bound / n as f64 + 2.0 * U * approx.abs()
             },
-            5 => a.mean(),
-            6 => a.min(),
-            7 => a.max(),
-            _ => a.sum(),
+            exact,
         }
+    }
+
+    /// `self / whole * pfact` (a percentage), as mrskew forms it.
+    fn percent(self, whole: Fig, pfact: f64) -> Fig {
+        if whole.approx == 0.0 {
+            return Fig::known(0.0);
+        }
+        let approx = self.approx / whole.approx * pfact;
+        let bound = if self.bound == 0.0 && whole.bound == 0.0 {
+            0.0
+        } else if whole.approx.abs() <= 2.0 * whole.bound {
+            f64::INFINITY
+        } else {
+            let t = whole.approx.abs() - whole.bound;
+            (self.bound + self.approx.abs() / t * whole.bound) / t * pfact.abs() * 1.01
+                + 4.0 * U * approx.abs()
+        };
+        let exact = match (self.exact, whole.exact) {
+            (
+                Some(Num::Exact {
+                    num: a, exp10: ea, ..
+                }),
+                Some(Num::Exact {
+                    num: b, exp10: eb, ..
+                }),
+            ) if ea == eb => {
+                Some(Num::ratio(a, b, pfact)).filter(|n| matches!(n, Num::Exact { .. }))
+            }
+            _ => None,
+        };
+        Fig {
+            approx,
+            bound,
+            exact,
+        }
+    }
+
+    /// The number to print with `p` decimals: Perl's double if known;
+    /// else the exact value, when every double within `bound` of it
+    /// prints the same; else the approximation, and `unsettled` is set.
+    fn num(self, p: usize, unsettled: &mut bool) -> Num {
+        if self.bound == 0.0 {
+            return Num::Float(self.approx);
+        }
+        match self.exact {
+            Some(e) if e.settled(p, self.bound) => e,
+            _ => {
+                *unsettled = true;
+                Num::Float(self.approx)
+            }
+        }
+    }
+
+    /// Orders two figures as Perl's `<=>` on the doubles would; sets
+    /// `unsettled` when the bounds leave the order open.
+    fn cmp(&self, other: &Fig, unsettled: &mut bool) -> Ordering {
+        let by_double = self
+            .approx
+            .partial_cmp(&other.approx)
+            .unwrap_or(Ordering::Equal);
+        if self.bound == 0.0 && other.bound == 0.0 {
+            return by_double;
+        }
+        if let (Some(x), Some(y)) = (self.exact, other.exact) {
+            let ord = x.compare(y);
+            if ord != Ordering::Equal
+                && (self.approx - other.approx).abs() > 2.0 * (self.bound + other.bound)
+            {
+                return ord;
+            }
+        }
+        *unsettled = true;
+        by_double
+    }
+}
+
+/// A group's duration and mean, as mrskew's running sum gives them.
+fn figures(a: &Agg) -> (Fig, Fig) {
+    if !a.exact() {
+        let d = Fig::known(a.sum().to_f64());
+        return (d, d.over(a.calls, None));
+    }
+    let d = Fig {
+        approx: a.seq.sum,
+        bound: if a.seq.exact {
+            0.0
+        } else {
+            seq_bound(a.calls, abs_sum_us(a))
+        },
+        exact: Some(a.sum()),
     };
-    key(x).compare(key(y))
+    (d, d.over(a.calls, Some(a.mean())))
+}
+
+/// The sum of the values' magnitudes (µs), or a bound on it.
+fn abs_sum_us(a: &Agg) -> f64 {
+    if a.min_us >= 0 {
+        a.sum_us as f64
+    } else {
+        a.calls as f64 * (a.min_us.unsigned_abs().max(a.max_us.unsigned_abs())) as f64
+    }
+}
+
+/// How far a running double sum of `n` values, each a whole number of
+/// microseconds converted to seconds, may be from the exact sum, when
+/// their magnitudes add up to `abs_us` µs: one rounding per conversion and
+/// per addition, each at most `U` of a partial sum.
+fn seq_bound(n: u64, abs_us: f64) -> f64 {
+    2.0 * (n as f64 + 2.0) * U * abs_us * 1e-6 * 1.01
+}
+
+/// Which figure a row's cell holds, for settling it.
+struct Settle<'a> {
+    unsettled: bool,
+    precision: usize,
+    percent_precision: usize,
+    resolve: &'a mut Resolve,
+}
+
+impl Settle<'_> {
+    /// Takes note of what a second read must keep when any figure of a
+    /// row is unsettled: the groups it depends on whose running sums are
+    /// not known exactly, and the whole profile's.
+    fn depends(&mut self, groups: &[(&str, &Agg)], total: bool) {
+        if std::mem::take(&mut self.unsettled) {
+            for (label, a) in groups {
+                if !a.seq.exact {
+                    self.resolve.labels.insert((*label).into());
+                }
+            }
+            self.resolve.total |= total;
+        }
+    }
+}
+
+fn stats(
+    calls: u64,
+    (d, mean, pct): (Fig, Fig, Fig),
+    (min, max): (f64, f64),
+    s: &mut Settle<'_>,
+) -> Stats {
+    let (p, pp) = (s.precision, s.percent_precision);
+    let nums = Nums {
+        duration: d.num(p, &mut s.unsettled),
+        percent: pct.num(pp, &mut s.unsettled),
+        mean: mean.num(p, &mut s.unsettled),
+        min: Num::Float(min),
+        max: Num::Float(max),
+    };
+    Stats {
+        duration: d.approx,
+        percent: pct.approx,
+        calls,
+        mean: mean.approx,
+        min,
+        max,
+        nums,
+    }
+}
+
+/// A group's extremes, as the doubles Perl compares.
+fn extremes(a: &Agg) -> (f64, f64) {
+    (a.min().to_f64(), a.max().to_f64())
 }
 
 impl Report {
+    /// The rows of `groups`, whose pieces were merged in read order.
+    ///
+    /// mrskew's figures, as far as the published tables tell them apart
+    /// (every form below prints them all alike; where they do not decide,
+    /// the plainest Perl is taken): a value is the trace's integer times
+    /// 1e-6; a group's duration is the running double sum of its values
+    /// in read order; TOTAL's, the running sum of every value in read
+    /// order; `N others`', the folded groups' durations added in the
+    /// order they are sorted; a mean is the duration divided by the
+    /// calls; a percentage is the duration divided by TOTAL's, times
+    /// `--pfact`; every figure is printed by printf, which rounds the
+    /// double it is given.
     pub fn build(groups: Groups, o: &SkewOptions, group_label: &str, select_label: &str) -> Report {
         let n = groups.map.len();
+        let total_seq = groups.total;
         let mut all: Vec<(Box<str>, Agg)> = groups.map.into_iter().collect();
-        let whole = Whole {
-            us: all
-                .iter()
-                .all(|(_, a)| a.exact())
-                .then(|| all.iter().map(|(_, a)| a.sum_us).sum()),
-            float: all.iter().map(|(_, a)| a.sum().to_f64()).sum(),
+        let mut resolve = Resolve::default();
+        let mut settle = Settle {
+            unsettled: false,
+            precision: o.precision,
+            percent_precision: o.pform.precision(),
+            resolve: &mut resolve,
+        };
+        // The whole profile: Perl's running sum of every value, when every
+        // value was whole microseconds and gathered here.
+        let calls: u64 = all.iter().map(|(_, a)| a.calls).sum();
+        let sum_us: i128 = all.iter().map(|(_, a)| a.sum_us).sum();
+        let whole = if all.iter().any(|(_, a)| !a.exact()) {
+            Fig::known(all.iter().map(|(_, a)| a.sum().to_f64()).sum())
+        } else if total_seq.n == calls {
+            Fig {
+                approx: total_seq.sum,
+                bound: if total_seq.exact {
+                    0.0
+                } else {
+                    seq_bound(calls, all.iter().map(|(_, a)| abs_sum_us(a)).sum())
+                },
+                exact: Some(Num::micros(sum_us)),
+            }
+        } else {
+            // Groups built elsewhere (prof): one double of the exact sum.
+            Fig::known(sum_us as f64 * 1e-6)
+        };
+        let key = |a: &Agg, col: u8, (d, mean): (Fig, Fig)| -> Fig {
+            if a.calls == 0 {
+                return Fig::known(0.0);
+            }
+            match col {
+                4 => Fig::known(a.calls as f64),
+                5 => mean,
+                6 => Fig::known(a.min().to_f64()),
+                7 => Fig::known(a.max().to_f64()),
+                _ => d,
+            }
         };
         // First appearance first: ties in the sort column keep it, as
         // mrskew's stable sort keeps the order groups appeared in.
         all.sort_by_key(|x| x.1.first);
+        // Each group's duration and mean, beside it.
+        let mut figs: Vec<(Fig, Fig)> = all.iter().map(|(_, a)| figures(a)).collect();
         if let Sort::By {
             column,
             numeric,
             descending,
         } = o.sort
         {
-            all.sort_by(|(lx, ax), (ly, ay)| {
+            let mut order: Vec<usize> = (0..all.len()).collect();
+            let mut open: Vec<usize> = Vec::new();
+            order.sort_by(|&x, &y| {
+                let ((lx, ax), (ly, ay)) = (&all[x], &all[y]);
                 let ord = if column == 1 {
                     if numeric {
                         perl_str_to_num(lx)
@@ -138,7 +337,13 @@ impl Report {
                         lx.cmp(ly)
                     }
                 } else {
-                    by_column(ax, ay, column)
+                    let mut unsettled = false;
+                    let ord =
+                        key(ax, column, figs[x]).cmp(&key(ay, column, figs[y]), &mut unsettled);
+                    if unsettled {
+                        open.extend([x, y]);
+                    }
+                    ord
                 };
                 if descending {
                     ord.reverse()
@@ -146,7 +351,31 @@ impl Report {
                     ord
                 }
             });
+            for i in open {
+                let (l, a) = &all[i];
+                settle.unsettled = true;
+                settle.depends(&[(l, a)], false);
+            }
+            figs = order.iter().map(|&i| figs[i]).collect();
+            let mut sorted: Vec<Option<(Box<str>, Agg)>> = all.into_iter().map(Some).collect();
+            all = order.into_iter().filter_map(|i| sorted[i].take()).collect();
         }
+        let row_of = |l: &str, a: &Agg, (d, mean): (Fig, Fig), settle: &mut Settle<'_>| -> Row {
+            let stats = (a.calls > 0).then(|| {
+                let st = stats(
+                    a.calls,
+                    (d, mean, d.percent(whole, o.pfact)),
+                    extremes(a),
+                    settle,
+                );
+                settle.depends(&[(l, a)], true);
+                st
+            });
+            Row {
+                label: l.to_string(),
+                stats,
+            }
+        };
         // mrskew folds only when at least two groups would fold: a lone
         // leftover group is shown rather than called "1 others".
         let shown = if o.top == 0 || all.len() <= o.top + 1 {
@@ -156,28 +385,85 @@ impl Report {
         };
         let rows = all[..shown]
             .iter()
-            .map(|(l, a)| Row {
-                label: l.to_string(),
-                stats: stats(a, &whole, o.pfact),
-            })
+            .zip(&figs)
+            .map(|((l, a), f)| row_of(l, a, *f, &mut settle))
             .collect();
-        let sum_of = |groups: &[(Box<str>, Agg)]| {
-            groups.iter().map(|(_, a)| *a).reduce(|mut x, a| {
-                x.merge(&a);
-                x
-            })
-        };
-        let others = (shown < all.len()).then(|| Row {
-            label: format!("{} others", all.len() - shown),
-            stats: sum_of(&all[shown..]).and_then(|a| stats(&a, &whole, o.pfact)),
+        let others = (shown < all.len()).then(|| {
+            let folded: Vec<(&str, &Agg, Fig)> = all[shown..]
+                .iter()
+                .zip(&figs[shown..])
+                .filter(|((_, a), _)| a.calls > 0)
+                .map(|((l, a), f)| (l.as_ref(), a, f.0))
+                .collect();
+            let stats = (!folded.is_empty()).then(|| {
+                // The folded groups' durations added in their sorted order.
+                let mut d = Fig {
+                    approx: 0.0,
+                    bound: 0.0,
+                    exact: Some(Num::micros(0)),
+                };
+                let mut magnitude = 0.0;
+                for &(_, _, g) in &folded {
+                    d.approx += g.approx;
+                    d.bound += g.bound;
+                    magnitude += g.approx.abs() + g.bound;
+                    d.exact = match (d.exact, g.exact) {
+                        (Some(Num::Exact { num: x, .. }), Some(Num::Exact { num: y, .. })) => {
+                            Some(Num::micros(x + y))
+                        }
+                        _ => None,
+                    };
+                }
+                if d.bound > 0.0 {
+                    d.bound += 2.0 * (folded.len() as f64 + 1.0) * U * magnitude;
+                }
+                let calls: u64 = folded.iter().map(|(_, a, _)| a.calls).sum();
+                let exact_mean = match d.exact {
+                    Some(Num::Exact { num, .. }) => Some(Num::micros_over(num, calls)),
+                    _ => None,
+                };
+                let (min, max) =
+                    folded
+                        .iter()
+                        .fold((f64::INFINITY, f64::NEG_INFINITY), |m, (_, a, _)| {
+                            let (lo, hi) = extremes(a);
+                            (m.0.min(lo), m.1.max(hi))
+                        });
+                let st = stats(
+                    calls,
+                    (d, d.over(calls, exact_mean), d.percent(whole, o.pfact)),
+                    (min, max),
+                    &mut settle,
+                );
+                let deps: Vec<(&str, &Agg)> = folded.iter().map(|&(l, a, _)| (l, a)).collect();
+                settle.depends(&deps, true);
+                st
+            });
+            Row {
+                label: format!("{} others", all.len() - shown),
+                stats,
+            }
         });
-        let tot = sum_of(&all);
         let total = Row {
             label: format!("TOTAL ({n})"),
-            stats: tot.and_then(|a| stats(&a, &whole, o.pfact)).map(|mut s| {
-                s.nums.percent = Num::ratio(1, 1, o.pfact);
-                s.percent = o.pfact;
-                s
+            stats: (calls > 0).then(|| {
+                let with_calls = all.iter().filter(|(_, a)| a.calls > 0);
+                let (min, max) =
+                    with_calls.fold((f64::INFINITY, f64::NEG_INFINITY), |m, (_, a)| {
+                        let (lo, hi) = extremes(a);
+                        (m.0.min(lo), m.1.max(hi))
+                    });
+                let exact_mean = Some(Num::micros_over(sum_us, calls));
+                let mean = whole.over(calls, whole.exact.and(exact_mean));
+                // TOTAL's own share: itself over itself, exactly --pfact.
+                let st = stats(
+                    calls,
+                    (whole, mean, Fig::known(o.pfact)),
+                    (min, max),
+                    &mut settle,
+                );
+                settle.depends(&[], true);
+                st
             }),
         };
         Report {
@@ -187,7 +473,14 @@ impl Report {
             others,
             total,
             groups: n,
+            resolve,
         }
+    }
+
+    /// Whether every figure is Perl's to the last printed digit; if not,
+    /// [`Self::resolve`] says what a second read must keep.
+    pub fn settled(&self) -> bool {
+        self.resolve.labels.is_empty() && !self.resolve.total
     }
 
     /// Calls counted in all groups.
@@ -456,34 +749,45 @@ TOTAL (3)                    0.003030  100.0%      3  0.001010  0.000030  0.0020
         let r = Report::build(g, &o, "CALL-NAME", "DURATION");
         let labels: Vec<&str> = r.rows.iter().map(|r| r.label.as_str()).collect();
         assert_eq!(labels, ["EXEC", "CLOSE", "PARSE", "FETCH"]);
-        // Ascending too, and on equal means.
+        // Ascending too, and on equal means (equal doubles too:
+        // perl -e 'printf "%.25g\n", $_ for 10*1e-6, (10*1e-6+10*1e-6)/2, (15*1e-6+5*1e-6)/2'
+        // prints 9.999999999999999123964645e-06 three times).
         let o = SkewOptions {
             sort: Sort::parse("5na").unwrap(),
             ..SkewOptions::default()
         };
         let mut g = Groups::default();
-        g.add("b", 0.0, Some(10), at(0, 2));
-        g.add("b", 0.0, Some(10), at(0, 3));
-        g.add("a", 0.0, Some(15), at(0, 5));
-        g.add("a", 0.0, Some(5), at(0, 6));
-        g.add("c", 0.0, Some(10), at(0, 1));
+        g.add("b", 10.0 * 1e-6, Some(10), at(0, 2));
+        g.add("b", 10.0 * 1e-6, Some(10), at(0, 3));
+        g.add("a", 15.0 * 1e-6, Some(15), at(0, 5));
+        g.add("a", 5.0 * 1e-6, Some(5), at(0, 6));
+        g.add("c", 10.0 * 1e-6, Some(10), at(0, 1));
         let r = Report::build(g, &o, "x", "y");
         let labels: Vec<&str> = r.rows.iter().map(|r| r.label.as_str()).collect();
         assert_eq!(labels, ["c", "b", "a"]);
     }
 
     #[test]
-    fn means_and_percentages_round_half_up() {
+    fn means_and_percentages_are_perls_doubles() {
+        // 34,593 µs over 6 calls is 5765.5 µs, a tie the double breaks:
+        // perl -e '$s=0; $s+=$_*1e-6 for 5000,6000,5593,6000,6000,6000;
+        //   printf "%.6f %.6f %.1f\n", $s, $s/6, $s/($s+34593*1e-6)*100'
+        // prints 0.034593 0.005765 50.0
         let mut g = Groups::default();
         for (i, us) in [5000, 6000, 5593, 6000, 6000, 6000].iter().enumerate() {
-            g.add("cursor: pin S wait on X", 0.0, Some(*us), at(0, i as u64));
+            g.add(
+                "cursor: pin S wait on X",
+                *us as f64 * 1e-6,
+                Some(*us),
+                at(0, i as u64),
+            );
         }
-        g.add("other", 0.0, Some(34_593), at(0, 9));
+        g.add("other", 34_593.0 * 1e-6, Some(34_593), at(0, 9));
         let o = SkewOptions::default();
         let r = Report::build(g, &o, "CALL-NAME", "DURATION");
         let t = r.render(&o);
         assert!(
-            t.contains("cursor: pin S wait on X  0.034593   50.0%      6  0.005766"),
+            t.contains("cursor: pin S wait on X  0.034593   50.0%      6  0.005765"),
             "{t}"
         );
     }
@@ -519,13 +823,13 @@ TOTAL (3)                    0.003030  100.0%      3  0.001010  0.000030  0.0020
         };
         let mut g = Groups::default();
         for (i, us) in [5000, 6000, 5593, 6000, 6000, 6000].iter().enumerate() {
-            g.add("x", 0.0, Some(*us), at(0, i as u64));
+            g.add("x", *us as f64 * 1e-6, Some(*us), at(0, i as u64));
         }
         let r = Report::build(g, &o, "CALL-NAME", "DURATION");
         let j = r.render(&o);
         let v: serde_json::Value = serde_json::from_str(&j).unwrap();
         assert_eq!(v["rows"][0]["label"], "x");
-        assert!(j.contains("\"mean\": 0.005766,"), "{j}");
+        assert!(j.contains("\"mean\": 0.005765,"), "{j}");
         assert!(j.contains("\"percent\": 100.0,"), "{j}");
         assert_eq!(v["total"]["calls"], 6);
     }

@@ -1,5 +1,9 @@
 //! Profiling many files: one reader per worker thread, files handed out
-//! one at a time, per-thread groups added up at the end.
+//! one at a time, each file's pieces and then the files added up in read
+//! order at the end (mrskew's sums are running double sums: see
+//! [`crate::aggregate`]). When a printed figure sits at a rounding tie that
+//! the pieces' sums cannot settle, the files are read a second time,
+//! keeping every value of the groups concerned.
 
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -9,7 +13,7 @@ use tracelab_trace::{
     open_counted, Diagnostics, LineKinds, ReadOptions, ReadSummary, Reader, Source, Timeline,
 };
 
-use crate::aggregate::{at, Groups};
+use crate::aggregate::{at, Groups, Resolve};
 use crate::error::SkewError;
 use crate::options::SkewOptions;
 use crate::query::{NameCache, Query};
@@ -52,7 +56,14 @@ impl Outcome {
 }
 
 struct Worker {
-    groups: Groups,
+    names: BTreeSet<String>,
+}
+
+/// What one reading of all the inputs gathered.
+struct Gathered {
+    files: Vec<FileOutcome>,
+    /// Each file's groups, its pieces merged in read order.
+    groups: Vec<Groups>,
     names: BTreeSet<String>,
 }
 
@@ -87,6 +98,54 @@ pub fn profile(
         max_line: opts.max_line,
         min_split: opts.min_split,
     };
+    let mut first = gather(opts, inputs, (&query, &read_opts), progress, None);
+    let build = |files: Vec<Groups>| -> Report {
+        let mut groups = Groups::default();
+        for (i, label) in query.precreated.iter().enumerate() {
+            groups.touch(label, (0, 0, i as u64));
+        }
+        for file in files {
+            groups.merge(file);
+        }
+        Report::build(groups, opts, &query.group_label, &query.select_label)
+    };
+    let mut report = build(std::mem::take(&mut first.groups));
+    // A figure at a rounding tie the pieces could not settle: read again,
+    // keeping every value of the groups it depends on. Standard input
+    // cannot be read twice: its figures stay as the pieces gave them.
+    if !report.settled() && !inputs.iter().any(|i| i == "-") {
+        let resolve = Arc::new(std::mem::take(&mut report.resolve));
+        let second = gather(opts, inputs, (&query, &read_opts), None, Some(resolve));
+        report = build(second.groups);
+    }
+    let Gathered {
+        files,
+        groups: _,
+        names,
+    } = first;
+    let matched = files.iter().map(|f| f.matched).sum();
+    Ok(Outcome {
+        report,
+        files,
+        matched,
+        matched_names: names,
+        query,
+    })
+}
+
+/// Reads every input, on `opts.jobs` threads; `resolve` names the groups
+/// whose every value is kept (a second read).
+fn gather(
+    opts: &SkewOptions,
+    inputs: &[String],
+    (query, read_opts): (&Query, &ReadOptions),
+    progress: Option<Arc<AtomicU64>>,
+    resolve: Option<Arc<Resolve>>,
+) -> Gathered {
+    let template = match resolve {
+        Some(r) => Groups::resolving(r),
+        None => Groups::default(),
+    };
     let jobs = match opts.jobs {
         0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
         n => n,
@@ -101,28 +160,32 @@ pub fn profile(
     };
     let jobs = jobs.min(inputs.len());
     let next = AtomicUsize::new(0);
-    let outcomes: Mutex<Vec<FileOutcome>> = Mutex::new(vec![FileOutcome::default(); inputs.len()]);
+    let outcomes: Mutex<Vec<(FileOutcome, Option<Groups>)>> = Mutex::new(
+        (0..inputs.len())
+            .map(|_| (FileOutcome::default(), None))
+            .collect(),
+    );
     let workers: Vec<Worker> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..jobs)
             .map(|_| {
                 s.spawn(|| {
                     let mut w = Worker {
-                        groups: Groups::default(),
                         names: BTreeSet::new(),
                     };
                     loop {
                         let i = next.fetch_add(1, Ordering::Relaxed);
                         let Some(input) = inputs.get(i) else { break };
+                        let mut groups = template.fresh();
                         let out = profile_file(
                             i as u32,
                             input,
-                            (&query, opts, &read_opts),
+                            (query, opts, read_opts),
                             parts,
                             progress.clone(),
-                            &mut w,
+                            (&mut w, &mut groups),
                         );
                         if let Ok(mut o) = outcomes.lock() {
-                            o[i] = out;
+                            o[i] = (out, Some(groups));
                         }
                     }
                     w
@@ -131,29 +194,24 @@ pub fn profile(
             .collect();
         handles.into_iter().filter_map(|h| h.join().ok()).collect()
     });
-    let mut groups = Groups::default();
-    for (i, label) in query.precreated.iter().enumerate() {
-        groups.touch(label, (0, 0, i as u64));
-    }
     let mut names = BTreeSet::new();
     for w in workers {
-        groups.merge(w.groups);
         names.extend(w.names);
     }
-    let files = outcomes.into_inner().unwrap_or_default();
-    let matched = files.iter().map(|f| f.matched).sum();
-    let report = Report::build(groups, opts, &query.group_label, &query.select_label);
-    Ok(Outcome {
-        report,
+    let (files, groups) = outcomes
+        .into_inner()
+        .unwrap_or_default()
+        .into_iter()
+        .map(|(f, g)| (f, g.unwrap_or_default()))
+        .unzip();
+    Gathered {
         files,
-        matched,
-        matched_names: names,
-        query,
-    })
+        groups,
+        names,
+    }
 }
 
 /// What one piece of one file found.
-#[derive(Default)]
 struct Piece {
     /// `--name` verdicts by name, valid while this piece's reader lives.
     names_seen: NameCache,
@@ -173,6 +231,19 @@ struct Piece {
 }
 
 impl Piece {
+    fn new(groups: Groups) -> Piece {
+        Piece {
+            names_seen: NameCache::default(),
+            groups,
+            error_count: 0,
+            error_at: Vec::new(),
+            matched: 0,
+            names: BTreeSet::new(),
+            judged_with: None,
+            stale_before: None,
+        }
+    }
+
     /// Drops what was gathered (judged with a `$depmin` the file later
     /// proved wrong); keeps the name cache, which does not depend on it.
     fn restart(&mut self, at: u64) {
@@ -180,14 +251,16 @@ impl Piece {
         *self = Piece {
             names_seen,
             stale_before: Some(at),
-            ..Piece::default()
+            ..Piece::new(self.groups.fresh())
         };
     }
 
+    /// Adds this piece to its file's groups, which hold what was read
+    /// before it.
     fn merge_into(
         self,
         out: &mut FileOutcome,
-        w: &mut Worker,
+        (w, groups): (&mut Worker, &mut Groups),
         name: &str,
         summary: &ReadSummary,
         warnings: &mut Diagnostics,
@@ -198,7 +271,7 @@ impl Piece {
         }
         warnings.total += unkept;
         out.matched += self.matched;
-        w.groups.merge(self.groups);
+        groups.merge(self.groups);
         w.names.extend(self.names);
     }
 }
@@ -209,7 +282,7 @@ fn profile_file(
     (query, opts, read_opts): (&Query, &SkewOptions, &ReadOptions),
     parts: usize,
     progress: Option<Arc<AtomicU64>>,
-    w: &mut Worker,
+    (w, groups): (&mut Worker, &mut Groups),
 ) -> FileOutcome {
     let source = Source::from_arg(input);
     let mut out = FileOutcome {
@@ -263,23 +336,27 @@ fn profile_file(
             }
         }
     };
-    let (pieces, summary) =
-        match Reader::new(read_opts.clone()).read_split(file, parts, Piece::default, on_call) {
-            Ok(r) => r,
-            Err(e) => {
-                out.skipped = Some(e.to_string());
-                return out;
-            }
-        };
+    let (pieces, summary) = match Reader::new(read_opts.clone()).read_split(
+        file,
+        parts,
+        || Piece::new(groups.fresh()),
+        on_call,
+    ) {
+        Ok(r) => r,
+        Err(e) => {
+            out.skipped = Some(e.to_string());
+            return out;
+        }
+    };
     let mut warnings = summary.diagnostics.clone();
     for mut p in pieces {
         if let Some(end) = p.stale_before.take() {
             // $depmin is the file's minimum depth, known only at its end:
             // the calls before its last change are judged again with the
             // right value (traces that start inside recursive SQL).
-            match rejudge(&source, end, summary.depmin, read_opts, &on_call) {
+            match rejudge(&source, end, summary.depmin, read_opts, &on_call, groups.fresh()) {
                 Some(Ok((before, _))) => {
-                    before.merge_into(&mut out, w, &name, &summary, &mut warnings);
+                    before.merge_into(&mut out, (w, groups), &name, &summary, &mut warnings);
                 }
                 Some(Err(e)) => warnings.push(&name, 0, format!("reading the start again: {e}")),
                 None => warnings.push(
@@ -292,7 +369,7 @@ fn profile_file(
                 ),
             }
         }
-        p.merge_into(&mut out, w, &name, &summary, &mut warnings);
+        p.merge_into(&mut out, (w, groups), &name, &summary, &mut warnings);
     }
     out.warnings = warnings;
     out.lines = summary.lines;
@@ -309,6 +386,7 @@ fn rejudge(
     depmin: i64,
     read_opts: &ReadOptions,
     on_call: &(impl Fn(&mut Piece, &tracelab_trace::Call<'_>) + Sync),
+    groups: Groups,
 ) -> Option<Result<(Piece, ReadSummary), String>> {
     if matches!(source, Source::Stdin) {
         return None;
@@ -319,7 +397,7 @@ fn rejudge(
     };
     let mut opts = read_opts.clone();
     opts.depmin = Some(depmin);
-    let mut piece = Piece::default();
+    let mut piece = Piece::new(groups);
     Some(
         Reader::new(opts)
             .read_before(file, end, |c| on_call(&mut piece, c))

@@ -25,6 +25,13 @@ pub enum StudyError {
     },
     #[error("results store {path}: {what}")]
     Store { path: PathBuf, what: String },
+    /// Another `study run` holds the results store (its lock file): two
+    /// runs at once would each be measured under the other's load.
+    #[error(
+        "results store {path} is in use by another `tracelab study run` ({holder}); \
+         nothing was run: wait for it to end (or stop it), then run again"
+    )]
+    Busy { path: PathBuf, holder: String },
     #[error("database: {0}")]
     Database(String),
     #[error(transparent)]
@@ -38,11 +45,8 @@ pub(crate) fn io(path: impl Into<PathBuf>) -> impl FnOnce(std::io::Error) -> Stu
     move |source| StudyError::Io { path, source }
 }
 
-/// A PostgreSQL error with its detail, never with the URL.
-pub(crate) fn pg(what: &str, e: postgres::Error) -> StudyError {
-    let detail = match e.as_db_error() {
-        Some(d) => format!("{} ({})", d.message(), d.code().code()),
-        None => e.to_string(),
-    };
-    StudyError::Database(format!("{what}: {detail}"))
+/// An engine's error with its detail (message and code), never with the
+/// URL.
+pub(crate) fn admin_error(what: &str, e: tracelab_engine::AdminError) -> StudyError {
+    StudyError::Database(format!("{what}: {}", e.detail()))
 }

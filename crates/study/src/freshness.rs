@@ -154,41 +154,23 @@ impl Checker {
 }
 
 /// A connection that makes the changes, straight to the server.
-enum Writer {
-    Postgres(Box<postgres::Client>),
-    Mariadb(tokio::runtime::Runtime, Box<mysql_async::Conn>),
-}
+struct Writer(Box<dyn tracelab_engine::Admin>);
 
 impl Writer {
-    fn connect(engine: &str, url: &str) -> Result<Writer, String> {
+    fn connect(engine: tracelab_engine::Engine, url: &str) -> Result<Writer, String> {
         match engine {
-            "postgres" => postgres::Client::connect(url, postgres::NoTls)
-                .map(|c| Writer::Postgres(Box::new(c)))
-                .map_err(|e| e.to_string()),
-            "mariadb" => {
-                let rt = tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()
-                    .map_err(|e| e.to_string())?;
-                let opts = tracelab_run::conninfo::mariadb(url)?;
-                let c = rt
-                    .block_on(mysql_async::Conn::new(opts))
-                    .map_err(|e| e.to_string())?;
-                Ok(Writer::Mariadb(rt, Box::new(c)))
+            tracelab_engine::Engine::Sqlite => {
+                Err(format!("no freshness check on {}", engine.name()))
             }
-            other => Err(format!("no freshness check on {other}")),
+            _ => tracelab_engine::admin::connect(url)
+                .map(Writer)
+                .map_err(|e| e.to_string()),
         }
     }
 
     /// Runs `sql` in a transaction of its own; returns when it committed.
     fn write(&mut self, sql: &str) -> Result<(), String> {
-        match self {
-            Writer::Postgres(c) => c.batch_execute(sql).map_err(|e| e.to_string()),
-            Writer::Mariadb(rt, c) => {
-                use mysql_async::prelude::Queryable;
-                rt.block_on(c.query_drop(sql)).map_err(|e| e.to_string())
-            }
-        }
+        self.0.execute(sql).map_err(|e| e.to_string())
     }
 }
 
@@ -248,10 +230,10 @@ pub(crate) fn run(
     });
     let mut opts = prep.base.clone();
     opts.stop = Stop::Runtime(Duration::from_secs_f64(runtime));
-    if e == "postgres" {
+    if eng.kind == tracelab_engine::Engine::Postgres {
         opts.url = with_params(&prep.base.url, "tracelab-study-freshness", &prep.settings);
     }
-    let in_path = crate::proxy::start_for(&levels, &e, &eng.url, None)?;
+    let in_path = crate::proxy::start_for(&levels, eng.kind, &eng.url, None)?;
     if let Some((px, _)) = &in_path {
         opts.url = px.url(&opts.url)?;
     }
@@ -261,7 +243,7 @@ pub(crate) fn run(
             c.see(s.session, s.binds, s.rows, s.cached, s.at)
         })));
     }
-    let mut writer = Writer::connect(&e, &eng.url)
+    let mut writer = Writer::connect(eng.kind, &eng.url)
         .map_err(|why| StudyError::Database(format!("freshness check: the writer: {why}")))?;
     let write_sql = |k: u64| -> Result<Option<String>, StudyError> {
         let mut v = vars.clone();
@@ -313,6 +295,7 @@ pub(crate) fn run(
         }
         Ok(summary)
     })?;
+    let ended = Instant::now();
     if let Some((px, _)) = in_path {
         px.stop();
     }
@@ -321,15 +304,39 @@ pub(crate) fn run(
             "freshness check: a session failed: {f}"
         )));
     }
-    Ok(values(&checker, lag, every, runtime, &summary))
+    // A reader whose query fails reads nothing more: no stale result is
+    // seen because none is read (a change that broke the query, an ALTER
+    // ... TYPE, passed the check). Any error of the readers fails it.
+    if summary.errors > 0 {
+        let said: Vec<String> = summary
+            .errors_by_code
+            .iter()
+            .map(|(code, (n, first))| format!("{n} x {code}: {first}"))
+            .collect();
+        return Err(StudyError::Database(format!(
+            "freshness check on {e}: the readers' statements failed {} times during {} change{} by the writer, so staleness could not be checked: {}",
+            summary.errors,
+            k_done(&checker),
+            if k_done(&checker) == 1 { "" } else { "s" },
+            said.join("; ")
+        )));
+    }
+    Ok(values(&checker, lag, every, runtime, ended, &summary))
+}
+
+/// How many changes the writer committed.
+fn k_done(c: &Checker) -> usize {
+    c.commits.read().map_or(0, |c| c.len())
 }
 
 /// The check's values: the whole run's (session −1) and each session's.
+/// `ended`: when the sessions' run ended.
 fn values(
     c: &Checker,
     lag: Duration,
     every: Duration,
     runtime: f64,
+    ended: Instant,
     summary: &tracelab_run::Summary,
 ) -> Vec<(i64, String, f64)> {
     let commits = c.commits.read().map(|c| c.clone()).unwrap_or_default();
@@ -347,16 +354,20 @@ fn values(
     for (i, s) in c.sessions.iter().enumerate() {
         let Ok(s) = s.lock() else { continue };
         // How long the session took to see each change; a change it never
-        // saw though it went on reading for a lag after it is a failure.
+        // saw though it went on reading for a lag after it is a failure,
+        // and so is one it never saw because its reads stopped before the
+        // change while the run went on for a lag after it.
         let mut visible_us = 0u64;
         let mut unseen = 0u64;
         for (k, at) in commits.iter().enumerate() {
+            let read_on = s.last.is_some_and(|last| last > *at + lag);
+            let stopped = s.last.is_none_or(|last| last < *at) && ended > *at + lag;
             match s.first.get(k) {
                 Some(seen) => {
                     visible_us =
                         visible_us.max(seen.saturating_duration_since(*at).as_micros() as u64)
                 }
-                None if s.last.is_some_and(|last| last > *at + lag) => unseen += 1,
+                None if read_on || stopped => unseen += 1,
                 None => {}
             }
         }

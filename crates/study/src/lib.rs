@@ -8,6 +8,7 @@
 pub mod builtin;
 mod changes;
 mod columns;
+mod dry_run;
 mod engine;
 mod error;
 mod execute;
@@ -31,6 +32,7 @@ mod store;
 mod svg;
 mod syscall_report;
 
+pub use dry_run::dry_run;
 pub use engine::{redact, ENGINES};
 pub use error::StudyError;
 pub use execute::{run_study, set_server_tracer, Observer, Options, Outcome};

@@ -1001,7 +1001,79 @@ impl Loaded {
         if let Some(fr) = &s.freshness {
             fr.check(s).map_err(|e| self.error("freshness", e))?;
         }
+        self.check_server_settings()?;
         Ok(())
+    }
+
+    /// Server settings are written into postgresql.conf, `ALTER SYSTEM
+    /// SET name` and `SET GLOBAL name` as they are: a name must be a
+    /// setting name and a value one line (see tracelab_db's checks).
+    fn check_server_settings(&self) -> Result<(), StudyError> {
+        let s = &self.study;
+        let check = |key: &str, engine: &str, name: &str, value: &str| {
+            let r = if engine == "mariadb" {
+                tracelab_db::check_mariadb_setting(name, value)
+            } else {
+                tracelab_db::check_postgres_setting(name, value)
+            };
+            r.map_err(|e| {
+                let what = e.to_string();
+                let what = what.strip_prefix("-c ").unwrap_or(&what);
+                self.error(key, what.to_string())
+            })
+        };
+        for (k, v) in &s.server {
+            check("server", "postgres", k, v)?;
+        }
+        for f in &s.factors {
+            for lv in f.all_levels() {
+                for (key, set) in [
+                    ("factors.levels.server", &lv.server),
+                    ("factors.levels.restart", &lv.restart),
+                ] {
+                    for (k, v) in &set.all {
+                        check(key, "postgres", k, v)?;
+                    }
+                    for (engine, m) in &set.engines {
+                        for (k, v) in m {
+                            check(key, engine, k, v)?;
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Server settings of the study that run a program or load code from
+    /// a place of the study's choosing (`tracelab_db::runs_program`), as
+    /// `key: name = value`.
+    pub fn server_programs(&self) -> Vec<String> {
+        let s = &self.study;
+        let mut out = Vec::new();
+        for (k, v) in &s.server {
+            if tracelab_db::runs_program("postgres", k, v) {
+                out.push(format!("server: {k} = {v:?}"));
+            }
+        }
+        for f in &s.factors {
+            for lv in f.all_levels() {
+                for (key, set) in [("server", &lv.server), ("restart", &lv.restart)] {
+                    for engine in crate::engine::ENGINES {
+                        for (k, v) in set.for_engine(engine) {
+                            let line = format!(
+                                "factor {} level {}: {key}: {k} = {v:?} ({engine})",
+                                f.name, lv.name
+                            );
+                            if tracelab_db::runs_program(engine, &k, &v) && !out.contains(&line) {
+                                out.push(line);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        out
     }
 }
 

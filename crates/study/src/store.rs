@@ -13,6 +13,80 @@ use crate::measure::Syscall;
 use crate::plan::{cell_key, Planned};
 
 pub const FILE: &str = "results.sqlite";
+/// The lock file beside the store, held (flock) by the `study run` that
+/// writes it, with that process's id inside.
+pub const LOCK_FILE: &str = "results.lock";
+
+/// The results directory held by this process for a run: a second `study
+/// run` (a `--resume` of the same directory, say) is refused at its start
+/// rather than run the same cells at the same time and fail when it
+/// writes. The lock goes with the process (the kernel drops a flock when
+/// its file is closed), so a killed run leaves no stale lock; the file
+/// stays (removing it would let a third run lock a new file while a
+/// second still holds the old one).
+pub struct StoreLock {
+    _file: nix::fcntl::Flock<std::fs::File>,
+    /// The directory, when this lock made it: a run that ends before it
+    /// made a store (a server that would not start) leaves nothing.
+    made: Option<PathBuf>,
+}
+
+impl Drop for StoreLock {
+    fn drop(&mut self) {
+        if let Some(dir) = &self.made {
+            if !dir.join(FILE).exists() {
+                let _ = std::fs::remove_file(dir.join(LOCK_FILE));
+                let _ = std::fs::remove_dir(dir);
+            }
+        }
+    }
+}
+
+impl StoreLock {
+    /// Takes the lock of the results directory `dir` (made if missing),
+    /// or says who holds it.
+    pub fn take(dir: &Path) -> Result<StoreLock, StudyError> {
+        use nix::fcntl::{Flock, FlockArg};
+        use std::io::{Read, Seek, Write};
+        let made = (!dir.exists()).then(|| dir.to_path_buf());
+        std::fs::create_dir_all(dir).map_err(crate::error::io(dir))?;
+        let path = dir.join(LOCK_FILE);
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+            .map_err(crate::error::io(&path))?;
+        match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
+            Ok(mut held) => {
+                let me = std::process::id();
+                let written = held
+                    .set_len(0)
+                    .and_then(|_| held.rewind())
+                    .and_then(|_| writeln!(held, "{me}"));
+                written.map_err(crate::error::io(&path))?;
+                Ok(StoreLock { _file: held, made })
+            }
+            Err((mut file, nix::errno::Errno::EWOULDBLOCK)) => {
+                let mut text = String::new();
+                let _ = file.read_to_string(&mut text);
+                let holder = match text.trim().parse::<u32>() {
+                    Ok(pid) => format!("pid {pid}"),
+                    Err(_) => "a process that has not yet written its pid".into(),
+                };
+                Err(StudyError::Busy {
+                    path: dir.join(FILE),
+                    holder,
+                })
+            }
+            Err((_, e)) => Err(StudyError::Io {
+                path,
+                source: std::io::Error::from(e),
+            }),
+        }
+    }
+}
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS study (

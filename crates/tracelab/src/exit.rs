@@ -13,6 +13,7 @@ use tracelab_db::DbError;
 use tracelab_prof::ProfError;
 use tracelab_skew::SkewError;
 use tracelab_study::StudyError;
+use tracelab_tools::ToolsError;
 
 pub const OK: i32 = 0;
 pub const TROUBLE: i32 = 1;
@@ -36,6 +37,9 @@ pub enum Failure {
     Calls(#[from] CallsError),
     #[error(transparent)]
     Study(StudyError),
+    /// `ls`, `nl`, `tim`, `crop`, `merge`.
+    #[error(transparent)]
+    Tools(#[from] ToolsError),
     #[error("{0}")]
     Usage(String),
     /// `tracelab proxy` could not start or serve.
@@ -63,12 +67,19 @@ impl Failure {
             Failure::Study(e) => match e {
                 StudyError::File { .. } | StudyError::NoStudy(_) | StudyError::Usage(_) => USAGE,
                 StudyError::Requirements(_) => TROUBLE,
-                StudyError::Io { .. } | StudyError::Store { .. } => OUTPUT,
+                StudyError::Io { .. } | StudyError::Store { .. } | StudyError::Busy { .. } => {
+                    OUTPUT
+                }
                 StudyError::Database(_) | StudyError::Server(_) => DB,
             },
             Failure::Proxy(_) => TROUBLE,
             Failure::Calls(CallsError::Write { .. }) => OUTPUT,
             Failure::Calls(_) => USAGE,
+            Failure::Tools(e) => match e {
+                ToolsError::Usage(_) => USAGE,
+                ToolsError::Write { .. } => OUTPUT,
+                ToolsError::Open(_) | ToolsError::Read(_) | ToolsError::Dir { .. } => TROUBLE,
+            },
         }
     }
 }

@@ -47,6 +47,10 @@ pub struct Args {
     /// Worker threads [default: one per core].
     #[arg(long, value_name = "N")]
     jobs: Option<usize>,
+    /// Statements shown, by share of R; the rest are folded into one line
+    /// (how many, their time) [default: 100; 0: all].
+    #[arg(long, value_name = "N")]
+    top: Option<usize>,
 }
 
 fn warnings(o: &Outcome) {
@@ -66,6 +70,7 @@ pub fn run(a: Args) -> Result<i32, Failure> {
     let opts = ProfOptions {
         thinktime: a.thinktime.unwrap_or(1.0),
         jobs: a.jobs.unwrap_or(0),
+        top: a.top.unwrap_or(tracelab_prof::DEFAULT_TOP),
     };
     let total: u64 = a
         .files

@@ -5,6 +5,8 @@
 
 use std::path::Path;
 
+use tracelab_engine::Engine;
+
 use crate::exit::Failure;
 
 /// The server tracer, built by this crate's build script (empty where it
@@ -19,10 +21,11 @@ pub const LIB_NAME: &str = "libtracelab_servertrace.so";
 /// in DIR: a server started by `db start` outlives this process, and maps
 /// it for its whole life (it is replaced by a rename, never rewritten in
 /// place, so that a running server keeps the copy it mapped).
-pub fn prepare(dir: &Path, engine: &str) -> Result<Vec<(String, String)>, Failure> {
-    if engine != "postgres" {
+pub fn prepare(dir: &Path, engine: Engine) -> Result<Vec<(String, String)>, Failure> {
+    if engine != Engine::Postgres {
         return Err(Failure::Usage(format!(
-            "--server-trace: traces from inside the server are made for PostgreSQL only, not {engine}"
+            "--server-trace: traces from inside the server are made for PostgreSQL only, not {}",
+            engine.title()
         )));
     }
     if LIB.is_empty() {

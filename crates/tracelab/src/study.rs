@@ -6,8 +6,8 @@ use std::path::PathBuf;
 
 use indicatif::{ProgressBar, ProgressStyle};
 use tracelab_study::{
-    builtin, compare_stores, load, render, report_dir, run_study, Choice, Format, Observer,
-    Options, Store, StudyError,
+    builtin, compare_stores, dry_run, load, render, report_dir, run_study, Choice, Format,
+    Observer, Options, Store, StudyError,
 };
 
 use crate::exit::{self, Failure};
@@ -91,6 +91,17 @@ struct RunArgs {
     /// database (without it, that is listed and nothing runs).
     #[arg(long)]
     yes: bool,
+    /// List every SQL statement, server setting and command the study
+    /// would run, cell by cell (vars replaced), and run nothing: no
+    /// server is started, no results directory made. A study file is a
+    /// program; read what it does before running one you did not write.
+    #[arg(long, conflicts_with = "resume")]
+    dry_run: bool,
+    /// Let the study set server settings that run programs or load code
+    /// (archive_command, restore_command, ssl_passphrase_command, a
+    /// preload library given by path, ...): refused without it.
+    #[arg(long)]
+    allow_server_programs: bool,
 }
 
 impl From<StudyError> for Failure {
@@ -191,12 +202,33 @@ fn run_one(r: RunArgs) -> Result<i32, Failure> {
     if r.reps == Some(0) {
         return Err(Failure::Usage("--reps: expected at least 1".into()));
     }
+    let choice = Choice {
+        quick: r.quick,
+        reps: r.reps,
+        levels,
+        seed: r.seed,
+        vars,
+    };
     let out = r.out.clone().unwrap_or_else(|| {
         let stamp = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs());
         PathBuf::from(format!("study-{}-{stamp}", loaded.study.name))
     });
+    if r.dry_run {
+        let opts = Options {
+            choice,
+            dbs: r.db.clone(),
+            out,
+            resume: false,
+            interrupt: Default::default(),
+            keep_traces: r.keep_traces,
+            yes: r.yes,
+            allow_server_programs: r.allow_server_programs,
+        };
+        crate::output::out(&dry_run(&loaded, &opts)?)?;
+        return Ok(exit::OK);
+    }
     // Ctrl-C, SIGTERM and SIGHUP stop the study after the run in flight
     // (or the private server being made); its server goes all the same.
     let interrupt = crate::signals::install();
@@ -214,19 +246,14 @@ fn run_one(r: RunArgs) -> Result<i32, Failure> {
         ProgressBar::hidden()
     };
     let opts = Options {
-        choice: Choice {
-            quick: r.quick,
-            reps: r.reps,
-            levels,
-            seed: r.seed,
-            vars,
-        },
+        choice,
         dbs: r.db.clone(),
         out: out.clone(),
         resume: r.resume,
         interrupt: interrupt.clone(),
         keep_traces: r.keep_traces,
         yes: r.yes,
+        allow_server_programs: r.allow_server_programs,
     };
     let bar = Bar(bar);
     // The server tracer this binary embeds, for studies that preload it
@@ -238,9 +265,11 @@ fn run_one(r: RunArgs) -> Result<i32, Failure> {
         Ok(o) => o,
         Err(e) => {
             // What was measured is kept: say how to go on from it.
-            let has_runs = Store::open(&out, false)
-                .and_then(|s| s.done())
-                .is_ok_and(|d| !d.is_empty());
+            // (Not when another run holds the store: it is still going.)
+            let has_runs = !matches!(e, StudyError::Busy { .. })
+                && Store::open(&out, false)
+                    .and_then(|s| s.done())
+                    .is_ok_and(|d| !d.is_empty());
             if has_runs {
                 say!(
                     "tracelab: the runs done are in {}; after fixing the cause, continue with `tracelab study run {} --out {} --resume`",

@@ -227,3 +227,72 @@ fn a_restart_after_kill_9_keeps_the_port() {
         assert_eq!(code, 0, "{err}");
     }
 }
+
+/// A `-c` whose name carries a newline once wrote whole lines of its own
+/// into postgresql.conf (here an `archive_command` that runs at once);
+/// a value with a newline, a name that is no setting name and the same
+/// for MariaDB are refused before anything is written or started.
+#[test]
+fn a_setting_that_would_inject_lines_is_refused_with_exit_2() {
+    let base = tempfile::Builder::new()
+        .prefix("tracelab-dbcli-inject-")
+        .tempdir_in("/tmp")
+        .unwrap();
+    let dir = base.path().join("pg").to_string_lossy().into_owned();
+    let _t = Teardown(dir.clone());
+    let ran = base.path().join("ran");
+    // postgresql.conf takes `name value` lines (the `=` is optional).
+    let injected = format!(
+        "archive_mode on\narchive_command 'touch {}'\nwork_mem=8MB",
+        ran.display()
+    );
+    let (_, err, code) = tracelab(&["db", "start", "--dir", &dir, "-c", &injected]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("not a setting name") && err.contains("archive_command"),
+        "the message names the bad name: {err}"
+    );
+    let conf = std::path::Path::new(&dir).join("data/postgresql.conf");
+    let text = std::fs::read_to_string(&conf).unwrap_or_default();
+    assert!(!text.contains("archive_command 'touch"), "{text}");
+    assert!(!ran.exists(), "the injected command ran");
+
+    let (_, err, code) = tracelab(&[
+        "db",
+        "start",
+        "--dir",
+        &dir,
+        "-c",
+        "application_name=a\narchive_command = 'x'",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("application_name") && err.contains("newline"),
+        "{err}"
+    );
+    for bad in ["work mem=1MB", "1x=2", "a;b=1", "=1"] {
+        let (_, err, code) = tracelab(&["db", "start", "--dir", &dir, "-c", bad]);
+        assert_eq!(code, 2, "{bad}: {err}");
+        assert!(err.contains("not a setting name"), "{bad}: {err}");
+    }
+    let mdir = base.path().join("m").to_string_lossy().into_owned();
+    let (_, err, code) = tracelab(&[
+        "db",
+        "start",
+        "--engine",
+        "mariadb",
+        "--dir",
+        &mdir,
+        "-c",
+        "init_connect=x\ny",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("init_connect") && err.contains("newline"),
+        "{err}"
+    );
+    assert!(
+        !std::path::Path::new(&mdir).join("data").exists(),
+        "nothing was made for a refused setting"
+    );
+}

@@ -266,10 +266,12 @@ TOTAL (1)        0.006734  100.0%  3,002  0.000002  0.000000  0.000639
 }
 
 #[test]
-fn numbers_are_exact_decimals_rounded_half_up() {
+fn numbers_are_perls_doubles_printed_by_printf() {
     // A real trace whose sums trctools' own tests publish (Σc = 553 µs,
     // Σela = 755 µs): SQL*Net message from client is 409 µs over 2 calls,
-    // 204.5 µs, printed 0.000205; SQL*Net message to client and CLOSE tie
+    // 204.5 µs, an exact tie that the double breaks downwards:
+    // perl -e 'printf "%.6f\n", (186*1e-6+223*1e-6)/2'  prints 0.000204.
+    // SQL*Net message to client and CLOSE tie
     // at 0.000003 and keep the order they first appear in.
     let (out, err, code) = skew(&[], &[fixture_path("trctools/simple_trace.trc")]);
     assert_eq!(code, 0, "{err}");
@@ -279,7 +281,7 @@ fn numbers_are_exact_decimals_rounded_half_up() {
 CALL-NAME                    DURATION       %  CALLS      MEAN       MIN       MAX
 ---------------------------  --------  ------  -----  --------  --------  --------
 FETCH                        0.000444   33.9%      2  0.000222  0.000000  0.000444
-SQL*Net message from client  0.000409   31.3%      2  0.000205  0.000186  0.000223
+SQL*Net message from client  0.000409   31.3%      2  0.000204  0.000186  0.000223
 db file sequential read      0.000343   26.2%      1  0.000343  0.000343  0.000343
 EXEC                         0.000073    5.6%      1  0.000073  0.000073  0.000073
 PARSE                        0.000033    2.5%      1  0.000033  0.000033  0.000033
@@ -290,9 +292,10 @@ XCTEND                       0.000000    0.0%      1  0.000000  0.000000  0.0000
 TOTAL (8)                    0.001308  100.0%     11  0.000119  0.000000  0.000444
 "
     );
-    // A crc trace: means of exactly half a microsecond round up, where
-    // printf of the nearest double rounds some of them down (242.5 µs
-    // printed 0.000242, 437.5 µs 0.000437, 2.5 µs 0.000002).
+    // A crc trace: means of exactly half a microsecond, printed as Perl
+    // prints the running sum over the calls (computed by Perl from the
+    // trace's values, in read order: 254.5 µs prints 0.000255, 242.5 µs
+    // 0.000242, 437.5 µs 0.000438, 2.5 µs 0.000002).
     let (out, _, _) = skew(
         &["--top=0"],
         &[fixture_path(
@@ -301,13 +304,15 @@ TOTAL (8)                    0.001308  100.0%     11  0.000119  0.000000  0.0004
     );
     for row in [
         "latch free                                       0.001527    0.0%       6  0.000255  0.000001    0.000731",
-        "PARSE                                            0.000970    0.0%       4  0.000243  0.000001    0.000883",
+        "PARSE                                            0.000970    0.0%       4  0.000242  0.000001    0.000883",
         "ADR block file read                              0.000875    0.0%       2  0.000438  0.000259    0.000616",
-        "CLOSE                                            0.000040    0.0%      16  0.000003  0.000000    0.000008",
+        "CLOSE                                            0.000040    0.0%      16  0.000002  0.000000    0.000008",
     ] {
         assert!(out.contains(&format!("\n{row}\n")), "{row}\n{out}");
     }
-    // The client-result-cache article's row: 34,593 µs over 6 waits.
+    // 34,593 µs over 6 waits, 5,765.5 µs:
+    // perl -e '$s=0; $s+=$_*1e-6 for 5000,6000,5593,6000,6000,6000;
+    //   printf "%.6f %.5f\n", $s/6, $s/6'  prints 0.005765 0.00577
     let dir = temp("round");
     let mut t = HEADER.to_string();
     for (i, ela) in [5000, 6000, 5593, 6000, 6000, 6000].iter().enumerate() {
@@ -325,7 +330,7 @@ TOTAL (8)                    0.001308  100.0%     11  0.000119  0.000000  0.0004
         "\
 CALL-NAME                    DURATION       %  CALLS      MEAN       MIN       MAX
 ---------------------------  --------  ------  -----  --------  --------  --------
-cursor: pin S wait on X      0.034593   50.0%      6  0.005766  0.005000  0.006000
+cursor: pin S wait on X      0.034593   50.0%      6  0.005765  0.005000  0.006000
 SQL*Net message from client  0.034593   50.0%      1  0.034593  0.034593  0.034593
 ---------------------------  --------  ------  -----  --------  --------  --------
 TOTAL (2)                    0.069186  100.0%      7  0.009884  0.005000  0.034593
@@ -333,7 +338,7 @@ TOTAL (2)                    0.069186  100.0%      7  0.009884  0.005000  0.0345
     );
     let (csv, _, _) = skew(&["--csv", "--sort=4nd"], std::slice::from_ref(&f));
     assert!(
-        csv.contains("\ncursor: pin S wait on X,0.034593,50.0,6,0.005766,0.005000,0.006000\n"),
+        csv.contains("\ncursor: pin S wait on X,0.034593,50.0,6,0.005765,0.005000,0.006000\n"),
         "{csv}"
     );
     let (json, _, _) = skew(&["--json", "--sort=4nd", "--precision=5"], &[f]);

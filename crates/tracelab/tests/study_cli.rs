@@ -730,3 +730,240 @@ columns = [{ name = "s", label = "service", expr = "$backend_cpu_ms / $statement
         assert!(cpu["400"] > 3.0 * cpu["40"], "{sessions} sessions: {cpu:?}");
     }
 }
+
+/// Two `study run`s on one results directory at once (a `--resume` while
+/// the study still runs): the second is refused at its start, naming the
+/// store and the first one's pid, and the first goes on undisturbed. They
+/// once ran the same cells together, each measured under the other's
+/// load, and one failed only when it wrote (UNIQUE constraint failed).
+#[test]
+fn a_second_run_on_a_store_in_use_is_refused_at_its_start() {
+    let dir = tmp("tracelab-study-lock-");
+    let file = dir.path().join("lock.toml");
+    std::fs::write(
+        &file,
+        r#"
+name = "lock"
+reps = 2
+[workload]
+sql = "SELECT 1"
+runtime = 1
+[[factors]]
+name = "engine"
+levels = [{ name = "sqlite" }]
+[[factors]]
+name = "n"
+values = [1, 2]
+[report]
+rows = "n"
+columns = [{ name = "e", label = "elapsed ms", expr = "$elapsed_ms" }]
+"#,
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let first = Command::new(common::bin())
+        .args(["study", "run", file.to_str().unwrap(), "--out"])
+        .arg(&out)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while !out.join("results.sqlite").exists() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(out.join("results.sqlite").exists(), "the first run began");
+    let t0 = Instant::now();
+    let (_, err, code) = tracelab(&[
+        "study",
+        "run",
+        file.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--resume",
+    ]);
+    let took = t0.elapsed();
+    let first_pid = first.id();
+    let first = first.wait_with_output().unwrap();
+    let first_err = String::from_utf8_lossy(&first.stderr);
+    assert_eq!(code, 3, "{err}");
+    assert!(
+        err.contains(&out.join("results.sqlite").display().to_string())
+            && err.contains(&format!("pid {first_pid}"))
+            && err.contains("nothing was run"),
+        "the message names the store and the holder: {err}"
+    );
+    assert!(!err.contains("--resume"), "no advice to resume: {err}");
+    // Refused at once (4 runs of 1 s were ahead of the first run).
+    assert!(took < Duration::from_secs(30), "{took:?}");
+    assert_eq!(first.status.code(), Some(0), "{first_err}");
+    let c = rusqlite::Connection::open(out.join("results.sqlite")).unwrap();
+    let runs: i64 = c
+        .query_row("SELECT count(*) FROM runs", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(runs, 4);
+    // Once the first has ended, the store is free again.
+    let (_, err, code) = tracelab(&[
+        "study",
+        "run",
+        file.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--resume",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("0 runs done now, 4 before"), "{err}");
+}
+
+/// The freshness check when the writer's change breaks the readers' query
+/// (an `ALTER ... TYPE` the query's predicate cannot take): every read
+/// fails from the first change on. The check once saw no stale result
+/// among the reads that came before, and said "within the lag: yes"
+/// with exit 0; readers' errors fail it.
+#[test]
+fn a_freshness_check_whose_readers_fail_fails() {
+    let dir = tmp("tracelab-study-fresh-ddl-");
+    let file = dir.path().join("fresh.toml");
+    std::fs::write(
+        &file,
+        r#"
+name = "fresh-ddl"
+reps = 1
+setup = ["CREATE TABLE f (id int PRIMARY KEY, v text)", "INSERT INTO f VALUES (1, 'fresh 0')"]
+[workload]
+sql = "SELECT id, v FROM f WHERE id = :1 AND v LIKE 'fresh%'"
+binds = "binds.txt"
+sessions = 2
+runtime = 1
+[[factors]]
+name = "cache"
+levels = [{ name = "on", result_cache = { tables = ["f:force"], lag = 300, setup = true } }]
+[report]
+rows = "cache"
+columns = [{ name = "t", label = "transactions", expr = "$transactions" }]
+[freshness]
+levels = { cache = "on" }
+runtime = 4
+every_ms = 300
+column = 2
+value = "fresh {version}"
+write = "ALTER TABLE f ALTER COLUMN v TYPE int USING {version}"
+"#,
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("binds.txt"), "1\n").unwrap();
+    let out = dir.path().join("out");
+    let (stdout, err, code) = tracelab(&[
+        "study",
+        "run",
+        file.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_ne!(code, 0, "a failed check is no success:\n{err}\n{stdout}");
+    assert!(
+        !stdout.contains("Within the lag: yes"),
+        "no pass is reported: {stdout}"
+    );
+    assert!(
+        err.contains("freshness check") && err.contains("42883"),
+        "the readers' error is named: {err}"
+    );
+    // The measured run before the check is kept.
+    let c = rusqlite::Connection::open(out.join("results.sqlite")).unwrap();
+    let runs: i64 = c
+        .query_row("SELECT count(*) FROM runs", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(runs, 1);
+}
+
+/// A study file is a program: `--dry-run` lists what it would run (its
+/// server settings, its SQL per cell, vars replaced) and runs nothing;
+/// a server setting that runs a program is refused without
+/// `--allow-server-programs`; a setting name that would write lines of
+/// its own into postgresql.conf is refused at its line.
+#[test]
+fn a_study_that_runs_programs_is_listed_and_refused_without_consent() {
+    let dir = tmp("tracelab-study-programs-");
+    let ran = dir.path().join("ran");
+    let copied = dir.path().join("copied");
+    let vacuumed = dir.path().join("vacuumed.db");
+    let file = dir.path().join("programs.toml");
+    std::fs::write(
+        &file,
+        format!(
+            r#"
+name = "programs"
+reps = 1
+setup.postgres = "COPY (SELECT 1) TO PROGRAM 'touch {copied}'"
+setup.sqlite = "VACUUM INTO '{vacuumed}'"
+[server]
+archive_mode = "on"
+archive_command = "touch {ran}"
+[workload]
+sql = "SELECT {{n}}"
+statements = 1
+[[factors]]
+name = "engine"
+levels = [{{ name = "postgres" }}, {{ name = "sqlite" }}]
+[[factors]]
+name = "n"
+values = [7]
+[report]
+rows = "n"
+columns = [{{ name = "e", label = "elapsed ms", expr = "$elapsed_ms" }}]
+"#,
+            copied = copied.display(),
+            vacuumed = vacuumed.display(),
+            ran = ran.display()
+        ),
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let f = file.to_str().unwrap();
+    let o = out.to_str().unwrap();
+
+    let (stdout, err, code) = tracelab(&["study", "run", f, "--out", o, "--dry-run"]);
+    assert_eq!(code, 0, "{err}");
+    for want in [
+        "archive_command = \"touch",
+        "needs --allow-server-programs",
+        "COPY (SELECT 1) TO PROGRAM 'touch",
+        "^ runs a program",
+        "VACUUM INTO '",
+        "^ writes a database file",
+        "cell engine=postgres n=7: 1 run",
+        "cell engine=sqlite n=7: 1 run",
+        "SELECT 7;",
+    ] {
+        assert!(
+            stdout.contains(want),
+            "the dry run shows {want:?}:\n{stdout}"
+        );
+    }
+    assert!(!out.exists(), "a dry run makes no results directory");
+    assert!(!copied.exists() && !vacuumed.exists() && !ran.exists());
+
+    let (_, err, code) = tracelab(&["study", "run", f, "--out", o]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("archive_command") && err.contains("--allow-server-programs"),
+        "{err}"
+    );
+    assert!(!copied.exists() && !vacuumed.exists() && !ran.exists());
+    assert!(!out.join("results.sqlite").exists());
+
+    // A name carrying lines of its own (postgresql.conf takes `name
+    // value` lines) is refused at its line, before anything runs.
+    let text = std::fs::read_to_string(&file).unwrap().replace(
+        "archive_mode = \"on\"",
+        "\"work_mem 64MB\\nfsync\" = \"off\"",
+    );
+    std::fs::write(&file, text).unwrap();
+    let (_, err, code) = tracelab(&["study", "run", f, "--out", o, "--dry-run"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("programs.toml:") && err.contains("not a setting name"),
+        "{err}"
+    );
+}
