@@ -322,8 +322,7 @@ impl FileProfile {
                 .then_with(|| self_e(y).cmp(&self_e(x)))
                 .then_with(|| x.first.0.cmp(&y.first.0))
         });
-        let gross_e =
-            |s: &StmtAgg| s.calls.total().elapsed_us + s.calls.other.elapsed_us;
+        let gross_e = |s: &StmtAgg| s.calls.total().elapsed_us + s.calls.other.elapsed_us;
         // Past `top` by both rankings (own time, and TVD$XTAT's time with
         // the recursive statements), statements are only added up: a
         // PL/SQL block whose own time is small but whose recursive
@@ -333,8 +332,11 @@ impl FileProfile {
             for &i in order.iter().take(top) {
                 keep[i] = true;
             }
-            let mut by_gross: Vec<usize> =
-                order.iter().copied().filter(|&i| has_calls(&col.stmts[i])).collect();
+            let mut by_gross: Vec<usize> = order
+                .iter()
+                .copied()
+                .filter(|&i| has_calls(&col.stmts[i]))
+                .collect();
             by_gross.sort_by(|&a, &b| {
                 let (x, y) = (&col.stmts[a], &col.stmts[b]);
                 gross_e(y)

@@ -12,9 +12,7 @@ use tracelab_skew::{Agg, Groups, Num, Report, SkewOptions};
 
 use crate::report::{FileProfile, StatementReport};
 use crate::stats::{P10, P10_BUCKETS};
-use crate::tkprof::{
-    self, call_table, legend, statement_with, totals_and_summary_with, STARS,
-};
+use crate::tkprof::{self, call_table, legend, statement_with, totals_and_summary_with, STARS};
 
 /// Seconds with six decimals and thousands separators, as mrskew prints
 /// durations.
@@ -164,8 +162,7 @@ fn ranking(p: &FileProfile) -> String {
 /// the recursive statements run inside them (a parent's time includes its
 /// children's, so the ranks do not add up to R as prof's own ranking does).
 fn ranking_with_recursive(p: &FileProfile) -> String {
-    let mut shown_stmts: Vec<&StatementReport> =
-        p.statements.iter().filter(|s| shown(s)).collect();
+    let mut shown_stmts: Vec<&StatementReport> = p.statements.iter().filter(|s| shown(s)).collect();
     shown_stmts.sort_by_key(|s| s.rank_with_recursive);
     let rows: Vec<Vec<String>> = shown_stmts
         .iter()
