@@ -34,8 +34,8 @@ pub use invalidate::setup_sql as result_cache_setup_sql;
 pub use live::Second;
 pub use summary::{Bucket, Latency, SessionSummary, StatementSummary, Summary};
 pub use workload::{
-    cast_placeholders, inline_binds, postgres_placeholders, read_binds, read_typed_binds, BindFile,
-    ExeMode, Statement, Workload,
+    cast_placeholders, inline_binds, placeholder_count, postgres_placeholders, read_binds,
+    read_typed_binds, BindFile, ExeMode, Statement, Workload,
 };
 
 use std::path::PathBuf;
@@ -159,6 +159,17 @@ impl Default for RunOptions {
 /// what was measured is never lost.
 pub fn run(opts: &RunOptions, workload: &Workload) -> Result<Summary, RunError> {
     let engine = engine::check_url(&opts.url)?;
+    // A statement with placeholders and no bind values fails every
+    // execution: said once, before the run, not counted a million times.
+    for st in &workload.statements {
+        let takes = placeholder_count(&st.engine_sql);
+        if takes > 0 && st.binds.is_empty() {
+            return Err(RunError::Usage(format!(
+                "`{}` has {takes} placeholder(s) and no bind values were given",
+                tracelab_trace::redact_sql(&st.sql)
+            )));
+        }
+    }
     let trace_first = match &opts.trace_dir {
         Some(dir) => {
             std::fs::create_dir_all(dir).map_err(|source| RunError::Io {

@@ -114,17 +114,33 @@ impl Workload {
                 )
             })?;
             let sql_path = dir.join(file);
-            let sql = std::fs::read_to_string(&sql_path).map_err(|source| RunError::Io {
+            let raw = std::fs::read_to_string(&sql_path).map_err(|source| RunError::Io {
                 path: sql_path.clone(),
                 source,
             })?;
-            let sql: Vec<&str> = sql.lines().filter(|l| !l.trim().is_empty()).collect();
+            let sql: Vec<&str> = raw.lines().filter(|l| !l.trim().is_empty()).collect();
             let sql = sql.join("\n");
             let sql = sql.trim().trim_end_matches(';').trim_end().to_string();
             let binds = match f.get(2).filter(|s| !s.is_empty()) {
                 Some(b) => read_delimited_binds(&dir.join(b), &delim)?,
                 None => Binds::default(),
             };
+            // A statement with placeholders and no bind values would fail
+            // every execution (a million errors a second): refused here.
+            let takes = placeholder_count(&postgres_placeholders(&sql));
+            if takes > 0 && binds.is_empty() {
+                let at = first_placeholder(&raw).unwrap_or(0);
+                return Err(bad(
+                    &sql_path,
+                    raw[..at].matches('\n').count() as u64 + 1,
+                    &format!(
+                        "the statement has {takes} placeholder(s) and no bind values were \
+                         given: name a bind file as the third field of its record \
+                         ({}:{line_no})",
+                        manifest.display()
+                    ),
+                ));
+            }
             let st = Statement {
                 engine_sql: postgres_placeholders(&sql),
                 sql,
@@ -292,6 +308,39 @@ pub fn postgres_placeholders(sql: &str) -> String {
         out.push_str(&format!("${n}"));
         Some(end)
     })
+}
+
+/// The number of bind values `engine_sql` (placeholders already `$n`)
+/// takes: its highest `$n`, 0 for none.
+pub fn placeholder_count(engine_sql: &str) -> usize {
+    let mut most = 0;
+    map_dollar_placeholders(engine_sql, |n, _| most = most.max(n));
+    most
+}
+
+/// Where the first placeholder of `sql` (`:1`, `:name` or `$1`, outside
+/// quoted text) starts, as a byte offset.
+fn first_placeholder(sql: &str) -> Option<usize> {
+    let b = sql.as_bytes();
+    let mut first = None;
+    rewrite(sql, |i, _| {
+        if first.is_some() {
+            return None;
+        }
+        match (b[i], b.get(i + 1).copied()) {
+            (b':', Some(b':')) => Some(i + 2),
+            (b':', Some(x)) if x.is_ascii_alphanumeric() || x == b'_' => {
+                first = Some(i);
+                None
+            }
+            (b'$', Some(x)) if x.is_ascii_digit() => {
+                first = Some(i);
+                None
+            }
+            _ => None,
+        }
+    });
+    first
 }
 
 /// Copies `sql`, letting `f` write what replaces each `$n` placeholder
@@ -510,6 +559,19 @@ fn read_csv_binds(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn placeholders_are_counted_and_found_outside_quotes() {
+        assert_eq!(
+            placeholder_count(&postgres_placeholders("select :a, :b, :a")),
+            2
+        );
+        assert_eq!(placeholder_count("select $3, '$9'"), 3);
+        assert_eq!(placeholder_count("select now()::date, 'x:y'"), 0);
+        let sql = "select 1::int,\n -- :no\n 'it''s :no' , :yes";
+        assert_eq!(&sql[first_placeholder(sql).unwrap()..], ":yes");
+        assert_eq!(first_placeholder("select $$ :no $$"), None);
+    }
 
     #[test]
     fn placeholders() {

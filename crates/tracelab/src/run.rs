@@ -214,6 +214,14 @@ pub fn run(a: Args) -> Result<i32, Failure> {
                 None => (Vec::new(), Default::default()),
             };
             let mut w = Workload::with_binds(sql, binds);
+            let takes = tracelab_run::placeholder_count(&w.statements[0].engine_sql);
+            if takes > 0 && a.binds.is_none() {
+                return Err(Failure::Usage(format!(
+                    "--sql: the statement has {takes} placeholder(s) and no bind values were \
+                     given: give them with --binds FILE (one execution per line, \
+                     comma-separated values)"
+                )));
+            }
             for st in &mut w.statements {
                 st.engine_sql = cast_placeholders(&st.engine_sql, &types);
             }
