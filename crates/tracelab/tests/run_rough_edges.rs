@@ -110,3 +110,104 @@ fn placeholders_without_bind_values_are_refused_before_the_run() {
         "{err}"
     );
 }
+
+/// The components of a profile, by name: (duration µs, calls).
+fn components(profile_json: &str) -> Vec<(String, i64, u64)> {
+    let v: serde_json::Value = serde_json::from_str(profile_json).expect("prof --json");
+    v[0]["profile"]
+        .as_array()
+        .expect("a profile")
+        .iter()
+        .map(|c| {
+            (
+                c["name"].as_str().unwrap().to_string(),
+                c["duration_us"].as_i64().unwrap(),
+                c["calls"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// A run's client trace accounts for its time exactly: prof finds no
+/// negative time "unaccounted-for within calls" (a call's CPU more than
+/// its elapsed time, or the 1 µs wait before a call taken for one inside
+/// it), and the calls, their CPU and the waits add up to the response
+/// time.
+#[test]
+fn a_client_trace_accounts_for_every_microsecond() {
+    let dir = tempfile::tempdir().unwrap();
+    let traces = dir.path().join("traces");
+    let (_, err, code) = tracelab(&[
+        "run",
+        "--db",
+        "sqlite::memory:",
+        "--sql",
+        "select 1",
+        "--transactions",
+        "5000",
+        "--trace",
+        traces.to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let trace = traces.join("tracelab_run_0.trc");
+    let (out, err, code) = tracelab(&["prof", "--json", trace.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let profile = components(&out);
+    for (name, us, calls) in &profile {
+        assert!(
+            !name.starts_with("unaccounted-for"),
+            "{name}: {us} µs on {calls} calls in {profile:?}"
+        );
+    }
+    // And in the trace itself: no call's c exceeds its e.
+    let text = std::fs::read_to_string(&trace).unwrap();
+    for line in text.lines().filter(|l| l.starts_with("EXEC #")) {
+        let field = |k: &str| -> i64 {
+            let at = line
+                .find(&format!(",{k}="))
+                .or_else(|| line.find(&format!(":{k}=")))
+                .unwrap();
+            let rest = &line[at + k.len() + 2..];
+            rest[..rest.find(',').unwrap()].parse().unwrap()
+        };
+        assert!(field("c") <= field("e"), "{line}");
+    }
+}
+
+/// A 'SQL*Net message from client' of 1 µs that ends where the call
+/// starts is before the call, not inside it (the ±1 µs rounding tolerance
+/// took it for one inside: −1 µs within the call, +1 µs between calls).
+#[test]
+fn a_one_microsecond_wait_before_a_call_is_not_inside_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("t.trc");
+    std::fs::write(
+        &trace,
+        "Trace file t.trc\n\
+         tracelab 0.1.0 client-side trace of postgres (timer: vdso)\n\n\
+         *** 2026-01-01T00:00:00.000000+00:00\n\
+         =====================\n\
+         PARSING IN CURSOR #1 len=8 dep=0 uid=0 oct=3 lid=0 tim=100 hv=1 ad='0' sqlid='0y30pf6xwqt3x'\n\
+         select 1\n\
+         END OF STMT\n\
+         PARSE #1:c=0,e=0,p=0,cr=0,cu=0,mis=0,r=0,dep=0,og=1,plh=0,tim=100\n\
+         WAIT #1: nam='SQL*Net message from client' ela= 1 driver id=0 #bytes=1 p3=0 obj#=-1 tim=101\n\
+         WAIT #1: nam='SQL*Net message from dblink' ela= 7 driver id=0 #bytes=1 p3=0 obj#=-1 tim=111\n\
+         EXEC #1:c=3,e=10,p=0,cr=0,cu=0,mis=0,r=0,dep=0,og=1,plh=0,tim=111\n\
+         WAIT #1: nam='SQL*Net message from client' ela= 1 driver id=0 #bytes=1 p3=0 obj#=-1 tim=112\n\
+         WAIT #1: nam='SQL*Net message from dblink' ela= 5 driver id=0 #bytes=1 p3=0 obj#=-1 tim=120\n\
+         EXEC #1:c=3,e=8,p=0,cr=0,cu=0,mis=0,r=0,dep=0,og=1,plh=0,tim=120\n",
+    )
+    .unwrap();
+    let (out, err, code) = tracelab(&["prof", "--json", trace.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let profile = components(&out);
+    let us = |n: &str| profile.iter().find(|c| c.0 == n).map_or(0, |c| c.1);
+    assert_eq!(us("unaccounted-for within calls"), 0, "{profile:?}");
+    assert_eq!(us("unaccounted-for between calls"), 0, "{profile:?}");
+    assert_eq!(us("SQL*Net message from client"), 2, "{profile:?}");
+    let (out, err, code) = tracelab(&["skew", "--unaccounted", trace.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    assert!(!out.contains("unaccounted-for"), "{out}");
+}
