@@ -72,6 +72,10 @@ pub struct RunOptions {
     /// `postgresql://`, `mysql://` or `mariadb://`, `sqlite:PATH` or
     /// `sqlite::memory:`. A password in it never reaches any output.
     pub url: String,
+    /// The URL as the user gave it, shown in messages instead of `url`
+    /// when the caller added parameters of its own to it (a study's
+    /// `application_name` and `options`); its password is masked too.
+    pub shown_url: Option<String>,
     pub sessions: usize,
     pub stop: Stop,
     /// Think time between calls.
@@ -125,10 +129,19 @@ pub struct RunOptions {
     pub on_result: Option<ResultHook>,
 }
 
+impl RunOptions {
+    /// The URL as messages show it: the one the user gave, its password
+    /// masked.
+    pub fn shown_url(&self) -> String {
+        engine::redact(self.shown_url.as_deref().unwrap_or(&self.url))
+    }
+}
+
 impl Default for RunOptions {
     fn default() -> Self {
         RunOptions {
             url: String::new(),
+            shown_url: None,
             sessions: 1,
             stop: Stop::Transactions(1),
             exe_delay: Duration::ZERO,
@@ -267,10 +280,7 @@ pub fn run(opts: &RunOptions, workload: &Workload) -> Result<Summary, RunError> 
             for h in channels {
                 let _ = h.join();
             }
-            return Err(RunError::Usage(format!(
-                "{why} (on {})",
-                engine::redact(&opts.url)
-            )));
+            return Err(RunError::Usage(format!("{why} (on {})", opts.shown_url())));
         }
         for c in &caches[1..] {
             channels.push(spawn_channel(c, false));

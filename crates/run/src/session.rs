@@ -482,7 +482,7 @@ pub async fn run(
         code,
         format!(
             "cannot connect to {}: {}",
-            engine::redact(&opts.url),
+            opts.shown_url(),
             connected.message
         ),
     );

@@ -1270,6 +1270,8 @@ pub(crate) fn prepare(
         } else {
             eng.url.clone()
         },
+        // Messages show the URL the user gave, not the parameters added.
+        shown_url: Some(eng.url.clone()),
         sessions,
         stop,
         per_commit,
@@ -1451,7 +1453,8 @@ fn observed_run(
     let _ = std::fs::remove_file(&release);
     let mut opts = prep.base.clone();
     if e == "postgres" {
-        opts.url = with_params(&prep.base.url, &tag, &prep.settings);
+        let given = prep.base.shown_url.as_deref().unwrap_or(&prep.base.url);
+        opts.url = with_params(given, &tag, &prep.settings);
     }
     let sessions = prep.sessions;
 
@@ -1567,6 +1570,7 @@ fn observed_run(
     let in_path = crate::proxy::start_for(&levels, &e, &eng.url, Some(&proxy_dir))?;
     if let Some((px, _)) = &in_path {
         opts.url = px.url(&opts.url)?;
+        opts.shown_url = Some(px.url(&eng.url)?);
     }
 
     // The server's logs, from here on.

@@ -296,6 +296,7 @@ pub fn run(a: Args) -> Result<i32, Failure> {
     };
     let opts = RunOptions {
         url,
+        shown_url: None,
         sessions: a.sessions,
         stop: stop_at,
         exe_delay: a.exe_delay,
@@ -363,7 +364,7 @@ pub fn run(a: Args) -> Result<i32, Failure> {
     if let Some(path) = &a.report {
         let what = format!(
             "{}, {} session(s), {}",
-            tracelab_run::redact(&opts.url),
+            opts.shown_url(),
             a.sessions,
             match opts.stop {
                 Stop::Runtime(d) => format!("{} s", d.as_secs_f64()),
