@@ -23,7 +23,7 @@ mod thread_cpu;
 mod traces;
 mod workload;
 
-pub use binds::Binds;
+pub use binds::{Binds, NulAt};
 pub use cache::{
     parse_tables, read_tables_file, CacheMode, CacheOptions, CacheStats, ResultHook, Rows, Seen,
 };
@@ -172,6 +172,22 @@ impl Default for RunOptions {
 /// what was measured is never lost.
 pub fn run(opts: &RunOptions, workload: &Workload) -> Result<Summary, RunError> {
     let engine = engine::check_url(&opts.url)?;
+    // The simple protocol sends a statement as a NUL-terminated string:
+    // a bind value with a NUL cannot go (nor can PostgreSQL's text hold
+    // one). A bad bind value, named where it is, before the run.
+    if opts.simple && engine == Engine::Postgres {
+        if let Some(at) = workload.statements.iter().find_map(|st| st.binds.nul()) {
+            return Err(RunError::Binds {
+                path: at.path.clone(),
+                line: at.line,
+                what: format!(
+                    "value {} holds a NUL byte, which --protocol simple cannot send to \
+                     PostgreSQL (nor can its text hold one)",
+                    at.value
+                ),
+            });
+        }
+    }
     // A statement with placeholders and no bind values fails every
     // execution: said once, before the run, not counted a million times.
     for st in &workload.statements {

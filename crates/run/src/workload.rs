@@ -4,7 +4,7 @@
 use std::io::BufRead;
 use std::path::Path;
 
-use crate::binds::{Binds, Builder};
+use crate::binds::{Binds, Builder, NulAt};
 use crate::error::RunError;
 
 /// One statement and its bind rows.
@@ -208,13 +208,40 @@ fn read_delimited_binds(path: &Path, delim: &str) -> Result<Binds, RunError> {
     };
     let (file, size) = open_sized(path)?;
     let mut b = Builder::new(size);
-    for line in std::io::BufReader::new(file).lines() {
-        let line = line.map_err(io)?;
-        let l = line.trim_end_matches('\r');
+    let mut reader = std::io::BufReader::new(file);
+    let mut bytes = Vec::new();
+    let (mut line_no, mut offset) = (0u64, 0u64);
+    loop {
+        bytes.clear();
+        let n = reader.read_until(b'\n', &mut bytes).map_err(io)?;
+        if n == 0 {
+            break;
+        }
+        line_no += 1;
+        // Text that is not UTF-8 is named where it is, not just refused.
+        let line = std::str::from_utf8(&bytes).map_err(|e| {
+            bad(
+                path,
+                line_no,
+                &format!(
+                    "expected UTF-8 text, found a byte that is not at byte offset {} of the file",
+                    offset + e.valid_up_to() as u64
+                ),
+            )
+        })?;
+        offset += n as u64;
+        let l = line.trim_end_matches('\n').trim_end_matches('\r');
         if l.trim().is_empty() || l.trim_start().starts_with('#') {
             continue;
         }
-        for v in l.split(delim) {
+        for (i, v) in l.split(delim).enumerate() {
+            if v.contains('\0') {
+                b.nul_at(|| NulAt {
+                    path: path.to_path_buf(),
+                    line: line_no,
+                    value: i + 1,
+                });
+            }
             b.push(Some(v));
         }
         b.end_row();
@@ -523,11 +550,19 @@ fn read_csv_binds(
             Ok(true) => {}
             Ok(false) => break,
             Err(e) => {
+                let at = e.position().map_or(line, |p| p.line() + skipped);
+                let what = match e.kind() {
+                    csv::ErrorKind::Utf8 { err, .. } => format!(
+                        "expected UTF-8 text, found a byte that is not in value {}",
+                        err.field() + 1
+                    ),
+                    _ => format!("expected comma-separated values: {e}"),
+                };
                 return Err(RunError::Binds {
                     path: path.to_path_buf(),
-                    line: e.position().map_or(line, |p| p.line() + skipped),
-                    what: format!("expected comma-separated values: {e}"),
-                })
+                    line: at,
+                    what,
+                });
             }
         }
         let w = *width.get_or_insert(rec.len());
@@ -541,7 +576,14 @@ fn read_csv_binds(
                 ),
             });
         }
-        for v in rec.iter() {
+        for (i, v) in rec.iter().enumerate() {
+            if v.contains('\0') {
+                b.nul_at(|| NulAt {
+                    path: path.to_path_buf(),
+                    line: rec.position().map_or(line, |p| p.line() + skipped),
+                    value: i + 1,
+                });
+            }
             b.push((v != "NULL").then_some(v));
         }
         b.end_row();

@@ -211,3 +211,71 @@ fn a_one_microsecond_wait_before_a_call_is_not_inside_it() {
     assert_eq!(code, 0, "{err}");
     assert!(!out.contains("unaccounted-for"), "{out}");
 }
+
+/// A bind file that is not UTF-8 is refused naming its line (a kit's bind
+/// file named none), and a NUL byte in a value under `--protocol simple`
+/// is a bad bind value named by its line, not a connection error.
+#[test]
+fn bad_bind_values_are_named_by_file_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let kit = dir.path();
+    std::fs::write(kit.join("sqlfile.conf"), ",\n1,q.sql,b.csv\n").unwrap();
+    std::fs::write(kit.join("q.sql"), "select :1, :2\n").unwrap();
+    std::fs::write(kit.join("b.csv"), b"1,a\n# a comment\n2,b\xff\xfe\n").unwrap();
+    let (out, err, code) = tracelab(&[
+        "run",
+        "--db",
+        "sqlite::memory:",
+        "--sqldir",
+        kit.to_str().unwrap(),
+        "--transactions",
+        "1",
+    ]);
+    assert_eq!(code, 2, "{out}{err}");
+    let at = format!("{}:3:", kit.join("b.csv").display());
+    assert!(err.contains(&at) && err.contains("UTF-8"), "{err}");
+    assert!(err.contains("byte offset 19"), "{err}");
+
+    std::fs::write(kit.join("c.csv"), b"1,a\n2,b\xff\xfe\n").unwrap();
+    let (out, err, code) = tracelab(&[
+        "run",
+        "--db",
+        "sqlite::memory:",
+        "--sql",
+        "select $1, $2",
+        "--binds",
+        kit.join("c.csv").to_str().unwrap(),
+        "--transactions",
+        "1",
+    ]);
+    assert_eq!(code, 2, "{out}{err}");
+    let at = format!("{}:2:", kit.join("c.csv").display());
+    assert!(
+        err.contains(&at) && err.contains("UTF-8") && err.contains("value 2"),
+        "{err}"
+    );
+
+    let nul = kit.join("nul.csv");
+    std::fs::write(&nul, b"1,a\n2,b\x00c\n").unwrap();
+    // Refused before any connection: port 1 is never tried.
+    let (out, err, code) = tracelab(&[
+        "run",
+        "--db",
+        "postgres://u@127.0.0.1:1/db",
+        "--sql",
+        "select $1, $2",
+        "--binds",
+        nul.to_str().unwrap(),
+        "--protocol",
+        "simple",
+        "--transactions",
+        "1",
+    ]);
+    assert_eq!(code, 2, "{out}{err}");
+    let at = format!("{}:2:", nul.display());
+    assert!(
+        err.contains(&at) && err.contains("value 2 holds a NUL byte"),
+        "{err}"
+    );
+    assert!(!err.contains("connect"), "{err}");
+}
