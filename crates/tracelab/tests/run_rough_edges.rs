@@ -279,3 +279,44 @@ fn bad_bind_values_are_named_by_file_and_line() {
     );
     assert!(!err.contains("connect"), "{err}");
 }
+
+/// The README's main-job command leaves traces of a sensible size (it
+/// left 100 MB for its 5 s): run as documented, on SQLite rather than a
+/// private PostgreSQL (the trace's size per call is alike), into a
+/// temporary directory.
+#[test]
+fn the_readme_main_job_leaves_traces_of_a_sensible_size() {
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md")).unwrap();
+    let line = readme
+        .lines()
+        .find(|l| l.starts_with("cargo run --release -p tracelab -- run "))
+        .expect("the README's main-job command");
+    let words: Vec<&str> = line.split(" -- ").nth(1).unwrap().split(' ').collect();
+    // The words as the shell passes them: the quoted statement is one.
+    let mut args: Vec<String> = Vec::new();
+    let mut quoted: Option<String> = None;
+    for w in words {
+        match quoted.take() {
+            Some(q) if w.ends_with('\'') => args.push(format!("{q} {}", w.trim_end_matches('\''))),
+            Some(q) => quoted = Some(format!("{q} {w}")),
+            None if w.starts_with('\'') && !w[1..].ends_with('\'') => {
+                quoted = Some(w.trim_start_matches('\'').to_string())
+            }
+            None => args.push(w.trim_matches('\'').to_string()),
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let at = args.iter().position(|a| a == "--trace").expect("--trace");
+    args[at + 1] = dir.path().join("traces").to_string_lossy().into_owned();
+    args.extend(["--engine".into(), "sqlite".into()]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (out, err, code) = tracelab(&args);
+    assert_eq!(code, 0, "{args:?}: {err}");
+    assert!(out.contains("transactions:"), "{out}");
+    let bytes: u64 = std::fs::read_dir(dir.path().join("traces"))
+        .unwrap()
+        .map(|e| e.unwrap().metadata().unwrap().len())
+        .sum();
+    assert!(bytes > 0 && bytes < 5 << 20, "{bytes} bytes of traces");
+}
