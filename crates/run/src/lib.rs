@@ -8,8 +8,6 @@
 mod binds;
 mod cache;
 mod clock;
-pub mod conninfo;
-mod engine;
 mod error;
 mod invalidate;
 mod live;
@@ -17,7 +15,6 @@ mod pace;
 pub mod report;
 mod resolve;
 mod session;
-pub mod sql;
 mod summary;
 mod thread_cpu;
 mod traces;
@@ -28,15 +25,15 @@ pub use cache::{
     parse_tables, read_tables_file, CacheMode, CacheOptions, CacheStats, ResultHook, Rows, Seen,
 };
 pub use clock::Timer;
-pub use engine::{check_url, redact, Engine};
 pub use error::RunError;
 pub use invalidate::setup_sql as result_cache_setup_sql;
 pub use live::Second;
 pub use summary::{Bucket, Latency, SessionSummary, StatementSummary, Summary};
-pub use workload::{
-    cast_placeholders, inline_binds, placeholder_count, postgres_placeholders, read_binds,
-    read_typed_binds, BindFile, ExeMode, Statement, Workload,
+pub use tracelab_engine::sql::{
+    cast_placeholders, inline_binds, placeholder_count, postgres_placeholders,
 };
+pub use tracelab_engine::{check_url, conninfo, redact, sql, Engine};
+pub use workload::{read_binds, read_typed_binds, BindFile, ExeMode, Statement, Workload};
 
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
@@ -133,7 +130,7 @@ impl RunOptions {
     /// The URL as messages show it: the one the user gave, its password
     /// masked.
     pub fn shown_url(&self) -> String {
-        engine::redact(self.shown_url.as_deref().unwrap_or(&self.url))
+        tracelab_engine::redact(self.shown_url.as_deref().unwrap_or(&self.url))
     }
 }
 
@@ -171,7 +168,7 @@ impl Default for RunOptions {
 /// statement, a lost connection) are counted in the summary, not returned:
 /// what was measured is never lost.
 pub fn run(opts: &RunOptions, workload: &Workload) -> Result<Summary, RunError> {
-    let engine = engine::check_url(&opts.url)?;
+    let engine = tracelab_engine::check_url(&opts.url)?;
     // The simple protocol sends a statement as a NUL-terminated string:
     // a bind value with a NUL cannot go (nor can PostgreSQL's text hold
     // one). A bad bind value, named where it is, before the run.

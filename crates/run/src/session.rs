@@ -1,5 +1,5 @@
 //! One session: connect, prepare, execute until told to stop, measure each
-//! call, and trace it. The engine does the round trips (crate::engine);
+//! call, and trace it. The engine does the round trips (tracelab_engine::conn);
 //! everything measured and written is decided here, the same for all.
 
 use std::fs::File;
@@ -14,12 +14,13 @@ use tracelab_trace::{CallTimes, Header, TraceWriter};
 use crate::binds::Shuffle;
 use crate::cache::{self, Candidate, ResultCache, Rows, Seen};
 use crate::clock::Clock;
-use crate::engine::{self, Conn, DbError, Engine};
 use crate::live::Live;
 use crate::summary::{SessionSummary, StatementCounts};
 use crate::thread_cpu::thread_cpu_nanos;
 use crate::workload::Workload;
 use crate::{ConnectMode, RunOptions, Stop};
+use tracelab_engine::conn::{self as engine, Conn, DbError};
+use tracelab_engine::Engine;
 
 /// Trace cursor numbers: the workload's statements are 1..=n; the
 /// transaction control statements the session sends itself use these (far

@@ -8,6 +8,7 @@ use std::time::Duration;
 use tracelab_db::{
     private_dir, start_mariadb, start_postgres, stop, MariaOptions, PgOptions, ServerState,
 };
+use tracelab_engine::Engine;
 use tracelab_run::{
     cast_placeholders, read_typed_binds, run as drive, CacheOptions, ConnectMode, ExeMode,
     RunOptions, Stop, Timer, Workload,
@@ -30,8 +31,8 @@ pub struct Args {
     /// The engine of the private server started when --db is not given
     /// (sqlite: a database file in a temporary directory).
     #[arg(long, value_name = "ENGINE", default_value = "postgres", conflicts_with = "db",
-          value_parser = ["postgres", "mariadb", "sqlite"])]
-    engine: String,
+          value_parser = crate::db::engine_parser(&Engine::NAMES))]
+    engine: Engine,
     /// A session parameter set on every connection before the work:
     /// SET on PostgreSQL and MariaDB, PRAGMA on SQLite (for example
     /// -s synchronous_commit=off, -s journal_mode=wal). Repeatable.
@@ -184,7 +185,7 @@ pub fn run(a: Args) -> Result<i32, Failure> {
     // A URL that cannot be read is a mistake on the command line, said
     // before anything starts.
     if let Some(url) = &a.db {
-        tracelab_run::check_url(url).map_err(|e| Failure::Usage(e.to_string()))?;
+        tracelab_engine::check_url(url).map_err(|e| Failure::Usage(e.to_string()))?;
     }
     let stop_at = match (a.runtime, a.transactions) {
         (Some(d), _) if !d.is_zero() => Stop::Runtime(d),
@@ -276,13 +277,13 @@ pub fn run(a: Args) -> Result<i32, Failure> {
         })
         .collect::<Result<Vec<_>, _>>()?;
     // The private server lives only as long as the run.
-    let private = match (&a.db, a.engine.as_str()) {
-        (Some(_), _) | (None, "sqlite") => None,
+    let private = match (&a.db, a.engine) {
+        (Some(_), _) | (None, Engine::Sqlite) => None,
         (None, engine) => Some(Private::start(engine)?),
     };
     let private = private.as_ref().map(|p| &p.state);
-    let scratch = match (&a.db, a.engine.as_str()) {
-        (None, "sqlite") => Some(
+    let scratch = match (&a.db, a.engine) {
+        (None, Engine::Sqlite) => Some(
             tempfile::tempdir()
                 .map_err(|e| Failure::Usage(format!("cannot make a temporary directory: {e}")))?,
         ),
@@ -448,10 +449,10 @@ struct Private {
 }
 
 impl Private {
-    fn start(engine: &str) -> Result<Private, Failure> {
+    fn start(engine: Engine) -> Result<Private, Failure> {
         crate::db::remove_orphans();
         let dir = private_dir()?;
-        let started = if engine == "mariadb" {
+        let started = if engine == Engine::Mysql {
             start_mariadb(&MariaOptions {
                 dir: Some(dir.clone()),
                 ..MariaOptions::default()
@@ -466,11 +467,7 @@ impl Private {
             Ok(state) => {
                 say!(
                     "tracelab: started a private {} in {} ({}), removed after the run",
-                    if engine == "mariadb" {
-                        "MariaDB"
-                    } else {
-                        "PostgreSQL"
-                    },
+                    engine.title(),
                     state.dir.display(),
                     state.url
                 );

@@ -2,12 +2,16 @@
 //! prepare, execute with text binds, and run transaction control. The
 //! session measures and traces; an engine only does the round trips.
 
-pub(crate) mod mysql;
-pub(crate) mod pgwire;
-pub(crate) mod postgres;
-pub(crate) mod sqlite;
+pub mod mysql;
+pub mod pgwire;
+pub mod postgres;
+pub mod sqlite;
 
-use crate::error::RunError;
+use crate::error::EngineError;
+
+/// Rows as an engine returns them: each value's bytes, `None` for NULL.
+/// The result cache keeps them as they are.
+pub type Rows = Vec<Vec<Option<Vec<u8>>>>;
 
 /// Which engine a URL names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -19,13 +23,13 @@ pub enum Engine {
 
 impl Engine {
     /// The engine a connection URL names by its scheme.
-    pub fn of_url(url: &str) -> Result<Engine, RunError> {
+    pub fn of_url(url: &str) -> Result<Engine, EngineError> {
         let scheme = url.split(':').next().unwrap_or("").to_ascii_lowercase();
         match scheme.as_str() {
             "postgres" | "postgresql" => Ok(Engine::Postgres),
             "mysql" | "mariadb" => Ok(Engine::Mysql),
             "sqlite" => Ok(Engine::Sqlite),
-            _ => Err(RunError::Usage(format!(
+            _ => Err(EngineError::Usage(format!(
                 "cannot tell the engine of `{}`: expected a URL starting with postgres://, \
                  mysql:// (or mariadb://), or sqlite:PATH (or sqlite::memory:)",
                 redact(url)
@@ -33,8 +37,25 @@ impl Engine {
         }
     }
 
+    /// Every engine, in the order studies list them.
+    pub const ALL: [Engine; 3] = [Engine::Postgres, Engine::Sqlite, Engine::Mysql];
+
+    /// The engine of a name as trace headers, summaries and study files
+    /// write it (`postgres`, `mariadb`, `sqlite`).
+    pub fn from_name(name: &str) -> Option<Engine> {
+        Engine::ALL.into_iter().find(|e| e.name() == name)
+    }
+
+    /// The names of every engine, in the order of [`Engine::ALL`], for
+    /// messages listing what is expected.
+    pub const NAMES: [&'static str; 3] = [
+        Engine::ALL[0].name(),
+        Engine::ALL[1].name(),
+        Engine::ALL[2].name(),
+    ];
+
     /// The name written in trace headers and summaries.
-    pub fn name(self) -> &'static str {
+    pub const fn name(self) -> &'static str {
         match self {
             Engine::Postgres => "postgres",
             Engine::Mysql => "mariadb",
@@ -42,9 +63,18 @@ impl Engine {
         }
     }
 
+    /// The engine's name as people write it, for messages.
+    pub const fn title(self) -> &'static str {
+        match self {
+            Engine::Postgres => "PostgreSQL",
+            Engine::Mysql => "MariaDB",
+            Engine::Sqlite => "SQLite",
+        }
+    }
+
     /// Whether every call blocks its thread (an in-process engine): such
     /// sessions each get a thread of their own.
-    pub(crate) fn blocks(self) -> bool {
+    pub fn blocks(self) -> bool {
         self == Engine::Sqlite
     }
 }
@@ -167,7 +197,7 @@ fn redact_other(s: &str) -> String {
 /// An error's innermost cause, said once: client libraries wrap an I/O
 /// error in layers that each repeat its words ("Input/output error:
 /// Input/output error: Connection refused").
-pub(crate) fn innermost(e: &dyn std::error::Error) -> String {
+pub fn innermost(e: &dyn std::error::Error) -> String {
     let mut e = e;
     while let Some(inner) = e.source() {
         e = inner;
@@ -178,9 +208,9 @@ pub(crate) fn innermost(e: &dyn std::error::Error) -> String {
 /// Checks a connection URL before anything starts: the scheme names a
 /// known engine and the engine's client can read the rest. A mistake is a
 /// usage error naming the URL (password hidden) and what is wrong.
-pub fn check_url(url: &str) -> Result<Engine, RunError> {
+pub fn check_url(url: &str) -> Result<Engine, EngineError> {
     let engine = Engine::of_url(url)?;
-    let bad = |what: String| RunError::Usage(format!("--db {}: {what}", redact(url)));
+    let bad = |what: String| EngineError::Usage(format!("--db {}: {what}", redact(url)));
     match engine {
         Engine::Postgres => {
             // As the session will read it: libpq's service file, PG*
@@ -207,7 +237,7 @@ pub fn check_url(url: &str) -> Result<Engine, RunError> {
 
 /// An engine's error, as the session reports it.
 #[derive(Debug, Clone)]
-pub(crate) struct DbError {
+pub struct DbError {
     /// The engine's code: a SQLSTATE on PostgreSQL, the error number on
     /// MariaDB, the extended result code on SQLite; `connection` when the
     /// connection itself failed.
@@ -218,7 +248,10 @@ pub(crate) struct DbError {
 
 /// What a session needs of a connection. Every call is one round trip
 /// (one step of an in-process engine).
-pub(crate) trait Conn {
+// `async fn` without a `Send` bound on purpose: each session drives its
+// connection on a current-thread runtime of its own, never across threads.
+#[allow(async_fn_in_trait)]
+pub trait Conn {
     /// Prepares a statement written with `$n` placeholders and returns
     /// its handle for `execute`.
     async fn prepare(&mut self, sql: &str) -> Result<usize, DbError>;
@@ -230,7 +263,7 @@ pub(crate) trait Conn {
         &mut self,
         _handle: usize,
         _binds: &[Option<&str>],
-    ) -> Result<crate::cache::Rows, DbError> {
+    ) -> Result<Rows, DbError> {
         Err(DbError {
             code: "usage".into(),
             message: "this engine has no result cache".into(),
@@ -276,9 +309,9 @@ pub(crate) trait Conn {
 /// Rewrites `$n` placeholders as `?`, and returns for each `?` the index
 /// of its value: MariaDB binds by position only, so a value used twice
 /// is sent twice.
-pub(crate) fn question_marks(sql: &str) -> (String, Vec<usize>) {
+pub fn question_marks(sql: &str) -> (String, Vec<usize>) {
     let mut order = Vec::new();
-    let text = crate::workload::map_typed_placeholders(sql, |n, out| {
+    let text = crate::sql::map_typed_placeholders(sql, |n, out| {
         order.push(n - 1);
         out.push('?');
     });

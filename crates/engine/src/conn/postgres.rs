@@ -4,11 +4,11 @@
 //! protocol connection (engine::pgwire).
 
 use super::pgwire::{columns, Wire};
+use super::Rows;
 use super::{Conn, DbError};
-use crate::cache::Rows;
-use crate::workload::inline_binds;
+use crate::sql::inline_binds;
 
-pub(crate) struct Postgres {
+pub struct Postgres {
     wire: Wire,
     simple: bool,
     /// Prepared statements (extended protocol): name, parameter count
@@ -19,7 +19,7 @@ pub(crate) struct Postgres {
 }
 
 /// Connects; the connection's I/O runs in the session's own task.
-pub(crate) async fn connect(url: &str, simple: bool) -> Result<Postgres, DbError> {
+pub async fn connect(url: &str, simple: bool) -> Result<Postgres, DbError> {
     Ok(Postgres {
         wire: Wire::connect(url).await?,
         simple,

@@ -1,7 +1,9 @@
 //! A PostgreSQL connection that speaks the frontend/backend protocol
 //! itself, inside the session's task.
 //!
-//! Why by hand: tokio-postgres (used for everything else here) splits a
+//! Why by hand, for measured calls and administrative ones alike (one
+//! PostgreSQL client): tokio-postgres (still used by the result cache's
+//! catalog questions and notifications in crates/run) splits a
 //! connection into a client and a connection task joined by channels, so
 //! every call crosses two task hand-offs and allocates its response
 //! buffers; that cost about 1 µs of client CPU per call more than libpq in
@@ -34,6 +36,7 @@ mod tag {
     pub const PARAMETER: u8 = b'S';
     pub const NOTIFICATION: u8 = b'A';
     pub const DATA_ROW: u8 = b'D';
+    pub const ROW_DESCRIPTION: u8 = b'T';
     pub const PARAMETER_DESCRIPTION: u8 = b't';
     pub const COPY_IN: u8 = b'G';
 }
@@ -63,7 +66,7 @@ impl Stream {
 }
 
 /// One connection to a PostgreSQL server.
-pub(crate) struct Wire {
+pub struct Wire {
     io: Stream,
     /// The messages of the call being sent.
     out: BytesMut,
@@ -143,7 +146,7 @@ pub(crate) fn stale_plan(body: &[u8]) -> bool {
 }
 
 /// The columns of a DataRow body: each value, `None` for NULL.
-pub(crate) fn columns(body: &[u8]) -> impl Iterator<Item = Option<&[u8]>> {
+pub fn columns(body: &[u8]) -> impl Iterator<Item = Option<&[u8]>> {
     let n = body
         .get(..2)
         .map_or(0, |b| i16::from_be_bytes([b[0], b[1]]).max(0) as usize);
@@ -160,6 +163,24 @@ pub(crate) fn columns(body: &[u8]) -> impl Iterator<Item = Option<&[u8]>> {
     })
 }
 
+/// The column names of a RowDescription body: a count, then per column
+/// its name (NUL-terminated) and 18 bytes of type facts.
+fn column_names(body: &[u8]) -> Vec<String> {
+    let n = body
+        .get(..2)
+        .map_or(0, |b| i16::from_be_bytes([b[0], b[1]]).max(0) as usize);
+    let mut at = 2;
+    let mut out = Vec::with_capacity(n);
+    for _ in 0..n {
+        let Some(len) = body.get(at..).and_then(|r| r.iter().position(|&c| c == 0)) else {
+            break;
+        };
+        out.push(String::from_utf8_lossy(&body[at..at + len]).into_owned());
+        at += len + 1 + 18;
+    }
+    out
+}
+
 /// A connection attempt that outlived its timeout.
 fn timed_out() -> std::io::Error {
     std::io::Error::new(std::io::ErrorKind::TimedOut, "timed out")
@@ -169,7 +190,7 @@ impl Wire {
     /// Connects to the first host of `url` that answers, authenticates
     /// (trust, password, md5, SCRAM-SHA-256) and waits for the server to
     /// be ready. Errors never hold the password.
-    pub(crate) async fn connect(url: &str) -> Result<Wire, DbError> {
+    pub async fn connect(url: &str) -> Result<Wire, DbError> {
         // The URL completed as libpq completes it (service, PG*
         // variables, password file).
         let cfg = crate::conninfo::postgres(url).map_err(lost)?;
@@ -344,7 +365,7 @@ impl Wire {
         }
     }
 
-    pub(crate) fn is_closed(&self) -> bool {
+    pub fn is_closed(&self) -> bool {
         self.closed
     }
 
@@ -466,7 +487,7 @@ impl Wire {
 
     /// Parses and describes a named statement; returns its number of
     /// parameters.
-    pub(crate) async fn prepare(&mut self, name: &str, sql: &str) -> Result<usize, DbError> {
+    pub async fn prepare(&mut self, name: &str, sql: &str) -> Result<usize, DbError> {
         self.out.clear();
         frontend::parse(name, sql, std::iter::empty(), &mut self.out).map_err(lost)?;
         frontend::describe(b'S', name, &mut self.out).map_err(lost)?;
@@ -536,7 +557,7 @@ impl Wire {
     /// Executes prepared statement `name` with text values; hands each
     /// DataRow body to `row`. Results come in binary, as tokio-postgres
     /// asks for them.
-    pub(crate) async fn execute(
+    pub async fn execute(
         &mut self,
         name: &str,
         binds: &[Option<&str>],
@@ -554,7 +575,7 @@ impl Wire {
 
     /// Parses, binds and executes `sql` as the unnamed statement, values
     /// and results in text, in one round trip.
-    pub(crate) async fn query_once(
+    pub async fn query_once(
         &mut self,
         sql: &str,
         binds: &[Option<&str>],
@@ -573,11 +594,7 @@ impl Wire {
 
     /// Runs `sql` by the simple query protocol (any number of statements);
     /// hands each DataRow body (text values) to `row`.
-    pub(crate) async fn simple(
-        &mut self,
-        sql: &str,
-        mut row: impl FnMut(&[u8]),
-    ) -> Result<(), DbError> {
+    pub async fn simple(&mut self, sql: &str, mut row: impl FnMut(&[u8])) -> Result<(), DbError> {
         self.out.clear();
         if sql.contains('\0') {
             // A statement is sent as a NUL-terminated string: a bad value
@@ -599,8 +616,27 @@ impl Wire {
         .await
     }
 
+    /// As [`Wire::simple`], and hands each result's column names (its
+    /// RowDescription) to `names` before its rows: administrative
+    /// questions read values by column name.
+    pub async fn simple_named(
+        &mut self,
+        sql: &str,
+        mut names: impl FnMut(Vec<String>),
+        mut row: impl FnMut(&[u8]),
+    ) -> Result<(), DbError> {
+        self.out.clear();
+        frontend::query(sql, &mut self.out).map_err(lost)?;
+        self.call(|t, b| match t {
+            tag::ROW_DESCRIPTION => names(column_names(b)),
+            tag::DATA_ROW => row(b),
+            _ => {}
+        })
+        .await
+    }
+
     /// Says goodbye to the server.
-    pub(crate) async fn close(mut self) {
+    pub async fn close(mut self) {
         if !self.closed {
             self.out.clear();
             frontend::terminate(&mut self.out);
