@@ -941,8 +941,10 @@ impl Collector {
     /// it, and the gaps before it.
     fn account(&mut self, tim: i64, e: i64, c: i64, name_id: u32) {
         let start = tim - e;
-        // ±1 µs tolerance for rounding (reference §C.12).
-        let inside = |w: &(i64, i64)| w.0 >= start - 1 && w.1 <= tim + 1;
+        // Contained in the call, ±1 µs for rounding, but not a wait that
+        // ends when the call starts (as the trace reader's, see there).
+        let inside =
+            |w: &(i64, i64)| w.0 >= start - 1 && w.1 <= tim + 1 && (w.1 > start || w.1 == w.0);
         let waited: i64 = self
             .d
             .pending_waits

@@ -1266,6 +1266,8 @@ pub(crate) fn prepare(
         } else {
             eng.url.clone()
         },
+        // Messages show the URL the user gave, not the parameters added.
+        shown_url: Some(eng.url.clone()),
         sessions,
         stop,
         per_commit,
@@ -1448,7 +1450,8 @@ fn observed_run(
     let _ = std::fs::remove_file(&release);
     let mut opts = prep.base.clone();
     if k == Kind::Postgres {
-        opts.url = with_params(&prep.base.url, &tag, &prep.settings);
+        let given = prep.base.shown_url.as_deref().unwrap_or(&prep.base.url);
+        opts.url = with_params(given, &tag, &prep.settings);
     }
     let sessions = prep.sessions;
 
@@ -1564,6 +1567,7 @@ fn observed_run(
     let in_path = crate::proxy::start_for(&levels, k, &eng.url, Some(&proxy_dir))?;
     if let Some((px, _)) = &in_path {
         opts.url = px.url(&opts.url)?;
+        opts.shown_url = Some(px.url(&eng.url)?);
     }
 
     // The server's logs, from here on.

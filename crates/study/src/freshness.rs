@@ -231,11 +231,13 @@ pub(crate) fn run(
     let mut opts = prep.base.clone();
     opts.stop = Stop::Runtime(Duration::from_secs_f64(runtime));
     if eng.kind == tracelab_engine::Engine::Postgres {
-        opts.url = with_params(&prep.base.url, "tracelab-study-freshness", &prep.settings);
+        let given = prep.base.shown_url.as_deref().unwrap_or(&prep.base.url);
+        opts.url = with_params(given, "tracelab-study-freshness", &prep.settings);
     }
     let in_path = crate::proxy::start_for(&levels, eng.kind, &eng.url, None)?;
     if let Some((px, _)) = &in_path {
         opts.url = px.url(&opts.url)?;
+        opts.shown_url = Some(px.url(&eng.url)?);
     }
     {
         let c = checker.clone();

@@ -46,10 +46,11 @@ pub struct Args {
     /// figures net of the recursive calls.
     #[arg(long, conflicts_with = "json")]
     gross: bool,
-    /// Seconds of SQL*Net message from client that count as think time
+    /// The SQL*Net message from client (seconds, or 500ms) that count as think time
     /// [default: 1].
-    #[arg(long, value_name = "SECONDS")]
-    thinktime: Option<f64>,
+    #[arg(long, value_name = "TIME", allow_hyphen_values = true,
+          value_parser = crate::duration::seconds)]
+    thinktime: Option<std::time::Duration>,
     /// Write the text or JSON report to this file instead of standard output.
     #[arg(long, value_name = "FILE")]
     output: Option<String>,
@@ -77,7 +78,7 @@ fn warnings(o: &Outcome) {
 
 pub fn run(a: Args) -> Result<i32, Failure> {
     let opts = ProfOptions {
-        thinktime: a.thinktime.unwrap_or(1.0),
+        thinktime: a.thinktime.map_or(1.0, |d| d.as_secs_f64()),
         jobs: a.jobs.unwrap_or(0),
         top: a.top.unwrap_or(tracelab_prof::DEFAULT_TOP),
     };

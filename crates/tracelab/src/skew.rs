@@ -143,10 +143,11 @@ pub struct Args {
     /// Column separator [default: two spaces].
     #[arg(long, value_name = "TEXT")]
     separator: Option<String>,
-    /// Seconds of SQL*Net message from client that end an island
+    /// The SQL*Net message from client (seconds, or 500ms) that end an island
     /// ($island_id, $experience_id) [default: 1].
-    #[arg(long, value_name = "SECONDS")]
-    thinktime: Option<f64>,
+    #[arg(long, value_name = "TIME", allow_hyphen_values = true,
+          value_parser = crate::duration::seconds)]
+    thinktime: Option<std::time::Duration>,
     /// Minimum depth of every file, instead of each file's own.
     #[arg(long, value_name = "N")]
     depmin: Option<i64>,
@@ -275,7 +276,7 @@ fn options(a: &Args) -> Result<SkewOptions, SkewError> {
         dashes: flag(a.dashes, a.nodashes).unwrap_or(d.dashes),
         format,
         separator: a.separator.clone().unwrap_or(d.separator),
-        thinktime: a.thinktime.unwrap_or(d.thinktime),
+        thinktime: a.thinktime.map_or(d.thinktime, |d| d.as_secs_f64()),
         depmin: a.depmin,
         unaccounted: a.unaccounted,
         verbose: a.verbose,

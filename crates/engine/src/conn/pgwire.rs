@@ -596,6 +596,17 @@ impl Wire {
     /// hands each DataRow body (text values) to `row`.
     pub async fn simple(&mut self, sql: &str, mut row: impl FnMut(&[u8])) -> Result<(), DbError> {
         self.out.clear();
+        if sql.contains('\0') {
+            // A statement is sent as a NUL-terminated string: a bad value
+            // (22021, as the server says of a NUL in a bound value), not a
+            // lost connection.
+            return Err(DbError {
+                code: "22021".into(),
+                message: "a NUL byte in the statement (a bind value?): the simple protocol \
+                          cannot send it"
+                    .into(),
+            });
+        }
         frontend::query(sql, &mut self.out).map_err(lost)?;
         self.call(|t, b| {
             if t == tag::DATA_ROW {
