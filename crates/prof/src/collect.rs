@@ -190,6 +190,72 @@ struct Pending {
     edges: Vec<(u32, u64, i64, i64)>,
 }
 
+impl Pending {
+    /// Adds `o` (calls written after this level's own): the sums, and the
+    /// edges by child statement.
+    fn append(&mut self, o: Pending) {
+        self.sums.add(&o.sums);
+        for (child, calls, e, c) in o.edges {
+            match self.edges.iter_mut().find(|x| x.0 == child) {
+                Some(x) => {
+                    x.1 += calls;
+                    x.2 += e;
+                    x.3 += c;
+                }
+                None => self.edges.push((child, calls, e, c)),
+            }
+        }
+    }
+}
+
+/// Who took the calls pending at one level, first after a head was cut.
+#[derive(Debug, Clone, Copy)]
+enum Claim {
+    /// A call of this statement and kind, at the level above.
+    By(u32, CallKind),
+    /// A commit (XCTEND), which runs its own recursive calls.
+    Cleared,
+}
+
+/// A process whose head was cut short ([`HEAD_MAX`]) goes on in the piece
+/// without the state the pieces before left; what needed that state is
+/// kept here and settled when the pieces are added up, so that the result
+/// is the one a single reader makes whatever the head's length.
+#[derive(Debug, Clone, Default)]
+struct Detached {
+    /// By pending level: the first call here that claimed that level. The
+    /// calls the earlier state had pending there are its children too.
+    claims: Vec<Option<Claim>>,
+    /// The first top-level call here, (tim, e, c, name id): its
+    /// unaccounted-for time needs the earlier state's waits and the end of
+    /// its latest top-level call.
+    first_top: Option<(i64, i64, i64, u32)>,
+    /// The waits written here before `first_top`.
+    waits: Vec<(i64, i64)>,
+}
+
+impl Detached {
+    #[inline]
+    fn claim(&mut self, level: usize, c: Claim) {
+        if self.claims.len() <= level {
+            self.claims.resize(level + 1, None);
+        }
+        if self.claims[level].is_none() {
+            self.claims[level] = Some(c);
+        }
+    }
+}
+
+/// The children's sums of a call of kind `kind`.
+fn child_slot(t: &mut ChildTable, kind: CallKind) -> &mut ChildSums {
+    match kind {
+        CallKind::Parse => &mut t.parse,
+        CallKind::Exec | CallKind::Unmap | CallKind::SortUnmap => &mut t.execute,
+        CallKind::Fetch => &mut t.fetch,
+        _ => &mut t.other,
+    }
+}
+
 /// A parent statement's recursive children: calls, elapsed and CPU.
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct EdgeAgg {
@@ -227,6 +293,20 @@ struct Dyn {
     pending: Vec<Pending>,
     boundary: Vec<Boundary>,
     orphans: Vec<Orphan>,
+    /// In a piece whose head for this process was cut short: what is
+    /// settled when the pieces are added up.
+    detached: Option<Box<Detached>>,
+    /// The process's `*** SESSION ID` (a shared server serves several in
+    /// turn: the time across a change is another session's, left out).
+    session: Option<Box<[u8]>>,
+    /// In a piece: the first session id seen with none known before. The
+    /// pieces before may have had another: the walk is cut there as for a
+    /// change (`held`: the end it had), and the gap across the line is
+    /// withheld (`held_gap`) until the pieces are added up, counted only
+    /// if the session was the same.
+    first_session: Option<Box<[u8]>>,
+    held: Option<Option<i64>>,
+    held_gap: Option<(i64, i64)>,
 }
 
 /// What the trace says about itself.
@@ -526,16 +606,17 @@ impl Collector {
             }
             k => Some(k as usize),
         };
+        // A database call's name names the profile row of its CPU.
         match slot {
             Some(i) => {
                 if let Some(id) = self.kind_names[i] {
                     return id;
                 }
-                let id = self.names.id(name);
+                let id = self.names.id(&cpu_row_name(name));
                 self.kind_names[i] = Some(id);
                 id
             }
-            None => self.names.id(name),
+            None => self.names.id(&cpu_row_name(name)),
         }
     }
 
@@ -694,7 +775,14 @@ impl Collector {
             (Some(tim), Some(e)) => {
                 self.seen(tim - e, tim);
                 if top {
-                    self.account(tim, e, f.c.unwrap_or(0), name_id);
+                    match self.d.detached.as_mut() {
+                        Some(det) if det.first_top.is_none() => {
+                            det.first_top = Some((tim, e, f.c.unwrap_or(0), name_id));
+                            det.waits = std::mem::take(&mut self.d.pending_waits);
+                            self.d.top_end = Some(tim);
+                        }
+                        _ => self.account(tim, e, f.c.unwrap_or(0), name_id),
+                    }
                 }
             }
             (Some(tim), None) => self.seen(tim, tim),
@@ -704,7 +792,11 @@ impl Collector {
             // The recursive calls a commit runs (XCTEND has no cursor and no
             // depth) are its own: the next top-level call must not claim them.
             if kind == CallKind::Xctend {
-                if let Some(p) = self.d.pending.get_mut(depmin.max(0) as usize + 1) {
+                let level = depmin.max(0) as usize + 1;
+                if let Some(det) = self.d.detached.as_mut() {
+                    det.claim(level, Claim::Cleared);
+                }
+                if let Some(p) = self.d.pending.get_mut(level) {
                     *p = Pending::default();
                 }
             }
@@ -811,15 +903,12 @@ impl Collector {
     /// first), and waits to be claimed by a call at `d − 1`.
     fn hierarchy(&mut self, kind: CallKind, sid: u32, d: i64, depmin: i64, f: &DbFields) {
         let d = d.max(0) as usize;
+        if let Some(det) = self.d.detached.as_mut() {
+            det.claim(d + 1, Claim::By(sid, kind));
+        }
         if let Some(p) = self.d.pending.get_mut(d + 1) {
             let s = &mut self.stmts[sid as usize];
-            let slot = match kind {
-                CallKind::Parse => &mut s.children.parse,
-                CallKind::Exec | CallKind::Unmap | CallKind::SortUnmap => &mut s.children.execute,
-                CallKind::Fetch => &mut s.children.fetch,
-                _ => &mut s.children.other,
-            };
-            slot.add(&std::mem::take(&mut p.sums));
+            child_slot(&mut s.children, kind).add(&std::mem::take(&mut p.sums));
             // Drained, not taken: the list keeps its room for the next
             // parent's children.
             for (child, calls, e, c) in p.edges.drain(..) {
@@ -861,27 +950,35 @@ impl Collector {
             .filter(|w| inside(w))
             .map(|w| w.1 - w.0)
             .sum();
-        let within = e - c - waited;
-        // Gaps run from the end of the latest top-level event (not the
-        // latest end: when `tim` goes back, as where traces were
-        // concatenated, what follows starts a new clock walk).
+        let mut within = e - c - waited;
+        // The clock walk's rule, the trace reader's for `skew
+        // --unaccounted` (see `step`): gaps and overlaps from the end of
+        // the latest top-level event.
         let mut end = self.d.top_end;
         let mut gaps = std::mem::take(&mut self.gap_buf);
         gaps.clear();
+        if self.d.held.is_some() {
+            let first = self
+                .d
+                .pending_waits
+                .iter()
+                .find(|w| !inside(w))
+                .copied()
+                .unwrap_or((start, tim));
+            self.hold(first);
+        }
         for w in self.d.pending_waits.iter().filter(|w| !inside(w)) {
-            if let Some(prev) = end {
-                if w.0 > prev {
-                    gaps.push((prev, w.0));
-                }
-            }
-            end = Some(w.1);
+            step(&mut end, w.0, w.1, &mut gaps);
         }
-        if let Some(prev) = end {
-            if start > prev {
-                gaps.push((prev, start));
-            }
+        let n = gaps.len();
+        step(&mut end, start, tim, &mut gaps);
+        if gaps.len() > n && gaps[n].0 > gaps[n].1 {
+            // The call's own overlap with the event before it comes out of
+            // its unaccounted-for time within.
+            let (a, b) = gaps.pop().unwrap_or_default();
+            within -= a - b;
         }
-        self.d.top_end = Some(tim);
+        self.d.top_end = end;
         self.d.pending_waits.clear();
         self.timeline.add(start, tim, name_id, c);
         if within != 0 {
@@ -895,13 +992,27 @@ impl Collector {
         self.gap_buf = gaps;
     }
 
+    /// The first event `(start, stop)` after a session line a piece could
+    /// not tell a change from (see `Dyn::held`): the gap across is kept
+    /// apart.
+    #[cold]
+    fn hold(&mut self, (start, stop): (i64, i64)) {
+        if let Some(Some(prev)) = self.d.held.take() {
+            let mut g = Vec::new();
+            step(&mut Some(prev), start, stop, &mut g);
+            self.d.held_gap = g.first().copied();
+        }
+    }
+
+    /// Gaps `(from, to)` between top-level events; an overlap is a
+    /// reversed pair, counted negative (the time was counted already).
     fn gaps(&mut self, gaps: &[(i64, i64)]) {
         let between: i64 = gaps.iter().map(|(a, b)| b - a).sum();
         if between != 0 {
             let id = self.fixed_ids().1;
             self.comp_id(id, between);
             for &(a, b) in gaps {
-                self.timeline.add(a, b, id, b - a);
+                self.timeline.add(a.min(b), a.max(b), id, b - a);
             }
         }
     }
@@ -973,8 +1084,16 @@ impl Collector {
             b'P' if b.starts_with(b"PARSE ERROR ") => self.meta.parse_errors += 1,
             b'E' if b.starts_with(b"ERROR #") => self.error(b),
             b'*' if b.starts_with(b"***") => self.star(b),
-            b'T' if b.starts_with(b"Trace file ") && self.meta.trace_name.is_none() => {
-                self.meta.trace_name = Some(lossy(&b[11..]));
+            b'T' if b.starts_with(b"Trace file ") => {
+                if self.meta.trace_name.is_none() {
+                    self.meta.trace_name = Some(lossy(&b[11..]));
+                }
+                if self.d.top_end.is_some() {
+                    // Another file's header: files concatenated, a new
+                    // clock walk (the trace reader's rule for skew).
+                    self.flush_waits();
+                    self.d.top_end = None;
+                }
             }
             b'D' if b.starts_with(b"Dump file ") && self.meta.trace_name.is_none() => {
                 self.meta.trace_name = Some(lossy(&b[10..]));
@@ -1101,6 +1220,29 @@ impl Collector {
             }
             return;
         }
+        if let Some(rest) = b.strip_prefix(b"*** SESSION ID:(") {
+            let raw = &rest[..rest.iter().position(|&c| c == b')').unwrap_or(0)];
+            match self.d.session.as_deref() {
+                Some(s) if s != raw => {
+                    // The same rule as `skew --unaccounted`: the waits
+                    // before the change end this session's stretch.
+                    self.flush_waits();
+                    self.d.top_end = None;
+                    self.d.session = Some(raw.into());
+                }
+                Some(_) => {}
+                None => {
+                    if self.piece && self.d.first_session.is_none() {
+                        self.d.first_session = Some(raw.into());
+                        if self.d.top_end.is_some() {
+                            self.flush_waits();
+                            self.d.held = Some(self.d.top_end.take());
+                        }
+                    }
+                    self.d.session = Some(raw.into());
+                }
+            }
+        }
         let m = &mut self.meta;
         if let Some(rest) = b.strip_prefix(b"*** SESSION ID:(") {
             let id = lossy(&rest[..rest.iter().position(|&c| c == b')').unwrap_or(0)]);
@@ -1136,16 +1278,21 @@ impl Collector {
         for k in keys {
             self.end_exec(k);
         }
+        self.flush_waits();
+    }
+
+    /// The waits after the latest top-level call (at the end, or before a
+    /// change of session): the gaps between them.
+    fn flush_waits(&mut self) {
+        if let (Some(&w), Some(_)) = (self.d.pending_waits.first(), self.d.held) {
+            self.hold(w);
+        }
         let mut end = self.d.top_end;
         let mut gaps = Vec::new();
         for w in std::mem::take(&mut self.d.pending_waits) {
-            if let Some(prev) = end {
-                if w.0 > prev {
-                    gaps.push((prev, w.0));
-                }
-            }
-            end = Some(w.1);
+            step(&mut end, w.0, w.1, &mut gaps);
         }
+        self.d.top_end = end;
         self.gaps(&gaps);
     }
 
@@ -1181,7 +1328,7 @@ impl Collector {
             }
             if h.started {
                 if let Some(d) = dyns.remove(&h.pid) {
-                    self.adopt(d, &ids);
+                    self.adopt(d, &ids, &names);
                 }
             }
         }
@@ -1258,9 +1405,15 @@ impl Collector {
         self.pid = Some(pid);
     }
 
-    /// Goes on with the state a later piece ended with (its statement ids
-    /// translated by `ids`), settling what it saw of executions begun here.
-    fn adopt(&mut self, o: Dyn, ids: &[u32]) {
+    /// Goes on with the state a later piece ended with (its statement and
+    /// name ids translated by `ids` and `names`), settling what it saw of
+    /// executions begun here and, if its head was cut short, the calls and
+    /// waits pending here.
+    fn adopt(&mut self, mut o: Dyn, ids: &[u32], names: &[u32]) {
+        let detached = o.detached.take();
+        if let Some(det) = &detached {
+            self.settle_detached(det, ids, names);
+        }
         for b in o.boundary {
             self.settle(b.cursor, ids[b.stmt as usize], b.us, b.ended);
         }
@@ -1301,18 +1454,87 @@ impl Collector {
                 }
             }
         }
-        self.d.pending_waits = o.pending_waits;
-        self.d.pending = o
-            .pending
-            .into_iter()
-            .map(|mut p| {
-                for e in &mut p.edges {
-                    e.0 = ids[e.0 as usize];
+        let theirs = o.pending.into_iter().map(|mut p| {
+            for e in &mut p.edges {
+                e.0 = ids[e.0 as usize];
+            }
+            p
+        });
+        match &detached {
+            // The head ended with a top-level call, which took what was
+            // pending here.
+            None => {
+                self.d.pending_waits = o.pending_waits;
+                self.d.pending = theirs.collect();
+            }
+            // What no call of the piece claimed is still pending, the
+            // piece's calls after it.
+            Some(det) => {
+                if det.first_top.is_some() {
+                    self.d.pending_waits = o.pending_waits;
+                } else {
+                    self.d.pending_waits.extend(o.pending_waits);
                 }
-                p
-            })
-            .collect();
+                for (level, p) in theirs.enumerate() {
+                    if self.d.pending.len() <= level {
+                        self.d.pending.resize(level + 1, Pending::default());
+                    }
+                    let mine = &mut self.d.pending[level];
+                    if det.claims.get(level).is_some_and(|c| c.is_some()) {
+                        *mine = p;
+                    } else {
+                        mine.append(p);
+                    }
+                }
+            }
+        }
         self.d.top_end = o.top_end.or(self.d.top_end);
+        if let Some(first) = &o.first_session {
+            let changed = self.d.session.as_deref().is_some_and(|m| m != &**first);
+            if let (false, Some((a, b))) = (changed, o.held_gap) {
+                // The same session: the gap across the line counts.
+                self.gaps(&[(a, b)]);
+            }
+            if let (Some(prev), None) = (o.held, o.top_end) {
+                // Nothing after the line yet: the walk goes on from here.
+                self.d.top_end = if changed {
+                    None
+                } else {
+                    prev.or(self.d.top_end)
+                };
+            }
+        }
+        if o.session.is_some() {
+            self.d.session = o.session;
+        }
+    }
+
+    /// The calls pending here go to the first call of a later piece that
+    /// claimed their level (its head cut short, the piece read them without
+    /// this state), and its first top-level call is accounted with the
+    /// waits written before it here and there.
+    fn settle_detached(&mut self, det: &Detached, ids: &[u32], names: &[u32]) {
+        for (level, claim) in det.claims.iter().enumerate() {
+            let Some(claim) = claim else { continue };
+            let Some(p) = self.d.pending.get_mut(level) else {
+                continue;
+            };
+            let p = std::mem::take(p);
+            if let Claim::By(sid, kind) = *claim {
+                let sid = ids[sid as usize];
+                child_slot(&mut self.stmts[sid as usize].children, kind).add(&p.sums);
+                for (child, calls, e, c) in p.edges {
+                    let edge = self.edges.entry((sid, child)).or_default();
+                    edge.calls += calls;
+                    edge.elapsed_us += e;
+                    edge.cpu_us += c;
+                }
+            }
+        }
+        if let Some((tim, e, c, name)) = det.first_top {
+            self.d.pending_waits.extend_from_slice(&det.waits);
+            self.account(tim, e, c, names[name as usize]);
+        }
     }
 
     /// A later piece's FETCHes (`us`) on cursor `k` before its first EXEC:
@@ -1359,6 +1581,23 @@ impl Collector {
             st.exec = ExecState::Open(x);
         }
     }
+}
+
+/// One top-level event `[start, stop]` after the clock walk's `end`, on the
+/// rule `skew --unaccounted` follows too (the trace reader's `step`): a gap
+/// before it is pushed as `(end, start)`; an overlap (it starts before the
+/// event before it ended and ends after it) as the reversed `(end, start)`,
+/// counted once; an event that ends before the one before it ended means
+/// `tim` went back (files concatenated, a clock reset) and starts a new
+/// walk, with nothing across the jump. The walk goes on from `stop`.
+#[inline]
+fn step(end: &mut Option<i64>, start: i64, stop: i64, gaps: &mut Vec<(i64, i64)>) {
+    if let Some(prev) = *end {
+        if start > prev || (start < prev && stop > prev) {
+            gaps.push((prev, start));
+        }
+    }
+    *end = Some(stop);
 }
 
 /// Ends the execution open on cursor `k` (state `st`), if any: into its
@@ -1434,6 +1673,22 @@ fn process_of(b: &[u8]) -> Option<u64> {
         .copied()
         .collect();
     cursor_key(&digits)
+}
+
+/// What the profile row of a database call's CPU is named before the call:
+/// the Method R Profiler names it `CPU service, EXEC calls`, TVD$XTAT sums
+/// them into one `CPU` row; mrskew's default shows the bare call name, which
+/// a DBA does not read as CPU. No Oracle wait event begins with it.
+pub const CPU_ROW: &str = "CPU: ";
+
+/// The profile row of a database call's CPU (`CPU: EXEC calls`).
+pub(crate) fn cpu_row_name(call: &str) -> String {
+    format!("{CPU_ROW}{call} calls")
+}
+
+/// The database call whose CPU a profile row is, if it is one.
+pub(crate) fn cpu_row_call(row: &str) -> Option<&str> {
+    row.strip_prefix(CPU_ROW)?.strip_suffix(" calls")
 }
 
 /// The label of the think-time row.
@@ -1563,10 +1818,13 @@ fn lossy(b: &[u8]) -> String {
     String::from_utf8_lossy(b).trim_end().to_string()
 }
 
-/// Most events a piece keeps as its head; a piece with no top-level call
-/// that early starts anyway (what is pending across its start is then
-/// not claimed).
-const HEAD_MAX: usize = 100_000;
+/// Most events a piece keeps as its head (memory: a batch job's trace may
+/// be one top-level call around millions of recursive ones). A head this
+/// long is cut at its next database call with no bind block waiting for
+/// its EXEC, and the process goes on in the piece "detached": the calls and
+/// waits pending across the cut are settled when the pieces are added up
+/// ([`Detached`]), so the result does not depend on this number.
+pub(crate) const HEAD_MAX: usize = 100_000;
 
 /// The first events of one process in a piece, up to its first top-level
 /// call: what needs the state the pieces before left.
@@ -1575,6 +1833,9 @@ pub(crate) struct Head {
     pid: Option<u64>,
     events: Vec<OwnedEv>,
     started: bool,
+    /// Cursors with a BINDS block in the head and no call since: the head
+    /// is not cut there (the block belongs to the cursor's next EXEC).
+    open_binds: Vec<u64>,
 }
 
 /// One piece of a file: the head of each process, and the collector that
@@ -1610,6 +1871,7 @@ impl Piece {
                         pid: self.cur,
                         events: Vec::new(),
                         started: false,
+                        open_binds: Vec::new(),
                     });
                     self.heads.len() - 1
                 }
@@ -1630,11 +1892,19 @@ impl Piece {
             self.col.event(&ev);
             return;
         }
-        let ends = match &ev {
+        let (ends, cut) = match &ev {
             Ev::Db {
-                kind, f, depmin, ..
+                kind,
+                f,
+                depmin,
+                cursor,
+                ..
             } => {
-                matches!(
+                let head = &mut self.heads[h];
+                if let Some(k) = cursor {
+                    head.open_binds.retain(|b| b != k);
+                }
+                let ends = matches!(
                     kind,
                     CallKind::Parse
                         | CallKind::Exec
@@ -1644,18 +1914,37 @@ impl Piece {
                         | CallKind::SortUnmap
                 ) && f.dep == Some(*depmin)
                     && f.tim.is_some()
-                    && f.e.is_some()
+                    && f.e.is_some();
+                let cut = head.events.len() + 1 >= HEAD_MAX && head.open_binds.is_empty();
+                (ends, cut)
             }
-            _ => false,
+            Ev::Line { text, .. } => {
+                if let Some(k) = text.strip_prefix(b"BINDS #").and_then(|id| {
+                    let end = id.iter().position(|&c| c == b':').unwrap_or(id.len());
+                    cursor_key(&id[..end])
+                }) {
+                    let head = &mut self.heads[h];
+                    if !head.open_binds.contains(&k) {
+                        head.open_binds.push(k);
+                    }
+                }
+                (false, false)
+            }
+            Ev::Wait { .. } => (false, false),
         };
         let owned = self.own(&ev);
         let head = &mut self.heads[h];
         head.events.push(owned);
-        if ends || head.events.len() >= HEAD_MAX {
+        if ends {
             head.started = true;
-            if let (true, Ev::Db { f, .. }) = (ends, &ev) {
+            if let Ev::Db { f, .. } = &ev {
                 self.col.d.top_end = f.tim;
             }
+        } else if cut {
+            // The collector's state is this process's (it switches with
+            // the heads): it goes on without what the head leaves pending.
+            head.started = true;
+            self.col.d.detached = Some(Box::default());
         }
     }
 

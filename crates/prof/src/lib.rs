@@ -26,10 +26,10 @@ pub mod tkprof;
 pub use binds::{BindSet, DISTINCT_CAP, SHOWN_SETS};
 pub use plan::{Plan, PlanLine};
 pub use report::{
-    BindReport, ChildRef, Component, Engine, FileProfile, Slowest, StatementReport, Summary,
-    TimelineReport, Totals, WaitRow,
+    BindReport, ChildRef, Component, Engine, FileProfile, Folded, Slowest, StatementReport,
+    Summary, TimelineReport, Totals, WaitRow,
 };
-pub use run::{profile, FileOutcome, Outcome, ProfError, ProfOptions};
+pub use run::{profile, FileOutcome, Outcome, ProfError, ProfOptions, DEFAULT_TOP};
 pub use stats::{CallSums, CallTable, Dur, P10, P10_BUCKETS};
 pub use text::{profile_table, render, TextOptions};
 

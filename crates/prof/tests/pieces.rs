@@ -18,6 +18,7 @@ fn json(path: &str, jobs: usize) -> String {
         &ProfOptions {
             thinktime: 1.0,
             jobs,
+            top: 0,
         },
         None,
     )

@@ -126,7 +126,20 @@ pub struct Timeline {
     pub left_out: i128,
     /// Pseudo-calls left out because their durations did not fit in 64 bits.
     pub overflows: u64,
+    /// Top-level events that end before the one before them ended: `tim`
+    /// went back (files concatenated, a clock reset). Each starts a new
+    /// clock walk: it counts in full, and no gap is counted across the
+    /// jump.
+    pub restarts: u64,
 }
+
+/// A process's clock walk while another process's block is read.
+type ParkedWalk = (
+    Vec<PendingWait>,
+    Option<i64>,
+    Option<Box<[u8]>>,
+    Option<Option<i64>>,
+);
 
 /// What a read found besides its calls.
 #[derive(Debug, Clone, Default)]
@@ -231,6 +244,10 @@ struct Run<'f> {
     session: [Option<Box<[u8]>>; 2],
     sessions: Vec<(u8, Box<[u8]>)>,
     switched_from: Option<Option<i64>>,
+    /// The clock walks of the other processes of a trcsess merge, parked
+    /// while another process's block is read: (pending waits, end of the
+    /// latest top-level event, session id, switched_from).
+    walks: FxHashMap<Box<[u8]>, ParkedWalk>,
     recognised: u64,
     /// PARSING IN CURSOR, PARSE ERROR, BINDS and STAT lines, and
     /// tracelab's own header: with the calls, what tells a SQL trace from
@@ -835,6 +852,7 @@ impl<'f> Run<'f> {
             session: [None, None],
             sessions: Vec::new(),
             switched_from: None,
+            walks: FxHashMap::default(),
             recognised: 0,
             sql_lines: 0,
             image: None,
@@ -1004,6 +1022,13 @@ impl<'f> Run<'f> {
             }
             b'T' if b.starts_with(b"Trace file ") => {
                 self.recognised += 1;
+                if self.opts.unaccounted && self.top_end.is_some() {
+                    // Another file's header: files concatenated. Nothing
+                    // is counted across the join (`prof` does the same).
+                    self.flush_between(no, on_call);
+                    self.top_end = None;
+                    self.summary.timeline.restarts += 1;
+                }
                 Ok(())
             }
             // tracelab's own header (`tracelab 0.1.0 proxy-side trace of
@@ -1141,11 +1166,19 @@ impl<'f> Run<'f> {
         }
         let cur = &mut self.session[slot as usize];
         let changed = cur.as_deref().is_some_and(|c| c != id);
-        if cur.as_deref() != Some(id) {
-            *cur = Some(id.into());
+        let prev = if cur.as_deref() != Some(id) {
+            cur.replace(id.into())
+        } else {
+            None
+        };
+        if slot == 1 {
+            // Each process of a trcsess merge keeps its own clock walk
+            // (and session): its blocks are read as if one file.
+            if let (true, true, Some(prev)) = (changed, self.opts.unaccounted, prev) {
+                self.switch_walk(prev, id);
+            }
+            return;
         }
-        // A trcsess block names its process and then its session: one
-        // change, counted once.
         if !changed || !self.opts.unaccounted || self.switched_from.is_some() {
             return;
         }
@@ -1155,6 +1188,19 @@ impl<'f> Run<'f> {
         // another session's and is left out.
         self.flush_between(no, on_call);
         self.switched_from = Some(self.top_end.take());
+    }
+
+    /// Parks the current process's clock walk and takes up process `id`'s.
+    fn switch_walk(&mut self, prev: Box<[u8]>, id: &[u8]) {
+        let next = self.walks.remove(id).unwrap_or_default();
+        let (pending, top_end, session, switched) = next;
+        let old = (
+            std::mem::replace(&mut self.pending, pending),
+            std::mem::replace(&mut self.top_end, top_end),
+            std::mem::replace(&mut self.session[0], session),
+            std::mem::replace(&mut self.switched_from, switched),
+        );
+        self.walks.insert(prev, old);
     }
 
     /// Anchors the latest `***` timestamp at this `tim`.
@@ -1610,15 +1656,25 @@ impl<'f> Run<'f> {
                 (0, 0)
             }
             Some(prev) if start >= prev => (i128::from(start - prev), 0),
-            Some(prev) => {
-                let overlap = i128::from(prev.min(stop) - start);
+            // Starts before the event before it ended, ends after it (11.1
+            // traces): the overlap counts once.
+            Some(prev) if stop > prev => {
+                let overlap = i128::from(prev - start);
                 let t = &mut self.summary.timeline;
                 t.overlaps += 1;
                 t.overlap += overlap;
                 (0, overlap)
             }
+            // Ends before the event before it ended: `tim` went back. A new
+            // clock walk starts here (see `Timeline::restarts`).
+            Some(_) => {
+                self.summary.timeline.restarts += 1;
+                (0, 0)
+            }
         };
-        *end = Some(end.map_or(stop, |p| p.max(stop)));
+        // The walk goes on from this event's end (`prof` adds up pieces of
+        // a file on the same rule: the latest event's end, never a maximum).
+        *end = Some(stop);
         r
     }
 

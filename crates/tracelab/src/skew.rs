@@ -363,9 +363,16 @@ fn notes(f: &tracelab_skew::FileOutcome) {
             secs(t.overlap)
         );
     }
+    if t.restarts > 0 {
+        say!(
+            "tracelab: note: {}: tim goes back {} times (files concatenated, or a clock reset): each starts a new clock walk, counted in full, with no gap across the jump",
+            f.name,
+            t.restarts
+        );
+    }
     if t.session_switches > 0 {
         say!(
-            "tracelab: note: {}: {} sessions take turns in this file (a shared server's or a trcsess merge): the {} s across its {} changes of session belong to other sessions and are left out of 'unaccounted-for between calls'",
+            "tracelab: note: {}: {} sessions take turns in this file (a shared server's): the {} s across its {} changes of session belong to other sessions and are left out of 'unaccounted-for between calls'",
             f.name,
             t.sessions,
             secs(t.left_out),

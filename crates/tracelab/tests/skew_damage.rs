@@ -288,7 +288,7 @@ EXEC #1:c=10,e=10,p=0,cr=0,cu=0,mis=0,r=0,dep=0,og=1,plh=0,tim=9000\n"
         "only the gaps inside each session's stretches: {out}"
     );
     assert!(
-        err.contains("2 sessions take turns in this file (a shared server's or a trcsess merge): the 0.007910 s across its 2 changes of session belong to other sessions"),
+        err.contains("2 sessions take turns in this file (a shared server's): the 0.007910 s across its 2 changes of session belong to other sessions"),
         "{err}"
     );
     std::fs::remove_dir_all(dir).unwrap();
