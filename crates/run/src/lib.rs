@@ -118,6 +118,15 @@ pub struct RunOptions {
     /// Session parameters set on every connection before the work
     /// (`SET name = value` on PostgreSQL and MariaDB, `PRAGMA` on SQLite).
     pub settings: Vec<(String, String)>,
+    /// On PostgreSQL, send `settings` in each connection's startup packet
+    /// (`-c name=value`, as libpq's `options` does) instead of setting
+    /// them after it connects: in force from the backend's start (those
+    /// that only take effect then too), no round trip of their own, and
+    /// nothing a proxy in the path sees as a statement. A study's levels
+    /// are set so; `tracelab run -s` sets them after connecting, with a
+    /// message naming the setting when the server refuses it. The other
+    /// engines set them after connecting either way.
+    pub settings_at_connect: bool,
     /// A client result cache shared by the sessions (Oracle's Client
     /// Result Cache semantics).
     pub result_cache: Option<CacheOptions>,
@@ -158,6 +167,7 @@ impl Default for RunOptions {
             rate: None,
             fetch_size: 0,
             settings: Vec::new(),
+            settings_at_connect: false,
             result_cache: None,
             on_result: None,
         }

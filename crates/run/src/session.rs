@@ -414,6 +414,17 @@ fn trace_error<T>(t: &mut TraceWriter<File>, cursor: u64, r: &Result<T, DbError>
 
 /// Whether an error code is the engine's own (a SQLSTATE, an error or
 /// result number) rather than one the driver made up (`connection`).
+/// The settings a session's connection takes in its startup packet (see
+/// `RunOptions::settings_at_connect`): all of them or none; the session
+/// sets the others once connected.
+fn startup_settings(opts: &RunOptions, engine: Engine) -> &[(String, String)] {
+    if opts.settings_at_connect && engine == Engine::Postgres {
+        &opts.settings
+    } else {
+        &[]
+    }
+}
+
 fn is_engine_code(code: &str) -> bool {
     let c = code.as_bytes();
     (!c.is_empty() && c.iter().all(u8::is_ascii_digit))
@@ -458,7 +469,13 @@ pub async fn run(
         trace_first,
     };
     let connected = match engine {
-        Engine::Postgres => match engine::postgres::connect(&opts.url, opts.simple).await {
+        Engine::Postgres => match engine::postgres::connect_with(
+            &opts.url,
+            opts.simple,
+            startup_settings(opts, engine),
+        )
+        .await
+        {
             Ok(c) => return drive(c, env, summary, marks).await,
             Err(e) => e,
         },
@@ -635,7 +652,8 @@ async fn drive<C: Conn>(
         },
     };
     ss.s.backend_pid = ss.conn.backend_id().and_then(|id| i32::try_from(id).ok());
-    for (name, value) in &opts.settings {
+    let at_connect = startup_settings(opts, engine);
+    for (name, value) in opts.settings.iter().skip(at_connect.len()) {
         if let Err(e) = ss.conn.set(name, value).await {
             ss.s.fail_with(
                 &e.code,

@@ -1178,16 +1178,15 @@ pub(crate) fn ready(
 /// vars, before the measured run's own touches (its application_name,
 /// pause, traces, a proxy).
 pub(crate) struct Prepared {
-    /// Options of the run; the URL carries the session settings (on
-    /// PostgreSQL) but not yet the run's tag or the proxy.
+    /// Options of the run, the sessions' settings among them (on
+    /// PostgreSQL sent when each session connects); the URL names the
+    /// warm-up's sessions, not yet the run's tag or the proxy.
     pub base: RunOptions,
     pub workload: Workload,
     pub sessions: usize,
     pub per_commit: u64,
     /// Statements (or transactions) of the unmeasured warm-up run.
     pub warmup: u64,
-    /// The sessions' settings (in the URL on PostgreSQL).
-    pub settings: Vec<(String, String)>,
     /// A client-side trace per session.
     pub trace: bool,
 }
@@ -1260,9 +1259,8 @@ pub(crate) fn prepare(
     }
     let result_cache = crate::result_cache::options(levels, |k, n| num(l, k, n, vars))?;
     let base = RunOptions {
-        // PostgreSQL sessions get their settings in the URL (below).
         url: if k == Kind::Postgres {
-            with_params(&eng.url, "tracelab-study", &settings)
+            with_tag(&eng.url, "tracelab-study")
         } else {
             eng.url.clone()
         },
@@ -1274,11 +1272,10 @@ pub(crate) fn prepare(
         simple,
         timer,
         fetch_size: fetch.max(0.0) as u32,
-        settings: if k == Kind::Postgres {
-            Vec::new()
-        } else {
-            settings.clone()
-        },
+        settings,
+        // In force from each backend's start, as libpq's `options` would
+        // put them, and no statement of their own for a proxy to trace.
+        settings_at_connect: true,
         result_cache,
         ..RunOptions::default()
     };
@@ -1288,7 +1285,6 @@ pub(crate) fn prepare(
         sessions,
         per_commit,
         warmup,
-        settings,
         trace,
     })
 }
@@ -1450,8 +1446,7 @@ fn observed_run(
     let _ = std::fs::remove_file(&release);
     let mut opts = prep.base.clone();
     if k == Kind::Postgres {
-        let given = prep.base.shown_url.as_deref().unwrap_or(&prep.base.url);
-        opts.url = with_params(given, &tag, &prep.settings);
+        opts.url = with_tag(&eng.url, &tag);
     }
     let sessions = prep.sessions;
 
@@ -1472,7 +1467,7 @@ fn observed_run(
     let mut watch = None;
     let mut connect_cost = None;
     if k == Kind::Postgres && s.measure.backend_cpu {
-        connect_cost = measure::connect_cost_ns(&prep.base.url);
+        connect_cost = measure::connect_cost_ns(&prep.base.url, &prep.base.settings);
         watch = CpuWatch::start(&eng.url, &tag, sessions, release.clone());
         if watch.is_none() {
             notes.push("backend CPU not measured: no watcher connection".into());
@@ -1489,7 +1484,7 @@ fn observed_run(
             ),
             None => notes.push("backend CPU not measured: no MariaDB pid file".into()),
             Some(pid) => {
-                connect_cost = measure::mariadb_connect_cost_ns(&eng.url, pid, &prep.settings);
+                connect_cost = measure::mariadb_connect_cost_ns(&eng.url, pid, &prep.base.settings);
                 watch = CpuWatch::start_mariadb(&eng.url, pid, sessions, release.clone());
                 if watch.is_none() {
                     notes.push("backend CPU not measured: no watcher connection".into());
@@ -1764,10 +1759,9 @@ fn server_of(eng: &mut Engine) -> Result<Option<Server>, StudyError> {
 }
 
 /// A PostgreSQL URL that names the session (`application_name`, so that
-/// the study finds its backends) and carries its settings (`options=-c
-/// name=value`), which every PostgreSQL client library passes on at
-/// connection time.
-pub(crate) fn with_params(url: &str, tag: &str, settings: &[(String, String)]) -> String {
+/// the study finds its backends). A later `application_name` in a URL
+/// wins over an earlier one, as libpq reads it.
+pub(crate) fn with_tag(url: &str, tag: &str) -> String {
     let enc = |s: &str| -> String {
         s.bytes()
             .map(|b| {
@@ -1779,19 +1773,11 @@ pub(crate) fn with_params(url: &str, tag: &str, settings: &[(String, String)]) -
             })
             .collect()
     };
-    let mut u = format!(
+    format!(
         "{url}{}application_name={}",
         if url.contains('?') { '&' } else { '?' },
         enc(tag)
-    );
-    if !settings.is_empty() {
-        let opts: Vec<String> = settings
-            .iter()
-            .map(|(k, v)| format!("-c {k}={}", v.replace(' ', "\\ ")))
-            .collect();
-        u.push_str(&format!("&options={}", enc(&opts.join(" "))));
-    }
-    u
+    )
 }
 
 /// Makes the probe connection's own pending statistics visible (PG 15+),

@@ -333,6 +333,8 @@ pub fn run(a: Args) -> Result<i32, Failure> {
         },
         fetch_size: a.fetch_size,
         settings,
+        // `-s` is set once connected: a refused one is named in the summary.
+        settings_at_connect: false,
         result_cache,
         on_result: None,
     };
