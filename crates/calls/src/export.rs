@@ -66,6 +66,7 @@ pub fn export(
         chained: true,
         line_numbers: true,
         statements: true,
+        max_line: opts.max_line,
         ..ReadOptions::default()
     };
     let (layout, format) = Layout::resolve(&opts.output, opts.format)?;

@@ -55,6 +55,9 @@ pub struct CallsOptions {
     pub output: PathBuf,
     /// Worker threads; 0 is one per core.
     pub jobs: usize,
+    /// Longest line read (bytes); a longer one is warned about and read as
+    /// empty.
+    pub max_line: usize,
 }
 
 impl Default for CallsOptions {
@@ -68,6 +71,7 @@ impl Default for CallsOptions {
             format: None,
             output: PathBuf::from("calls"),
             jobs: 0,
+            max_line: tracelab_trace::DEFAULT_MAX_LINE,
         }
     }
 }
