@@ -19,7 +19,9 @@ use std::sync::{Arc, Mutex};
 use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
 use tracelab_skew::{CallVars, NameCache, Query, SkewError, SkewOptions};
-use tracelab_trace::{open, open_counted, Call, Diagnostics, ReadOptions, Reader, Source};
+use tracelab_trace::{
+    open, open_counted, open_raw, Call, Diagnostics, ReadOptions, Reader, Source,
+};
 
 use crate::columns::{schema, CallColumns, FileContext, ENCODINGS};
 use crate::error::CallsError;
@@ -259,24 +261,37 @@ impl Shared<'_> {
         common: Option<SyncSender<RecordBatch>>,
         stmts: &mut HashMap<String, (i32, StatementRow)>,
     ) -> FileOutcome {
-        let source = Source::from_arg(input);
         let mut out = FileOutcome {
             file_id,
             name: input.to_string(),
             ..FileOutcome::default()
+        };
+        // A FIFO is copied first, and read from the copy (see `Spool`).
+        let spooled = match Spool::of(input) {
+            Ok(s) => s,
+            Err(e) => {
+                out.skipped = Some(e);
+                return out;
+            }
+        };
+        let source = match &spooled {
+            Some(s) => Source::Path(s.path.clone()),
+            None => Source::from_arg(input),
         };
         // Standard input is read once: its header facts are not known.
         out.header = match &source {
             Source::Stdin => None,
             s => open(s).ok().map(Header::read),
         };
-        let file = match open_counted(&source, self.progress.clone()) {
+        let mut file = match open_counted(&source, self.progress.clone()) {
             Ok(f) => f,
             Err(e) => {
                 out.skipped = Some(e.to_string());
                 return out;
             }
         };
+        // Messages name the input as the user named it, not its copy.
+        file.name = input.to_string();
         out.basename = Some(file.basename.clone());
         out.compression = Some(format!("{:?}", file.compression).to_lowercase());
         let basename = file.basename.clone();
@@ -412,6 +427,55 @@ impl Shared<'_> {
                 .push(&out.name, 0, format!("reading the start again: {e}"));
         }
         fe.flush();
+    }
+}
+
+/// A named input that is not a regular file (a FIFO, bash's `<(cmd)`, a
+/// character device), copied to a temporary file before the export.
+///
+/// Why: the export reads a file's header first and may read its start
+/// again once `$depmin` is known (see `Shared::settle`); a FIFO gives its
+/// data to the first reader only, so the header read would swallow the
+/// trace and the export find nothing. The copy keeps the input's own
+/// file name, so `$basename` is what it would be for the input; the copy
+/// is removed when the file is done.
+struct Spool {
+    _dir: tempfile::TempDir,
+    path: std::path::PathBuf,
+}
+
+impl Spool {
+    /// The copy of `input`, or `None` for standard input (read once, as
+    /// it is) and regular files (read where they are; so are names that
+    /// cannot be opened, whose error the open reports).
+    fn of(input: &str) -> Result<Option<Spool>, String> {
+        if input == "-" {
+            return Ok(None);
+        }
+        let path = Path::new(input);
+        match std::fs::metadata(path) {
+            Ok(m) if !m.is_file() && !m.is_dir() => {}
+            _ => return Ok(None),
+        }
+        let failed = |what: &str, e: std::io::Error| format!("{input}: cannot {what}: {e}");
+        let dir = tempfile::Builder::new()
+            .prefix("tracelab-calls-")
+            .tempdir()
+            .map_err(|e| failed("make a temporary directory to copy it into", e))?;
+        let name = path
+            .file_name()
+            .map_or_else(|| "input".into(), |n| n.to_os_string());
+        let copy = dir.path().join(name);
+        // A FIFO with no writer is given up on as the other commands do.
+        let mut from = open_raw(path).map_err(|e| e.to_string())?;
+        let mut to = std::fs::File::create(&copy)
+            .map_err(|e| failed(&format!("create {}", copy.display()), e))?;
+        std::io::copy(&mut from, &mut to)
+            .map_err(|e| failed(&format!("copy it to {}", copy.display()), e))?;
+        Ok(Some(Spool {
+            _dir: dir,
+            path: copy,
+        }))
     }
 }
 

@@ -209,7 +209,7 @@ fn start_in(
         })
         .map_err(|e| hint_traversal(e, &dir, run_as))?;
     let state = ServerState {
-        engine: "mariadb".into(),
+        engine: tracelab_engine::Engine::Mysql.name().into(),
         url: format!("mysql://root@127.0.0.1:{port}/{MARIADB_DATABASE}"),
         dir,
         port,

@@ -109,7 +109,7 @@ fn start_in(
     f.write_all(text.as_bytes()).map_err(io(&conf))?;
     drop(f);
     let state = ServerState {
-        engine: "postgres".into(),
+        engine: tracelab_engine::Engine::Postgres.name().into(),
         url: format!("postgres://postgres@127.0.0.1:{port}/postgres"),
         dir,
         port,

@@ -89,9 +89,9 @@ fn shown(s: &str) -> String {
 /// one that counts (`init_file`, SQL run at start, is tracelab's own).
 pub fn runs_program(engine: &str, name: &str, value: &str) -> bool {
     let n = name.to_ascii_lowercase().replace('-', "_");
-    match engine {
-        "postgres" => {}
-        "mariadb" => return n == "plugin_dir",
+    match tracelab_engine::Engine::from_name(engine) {
+        Some(tracelab_engine::Engine::Postgres) => {}
+        Some(tracelab_engine::Engine::Mysql) => return n == "plugin_dir",
         _ => return false,
     }
     let loads = matches!(

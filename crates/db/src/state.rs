@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde::{Deserialize, Serialize};
+use tracelab_engine::Engine;
 
 use crate::binaries::PgBinaries;
 use crate::error::{io, DbError};
@@ -30,6 +31,12 @@ impl ServerState {
         self.dir.join("data")
     }
 
+    /// The engine the state file names (`None` for a name this build
+    /// does not know).
+    pub fn kind(&self) -> Option<Engine> {
+        Engine::from_name(&self.engine)
+    }
+
     pub fn log_file(&self) -> PathBuf {
         self.dir.join("server.log")
     }
@@ -38,24 +45,24 @@ impl ServerState {
     /// and plans go there too); MariaDB's error log and its slow query
     /// log.
     pub fn log_files(&self) -> Vec<PathBuf> {
-        match self.engine.as_str() {
-            "mariadb" => vec![self.log_file(), self.dir.join(crate::mariadb::SLOW_LOG)],
+        match self.kind() {
+            Some(Engine::Mysql) => vec![self.log_file(), self.dir.join(crate::mariadb::SLOW_LOG)],
             _ => vec![self.log_file()],
         }
     }
 
     /// The server's unix socket, for clients that connect through it.
     pub fn socket_path(&self) -> PathBuf {
-        match self.engine.as_str() {
-            "mariadb" => self.socket_dir.join(crate::mariadb::SOCKET),
+        match self.kind() {
+            Some(Engine::Mysql) => self.socket_dir.join(crate::mariadb::SOCKET),
             _ => self.socket_dir.join(format!(".s.PGSQL.{}", self.port)),
         }
     }
 
     /// The file holding the server's process id while it runs.
     pub fn pid_file(&self) -> PathBuf {
-        match self.engine.as_str() {
-            "mariadb" => self.dir.join(crate::mariadb::PID_FILE),
+        match self.kind() {
+            Some(Engine::Mysql) => self.dir.join(crate::mariadb::PID_FILE),
             _ => self.data_dir().join("postmaster.pid"),
         }
     }
@@ -107,13 +114,16 @@ pub enum Status {
 /// runs; a MariaDB runs if its pid file names a live server process.
 pub fn status(dir: &Path) -> Result<Status, DbError> {
     let state = ServerState::load(dir)?;
-    let running = match state.engine.as_str() {
-        "postgres" => pg_running(&state)?,
-        "mariadb" => crate::mariadb::running_pid(&state).is_some(),
-        other => {
+    let running = match state.kind() {
+        Some(Engine::Postgres) => pg_running(&state)?,
+        Some(Engine::Mysql) => crate::mariadb::running_pid(&state).is_some(),
+        _ => {
             return Err(DbError::State {
                 path: dir.join(STATE_FILE),
-                what: format!("unknown engine {other:?} (expected postgres or mariadb)"),
+                what: format!(
+                    "unknown engine {:?} (expected postgres or mariadb)",
+                    state.engine
+                ),
             })
         }
     };
@@ -149,7 +159,7 @@ pub fn stop(dir: &Path) -> Result<ServerState, DbError> {
         Status::Stopped(s) => return Ok(s),
         Status::Running(s) => s,
     };
-    if state.engine == "mariadb" {
+    if state.kind() == Some(Engine::Mysql) {
         crate::mariadb::shut_down(&state)?;
         return Ok(state);
     }

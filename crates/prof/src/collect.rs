@@ -606,16 +606,17 @@ impl Collector {
             }
             k => Some(k as usize),
         };
+        // A database call's name names the profile row of its CPU.
         match slot {
             Some(i) => {
                 if let Some(id) = self.kind_names[i] {
                     return id;
                 }
-                let id = self.names.id(name);
+                let id = self.names.id(&cpu_row_name(name));
                 self.kind_names[i] = Some(id);
                 id
             }
-            None => self.names.id(name),
+            None => self.names.id(&cpu_row_name(name)),
         }
     }
 
@@ -1672,6 +1673,22 @@ fn process_of(b: &[u8]) -> Option<u64> {
         .copied()
         .collect();
     cursor_key(&digits)
+}
+
+/// What the profile row of a database call's CPU is named before the call:
+/// the Method R Profiler names it `CPU service, EXEC calls`, TVD$XTAT sums
+/// them into one `CPU` row; mrskew's default shows the bare call name, which
+/// a DBA does not read as CPU. No Oracle wait event begins with it.
+pub const CPU_ROW: &str = "CPU: ";
+
+/// The profile row of a database call's CPU (`CPU: EXEC calls`).
+pub(crate) fn cpu_row_name(call: &str) -> String {
+    format!("{CPU_ROW}{call} calls")
+}
+
+/// The database call whose CPU a profile row is, if it is one.
+pub(crate) fn cpu_row_call(row: &str) -> Option<&str> {
+    row.strip_prefix(CPU_ROW)?.strip_suffix(" calls")
 }
 
 /// The label of the think-time row.

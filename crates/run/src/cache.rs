@@ -51,8 +51,9 @@ pub struct CacheOptions {
     pub per_session: bool,
 }
 
-/// Rows as the engine returned them: each value's bytes, `None` for NULL.
-pub type Rows = Vec<Vec<Option<Vec<u8>>>>;
+/// Rows as the engine returned them: each value's bytes, `None` for NULL
+/// (the engine layer's type: the cache keeps what a connection returns).
+pub use tracelab_engine::conn::Rows;
 
 /// CLIENT_RESULT_CACHE_STATS$, one row per name, as Oracle names them.
 #[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]

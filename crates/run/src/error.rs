@@ -18,3 +18,11 @@ pub enum RunError {
     #[error("{0}")]
     Usage(String),
 }
+
+impl From<tracelab_engine::EngineError> for RunError {
+    fn from(e: tracelab_engine::EngineError) -> Self {
+        match e {
+            tracelab_engine::EngineError::Usage(m) => RunError::Usage(m),
+        }
+    }
+}

@@ -35,8 +35,8 @@ use mysql_async::prelude::Queryable;
 
 use crate::cache::ResultCache;
 use crate::clock::Clock;
-use crate::engine::Engine;
 use crate::resolve::{self, Ask};
+use crate::Engine;
 
 /// The NOTIFY channel of the PostgreSQL triggers.
 pub const CHANNEL: &str = "tracelab_rc";

@@ -5,10 +5,9 @@
 //! Engines: PostgreSQL (extended or simple protocol), MariaDB/MySQL
 //! (binary or text protocol) and SQLite (in process), named by the URL.
 
+mod binds;
 mod cache;
 mod clock;
-pub mod conninfo;
-mod engine;
 mod error;
 mod invalidate;
 mod live;
@@ -16,25 +15,23 @@ mod pace;
 pub mod report;
 mod resolve;
 mod session;
-pub mod sql;
 mod summary;
 mod thread_cpu;
 mod traces;
 mod workload;
 
+pub use binds::Binds;
 pub use cache::{
     parse_tables, read_tables_file, CacheMode, CacheOptions, CacheStats, ResultHook, Rows, Seen,
 };
 pub use clock::Timer;
-pub use engine::{check_url, redact, Engine};
 pub use error::RunError;
 pub use invalidate::setup_sql as result_cache_setup_sql;
 pub use live::Second;
 pub use summary::{Bucket, Latency, SessionSummary, StatementSummary, Summary};
-pub use workload::{
-    cast_placeholders, inline_binds, postgres_placeholders, read_binds, read_typed_binds, BindFile,
-    ExeMode, Statement, Workload,
-};
+pub use tracelab_engine::sql::{cast_placeholders, inline_binds, postgres_placeholders};
+pub use tracelab_engine::{check_url, conninfo, redact, sql, Engine};
+pub use workload::{read_binds, read_typed_binds, BindFile, ExeMode, Statement, Workload};
 
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
@@ -156,7 +153,7 @@ impl Default for RunOptions {
 /// statement, a lost connection) are counted in the summary, not returned:
 /// what was measured is never lost.
 pub fn run(opts: &RunOptions, workload: &Workload) -> Result<Summary, RunError> {
-    let engine = engine::check_url(&opts.url)?;
+    let engine = tracelab_engine::check_url(&opts.url)?;
     let trace_first = match &opts.trace_dir {
         Some(dir) => {
             std::fs::create_dir_all(dir).map_err(|source| RunError::Io {
@@ -256,7 +253,7 @@ pub fn run(opts: &RunOptions, workload: &Workload) -> Result<Summary, RunError> 
             }
             return Err(RunError::Usage(format!(
                 "{why} (on {})",
-                engine::redact(&opts.url)
+                tracelab_engine::redact(&opts.url)
             )));
         }
         for c in &caches[1..] {

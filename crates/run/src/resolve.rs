@@ -308,7 +308,7 @@ async fn pg_dependencies(
 /// names do not matter.
 fn pg_probe(sql: &str, types: &[tokio_postgres::types::Type]) -> String {
     let quote = |s: &str| format!("\"{}\"", s.replace('"', "\"\""));
-    let body = crate::workload::map_dollar_placeholders(sql, |n, out| match types.get(n - 1) {
+    let body = crate::sql::map_dollar_placeholders(sql, |n, out| match types.get(n - 1) {
         Some(t) => out.push_str(&format!(
             "(NULL::{}.{})",
             quote(t.schema()),

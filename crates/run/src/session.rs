@@ -1,5 +1,5 @@
 //! One session: connect, prepare, execute until told to stop, measure each
-//! call, and trace it. The engine does the round trips (crate::engine);
+//! call, and trace it. The engine does the round trips (tracelab_engine::conn);
 //! everything measured and written is decided here, the same for all.
 
 use std::fs::File;
@@ -11,14 +11,16 @@ use std::time::SystemTime;
 
 use tracelab_trace::{CallTimes, Header, TraceWriter};
 
+use crate::binds::Shuffle;
 use crate::cache::{self, Candidate, ResultCache, Rows, Seen};
 use crate::clock::Clock;
-use crate::engine::{self, Conn, DbError, Engine};
 use crate::live::Live;
 use crate::summary::{SessionSummary, StatementCounts};
 use crate::thread_cpu::thread_cpu_nanos;
 use crate::workload::Workload;
 use crate::{ConnectMode, RunOptions, Stop};
+use tracelab_engine::conn::{self as engine, Conn, DbError};
+use tracelab_engine::Engine;
 
 /// Trace cursor numbers: the workload's statements are 1..=n; the
 /// transaction control statements the session sends itself use these (far
@@ -55,6 +57,9 @@ struct Session<C> {
     parsed: [bool; 2],
     /// The name of the wait inside a call (see `waited`).
     inner_wait: &'static str,
+    /// The latest execution failed because its prepared plan went stale
+    /// (engine::Conn::stale_plan): when that call started.
+    stale: Option<i64>,
 }
 
 /// One measured round trip.
@@ -250,6 +255,7 @@ impl<C: Conn> Session<C> {
             } => (*declare, Some((fetch, close))),
         };
         let r = round_trip!(self, cursor, |c| c.execute(first, binds));
+        self.stale = (r.result.is_err() && self.conn.stale_plan()).then_some(r.start);
         let start = r.start;
         // With a cursor, the rows come with the FETCHes below.
         let rows = match (&r.result, later) {
@@ -330,6 +336,7 @@ impl<C: Conn> Session<C> {
         binds: &[Option<&str>],
     ) -> Result<(i64, i64, Rows), DbError> {
         let r = round_trip!(self, cursor, |c| c.fetch_rows(handle, binds));
+        self.stale = (r.result.is_err() && self.conn.stale_plan()).then_some(r.start);
         let rows = r.result.as_ref().ok().map(|rows| rows.len() as u64);
         self.trace_exec(cursor, binds, r.times(), rows);
         if let Some(t) = self.trace.as_mut() {
@@ -337,6 +344,23 @@ impl<C: Conn> Session<C> {
         }
         let rows = r.result?;
         Ok((r.start, r.end, rows))
+    }
+
+    /// Prepares statement `cursor` (engine handle `handle`) again after
+    /// its plan went stale, as the PostgreSQL JDBC driver does on 0A000
+    /// "cached plan must not change result type": traced as a PARSE of
+    /// the cursor (Oracle writes a hard parse again after an
+    /// invalidation), counted in the summary.
+    async fn reprepare(&mut self, cursor: u64, handle: usize, sql: &str) -> Result<(), DbError> {
+        let r = round_trip!(self, cursor, |c| c.reprepare(handle));
+        if let Some(t) = self.trace.as_mut() {
+            let _ = t.parse(cursor, sql, 3, r.times());
+            trace_error(t, cursor, &r.result, r.end);
+        }
+        if r.result.is_ok() {
+            self.s.reprepares += 1;
+        }
+        r.result
     }
 
     fn lost(&mut self) -> bool {
@@ -582,6 +606,7 @@ async fn drive<C: Conn>(
         last_end: 0,
         s: summary,
         parsed: [false; 2],
+        stale: None,
         inner_wait: if engine.blocks() {
             "SQLite I/O or lock wait"
         } else {
@@ -665,18 +690,21 @@ async fn drive<C: Conn>(
     // Each statement walks its own bind rows.
     let mut next_row = vec![0usize; w.statements.len()];
     // With shuffled binds each session walks its own random order of the
-    // rows, so that sessions do not run the same values in lockstep.
-    let orders: Vec<Vec<usize>> = w
+    // rows, so that sessions do not run the same values in lockstep: an
+    // order computed row by row, not a copy per session (crate::binds).
+    let orders: Vec<Option<Shuffle>> = w
         .statements
         .iter()
         .map(|st| {
-            let mut order: Vec<usize> = (0..st.binds.len()).collect();
-            if opts.shuffle_binds {
-                rng.shuffle(&mut order);
-            }
-            order
+            (opts.shuffle_binds && st.binds.len() > 1)
+                .then(|| Shuffle::new(st.binds.len(), &mut rng))
         })
         .collect();
+    // The row at position `n` of statement `k`'s walk.
+    let row_at = |k: usize, n: usize| {
+        let n = n % w.statements[k].binds.len().max(1);
+        orders[k].as_ref().map_or(n, |s| s.at(n))
+    };
     ss.s.statements = w
         .statements
         .iter()
@@ -755,11 +783,7 @@ async fn drive<C: Conn>(
         next_row[k] += 1;
         values.clear();
         if !st.binds.is_empty() {
-            values.extend(
-                st.binds[orders[k][bind_row % st.binds.len()]]
-                    .iter()
-                    .map(|v| v.as_deref()),
-            );
+            values.extend(st.binds.row(row_at(k, bind_row)));
         }
         let wrapped = wrap(&plans[k]);
         // Only a cache hit and a wrapped cursor query count their latency
@@ -779,6 +803,7 @@ async fn drive<C: Conn>(
             }
             _ => None,
         };
+        let through_cache = cached.is_some();
         if let Some((c, plan, handle)) = cached {
             // A hit costs no round trip and leaves no trace: the trace
             // shows only what reached the server.
@@ -854,6 +879,34 @@ async fn drive<C: Conn>(
                 }
             }
         }
+        // A plan gone stale (a column's type altered during the run):
+        // prepared again, as JDBC does. In autocommit the call is made
+        // again, once, and its latency counts from the failed attempt; in
+        // a transaction (aborted by the error) it counts as an error, and
+        // the statement is prepared again after the rollback, below.
+        let handle = match &plans[k] {
+            Plan::Whole(h) => *h,
+            Plan::Cursor { declare, .. } => *declare,
+        };
+        let mut stale = ss.stale.take().filter(|_| r.is_err());
+        if let Some(first_start) = stale.filter(|_| opts.per_commit == 0 && !wrapped) {
+            stale = None;
+            if ss.reprepare(cursor, handle, &st.sql).await.is_ok() {
+                r = if through_cache {
+                    ss.execute_rows(cursor, handle, &values)
+                        .await
+                        .map(|(_, end, rows)| {
+                            seen(opts, index, cursor, &values, &rows, false);
+                            (first_start, end)
+                        })
+                } else {
+                    ss.execute(cursor, &plans[k], &values, opts.fetch_size)
+                        .await
+                        .map(|(_, end)| (first_start, end))
+                };
+                ss.stale = None;
+            }
+        }
         match r {
             Ok((start, end)) => {
                 let start = if wrapped { began } else { start };
@@ -875,9 +928,7 @@ async fn drive<C: Conn>(
                 }
             }
             Err(e) => {
-                let row_no = orders[k]
-                    .get(bind_row % st.binds.len().max(1))
-                    .map_or(1, |r| r + 1);
+                let row_no = row_at(k, bind_row) + 1;
                 if opts.ignore_errors.contains(&e.code) {
                     ss.s.ignored += 1;
                 } else {
@@ -897,6 +948,13 @@ async fn drive<C: Conn>(
                     let _ = ss.control("ROLLBACK").await;
                     in_batch = 0;
                     end_of_transaction(cache, &mut written);
+                }
+                if stale.is_some() {
+                    // Outside the aborted transaction now.
+                    let _ = ss.reprepare(cursor, handle, &st.sql).await;
+                    if ss.lost() {
+                        break;
+                    }
                 }
             }
         }

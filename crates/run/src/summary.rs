@@ -42,6 +42,10 @@ pub struct SessionSummary {
     /// Statement errors whose SQLSTATE was listed in `--ignore-errors`.
     pub ignored: u64,
     pub errors: u64,
+    /// Statements prepared again after the server said their plan went
+    /// stale (a column's type altered during the run: PostgreSQL's 0A000
+    /// "cached plan must not change result type"), as JDBC does.
+    pub reprepares: u64,
     /// The server process that served the session.
     pub backend_pid: Option<i32>,
     /// From the session's first call to the end of its last, µs.
@@ -104,6 +108,7 @@ impl SessionSummary {
             executions: 0,
             ignored: 0,
             errors: 0,
+            reprepares: 0,
             backend_pid: None,
             elapsed_us: 0,
             failure: None,
@@ -160,6 +165,9 @@ pub struct Summary {
     pub errors: u64,
     /// Errors of the SQLSTATEs the run was told to ignore.
     pub ignored_errors: u64,
+    /// Statements prepared again because their plan went stale (see
+    /// `SessionSummary::reprepares`).
+    pub reprepares: u64,
     /// Errors by SQLSTATE: count and the first message.
     pub errors_by_code: BTreeMap<String, (u64, String)>,
     /// Per statement of the workload (HDR histograms merged over sessions).
@@ -277,6 +285,7 @@ impl Summary {
             schedule_lag_us: (!lag.is_empty()).then(|| Latency::of(&lag)),
             errors: per_session.iter().map(|s| s.errors).sum(),
             ignored_errors: per_session.iter().map(|s| s.ignored).sum(),
+            reprepares: per_session.iter().map(|s| s.reprepares).sum(),
             errors_by_code: by_code,
             per_statement,
             per_session,
@@ -360,6 +369,12 @@ impl Summary {
         }
         if self.ignored_errors > 0 {
             t.push_str(&format!("ignored errors: {}\n", self.ignored_errors));
+        }
+        if self.reprepares > 0 {
+            t.push_str(&format!(
+                "re-prepares: {} (a plan went stale after DDL)\n",
+                self.reprepares
+            ));
         }
         for (code, (n, msg)) in &self.errors_by_code {
             t.push_str(&format!("  {n} × {code}: {msg}\n"));

@@ -1,9 +1,12 @@
 //! What the sessions execute: statements, the bind values of each
 //! execution, and how sessions pick among them.
 
+use std::io::BufRead;
 use std::path::Path;
 
+use crate::binds::{Binds, Builder};
 use crate::error::RunError;
+use tracelab_engine::sql::postgres_placeholders;
 
 /// One statement and its bind rows.
 #[derive(Debug, Clone)]
@@ -12,8 +15,9 @@ pub struct Statement {
     pub sql: String,
     /// The SQL with the engine's placeholders.
     pub engine_sql: String,
-    /// One row of values per execution, cycled; `None` is NULL.
-    pub binds: Vec<Vec<Option<String>>>,
+    /// One row of values per execution, cycled; `None` is NULL. Shared,
+    /// not copied, by the sessions.
+    pub binds: Binds,
     /// Relative frequency in `semi-random` mode.
     pub weight: u32,
 }
@@ -40,6 +44,12 @@ pub struct Workload {
 impl Workload {
     /// One statement with its bind rows.
     pub fn postgres(sql: &str, binds: Vec<Vec<Option<String>>>) -> Workload {
+        Workload::with_binds(sql, binds.into())
+    }
+
+    /// One statement with its bind rows, as [`read_typed_binds`] reads
+    /// them.
+    pub fn with_binds(sql: &str, binds: Binds) -> Workload {
         Workload {
             statements: vec![Statement {
                 sql: sql.to_string(),
@@ -114,7 +124,7 @@ impl Workload {
             let sql = sql.trim().trim_end_matches(';').trim_end().to_string();
             let binds = match f.get(2).filter(|s| !s.is_empty()) {
                 Some(b) => read_delimited_binds(&dir.join(b), &delim)?,
-                None => Vec::new(),
+                None => Binds::default(),
             };
             let st = Statement {
                 engine_sql: postgres_placeholders(&sql),
@@ -174,207 +184,48 @@ fn bad(path: &Path, line: u64, what: &str) -> RunError {
 }
 
 /// An sqlrun bind file: values split on the manifest's delimiter, no
-/// quoting; blank and `#` lines skipped.
-fn read_delimited_binds(path: &Path, delim: &str) -> Result<Vec<Vec<Option<String>>>, RunError> {
-    let text = std::fs::read_to_string(path).map_err(|source| RunError::Io {
+/// quoting; blank and `#` lines skipped. Read line by line into the
+/// compact rows (crate::binds), never whole.
+fn read_delimited_binds(path: &Path, delim: &str) -> Result<Binds, RunError> {
+    let io = |source| RunError::Io {
         path: path.to_path_buf(),
         source,
-    })?;
-    let rows: Vec<Vec<Option<String>>> = text
-        .lines()
-        .map(|l| l.trim_end_matches('\r'))
-        .filter(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#'))
-        .map(|l| l.split(delim).map(|v| Some(v.to_string())).collect())
-        .collect();
-    if rows.is_empty() {
+    };
+    let (file, size) = open_sized(path)?;
+    let mut b = Builder::new(size);
+    for line in std::io::BufReader::new(file).lines() {
+        let line = line.map_err(io)?;
+        let l = line.trim_end_matches('\r');
+        if l.trim().is_empty() || l.trim_start().starts_with('#') {
+            continue;
+        }
+        for v in l.split(delim) {
+            b.push(Some(v));
+        }
+        b.end_row();
+    }
+    if b.rows() == 0 {
         return Err(bad(path, 1, "expected at least one line of bind values"));
     }
-    Ok(rows)
+    Ok(b.finish())
 }
 
-/// Copies `sql`, letting `token` rewrite what starts at a byte outside
-/// quoted text: it appends its replacement and returns where the consumed
-/// text ends, or `None` to copy the character as it is. Both placeholder
-/// rewriters walk SQL this way.
-fn rewrite(sql: &str, mut token: impl FnMut(usize, &mut String) -> Option<usize>) -> String {
-    let b = sql.as_bytes();
-    let mut out = String::with_capacity(sql.len() + 16);
-    let mut i = 0;
-    while i < b.len() {
-        // Literals, comments, dollar quotes and quoted names are copied
-        // as they are: a `:name` or `$1` inside them is not a placeholder.
-        let quoted_name = (b[i] == b'"').then(|| {
-            b[i + 1..]
-                .iter()
-                .position(|&x| x == b'"')
-                .map_or(b.len(), |p| i + 1 + p + 1)
-        });
-        if let Some(end) = quoted_name.or_else(|| crate::sql::skip_literal_or_comment(sql, i)) {
-            out.push_str(&sql[i..end]);
-            i = end;
-            continue;
-        }
-        if let Some(end) = token(i, &mut out) {
-            i = end;
-            continue;
-        }
-        let ch_len = sql[i..].chars().next().map_or(1, char::len_utf8);
-        out.push_str(&sql[i..i + ch_len]);
-        i += ch_len;
-    }
-    out
-}
-
-/// The end of the run of bytes from `start` that `keep` accepts.
-fn run_end(b: &[u8], start: usize, keep: impl Fn(u8) -> bool) -> usize {
-    b[start..]
-        .iter()
-        .position(|&x| !keep(x))
-        .map_or(b.len(), |p| start + p)
-}
-
-/// Rewrites Oracle-style placeholders (`:1`, `:name`) as PostgreSQL's
-/// (`$1`...), numbered by first appearance (a repeated `:name` reuses its
-/// number, as Oracle binds by name). Leaves quoted text, `::` casts and
-/// `$n` alone.
-pub fn postgres_placeholders(sql: &str) -> String {
-    let b = sql.as_bytes();
-    let mut names: Vec<&str> = Vec::new();
-    let word = |x: u8| x.is_ascii_alphanumeric() || x == b'_';
-    rewrite(sql, |i, out| {
-        if b[i] != b':' {
-            return None;
-        }
-        if b.get(i + 1) == Some(&b':') {
-            out.push_str("::");
-            return Some(i + 2);
-        }
-        if !b.get(i + 1).is_some_and(|&x| word(x)) {
-            return None;
-        }
-        let end = run_end(b, i + 1, word);
-        let name = &sql[i + 1..end];
-        let n = match names.iter().position(|x| *x == name) {
-            Some(p) => p + 1,
-            None => {
-                names.push(name);
-                names.len()
-            }
-        };
-        out.push_str(&format!("${n}"));
-        Some(end)
-    })
-}
-
-/// Copies `sql`, letting `f` write what replaces each `$n` placeholder
-/// outside quoted text (`n` counts from 1).
-pub(crate) fn map_dollar_placeholders(sql: &str, mut f: impl FnMut(usize, &mut String)) -> String {
-    let b = sql.as_bytes();
-    rewrite(sql, |i, out| {
-        if b[i] != b'$' || !b.get(i + 1).is_some_and(u8::is_ascii_digit) {
-            return None;
-        }
-        let end = run_end(b, i + 1, |x| x.is_ascii_digit());
-        match sql[i + 1..end].parse::<usize>() {
-            Ok(n) if n > 0 => f(n, out),
-            _ => out.push_str(&sql[i..end]),
-        }
-        Some(end)
-    })
-}
-
-/// As [`map_dollar_placeholders`] for engines without `::` casts: a
-/// `$n::type` (from a bind file's `#types:` line) becomes
-/// `CAST(<placeholder> AS type)`, the placeholder written by `f`.
-pub(crate) fn map_typed_placeholders(sql: &str, mut f: impl FnMut(usize, &mut String)) -> String {
-    let b = sql.as_bytes();
-    rewrite(sql, |i, out| {
-        if b[i] != b'$' || !b.get(i + 1).is_some_and(u8::is_ascii_digit) {
-            return None;
-        }
-        let end = run_end(b, i + 1, |x| x.is_ascii_digit());
-        let Ok(n) = sql[i + 1..end].parse::<usize>() else {
-            out.push_str(&sql[i..end]);
-            return Some(end);
-        };
-        if n == 0 {
-            out.push_str(&sql[i..end]);
-            return Some(end);
-        }
-        if b[end..].starts_with(b"::") {
-            let tend = run_end(b, end + 2, |x| x.is_ascii_alphanumeric() || x == b'_');
-            if tend > end + 2 {
-                out.push_str("CAST(");
-                f(n, out);
-                out.push_str(" AS ");
-                out.push_str(&sql[end + 2..tend]);
-                out.push(')');
-                return Some(tend);
-            }
-        }
-        f(n, out);
-        Some(end)
-    })
-}
-
-/// Gives each `$n` of `sql` the type `types[n - 1]` as a `::type` cast
-/// (unless it has one already): how a bind file's `#types:` line reaches
-/// the statement.
-pub fn cast_placeholders(sql: &str, types: &[Option<String>]) -> String {
-    let b = sql.as_bytes();
-    rewrite(sql, |i, out| {
-        if b[i] != b'$' || !b.get(i + 1).is_some_and(u8::is_ascii_digit) {
-            return None;
-        }
-        let end = run_end(b, i + 1, |x| x.is_ascii_digit());
-        out.push_str(&sql[i..end]);
-        if let Ok(n) = sql[i + 1..end].parse::<usize>() {
-            if let Some(Some(t)) = types.get(n.wrapping_sub(1)) {
-                if !b[end..].starts_with(b"::") {
-                    out.push_str("::");
-                    out.push_str(t);
-                }
-            }
-        }
-        Some(end)
-    })
-}
-
-/// The statement with its `$n` placeholders replaced by the values as SQL
-/// literals (quoted, `'` doubled; NULL for `None`), for the simple query
-/// protocol, which sends no separate values. Quoted text is left alone.
-pub fn inline_binds(sql: &str, values: &[Option<&str>]) -> String {
-    inline_literals(sql, values, false)
-}
-
-/// As [`inline_binds`]; with `backslashes` a `\` is doubled too, as
-/// MariaDB's string literals need.
-pub(crate) fn inline_literals(sql: &str, values: &[Option<&str>], backslashes: bool) -> String {
-    map_dollar_placeholders(sql, |n, out| match values.get(n - 1) {
-        Some(Some(v)) => {
-            out.push('\'');
-            for ch in v.chars() {
-                match ch {
-                    '\'' => out.push_str("''"),
-                    '\\' if backslashes => out.push_str("\\\\"),
-                    _ => out.push(ch),
-                }
-            }
-            out.push('\'');
-        }
-        Some(None) => out.push_str("NULL"),
-        None => {
-            out.push('$');
-            out.push_str(&n.to_string());
-        }
-    })
+/// Opens a bind file and tells its size (to size the rows' text).
+fn open_sized(path: &Path) -> Result<(std::fs::File, u64), RunError> {
+    let io = |source| RunError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let f = std::fs::File::open(path).map_err(io)?;
+    let size = f.metadata().map_err(io)?.len();
+    Ok((f, size))
 }
 
 /// Reads a bind file: one execution per line, values separated by commas,
 /// double quotes around values that hold commas, an unquoted `NULL` for
 /// NULL. Every line must have as many values as the first. A first line
 /// `#types: int, timestamp, ...` is skipped (see [`read_typed_binds`]).
-pub fn read_binds(path: &Path) -> Result<Vec<Vec<Option<String>>>, RunError> {
+pub fn read_binds(path: &Path) -> Result<Binds, RunError> {
     read_typed_binds(path).map(|(_, rows)| rows)
 }
 
@@ -383,64 +234,76 @@ pub fn read_binds(path: &Path) -> Result<Vec<Vec<Option<String>>>, RunError> {
 /// value is then cast to its type in the statement (`$1::int` on
 /// PostgreSQL, `CAST(? AS int)` elsewhere), for statements whose
 /// parameters the server cannot type by itself.
+///
+/// The file is read as a stream into the compact rows (crate::binds):
+/// the memory it takes is about its size plus 4 bytes per value.
 pub fn read_typed_binds(path: &Path) -> Result<BindFile, RunError> {
-    let text = std::fs::read_to_string(path).map_err(|source| RunError::Io {
+    let io = |source| RunError::Io {
         path: path.to_path_buf(),
         source,
-    })?;
-    let (types, body, skipped) = match text.strip_prefix("#types:") {
-        Some(rest) => {
-            let (line, body) = rest.split_once('\n').unwrap_or((rest, ""));
-            let types: Vec<Option<String>> = line
-                .trim_end_matches('\r')
-                .split(',')
-                .map(|t| {
-                    let t = t.trim();
-                    (!t.is_empty()).then(|| t.to_string())
-                })
-                .collect();
-            if let Some(bad) = types
-                .iter()
-                .flatten()
-                .find(|t| !t.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_'))
-            {
-                return Err(RunError::Binds {
-                    path: path.to_path_buf(),
-                    line: 1,
-                    what: format!(
-                        "expected type names of letters, digits and _ after #types:, found `{bad}`"
-                    ),
-                });
-            }
-            (types, body, 1)
-        }
-        None => (Vec::new(), text.as_str(), 0),
     };
-    let rows = read_csv_binds(path, body.as_bytes(), skipped)?;
+    let (file, size) = open_sized(path)?;
+    let mut reader = std::io::BufReader::with_capacity(64 << 10, file);
+    let typed = reader.fill_buf().map_err(io)?.starts_with(b"#types:");
+    let mut types = Vec::new();
+    if typed {
+        let mut line = String::new();
+        reader.read_line(&mut line).map_err(io)?;
+        types = line["#types:".len()..]
+            .trim_end_matches(['\n', '\r'])
+            .split(',')
+            .map(|t| {
+                let t = t.trim();
+                (!t.is_empty()).then(|| t.to_string())
+            })
+            .collect();
+        if let Some(bad) = types
+            .iter()
+            .flatten()
+            .find(|t| !t.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_'))
+        {
+            return Err(RunError::Binds {
+                path: path.to_path_buf(),
+                line: 1,
+                what: format!(
+                    "expected type names of letters, digits and _ after #types:, found `{bad}`"
+                ),
+            });
+        }
+    }
+    let rows = read_csv_binds(path, reader, size, u64::from(typed))?;
     Ok((types, rows))
 }
 
 /// A bind file's column types (from `#types:`) and rows.
-pub type BindFile = (Vec<Option<String>>, Vec<Vec<Option<String>>>);
+pub type BindFile = (Vec<Option<String>>, Binds);
 
 fn read_csv_binds(
     path: &Path,
-    body: &[u8],
+    body: impl std::io::Read,
+    size: u64,
     skipped: u64,
-) -> Result<Vec<Vec<Option<String>>>, RunError> {
+) -> Result<Binds, RunError> {
     let mut rdr = csv::ReaderBuilder::new()
         .has_headers(false)
         .flexible(true)
         .from_reader(body);
-    let mut rows = Vec::new();
+    let mut b = Builder::new(size);
     let mut width = None;
-    for (n, rec) in rdr.records().enumerate() {
-        let line = n as u64 + 1 + skipped;
-        let rec = rec.map_err(|e| RunError::Binds {
-            path: path.to_path_buf(),
-            line: e.position().map_or(line, |p| p.line() + skipped),
-            what: format!("expected comma-separated values: {e}"),
-        })?;
+    let mut rec = csv::StringRecord::new();
+    loop {
+        let line = b.rows() as u64 + 1 + skipped;
+        match rdr.read_record(&mut rec) {
+            Ok(true) => {}
+            Ok(false) => break,
+            Err(e) => {
+                return Err(RunError::Binds {
+                    path: path.to_path_buf(),
+                    line: e.position().map_or(line, |p| p.line() + skipped),
+                    what: format!("expected comma-separated values: {e}"),
+                })
+            }
+        }
         let w = *width.get_or_insert(rec.len());
         if rec.len() != w {
             return Err(RunError::Binds {
@@ -452,25 +315,25 @@ fn read_csv_binds(
                 ),
             });
         }
-        rows.push(
-            rec.iter()
-                .map(|v| (v != "NULL").then(|| v.to_string()))
-                .collect(),
-        );
+        for v in rec.iter() {
+            b.push((v != "NULL").then_some(v));
+        }
+        b.end_row();
     }
-    if rows.is_empty() {
+    if b.rows() == 0 {
         return Err(RunError::Binds {
             path: path.to_path_buf(),
             line: 1 + skipped,
             what: "expected at least one line of bind values".into(),
         });
     }
-    Ok(rows)
+    Ok(b.finish())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tracelab_engine::sql::{cast_placeholders, inline_binds, map_typed_placeholders};
 
     #[test]
     fn placeholders() {
@@ -524,7 +387,7 @@ mod tests {
             vec![Some("int".into()), None, Some("timestamp".into())]
         );
         assert_eq!(rows.len(), 2);
-        assert_eq!(rows[1][0], None);
+        assert_eq!(rows.row(1).next(), Some(None));
         assert_eq!(
             cast_placeholders("select $1, $2, $3, $1::bigint", &types),
             "select $1::int, $2, $3::timestamp, $1::bigint"
@@ -549,7 +412,7 @@ mod tests {
         let p = d.path().join("b.csv");
         std::fs::write(&p, "1686,5/11/2023 0:0:0\n\"a,b\",NULL\n").unwrap();
         assert_eq!(
-            read_binds(&p).unwrap(),
+            read_binds(&p).unwrap().to_vec(),
             vec![
                 vec![Some("1686".into()), Some("5/11/2023 0:0:0".into())],
                 vec![Some("a,b".into()), None]
@@ -599,7 +462,7 @@ mod kit_tests {
         );
         assert_eq!(w.statements[0].weight, 2, "the later line wins");
         assert_eq!(
-            w.statements[0].binds,
+            w.statements[0].binds.to_vec(),
             vec![vec![Some("1".into())], vec![Some("2".into())]]
         );
         assert!(w.statements[1].binds.is_empty());

@@ -287,7 +287,7 @@ fn a_sessions_own_changes_invalidate_at_once() {
     let st = |sql: &str, binds: Vec<Vec<Option<String>>>| Statement {
         sql: sql.into(),
         engine_sql: tracelab_run::postgres_placeholders(sql),
-        binds,
+        binds: binds.into(),
         weight: 1,
     };
     let w = Workload {

@@ -14,7 +14,7 @@ fn workload(sqls: &[&str]) -> Workload {
             .map(|s| Statement {
                 sql: s.to_string(),
                 engine_sql: s.to_string(),
-                binds: vec![],
+                binds: Default::default(),
                 weight: 1,
             })
             .collect(),

@@ -193,7 +193,7 @@ fn each_statement_has_its_own_histogram() {
     let st = |sql: &str| tracelab_run::Statement {
         sql: sql.into(),
         engine_sql: sql.into(),
-        binds: vec![],
+        binds: Default::default(),
         weight: 1,
     };
     let w = Workload {

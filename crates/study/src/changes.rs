@@ -3,6 +3,8 @@
 //! study's setup drops and creates tables by name, and a user's database
 //! may hold tables of those names. `--yes` is the user's consent.
 
+use tracelab_engine::Engine;
+
 use crate::error::StudyError;
 use crate::script::statements;
 use crate::spec::{Loaded, Sql};
@@ -108,6 +110,7 @@ impl Loaded {
         engine: &str,
     ) -> Result<Vec<(&'static str, Vec<String>)>, StudyError> {
         let s = &self.study;
+        let kind = Engine::from_name(engine);
         let mut scripts: Vec<(&'static str, &str, &Sql)> = Vec::new();
         if let Some(sql) = &s.setup {
             scripts.push((ONCE, "setup", sql));
@@ -157,8 +160,10 @@ impl Loaded {
                 for k in l.server.for_engine(engine).keys() {
                     add(
                         BEFORE,
-                        match engine {
-                            "mariadb" => format!("set global {k} (level {}={})", f.name, l.name),
+                        match kind {
+                            Some(Engine::Mysql) => {
+                                format!("set global {k} (level {}={})", f.name, l.name)
+                            }
                             _ => format!(
                                 "alter system set {k} (level {}={}; reset after the study)",
                                 f.name, l.name
@@ -179,7 +184,7 @@ impl Loaded {
                         format!(
                             "create the result cache's invalidation triggers (tracelab_rc*) on the tables the workload reads ({}){} (level {}={})",
                             c.tables.join(", "),
-                            if engine == "mariadb" {
+                            if kind == Some(Engine::Mysql) {
                                 ", and table tracelab_rc_changes"
                             } else {
                                 ", and event trigger tracelab_rc_ddl"

@@ -14,6 +14,7 @@ use std::fmt::Write as _;
 use std::sync::OnceLock;
 
 use regex::Regex;
+use tracelab_engine::Engine;
 
 use crate::error::StudyError;
 use crate::execute::{engine_of, levels_of, scripts, sql_of, vars_of, Options, Phase};
@@ -148,11 +149,12 @@ pub fn dry_run(l: &Loaded, o: &Options) -> Result<String, StudyError> {
             .iter()
             .find(|u| crate::engine::engine_of_url(u) == Some(e.as_str()));
         let _ = writeln!(out, "\nengine {e}:");
-        match (db, e.as_str()) {
+        let kind = Engine::from_name(e);
+        match (db, kind) {
             (Some(u), _) => {
                 let _ = writeln!(out, "  on --db {}", crate::engine::redact(u));
             }
-            (None, "sqlite") => {
+            (None, Some(Engine::Sqlite)) => {
                 let _ = writeln!(
                     out,
                     "  a SQLite file in a temporary directory, in this process"
@@ -162,7 +164,7 @@ pub fn dry_run(l: &Loaded, o: &Options) -> Result<String, StudyError> {
                 let _ = writeln!(out, "  a private {e} server started by tracelab");
             }
         }
-        if e == "postgres" && db.is_none() && !s.server.is_empty() {
+        if kind == Some(Engine::Postgres) && db.is_none() && !s.server.is_empty() {
             let _ = writeln!(out, "  server settings at its start (postgresql.conf):");
             list_settings(&mut out, "    ", e, &s.server);
         }
@@ -180,6 +182,7 @@ pub fn dry_run(l: &Loaded, o: &Options) -> Result<String, StudyError> {
     }
     for (key, cell, runs, strace) in &cells {
         let e = engine_of(cell);
+        let kind = Engine::from_name(&e);
         let levels = levels_of(l, cell);
         let vars = vars_of(l, quick, &builtins, overrides, cell, &levels, *strace);
         let _ = writeln!(
@@ -198,9 +201,9 @@ pub fn dry_run(l: &Loaded, o: &Options) -> Result<String, StudyError> {
             env.extend(lv.env.for_engine(&e));
             session.extend(lv.settings.for_engine(&e));
         }
-        if e != "sqlite" {
+        if kind != Some(Engine::Sqlite) {
             if !server.is_empty() {
-                let how = if e == "mariadb" {
+                let how = if kind == Some(Engine::Mysql) {
                     "SET GLOBAL"
                 } else {
                     "ALTER SYSTEM SET and a reload"
@@ -224,7 +227,11 @@ pub fn dry_run(l: &Loaded, o: &Options) -> Result<String, StudyError> {
             }
         }
         if !session.is_empty() {
-            let how = if e == "sqlite" { "PRAGMA" } else { "SET" };
+            let how = if kind == Some(Engine::Sqlite) {
+                "PRAGMA"
+            } else {
+                "SET"
+            };
             let _ = writeln!(out, "  session settings ({how}, every session):");
             for (k, v) in &session {
                 let _ = writeln!(out, "    {k} = {v:?}");

@@ -3,20 +3,18 @@
 
 use std::path::Path;
 
+use tracelab_engine::Engine;
 use tracelab_run::{RunOptions, Stop, Workload};
 
-pub const ENGINES: &[&str] = &["postgres", "sqlite", "mariadb"];
+/// The engines a study can name, as its files write them.
+pub const ENGINES: &[&str] = &Engine::NAMES;
 
 /// The engine a URL names, by its scheme (the study's level names).
 pub fn engine_of_url(url: &str) -> Option<&'static str> {
-    match tracelab_run::Engine::of_url(url).ok()? {
-        tracelab_run::Engine::Postgres => Some("postgres"),
-        tracelab_run::Engine::Mysql => Some("mariadb"),
-        tracelab_run::Engine::Sqlite => Some("sqlite"),
-    }
+    Engine::of_url(url).ok().map(Engine::name)
 }
 
-pub use tracelab_run::redact;
+pub use tracelab_engine::redact;
 
 /// Whether this build's `tracelab run` can drive `url`: one statement on
 /// it, which fails at once where the scheme is not supported.
@@ -48,8 +46,15 @@ fn run_drives(url: &str, sql: &str) -> Result<(), String> {
 /// problem, each saying how to fix it. Nothing is started.
 pub fn requirement(engine: &str, db: Option<&str>, scratch: &Path, restarts: bool) -> Vec<String> {
     let mut out = Vec::new();
-    match engine {
-        "postgres" => match db {
+    let Some(kind) = Engine::from_name(engine) else {
+        out.push(format!(
+            "engine {engine}: unknown; expected one of {}",
+            Engine::NAMES.join(", ")
+        ));
+        return out;
+    };
+    match kind {
+        Engine::Postgres => match db {
             Some(_) if restarts => out.push(
                 "engine postgres: this study restarts the server for some levels (settings such as wal_level, or the server's environment), which only the private server allows; run it without --db".into(),
             ),
@@ -60,7 +65,7 @@ pub fn requirement(engine: &str, db: Option<&str>, scratch: &Path, restarts: boo
                 }
             }
         },
-        "sqlite" => {
+        Engine::Sqlite => {
             let url = match db {
                 Some(u) => u.to_string(),
                 None => format!("sqlite:{}", scratch.join("requirement-check.sqlite").display()),
@@ -72,7 +77,7 @@ pub fn requirement(engine: &str, db: Option<&str>, scratch: &Path, restarts: boo
             }
             let _ = std::fs::remove_file(scratch.join("requirement-check.sqlite"));
         }
-        "mariadb" => match db {
+        Engine::Mysql => match db {
             Some(_) if restarts => out.push(
                 "engine mariadb: this study restarts the server for some levels (thread_handling), which only the private server allows; run it without --db".into(),
             ),
@@ -90,10 +95,6 @@ pub fn requirement(engine: &str, db: Option<&str>, scratch: &Path, restarts: boo
                 }
             }
         },
-        other => out.push(format!(
-            "engine {other}: unknown; expected one of {}",
-            ENGINES.join(", ")
-        )),
     }
     out
 }

@@ -45,11 +45,8 @@ pub(crate) fn io(path: impl Into<PathBuf>) -> impl FnOnce(std::io::Error) -> Stu
     move |source| StudyError::Io { path, source }
 }
 
-/// A PostgreSQL error with its detail, never with the URL.
-pub(crate) fn pg(what: &str, e: postgres::Error) -> StudyError {
-    let detail = match e.as_db_error() {
-        Some(d) => format!("{} ({})", d.message(), d.code().code()),
-        None => e.to_string(),
-    };
-    StudyError::Database(format!("{what}: {detail}"))
+/// An engine's error with its detail (message and code), never with the
+/// URL.
+pub(crate) fn admin_error(what: &str, e: tracelab_engine::AdminError) -> StudyError {
+    StudyError::Database(format!("{what}: {}", e.detail()))
 }

@@ -13,13 +13,16 @@ use tracelab_db::{
 use tracelab_run::{read_binds, RunOptions, Stop, Summary, Timer, Workload};
 
 use crate::engine::{engine_of_url, redact, requirement};
-use crate::error::{pg, StudyError};
+use crate::error::{admin_error, StudyError};
 use crate::measure::{self, CpuWatch, LogWatch, Strace, Syscall};
 use crate::plan::{cell_key, plan, Choice, Planned};
 use crate::script::{statements, substitute};
 use crate::server_counters::{Server, ServerWatch};
 use crate::spec::{value_text, Level, Loaded, Num, Sql, When, WorkloadSpec};
 use crate::store::{Header, Store};
+use tracelab_engine::admin::{Admin, AdminError};
+use tracelab_engine::sql::quote_literal;
+use tracelab_engine::Engine as Kind;
 
 /// tracelab's clock shim (crates/clock), built by this crate's build
 /// script; empty where it could not be built.
@@ -65,6 +68,8 @@ pub struct Outcome {
 /// One engine's connection state during a study.
 pub(crate) struct Engine {
     pub(crate) name: String,
+    /// The engine `name` names.
+    pub(crate) kind: Kind,
     pub(crate) url: String,
     private: Option<ServerState>,
     /// Server settings applied with ALTER SYSTEM, as the levels want.
@@ -72,7 +77,7 @@ pub(crate) struct Engine {
     /// The environment the private server was started with.
     env: BTreeMap<String, String>,
     setup_done: bool,
-    probe: Option<postgres::Client>,
+    probe: Option<Box<dyn Admin>>,
     /// Probes not taken on this engine (their `needs` are not met).
     skipped_probes: BTreeSet<String>,
     /// What every run's notes say about this engine (settings the study
@@ -81,16 +86,19 @@ pub(crate) struct Engine {
 }
 
 impl Engine {
-    fn client(&mut self) -> Result<&mut postgres::Client, StudyError> {
-        if self.probe.as_mut().is_none_or(|c| c.is_closed()) {
+    /// The engine's administrative connection, opened again when the
+    /// server went away (a restart).
+    fn client(&mut self) -> Result<&mut dyn Admin, StudyError> {
+        if self.probe.as_ref().is_none_or(|c| c.is_closed()) {
             self.probe = Some(
-                postgres::Client::connect(&self.url, postgres::NoTls)
-                    .map_err(|e| pg(&format!("connect to {}", redact(&self.url)), e))?,
+                tracelab_engine::admin::connect(&self.url)
+                    .map_err(|e| admin_error(&format!("connect to {}", redact(&self.url)), e))?,
             );
         }
-        self.probe
-            .as_mut()
-            .ok_or_else(|| StudyError::Database("no connection".into()))
+        match self.probe.as_mut() {
+            Some(c) => Ok(c.as_mut()),
+            None => Err(StudyError::Database("no connection".into())),
+        }
     }
 }
 
@@ -244,7 +252,8 @@ pub fn run_study(given: &Loaded, o: &Options, obs: &dyn Observer) -> Result<Outc
     }
     let mut problems = Vec::new();
     for e in &engines {
-        let restarts = e != "sqlite" && uses_restart(&loaded, &planned, e);
+        let restarts =
+            Kind::from_name(e) != Some(Kind::Sqlite) && uses_restart(&loaded, &planned, e);
         problems.extend(requirement(e, db_for(e), scratch.path(), restarts));
     }
     // Built-in vars: `{clock_lib}`, the clock shim written out for the
@@ -406,13 +415,13 @@ pub fn run_study(given: &Loaded, o: &Options, obs: &dyn Observer) -> Result<Outc
     for eng in engs.values_mut() {
         // Server settings the levels changed on a database of the user's
         // go back to what they were.
-        if eng.private.is_none() && eng.name == "postgres" && !eng.applied.is_empty() {
+        if eng.private.is_none() && eng.kind == Kind::Postgres && !eng.applied.is_empty() {
             let keys: Vec<String> = eng.applied.keys().cloned().collect();
             if let Ok(c) = eng.client() {
                 for k in keys {
-                    let _ = c.batch_execute(&format!("ALTER SYSTEM RESET {k}"));
+                    let _ = c.execute(&format!("ALTER SYSTEM RESET {k}"));
                 }
-                let _ = c.batch_execute("SELECT pg_reload_conf()");
+                let _ = c.execute("SELECT pg_reload_conf()");
             }
         }
         eng.probe = None;
@@ -455,7 +464,7 @@ fn uses_restart(l: &Loaded, planned: &[Planned], engine: &str) -> bool {
 pub(crate) fn engine_of(cell: &[(String, String)]) -> String {
     cell.iter()
         .find(|(f, _)| f == "engine")
-        .map_or("postgres".to_string(), |(_, l)| l.clone())
+        .map_or(Kind::Postgres.name().to_string(), |(_, l)| l.clone())
 }
 
 pub(crate) fn levels_of(l: &Loaded, cell: &[(String, String)]) -> Vec<Level> {
@@ -502,18 +511,23 @@ fn open_engine(
     scratch: &std::path::Path,
     first_restart: &BTreeMap<String, String>,
 ) -> Result<Engine, StudyError> {
+    let Some(k) = Kind::from_name(e) else {
+        return Err(StudyError::Usage(format!(
+            "engine {e}: no server to run on (pass --db)"
+        )));
+    };
     let mut applied = BTreeMap::new();
-    let (url, private) = match (e, db) {
+    let (url, private) = match (k, db) {
         (_, Some(u)) => (u.to_string(), None),
-        ("postgres", None) => {
+        (Kind::Postgres, None) => {
             let s = start_postgres_with_env(&pg_options(l, scratch.join("pg")), &[])?;
             (s.url.clone(), Some(s))
         }
-        ("sqlite", None) => (
+        (Kind::Sqlite, None) => (
             format!("sqlite:{}", scratch.join("study.sqlite").display()),
             None,
         ),
-        ("mariadb", None) => {
+        (Kind::Mysql, None) => {
             let s = start_mariadb_with_env(
                 &maria_options(l, scratch.join("mariadb"), first_restart),
                 &[],
@@ -521,14 +535,10 @@ fn open_engine(
             applied = first_restart.clone();
             (s.url.clone(), Some(s))
         }
-        _ => {
-            return Err(StudyError::Usage(format!(
-                "engine {e}: no server to run on (pass --db)"
-            )))
-        }
     };
     let mut eng = Engine {
         name: e.to_string(),
+        kind: k,
         url,
         private,
         applied,
@@ -539,7 +549,7 @@ fn open_engine(
         notes: Vec::new(),
     };
     // A database that cannot be reached fails the study before any run.
-    if e == "postgres" {
+    if k == Kind::Postgres {
         if let Err(err) = eng.client() {
             if let Some(s) = &eng.private {
                 let _ = stop(&s.dir);
@@ -554,9 +564,13 @@ fn open_engine(
 /// cannot be read.
 fn setting(eng: &mut Engine, name: &str) -> Option<String> {
     let c = eng.client().ok()?;
-    c.query_one("SELECT current_setting($1, true)", &[&name])
-        .ok()?
-        .get::<_, Option<String>>(0)
+    let rows = c
+        .query(&format!(
+            "SELECT current_setting({}, true)",
+            quote_literal(name)
+        ))
+        .ok()?;
+    Some(rows.first()?.get(0)?.to_string())
 }
 
 /// Whether a server's value is the one wanted (`on` and `true` alike).
@@ -575,7 +589,7 @@ fn same_setting(have: &str, want: &str) -> bool {
 /// would have had them). PostgreSQL only: the other engines have no
 /// probe connection here.
 fn check_needs(eng: &mut Engine, l: &Loaded) {
-    if eng.name != "postgres" {
+    if eng.kind != Kind::Postgres {
         return;
     }
     for pr in &l.study.probes {
@@ -612,31 +626,20 @@ fn engine_facts(eng: &mut Engine) -> BTreeMap<String, String> {
     let mut f = BTreeMap::new();
     let name = eng.name.clone();
     f.insert(format!("{name}.url"), redact(&eng.url));
-    if name == "mariadb" {
-        f.extend(crate::mariadb::facts(&eng.url));
-        return f;
-    }
-    if name != "postgres" {
-        return f;
-    }
-    let Ok(c) = eng.client() else { return f };
-    if let Ok(r) = c.query_one("select version()", &[]) {
-        f.insert(format!("{name}.version"), r.get::<_, String>(0));
-    }
-    if let Ok(rows) = c.query(
-        "select name, current_setting(name) from pg_settings where name in \
-         ('synchronous_commit','wal_level','wal_sync_method','fsync','full_page_writes',\
-          'shared_buffers','wal_buffers','max_wal_size','checkpoint_timeout',\
-          'track_wal_io_timing','wal_skip_threshold','max_wal_senders','autovacuum')",
-        &[],
-    ) {
-        for r in rows {
-            f.insert(
-                format!("{name}.setting.{}", r.get::<_, String>(0)),
-                r.get::<_, String>(1),
-            );
-        }
-    }
+    // MariaDB's facts through a connection of their own, as its scripts
+    // (the probe connection is PostgreSQL's).
+    let facts = match eng.kind {
+        Kind::Postgres => match eng.client() {
+            Ok(c) => tracelab_engine::facts::server_facts(c),
+            Err(_) => BTreeMap::new(),
+        },
+        Kind::Mysql => match tracelab_engine::admin::connect(&eng.url) {
+            Ok(mut c) => tracelab_engine::facts::server_facts(c.as_mut()),
+            Err(_) => BTreeMap::new(),
+        },
+        Kind::Sqlite => BTreeMap::new(),
+    };
+    f.extend(facts);
     f
 }
 
@@ -910,58 +913,49 @@ pub(crate) fn scripts(
     Ok(out)
 }
 
-/// Runs a script statement by statement on the engine; the numeric columns
-/// of any row a statement returns become measurements.
+/// Runs a script on the engine; the numeric columns of any row it
+/// returns become measurements. PostgreSQL and SQLite get it statement
+/// by statement; MariaDB whole, on a connection of its own: the server
+/// parses it, stored programs (`CREATE PROCEDURE ... BEGIN ...; END`)
+/// included, which a split at `;` would break.
 fn script(
     eng: &mut Engine,
     sql: &str,
     what: &str,
     into: &mut BTreeMap<String, f64>,
 ) -> Result<(), StudyError> {
-    match eng.name.as_str() {
-        "postgres" => {
+    let failed = |st: &str, e: AdminError| {
+        StudyError::Database(format!("{what}: `{}`: {}", short(st), e.detail()))
+    };
+    let mut run = |c: &mut dyn Admin, st: &str| -> Result<(), StudyError> {
+        for r in c.query(st).map_err(|e| failed(st, e))? {
+            for (name, v) in r.numeric() {
+                into.insert(name.to_string(), v);
+            }
+        }
+        Ok(())
+    };
+    match eng.kind {
+        Kind::Postgres => {
             let c = eng.client()?;
             for st in statements(sql) {
-                let msgs = c
-                    .simple_query(&st)
-                    .map_err(|e| pg(&format!("{what}: `{}`", short(&st)), e))?;
-                for m in msgs {
-                    if let postgres::SimpleQueryMessage::Row(r) = m {
-                        for (i, col) in r.columns().iter().enumerate() {
-                            if let Some(v) = r.get(i).and_then(|s| s.parse::<f64>().ok()) {
-                                into.insert(col.name().to_string(), v);
-                            }
-                        }
-                    }
-                }
+                run(c, &st)?;
             }
             Ok(())
         }
-        "sqlite" => {
-            let path = eng.url.trim_start_matches("sqlite:");
-            let c = rusqlite::Connection::open(path)
+        Kind::Sqlite => {
+            let mut c = tracelab_engine::admin::connect(&eng.url)
                 .map_err(|e| StudyError::Database(format!("{what}: {e}")))?;
             for st in statements(sql) {
-                let mut p = c
-                    .prepare(&st)
-                    .map_err(|e| StudyError::Database(format!("{what}: `{}`: {e}", short(&st))))?;
-                let names: Vec<String> = p.column_names().iter().map(|s| s.to_string()).collect();
-                let mut rows = p
-                    .query([])
-                    .map_err(|e| StudyError::Database(format!("{what}: `{}`: {e}", short(&st))))?;
-                while let Ok(Some(r)) = rows.next() {
-                    for (i, n) in names.iter().enumerate() {
-                        if let Ok(v) = r.get::<_, f64>(i) {
-                            into.insert(n.clone(), v);
-                        }
-                    }
-                }
+                run(c.as_mut(), &st)?;
             }
             Ok(())
         }
-        // Sent whole: the server parses it, stored programs included.
-        "mariadb" => crate::mariadb::script(&eng.url, &[sql.to_string()], what, into, short),
-        other => Err(StudyError::Usage(format!("engine {other}: no scripts"))),
+        Kind::Mysql => {
+            let mut c = tracelab_engine::admin::connect(&eng.url)
+                .map_err(|e| StudyError::Database(format!("{what}: {e}")))?;
+            run(c.as_mut(), sql)
+        }
     }
 }
 
@@ -1006,6 +1000,7 @@ fn apply_server(
     vars: &BTreeMap<String, String>,
 ) -> Result<(), StudyError> {
     let e = eng.name.clone();
+    let k = eng.kind;
     let mut want: BTreeMap<String, String> = BTreeMap::new();
     let mut env: BTreeMap<String, String> = BTreeMap::new();
     for lv in levels {
@@ -1016,7 +1011,7 @@ fn apply_server(
             env.insert(k, v);
         }
     }
-    if e == "sqlite" {
+    if k == Kind::Sqlite {
         // In process: no server to set or restart.
         return Ok(());
     }
@@ -1030,7 +1025,7 @@ fn apply_server(
                 .into(),
         ));
     }
-    if e == "mariadb" {
+    if k == Kind::Mysql {
         // MariaDB: restart settings are options of mariadbd (a restart of
         // the private server when they or the environment change, which
         // resets the globals); the others global variables, set on the
@@ -1065,7 +1060,7 @@ fn apply_server(
         eng.applied = want;
         return Ok(());
     }
-    if e != "postgres" {
+    if k != Kind::Postgres {
         return Err(StudyError::Usage(format!(
             "engine {e}: server settings by level are for PostgreSQL and MariaDB"
         )));
@@ -1083,7 +1078,7 @@ fn apply_server(
             Some(v) => format!("ALTER SYSTEM SET {k} = '{}'", v.replace('\'', "''")),
             None => format!("ALTER SYSTEM RESET {k}"),
         };
-        c.batch_execute(&sql).map_err(|e| pg(&sql, e))?;
+        c.execute(&sql).map_err(|e| admin_error(&sql, e))?;
     }
     if must_restart {
         if eng.private.is_none() {
@@ -1094,8 +1089,8 @@ fn apply_server(
         restart(ctx, eng, &env, &BTreeMap::new())?;
     } else {
         let c = eng.client()?;
-        c.batch_execute("SELECT pg_reload_conf()")
-            .map_err(|e| pg("pg_reload_conf", e))?;
+        c.execute("SELECT pg_reload_conf()")
+            .map_err(|e| admin_error("pg_reload_conf", e))?;
         // The reload reaches the backends when they next look.
         std::thread::sleep(Duration::from_millis(200));
     }
@@ -1134,7 +1129,7 @@ fn restart(
     eng.probe = None;
     stop(&s.dir)?;
     let env_list: Vec<(String, String)> = env.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
-    let s2 = if eng.name == "mariadb" {
+    let s2 = if eng.kind == Kind::Mysql {
         start_mariadb_with_env(&maria_options(ctx.l, s.dir.clone(), options), &env_list)?
     } else {
         start_postgres_with_env(&pg_options(ctx.l, s.dir.clone()), &env_list)?
@@ -1208,6 +1203,7 @@ pub(crate) fn prepare(
     let s = &l.study;
     let w = &s.workload;
     let e = eng.name.as_str();
+    let k = eng.kind;
     let mut sql_spec = &w.sql;
     for lv in levels {
         if let Some(x) = &lv.sql {
@@ -1221,21 +1217,21 @@ pub(crate) fn prepare(
             let path = l.data_file("workload.binds", b, scratch)?;
             read_binds(&path).map_err(|e| l.error("workload.binds", e.to_string()))?
         }
-        None => Vec::new(),
+        None => Default::default(),
     };
     let simple = w.protocol == "simple";
     // Several statements with prepared statements: each its own
     // execution, in turn (sqlrun's sequential mode).
     let pieces = if simple { Vec::new() } else { statements(&sql) };
     let workload = if pieces.len() > 1 {
-        let mut wl = Workload::postgres(&pieces[0], binds.clone());
+        let mut wl = Workload::with_binds(&pieces[0], binds.clone());
         for p in &pieces[1..] {
             wl.statements
-                .extend(Workload::postgres(p, binds.clone()).statements);
+                .extend(Workload::with_binds(p, binds.clone()).statements);
         }
         wl
     } else {
-        Workload::postgres(&sql, binds)
+        Workload::with_binds(&sql, binds)
     };
     let Amounts {
         sessions,
@@ -1265,7 +1261,7 @@ pub(crate) fn prepare(
     let result_cache = crate::result_cache::options(levels, |k, n| num(l, k, n, vars))?;
     let base = RunOptions {
         // PostgreSQL sessions get their settings in the URL (below).
-        url: if e == "postgres" {
+        url: if k == Kind::Postgres {
             with_params(&eng.url, "tracelab-study", &settings)
         } else {
             eng.url.clone()
@@ -1276,7 +1272,7 @@ pub(crate) fn prepare(
         simple,
         timer,
         fetch_size: fetch.max(0.0) as u32,
-        settings: if e == "postgres" {
+        settings: if k == Kind::Postgres {
             Vec::new()
         } else {
             settings.clone()
@@ -1442,6 +1438,7 @@ fn observed_run(
 ) -> Result<Observed, StudyError> {
     let s = &ctx.l.study;
     let e = eng.name.clone();
+    let k = eng.kind;
     let scratch = ctx.scratch;
     let mut notes = Vec::new();
     let mut m: BTreeMap<String, f64> = BTreeMap::new();
@@ -1450,7 +1447,7 @@ fn observed_run(
     let release = scratch.join(format!("release-{}", p.seq));
     let _ = std::fs::remove_file(&release);
     let mut opts = prep.base.clone();
-    if e == "postgres" {
+    if k == Kind::Postgres {
         opts.url = with_params(&prep.base.url, &tag, &prep.settings);
     }
     let sessions = prep.sessions;
@@ -1471,14 +1468,14 @@ fn observed_run(
 
     let mut watch = None;
     let mut connect_cost = None;
-    if e == "postgres" && s.measure.backend_cpu {
+    if k == Kind::Postgres && s.measure.backend_cpu {
         connect_cost = measure::connect_cost_ns(&prep.base.url);
         watch = CpuWatch::start(&eng.url, &tag, sessions, release.clone());
         if watch.is_none() {
             notes.push("backend CPU not measured: no watcher connection".into());
         }
     }
-    if e == "mariadb" && s.measure.backend_cpu {
+    if k == Kind::Mysql && s.measure.backend_cpu {
         // The sessions are threads of the server process, read in /proc:
         // only for the private server, which is on this machine.
         match server_pid(eng) {
@@ -1506,10 +1503,10 @@ fn observed_run(
     let straced = s.measure.strace || p.strace;
     let wants_server = straced || s.measure.server_counters;
     let server = if wants_server { server_of(eng)? } else { None };
-    if wants_server && server.is_none() && e != "sqlite" {
+    if wants_server && server.is_none() && k != Kind::Sqlite {
         notes.push(format!(
             "server counters and syscalls not taken: {}",
-            if eng.private.is_none() && e == "mariadb" {
+            if eng.private.is_none() && k == Kind::Mysql {
                 "MariaDB's processes are read on this machine, for the private server only (not with --db)"
             } else {
                 "the server's process was not found on this machine"
@@ -1564,7 +1561,7 @@ fn observed_run(
         opts.trace_dir = Some(trace_dir.clone());
     }
     let proxy_dir = scratch.join(format!("proxy-{}", p.seq));
-    let in_path = crate::proxy::start_for(&levels, &e, &eng.url, Some(&proxy_dir))?;
+    let in_path = crate::proxy::start_for(&levels, k, &eng.url, Some(&proxy_dir))?;
     if let Some((px, _)) = &in_path {
         opts.url = px.url(&opts.url)?;
     }
@@ -1574,7 +1571,7 @@ fn observed_run(
         match &eng.private {
             Some(st) => Some(LogWatch::start(st.log_files())),
             None => {
-                if e != "sqlite" {
+                if k != Kind::Sqlite {
                     notes.push(format!(
                         "server log not measured: the {e} server is not the private one"
                     ));
@@ -1632,7 +1629,7 @@ fn observed_run(
             summary.errors
         )));
     }
-    if e == "postgres" {
+    if k == Kind::Postgres {
         wait_gone(eng, &tag);
     }
     if let Some(w) = counters {
@@ -1694,7 +1691,7 @@ fn observed_run(
             v.sort_unstable();
             v
         });
-    match (e.as_str(), backend_ns) {
+    match (k, backend_ns) {
         (_, Some(Ok(r))) if run_ids.as_ref().is_some_and(|ids| *ids != r.ids) => notes.push(
             format!(
                 "backend CPU not measured for a run: the sessions read ({:?}) were not the run's ({:?})",
@@ -1710,7 +1707,7 @@ fn observed_run(
             );
         }
         (_, Some(Err(why))) => notes.push(format!("backend CPU not measured for a run: {why}")),
-        ("sqlite", _) if s.measure.backend_cpu => {
+        (Kind::Sqlite, _) if s.measure.backend_cpu => {
             // SQLite runs in this process: its CPU is ours (the driver's
             // included).
             m.insert(
@@ -1743,23 +1740,22 @@ fn zero_calls(m: &mut BTreeMap<String, f64>, calls: &[String]) {
 /// private server's (its pid file), or a PostgreSQL's found through a
 /// backend of its own.
 fn server_of(eng: &mut Engine) -> Result<Option<Server>, StudyError> {
-    Ok(match eng.name.as_str() {
-        "postgres" => {
+    Ok(match eng.kind {
+        Kind::Postgres => {
             let pm = match server_pid(eng) {
                 Some(pid) => Some(pid),
                 None => {
                     let c = eng.client()?;
-                    let me: i32 = c
-                        .query_one("select pg_backend_pid()", &[])
-                        .map_err(|e| pg("backend pid", e))?
-                        .get(0);
-                    measure::parent_pid(me)
+                    let me = c.session_id().ok_or_else(|| {
+                        StudyError::Database("backend pid: the server gave none".into())
+                    })?;
+                    measure::parent_pid(me as i32)
                 }
             };
             pm.map(Server::Children)
         }
-        "mariadb" => server_pid(eng).map(Server::Threads),
-        _ => None,
+        Kind::Mysql => server_pid(eng).map(Server::Threads),
+        Kind::Sqlite => None,
     })
 }
 
@@ -1797,9 +1793,9 @@ pub(crate) fn with_params(url: &str, tag: &str, settings: &[(String, String)]) -
 /// Makes the probe connection's own pending statistics visible (PG 15+),
 /// so that its scripts' WAL does not land in the run's deltas.
 fn flush_stats(eng: &mut Engine) {
-    if eng.name == "postgres" {
+    if eng.kind == Kind::Postgres {
         if let Ok(c) = eng.client() {
-            let _ = c.batch_execute("SELECT pg_stat_force_next_flush()");
+            let _ = c.execute("SELECT pg_stat_force_next_flush()");
         }
     }
 }
@@ -1810,11 +1806,11 @@ fn wait_gone(eng: &mut Engine, tag: &str) {
     let Ok(c) = eng.client() else { return };
     let deadline = Instant::now() + Duration::from_secs(10);
     while Instant::now() < deadline {
-        match c.query_one(
-            "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1",
-            &[&tag],
-        ) {
-            Ok(r) if r.get::<_, i64>(0) == 0 => return,
+        match c.query(&format!(
+            "SELECT count(*) FROM pg_stat_activity WHERE application_name = {}",
+            quote_literal(tag)
+        )) {
+            Ok(r) if r.first().and_then(|r| r.number(0)) == Some(0.0) => return,
             Ok(_) => std::thread::sleep(Duration::from_millis(20)),
             Err(_) => return,
         }
@@ -1871,5 +1867,210 @@ columns = [{ name = "r", label = "r", expr = "$elapsed_ms" }]
             ["/a/x.so", "/b/y.so", "/c/z.so"].map(PathBuf::from)
         );
         assert!(preloads(&BTreeMap::new()).is_empty());
+    }
+
+    use std::sync::Mutex;
+    use tracelab_engine::fake::{FakeAdmin, FakeRow, FakeServer};
+
+    /// A study engine whose administrative connection is the fake
+    /// engine's, on a database of the user's (no private server).
+    fn fake_engine(
+        kind: Kind,
+        url: &str,
+        replies: Vec<(&str, Result<Vec<FakeRow>, String>)>,
+    ) -> (Engine, Arc<Mutex<FakeServer>>) {
+        let server = Arc::new(Mutex::new(FakeServer {
+            replies: replies
+                .into_iter()
+                .map(|(p, r)| (p.to_string(), r))
+                .collect(),
+            ..FakeServer::default()
+        }));
+        let eng = Engine {
+            name: kind.name().to_string(),
+            kind,
+            url: url.to_string(),
+            private: None,
+            applied: BTreeMap::new(),
+            env: BTreeMap::new(),
+            setup_done: false,
+            probe: Some(Box::new(FakeAdmin::connect(kind, &server))),
+            skipped_probes: BTreeSet::new(),
+            notes: Vec::new(),
+        };
+        (eng, server)
+    }
+
+    fn row(pairs: &[(&str, &str)]) -> FakeRow {
+        pairs
+            .iter()
+            .map(|(c, v)| (c.to_string(), v.to_string()))
+            .collect()
+    }
+
+    fn sent(server: &Arc<Mutex<FakeServer>>) -> Vec<String> {
+        server.lock().unwrap().sent.clone()
+    }
+
+    struct Quiet;
+    impl Observer for Quiet {
+        fn begin(&self, _: usize, _: usize) {}
+        fn run_done(&self, _: &str) {}
+        fn note(&self, _: &str) {}
+    }
+
+    #[test]
+    fn a_script_runs_statement_by_statement_and_its_numbers_become_measurements() {
+        let (mut eng, server) = fake_engine(
+            Kind::Postgres,
+            "postgres://u@h/d",
+            vec![
+                (
+                    "select count(*)",
+                    Ok(vec![row(&[("rows", "42"), ("label", "t")])]),
+                ),
+                ("select wal", Ok(vec![row(&[("wal_bytes", "8192.5")])])),
+                ("select broken", Err("syntax error".into())),
+            ],
+        );
+        let mut m = BTreeMap::new();
+        script(
+            &mut eng,
+            "select count(*) from t; select wal from w",
+            "probe p",
+            &mut m,
+        )
+        .unwrap();
+        assert_eq!(m.get("rows"), Some(&42.0));
+        assert_eq!(m.get("wal_bytes"), Some(&8192.5));
+        // Text is not a measurement.
+        assert!(!m.contains_key("label"), "{m:?}");
+        assert_eq!(
+            sent(&server),
+            ["select count(*) from t", "select wal from w"]
+        );
+        let e = script(&mut eng, "select broken", "setup", &mut m)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("setup: `select broken`: syntax error (fake)"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_probe_the_server_cannot_serve_is_skipped_and_every_run_says_why() {
+        let text = format!(
+            "{STUDY}\n[server]\nwal_level = \"minimal\"\n\
+             [[probes]]\nname = \"wal\"\nsql = \"select 1\"\n\
+             needs = {{ track_wal_io_timing = \"on\" }}\n"
+        );
+        let l = Loaded::parse("t", &text, None, &[]).unwrap();
+        let (mut eng, server) = fake_engine(
+            Kind::Postgres,
+            "postgres://u@h/d",
+            vec![
+                (
+                    "SELECT current_setting('track_wal_io_timing'",
+                    Ok(vec![row(&[("current_setting", "off")])]),
+                ),
+                (
+                    "SELECT current_setting('wal_level'",
+                    Ok(vec![row(&[("current_setting", "replica")])]),
+                ),
+            ],
+        );
+        check_needs(&mut eng, &l);
+        assert!(
+            eng.skipped_probes.contains("wal"),
+            "{:?}",
+            eng.skipped_probes
+        );
+        assert!(
+            eng.notes[0].contains("needs track_wal_io_timing = on")
+                && eng.notes[0].contains("has track_wal_io_timing = off"),
+            "{:?}",
+            eng.notes
+        );
+        // A database of the user's: the study's server settings it lacks
+        // are said too.
+        assert!(
+            eng.notes[1].contains("wal_level = minimal") && eng.notes[1].contains("replica"),
+            "{:?}",
+            eng.notes
+        );
+        assert_eq!(
+            sent(&server),
+            [
+                "SELECT current_setting('track_wal_io_timing', true)",
+                "SELECT current_setting('wal_level', true)"
+            ]
+        );
+        // SQLite has no server settings: nothing is asked.
+        let (mut lite, server) = fake_engine(Kind::Sqlite, "sqlite:x.db", vec![]);
+        check_needs(&mut lite, &l);
+        assert!(lite.skipped_probes.is_empty() && sent(&server).is_empty());
+    }
+
+    #[test]
+    fn facts_name_the_server_and_never_its_password() {
+        let (mut eng, _) = fake_engine(
+            Kind::Postgres,
+            "postgres://app:s3cret@h:5432/d",
+            vec![
+                (
+                    "select version()",
+                    Ok(vec![row(&[("version", "PostgreSQL 15.8")])]),
+                ),
+                (
+                    "select name, current_setting(name)",
+                    Ok(vec![row(&[("name", "fsync"), ("current_setting", "on")])]),
+                ),
+            ],
+        );
+        let f = engine_facts(&mut eng);
+        assert_eq!(f["postgres.url"], "postgres://app:***@h:5432/d");
+        assert_eq!(f["postgres.version"], "PostgreSQL 15.8");
+        assert_eq!(f["postgres.setting.fsync"], "on");
+        assert!(f.values().all(|v| !v.contains("s3cret")), "{f:?}");
+    }
+
+    #[test]
+    fn level_server_settings_are_set_reloaded_and_reset_on_a_user_database() {
+        let text = STUDY.replace(
+            "[[factors]]\nname = \"n\"\nvalues = [1]",
+            "[[factors]]\nname = \"n\"\nlevels = [{ name = \"small\", server = { work_mem = \"8MB\" } }]",
+        );
+        let l = Loaded::parse("t", &text, None, &[]).unwrap();
+        let levels = l.study.factors[0].all_levels();
+        let scratch = tempfile::tempdir().unwrap();
+        let (restart_keys, builtins, overrides) =
+            (BTreeSet::new(), BTreeMap::new(), BTreeMap::new());
+        let ctx = Context {
+            l: &l,
+            quick: false,
+            restart_keys: &restart_keys,
+            scratch: scratch.path(),
+            builtins: &builtins,
+            overrides: &overrides,
+            keep: None,
+            obs: &Quiet,
+        };
+        let (mut eng, server) = fake_engine(Kind::Postgres, "postgres://u@h/d", vec![]);
+        apply_server(&ctx, &mut eng, &levels, &BTreeMap::new()).unwrap();
+        assert_eq!(eng.applied.get("work_mem").map(String::as_str), Some("8MB"));
+        // The same level again sends nothing; no level resets it.
+        apply_server(&ctx, &mut eng, &levels, &BTreeMap::new()).unwrap();
+        apply_server(&ctx, &mut eng, &[], &BTreeMap::new()).unwrap();
+        assert!(eng.applied.is_empty());
+        assert_eq!(
+            sent(&server),
+            [
+                "ALTER SYSTEM SET work_mem = '8MB'",
+                "SELECT pg_reload_conf()",
+                "ALTER SYSTEM RESET work_mem",
+                "SELECT pg_reload_conf()",
+            ]
+        );
     }
 }

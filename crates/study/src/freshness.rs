@@ -154,41 +154,23 @@ impl Checker {
 }
 
 /// A connection that makes the changes, straight to the server.
-enum Writer {
-    Postgres(Box<postgres::Client>),
-    Mariadb(tokio::runtime::Runtime, Box<mysql_async::Conn>),
-}
+struct Writer(Box<dyn tracelab_engine::Admin>);
 
 impl Writer {
-    fn connect(engine: &str, url: &str) -> Result<Writer, String> {
+    fn connect(engine: tracelab_engine::Engine, url: &str) -> Result<Writer, String> {
         match engine {
-            "postgres" => postgres::Client::connect(url, postgres::NoTls)
-                .map(|c| Writer::Postgres(Box::new(c)))
-                .map_err(|e| e.to_string()),
-            "mariadb" => {
-                let rt = tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()
-                    .map_err(|e| e.to_string())?;
-                let opts = tracelab_run::conninfo::mariadb(url)?;
-                let c = rt
-                    .block_on(mysql_async::Conn::new(opts))
-                    .map_err(|e| e.to_string())?;
-                Ok(Writer::Mariadb(rt, Box::new(c)))
+            tracelab_engine::Engine::Sqlite => {
+                Err(format!("no freshness check on {}", engine.name()))
             }
-            other => Err(format!("no freshness check on {other}")),
+            _ => tracelab_engine::admin::connect(url)
+                .map(Writer)
+                .map_err(|e| e.to_string()),
         }
     }
 
     /// Runs `sql` in a transaction of its own; returns when it committed.
     fn write(&mut self, sql: &str) -> Result<(), String> {
-        match self {
-            Writer::Postgres(c) => c.batch_execute(sql).map_err(|e| e.to_string()),
-            Writer::Mariadb(rt, c) => {
-                use mysql_async::prelude::Queryable;
-                rt.block_on(c.query_drop(sql)).map_err(|e| e.to_string())
-            }
-        }
+        self.0.execute(sql).map_err(|e| e.to_string())
     }
 }
 
@@ -248,10 +230,10 @@ pub(crate) fn run(
     });
     let mut opts = prep.base.clone();
     opts.stop = Stop::Runtime(Duration::from_secs_f64(runtime));
-    if e == "postgres" {
+    if eng.kind == tracelab_engine::Engine::Postgres {
         opts.url = with_params(&prep.base.url, "tracelab-study-freshness", &prep.settings);
     }
-    let in_path = crate::proxy::start_for(&levels, &e, &eng.url, None)?;
+    let in_path = crate::proxy::start_for(&levels, eng.kind, &eng.url, None)?;
     if let Some((px, _)) = &in_path {
         opts.url = px.url(&opts.url)?;
     }
@@ -261,7 +243,7 @@ pub(crate) fn run(
             c.see(s.session, s.binds, s.rows, s.cached, s.at)
         })));
     }
-    let mut writer = Writer::connect(&e, &eng.url)
+    let mut writer = Writer::connect(eng.kind, &eng.url)
         .map_err(|why| StudyError::Database(format!("freshness check: the writer: {why}")))?;
     let write_sql = |k: u64| -> Result<Option<String>, StudyError> {
         let mut v = vars.clone();

@@ -75,25 +75,23 @@ impl CpuWatch {
     /// PostgreSQL: the backends whose application_name is `tag`, each a
     /// process of its own.
     pub fn start(url: &str, tag: &str, sessions: usize, release: PathBuf) -> Option<CpuWatch> {
-        let mut c = postgres::Client::connect(url, postgres::NoTls).ok()?;
-        let tag = tag.to_string();
+        let mut c = tracelab_engine::admin::connect(url).ok()?;
+        let sql = format!(
+            "SELECT pid, state, state_change::text FROM pg_stat_activity WHERE application_name = {} ORDER BY pid",
+            tracelab_engine::sql::quote_literal(tag)
+        );
         let look: Look = Box::new(move || {
-            let rows = c
-                .query(
-                    "SELECT pid, state, state_change::text FROM pg_stat_activity WHERE application_name = $1 ORDER BY pid",
-                    &[&tag],
-                )
-                .ok()?;
+            let rows = c.query(&sql).ok()?;
             Some(
                 rows.iter()
-                    .map(|r| {
-                        let pid = r.get::<_, i32>(0);
-                        Seen {
-                            id: i64::from(pid),
-                            idle: r.get::<_, Option<String>>(1).as_deref() == Some("idle"),
-                            marker: r.get::<_, Option<String>>(2).unwrap_or_default(),
+                    .filter_map(|r| {
+                        let pid = r.number(0)? as i64;
+                        Some(Seen {
+                            id: pid,
+                            idle: r.get(1) == Some("idle"),
+                            marker: r.get(2).unwrap_or_default().to_string(),
                             schedstat: Some(PathBuf::from(format!("/proc/{pid}/schedstat"))),
-                        }
+                        })
                     })
                     .collect(),
             )
@@ -118,13 +116,8 @@ impl CpuWatch {
         sessions: usize,
         release: PathBuf,
     ) -> Option<CpuWatch> {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .ok()?;
-        let opts = mysql_async::Opts::from_url(url).ok()?;
-        let mut c = rt.block_on(mysql_async::Conn::new(opts)).ok()?;
-        let me = c.id();
+        let mut c = tracelab_engine::admin::connect(url).ok()?;
+        let me = c.session_id()?;
         let sql = format!(
             "SELECT p.ID, p.COMMAND = 'Sleep' AND p.TIME_MS >= 100, t.THREAD_OS_ID \
              FROM information_schema.PROCESSLIST p \
@@ -132,17 +125,17 @@ impl CpuWatch {
              WHERE p.ID > {me} AND p.COMMAND <> 'Daemon' ORDER BY p.ID"
         );
         let look: Look = Box::new(move || {
-            use mysql_async::prelude::Queryable;
-            let rows: Vec<(u64, i64, Option<u64>)> = rt.block_on(c.query(sql.as_str())).ok()?;
+            let rows = c.query(&sql).ok()?;
             Some(
-                rows.into_iter()
+                rows.iter()
+                    .filter_map(|r| Some((r.number(0)? as u64, r.number(1)?, r.number(2))))
                     .map(|(id, idle, tid)| Seen {
                         id: id as i64,
                         // Idle for 100 ms at each of two looks 100 ms
                         // apart: no statement in between.
-                        idle: idle != 0,
+                        idle: idle != 0.0,
                         marker: String::new(),
-                        schedstat: tid.map(|t| {
+                        schedstat: tid.map(|t| t as u64).map(|t| {
                             PathBuf::from(format!("/proc/{server_pid}/task/{t}/schedstat"))
                         }),
                     })
@@ -242,9 +235,13 @@ impl Drop for CpuWatch {
 /// settings: what the run's backends spent before their work, subtracted
 /// from their total.
 pub fn connect_cost_ns(url: &str) -> Option<u64> {
-    let mut c = postgres::Client::connect(url, postgres::NoTls).ok()?;
-    let pid: i32 = c.query_one("select pg_backend_pid()", &[]).ok()?.get(0);
-    process_cpu_ns(pid)
+    let mut c = tracelab_engine::admin::connect(url).ok()?;
+    let pid = c
+        .query("select pg_backend_pid()")
+        .ok()?
+        .first()?
+        .number(0)?;
+    process_cpu_ns(pid as i32)
 }
 
 /// The same for a MariaDB session thread of `server_pid`: connected, the
@@ -254,30 +251,19 @@ pub fn mariadb_connect_cost_ns(
     server_pid: i32,
     settings: &[(String, String)],
 ) -> Option<u64> {
-    use mysql_async::prelude::Queryable;
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
+    let mut c = tracelab_engine::admin::connect(url).ok()?;
+    for (k, v) in settings {
+        c.execute(&format!("SET SESSION {k} = {v}")).ok()?;
+    }
+    let rows = c
+        .query(
+            "SELECT THREAD_OS_ID FROM performance_schema.threads WHERE PROCESSLIST_ID = CONNECTION_ID()",
+        )
         .ok()?;
-    rt.block_on(async {
-        let opts = mysql_async::Opts::from_url(url).ok()?;
-        let mut c = mysql_async::Conn::new(opts).await.ok()?;
-        for (k, v) in settings {
-            c.query_drop(format!("SET SESSION {k} = {v}")).await.ok()?;
-        }
-        let tid: Option<u64> = c
-            .query_first(
-                "SELECT THREAD_OS_ID FROM performance_schema.threads WHERE PROCESSLIST_ID = CONNECTION_ID()",
-            )
-            .await
-            .ok()?;
-        let ns = schedstat_ns(Path::new(&format!(
-            "/proc/{server_pid}/task/{}/schedstat",
-            tid?
-        )));
-        let _ = c.disconnect().await;
-        ns
-    })
+    let tid = rows.first()?.number(0)? as u64;
+    schedstat_ns(Path::new(&format!(
+        "/proc/{server_pid}/task/{tid}/schedstat"
+    )))
 }
 
 /// The process id in a server's pid file.

@@ -17,6 +17,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::Deserialize;
+use tracelab_engine::Engine;
 pub use tracelab_proxy::Upstream;
 use tracelab_proxy::{parse_rate, Config, Counters, Direction, Distribution, Protocol, Proxy};
 
@@ -62,7 +63,7 @@ impl ProxyLevel {
         self.config(
             "127.0.0.1:0",
             Upstream::Tcp("127.0.0.1:1".into()),
-            "postgres",
+            Engine::Postgres,
             None,
         )
         .map(|_| ())
@@ -73,7 +74,7 @@ impl ProxyLevel {
         &self,
         listen: &str,
         upstream: Upstream,
-        engine: &str,
+        engine: Engine,
         trace_dir: Option<PathBuf>,
     ) -> Result<Config, String> {
         let mut cfg = Config::new(listen, upstream);
@@ -106,7 +107,7 @@ impl ProxyLevel {
             .transpose()
             .map_err(|e| e.to_string())?;
         cfg.binds = self.binds.unwrap_or(true);
-        cfg.protocol = if engine == "postgres" {
+        cfg.protocol = if engine == Engine::Postgres {
             Protocol::Postgres
         } else {
             Protocol::Tcp
@@ -131,7 +132,7 @@ impl InPath {
     pub fn start(
         upstream: Upstream,
         level: &ProxyLevel,
-        engine: &str,
+        engine: Engine,
         trace_dir: Option<PathBuf>,
     ) -> Result<InPath, StudyError> {
         let cfg = level
@@ -244,14 +245,14 @@ pub struct Collected {
 /// trace.
 pub fn start_for(
     levels: &[Level],
-    engine: &str,
+    engine: Engine,
     url: &str,
     trace_dir: Option<&Path>,
 ) -> Result<Option<(InPath, bool)>, StudyError> {
     let Some(level) = levels.iter().rev().find_map(|l| l.proxy.as_ref()) else {
         return Ok(None);
     };
-    if engine == "sqlite" {
+    if engine == Engine::Sqlite {
         return Err(StudyError::Usage(
             "a proxy level on SQLite: it runs in process, there is no connection to put a proxy on"
                 .into(),
@@ -410,7 +411,7 @@ mod tests {
             .config(
                 "127.0.0.1:0",
                 Upstream::Tcp("h:1".into()),
-                "mariadb",
+                Engine::Mysql,
                 Some("/t".into()),
             )
             .unwrap();

@@ -152,6 +152,14 @@ fn open_path(p: &Path, name: &str) -> Result<(File, Vec<u8>), OpenError> {
     Ok((f, first))
 }
 
+/// The raw bytes of the file at `path` (compressed or not), a FIFO
+/// waited for as [`open`] waits for its writer: for a caller that copies a
+/// pipe to read it more than once.
+pub fn open_raw(path: &Path) -> Result<Box<dyn Read + Send>, OpenError> {
+    let (f, first) = open_path(path, &path.display().to_string())?;
+    Ok(Box::new(io::Cursor::new(first).chain(f)))
+}
+
 /// Reads a FIFO opened without blocking until a writer shows: a read
 /// returns 0 while there is none, data or `EAGAIN` once there is one.
 fn wait_for_writer(f: &mut File, name: &str) -> Result<Vec<u8>, OpenError> {

@@ -27,7 +27,7 @@ pub use call::{
     WallClock, PSEUDO_BETWEEN, PSEUDO_WITHIN,
 };
 pub use diag::{Diagnostic, Diagnostics};
-pub use input::{open, open_counted, Compression, OpenError, Source, TraceFile};
+pub use input::{open, open_counted, open_raw, Compression, OpenError, Source, TraceFile};
 pub use lines::DEFAULT_MAX_LINE;
 pub use reader::{LineKinds, ReadError, ReadOptions, ReadSummary, Reader, Timeline, MIN_SPLIT};
 pub use secrets::{mentions_password, redact_message, redact_sql};

@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 
 use tracelab_db::{start_mariadb, start_postgres, status, stop, MariaOptions, PgOptions, Status};
+use tracelab_engine::Engine;
 
 use crate::exit::{self, Failure};
 use crate::output::{out, say};
@@ -21,8 +22,9 @@ enum Command {
     Start {
         /// The engine: postgres (URL postgres://postgres@127.0.0.1:PORT/postgres)
         /// or mariadb (URL mysql://root@127.0.0.1:PORT/tracelab).
-        #[arg(long, default_value = "postgres", value_parser = ["postgres", "mariadb"])]
-        engine: String,
+        #[arg(long, default_value = "postgres",
+              value_parser = engine_parser(&[Engine::Postgres.name(), Engine::Mysql.name()]))]
+        engine: Engine,
         /// Where the server lives (data, socket, log); a new temporary
         /// directory, printed on stderr, when not given.
         #[arg(long)]
@@ -55,7 +57,7 @@ pub fn run(a: Args) -> Result<i32, Failure> {
             let mut parsed = Vec::new();
             for s in settings {
                 let Some((k, v)) = s.split_once('=') else {
-                    let example = if engine == "mariadb" {
+                    let example = if engine == Engine::Mysql {
                         "innodb_flush_log_at_trx_commit=2"
                     } else {
                         "work_mem=64MB"
@@ -70,18 +72,18 @@ pub fn run(a: Args) -> Result<i32, Failure> {
             // tools and removes what this start made.
             crate::signals::install();
             remove_orphans();
-            let (state, name) = if engine == "mariadb" {
+            let (state, name) = if engine == Engine::Mysql {
                 let s = start_mariadb(&MariaOptions {
                     dir,
                     settings: parsed,
                 })?;
-                (s, "MariaDB")
+                (s, Engine::Mysql.title())
             } else {
                 let s = start_postgres(&PgOptions {
                     dir,
                     settings: parsed,
                 })?;
-                (s, "PostgreSQL")
+                (s, Engine::Postgres.title())
             };
             say!(
                 "tracelab: {name} running in {} (stop it with `tracelab db stop --dir {}`)",
@@ -119,4 +121,14 @@ pub fn remove_orphans() {
             dir.display()
         );
     }
+}
+
+/// clap's parser of an `--engine` value: one of `names` (as `--help` and
+/// the completions list them), typed as the engine layer's [`Engine`].
+pub(crate) fn engine_parser(
+    names: &[&'static str],
+) -> impl clap::builder::TypedValueParser<Value = Engine> {
+    use clap::builder::TypedValueParser;
+    clap::builder::PossibleValuesParser::new(names.iter().copied())
+        .try_map(|s| Engine::from_name(&s).ok_or_else(|| format!("unknown engine {s}")))
 }

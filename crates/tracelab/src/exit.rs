@@ -13,6 +13,7 @@ use tracelab_db::DbError;
 use tracelab_prof::ProfError;
 use tracelab_skew::SkewError;
 use tracelab_study::StudyError;
+use tracelab_tools::ToolsError;
 
 pub const OK: i32 = 0;
 pub const TROUBLE: i32 = 1;
@@ -36,6 +37,9 @@ pub enum Failure {
     Calls(#[from] CallsError),
     #[error(transparent)]
     Study(StudyError),
+    /// `ls`, `nl`, `tim`, `crop`, `merge`.
+    #[error(transparent)]
+    Tools(#[from] ToolsError),
     #[error("{0}")]
     Usage(String),
     /// `tracelab proxy` could not start or serve.
@@ -71,6 +75,11 @@ impl Failure {
             Failure::Proxy(_) => TROUBLE,
             Failure::Calls(CallsError::Write { .. }) => OUTPUT,
             Failure::Calls(_) => USAGE,
+            Failure::Tools(e) => match e {
+                ToolsError::Usage(_) => USAGE,
+                ToolsError::Write { .. } => OUTPUT,
+                ToolsError::Open(_) | ToolsError::Read(_) | ToolsError::Dir { .. } => TROUBLE,
+            },
         }
     }
 }

@@ -4,9 +4,13 @@
 
 mod calls;
 mod completions;
+mod crop;
 mod db;
 mod exit;
+mod ls;
 mod man;
+mod merge;
+mod nl;
 mod output;
 mod prof;
 mod progress;
@@ -15,6 +19,7 @@ mod run;
 mod signals;
 mod skew;
 mod study;
+mod tim;
 
 use clap::{CommandFactory, Parser, Subcommand};
 
@@ -55,6 +60,21 @@ enum Command {
     /// Write every call as a row (Parquet, CSV or JSON lines), with the
     /// statements and files tables, for DuckDB and Spark.
     Calls(Box<calls::Args>),
+    /// List trace files, one line each: size, version, session, module,
+    /// action, client id, first and last wall-clock time, calls (mrls).
+    Ls(ls::Args),
+    /// A trace's lines with their numbers, wall-clock times and the time
+    /// since the previous call (mrnl).
+    Nl(nl::Args),
+    /// A tim value as a wall-clock time, and a wall-clock time as a tim
+    /// (mrtim, mrwhen).
+    Tim(tim::Args),
+    /// A stretch of a trace (time window, lines, one statement, one
+    /// session) as a valid trace of its own (mrcrop).
+    Crop(crop::Args),
+    /// The lines one session, client id, service, module or action left
+    /// in many trace files, in time order, as one valid trace (trcsess).
+    Merge(merge::Args),
     /// Print the completion script of a shell (bash, zsh, fish, elvish,
     /// powershell).
     Completions(completions::Args),
@@ -82,6 +102,11 @@ fn main() {
         Command::Study(a) => study::run(*a),
         Command::Proxy(a) => proxy::run(*a),
         Command::Calls(a) => calls::run(*a),
+        Command::Ls(a) => ls::run(a),
+        Command::Nl(a) => nl::run(a),
+        Command::Tim(a) => tim::run(a),
+        Command::Crop(a) => crop::run(a),
+        Command::Merge(a) => merge::run(a),
         Command::Completions(a) => completions::run(a, Cli::command()),
         Command::Man(a) => man::run(a, Cli::command()),
     };

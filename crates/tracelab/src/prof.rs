@@ -9,14 +9,18 @@ use crate::progress::Progress;
 
 const AFTER_HELP: &str = "\
 Per trace file (a trcsess-merged file is one session): the resource profile of the whole
-response time R (each call and wait, unaccounted-for time within and between calls, think
-time), the statements ranked by their share of R, the recursive statements under their
-parents, then each statement as tkprof prints it (call count cpu elapsed disk query current
-rows, misses in library cache, optimizer mode, parsing user, row-source plan, waits) with
-what tkprof leaves out: the figures without its recursive statements, its distinct bind
-sets and a p10 histogram of its EXEC/FETCH calls and executions; tkprof's OVERALL TOTALS.
-tkprof's figures: a statement's calls as the trace writes them (a parent's include its
-recursive calls'), seconds truncated to 0.01.
+response time R (the CPU of each kind of database call, as `CPU: EXEC calls`, and their
+total; each wait; unaccounted-for time within and between calls; think time), the
+statements ranked by their share of R, and by their time with their recursive statements'
+(TVD$XTAT's ranking), the recursive statements under their parents, then each statement as
+tkprof prints it (call count cpu elapsed disk query current rows, misses in library cache,
+optimizer mode, parsing user, row-source plan, waits) with what tkprof leaves out: the
+figures with its recursive statements, its distinct bind sets and a p10 histogram of its
+EXEC/FETCH calls and executions; tkprof's OVERALL TOTALS.
+tkprof's figures: a statement's calls net of the recursive calls made inside them (Oracle
+writes a parent's c, e, p, cr, cu including its recursive calls'; tkprof lists those under
+the recursive statements), seconds truncated to 0.01; --gross prints them as the trace
+writes them.
 Exit status: 0 done, 1 report written but some input damaged or skipped, 2 bad usage,
 3 output error.";
 
@@ -39,6 +43,11 @@ pub struct Args {
     /// profile, no tracelab additions), to compare with tkprof's own output.
     #[arg(long, conflicts_with = "json")]
     tkprof: bool,
+    /// Call tables gross, as the trace lines give them (a parent's calls
+    /// with the recursive calls made inside them), instead of tkprof's
+    /// figures net of the recursive calls.
+    #[arg(long, conflicts_with = "json")]
+    gross: bool,
     /// Seconds of SQL*Net message from client that count as think time
     /// [default: 1].
     #[arg(long, value_name = "SECONDS")]
@@ -128,7 +137,10 @@ pub fn run(a: Args) -> Result<i32, Failure> {
     let text = if a.json {
         tracelab_prof::to_json(&profiles)
     } else {
-        let o = TextOptions { tkprof: a.tkprof };
+        let o = TextOptions {
+            tkprof: a.tkprof,
+            gross: a.gross,
+        };
         let mut parts = Vec::new();
         // Several files: their combined profile first (as skew gives one
         // table for all its files), then each file's (--each). tkprof's

@@ -8,6 +8,7 @@ use std::time::Duration;
 use tracelab_db::{
     private_dir, start_mariadb, start_postgres, stop, MariaOptions, PgOptions, ServerState,
 };
+use tracelab_engine::Engine;
 use tracelab_run::{
     cast_placeholders, read_typed_binds, run as drive, CacheOptions, ConnectMode, ExeMode,
     RunOptions, Stop, Timer, Workload,
@@ -29,8 +30,8 @@ pub struct Args {
     /// The engine of the private server started when --db is not given
     /// (sqlite: a database file in a temporary directory).
     #[arg(long, value_name = "ENGINE", default_value = "postgres", conflicts_with = "db",
-          value_parser = ["postgres", "mariadb", "sqlite"])]
-    engine: String,
+          value_parser = crate::db::engine_parser(&Engine::NAMES))]
+    engine: Engine,
     /// A session parameter set on every connection before the work:
     /// SET on PostgreSQL and MariaDB, PRAGMA on SQLite (for example
     /// -s synchronous_commit=off, -s journal_mode=wal). Repeatable.
@@ -177,7 +178,7 @@ pub fn run(a: Args) -> Result<i32, Failure> {
     // A URL that cannot be read is a mistake on the command line, said
     // before anything starts.
     if let Some(url) = &a.db {
-        tracelab_run::check_url(url).map_err(|e| Failure::Usage(e.to_string()))?;
+        tracelab_engine::check_url(url).map_err(|e| Failure::Usage(e.to_string()))?;
     }
     let stop_at = match (a.runtime, a.transactions) {
         (Some(s), _) if s > 0.0 && s.is_finite() => Stop::Runtime(Duration::from_secs_f64(s)),
@@ -204,9 +205,9 @@ pub fn run(a: Args) -> Result<i32, Failure> {
         (Some(sql), None) => {
             let (types, binds) = match &a.binds {
                 Some(p) => read_typed_binds(p).map_err(|e| Failure::Usage(e.to_string()))?,
-                None => (Vec::new(), Vec::new()),
+                None => (Vec::new(), Default::default()),
             };
-            let mut w = Workload::postgres(sql, binds);
+            let mut w = Workload::with_binds(sql, binds);
             for st in &mut w.statements {
                 st.engine_sql = cast_placeholders(&st.engine_sql, &types);
             }
@@ -261,13 +262,13 @@ pub fn run(a: Args) -> Result<i32, Failure> {
         })
         .collect::<Result<Vec<_>, _>>()?;
     // The private server lives only as long as the run.
-    let private = match (&a.db, a.engine.as_str()) {
-        (Some(_), _) | (None, "sqlite") => None,
+    let private = match (&a.db, a.engine) {
+        (Some(_), _) | (None, Engine::Sqlite) => None,
         (None, engine) => Some(Private::start(engine)?),
     };
     let private = private.as_ref().map(|p| &p.state);
-    let scratch = match (&a.db, a.engine.as_str()) {
-        (None, "sqlite") => Some(
+    let scratch = match (&a.db, a.engine) {
+        (None, Engine::Sqlite) => Some(
             tempfile::tempdir()
                 .map_err(|e| Failure::Usage(format!("cannot make a temporary directory: {e}")))?,
         ),
@@ -348,7 +349,7 @@ pub fn run(a: Args) -> Result<i32, Failure> {
     if let Some(path) = &a.report {
         let what = format!(
             "{}, {} session(s), {}",
-            tracelab_run::redact(&opts.url),
+            tracelab_engine::redact(&opts.url),
             a.sessions,
             match opts.stop {
                 Stop::Runtime(d) => format!("{} s", d.as_secs_f64()),
@@ -432,10 +433,10 @@ struct Private {
 }
 
 impl Private {
-    fn start(engine: &str) -> Result<Private, Failure> {
+    fn start(engine: Engine) -> Result<Private, Failure> {
         crate::db::remove_orphans();
         let dir = private_dir()?;
-        let started = if engine == "mariadb" {
+        let started = if engine == Engine::Mysql {
             start_mariadb(&MariaOptions {
                 dir: Some(dir.clone()),
                 ..MariaOptions::default()
@@ -450,11 +451,7 @@ impl Private {
             Ok(state) => {
                 say!(
                     "tracelab: started a private {} in {} ({}), removed after the run",
-                    if engine == "mariadb" {
-                        "MariaDB"
-                    } else {
-                        "PostgreSQL"
-                    },
+                    engine.title(),
                     state.dir.display(),
                     state.url
                 );

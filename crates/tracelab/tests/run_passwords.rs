@@ -222,3 +222,24 @@ fn mariadb_mysql_pwd_and_option_file() {
     assert_eq!(code, 0, "{out}{err}");
     assert!(!format!("{out}{err}").contains("Maria-Secret-77"));
 }
+
+/// What `--db` is given may not be a URL at all: a libpq key=value string
+/// or Oracle's `user/password@service`. The errors that quote it (the
+/// engine cannot be told) mask its password as a URL's is masked.
+#[test]
+fn connection_strings_that_are_not_urls_are_masked_in_errors() {
+    for db in [
+        "host=127.0.0.1 password=KvSecret-1 dbname=x",
+        "host=127.0.0.1 password = 'Kv Secret-1' dbname=x",
+        "scott/KvSecret-1@orcl",
+    ] {
+        let (out, err, code) = tracelab_env(&["run", "--db", db, "--sql", "select 1"], &[]);
+        assert_eq!(code, 2, "{db}: {err}");
+        assert!(err.contains("cannot tell the engine"), "{db}: {err}");
+        assert!(err.contains("***"), "{db}: {err}");
+        assert!(
+            !err.contains("Secret-1") && !out.contains("Secret-1"),
+            "{db}: the password leaked: {err}{out}"
+        );
+    }
+}

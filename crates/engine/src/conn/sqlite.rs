@@ -5,9 +5,9 @@
 use rusqlite::{Connection, OpenFlags};
 
 use super::{Conn, DbError};
-use crate::workload::map_typed_placeholders;
+use crate::sql::map_typed_placeholders;
 
-pub(crate) struct Sqlite {
+pub struct Sqlite {
     conn: Connection,
     /// Statement texts with `?n` placeholders; rusqlite's statement cache
     /// keeps them prepared (a `Statement` borrows its connection, so it
@@ -17,7 +17,7 @@ pub(crate) struct Sqlite {
 
 /// Opens `sqlite:PATH`, `sqlite://PATH` or `sqlite::memory:` (one
 /// in-memory database shared by the run's sessions).
-pub(crate) fn connect(url: &str) -> Result<Sqlite, DbError> {
+pub fn connect(url: &str) -> Result<Sqlite, DbError> {
     let rest = url
         .strip_prefix("sqlite:")
         .or_else(|| url.strip_prefix("SQLITE:"))

@@ -2,12 +2,16 @@
 //! prepare, execute with text binds, and run transaction control. The
 //! session measures and traces; an engine only does the round trips.
 
-pub(crate) mod mysql;
-pub(crate) mod pgwire;
-pub(crate) mod postgres;
-pub(crate) mod sqlite;
+pub mod mysql;
+pub mod pgwire;
+pub mod postgres;
+pub mod sqlite;
 
-use crate::error::RunError;
+use crate::error::EngineError;
+
+/// Rows as an engine returns them: each value's bytes, `None` for NULL.
+/// The result cache keeps them as they are.
+pub type Rows = Vec<Vec<Option<Vec<u8>>>>;
 
 /// Which engine a URL names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -19,13 +23,13 @@ pub enum Engine {
 
 impl Engine {
     /// The engine a connection URL names by its scheme.
-    pub fn of_url(url: &str) -> Result<Engine, RunError> {
+    pub fn of_url(url: &str) -> Result<Engine, EngineError> {
         let scheme = url.split(':').next().unwrap_or("").to_ascii_lowercase();
         match scheme.as_str() {
             "postgres" | "postgresql" => Ok(Engine::Postgres),
             "mysql" | "mariadb" => Ok(Engine::Mysql),
             "sqlite" => Ok(Engine::Sqlite),
-            _ => Err(RunError::Usage(format!(
+            _ => Err(EngineError::Usage(format!(
                 "cannot tell the engine of `{}`: expected a URL starting with postgres://, \
                  mysql:// (or mariadb://), or sqlite:PATH (or sqlite::memory:)",
                 redact(url)
@@ -33,8 +37,25 @@ impl Engine {
         }
     }
 
+    /// Every engine, in the order studies list them.
+    pub const ALL: [Engine; 3] = [Engine::Postgres, Engine::Sqlite, Engine::Mysql];
+
+    /// The engine of a name as trace headers, summaries and study files
+    /// write it (`postgres`, `mariadb`, `sqlite`).
+    pub fn from_name(name: &str) -> Option<Engine> {
+        Engine::ALL.into_iter().find(|e| e.name() == name)
+    }
+
+    /// The names of every engine, in the order of [`Engine::ALL`], for
+    /// messages listing what is expected.
+    pub const NAMES: [&'static str; 3] = [
+        Engine::ALL[0].name(),
+        Engine::ALL[1].name(),
+        Engine::ALL[2].name(),
+    ];
+
     /// The name written in trace headers and summaries.
-    pub fn name(self) -> &'static str {
+    pub const fn name(self) -> &'static str {
         match self {
             Engine::Postgres => "postgres",
             Engine::Mysql => "mariadb",
@@ -42,15 +63,31 @@ impl Engine {
         }
     }
 
+    /// The engine's name as people write it, for messages.
+    pub const fn title(self) -> &'static str {
+        match self {
+            Engine::Postgres => "PostgreSQL",
+            Engine::Mysql => "MariaDB",
+            Engine::Sqlite => "SQLite",
+        }
+    }
+
     /// Whether every call blocks its thread (an in-process engine): such
     /// sessions each get a thread of their own.
-    pub(crate) fn blocks(self) -> bool {
+    pub fn blocks(self) -> bool {
         self == Engine::Sqlite
     }
 }
 
 /// A URL as it may be shown: any password replaced by `***`.
+///
+/// What `--db` is given may be something other than a URL (a mistake the
+/// error then shows): a libpq key=value string (`host=h password=x`) or
+/// Oracle's `user/password@service`; their passwords are masked too.
 pub fn redact(url: &str) -> String {
+    if !url.contains("://") {
+        return redact_other(url);
+    }
     let url = redact_query(url);
     // scheme://user:password@host... : the password is between the first
     // ':' after "//" and the last '@' before the path.
@@ -91,10 +128,76 @@ fn redact_query(url: &str) -> String {
     format!("{}?{}", &url[..q], params.join("&"))
 }
 
+/// Whether `key` names a password in a key=value list (libpq's
+/// `password`, MariaDB's `pass`, ODBC's `pwd`).
+fn is_password_key(key: &str) -> bool {
+    matches!(
+        key.to_ascii_lowercase().as_str(),
+        "password" | "pass" | "pwd"
+    )
+}
+
+/// A connection string that is not a `scheme://` URL, as it may be shown:
+/// the value of every password key masked (values as libpq reads them:
+/// up to a blank, `;` or `&`, or between single quotes with `\` escapes),
+/// and a `user/password@` or `user:password@` prefix masked.
+fn redact_other(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = String::with_capacity(s.len());
+    let mut i = 0;
+    let sep = |c: char| c.is_whitespace() || matches!(c, ';' | '&' | '?');
+    while i < b.len() {
+        // The key before a `=`: its last word (libpq allows blanks
+        // around the `=`).
+        let key = || {
+            let before = s[..i].trim_end();
+            &before[before.rfind(sep).map_or(0, |p| p + 1)..]
+        };
+        if b[i] == b'=' && is_password_key(key()) {
+            out.push('=');
+            let mut j = i + 1;
+            while j < b.len() && (b[j] == b' ' || b[j] == b'\t') {
+                j += 1;
+            }
+            if b.get(j) == Some(&b'\'') {
+                j += 1;
+                while j < b.len() && b[j] != b'\'' {
+                    j += if b[j] == b'\\' { 2 } else { 1 };
+                }
+                j = (j + 1).min(b.len());
+            } else {
+                while j < b.len() && !matches!(b[j], b' ' | b'\t' | b'\n' | b'\r' | b';' | b'&') {
+                    j += 1;
+                }
+            }
+            out.push_str("***");
+            i = j;
+            continue;
+        }
+        let ch_len = s[i..].chars().next().map_or(1, char::len_utf8);
+        out.push_str(&s[i..i + ch_len]);
+        i += ch_len;
+    }
+    // `scott/tiger@orcl`, `u:p@h/db`: the credentials before the last
+    // `@`, when that part is one word with no key=value in it.
+    if out.starts_with("sqlite:") {
+        return out;
+    }
+    if let Some(at) = out.rfind('@') {
+        let cred = &out[..at];
+        if !cred.contains(|c: char| c.is_whitespace() || c == '=') {
+            if let Some(sep) = cred.find(['/', ':']) {
+                return format!("{}***{}", &out[..=sep], &out[at..]);
+            }
+        }
+    }
+    out
+}
+
 /// An error's innermost cause, said once: client libraries wrap an I/O
 /// error in layers that each repeat its words ("Input/output error:
 /// Input/output error: Connection refused").
-pub(crate) fn innermost(e: &dyn std::error::Error) -> String {
+pub fn innermost(e: &dyn std::error::Error) -> String {
     let mut e = e;
     while let Some(inner) = e.source() {
         e = inner;
@@ -105,9 +208,9 @@ pub(crate) fn innermost(e: &dyn std::error::Error) -> String {
 /// Checks a connection URL before anything starts: the scheme names a
 /// known engine and the engine's client can read the rest. A mistake is a
 /// usage error naming the URL (password hidden) and what is wrong.
-pub fn check_url(url: &str) -> Result<Engine, RunError> {
+pub fn check_url(url: &str) -> Result<Engine, EngineError> {
     let engine = Engine::of_url(url)?;
-    let bad = |what: String| RunError::Usage(format!("--db {}: {what}", redact(url)));
+    let bad = |what: String| EngineError::Usage(format!("--db {}: {what}", redact(url)));
     match engine {
         Engine::Postgres => {
             // As the session will read it: libpq's service file, PG*
@@ -134,7 +237,7 @@ pub fn check_url(url: &str) -> Result<Engine, RunError> {
 
 /// An engine's error, as the session reports it.
 #[derive(Debug, Clone)]
-pub(crate) struct DbError {
+pub struct DbError {
     /// The engine's code: a SQLSTATE on PostgreSQL, the error number on
     /// MariaDB, the extended result code on SQLite; `connection` when the
     /// connection itself failed.
@@ -145,7 +248,10 @@ pub(crate) struct DbError {
 
 /// What a session needs of a connection. Every call is one round trip
 /// (one step of an in-process engine).
-pub(crate) trait Conn {
+// `async fn` without a `Send` bound on purpose: each session drives its
+// connection on a current-thread runtime of its own, never across threads.
+#[allow(async_fn_in_trait)]
+pub trait Conn {
     /// Prepares a statement written with `$n` placeholders and returns
     /// its handle for `execute`.
     async fn prepare(&mut self, sql: &str) -> Result<usize, DbError>;
@@ -157,11 +263,22 @@ pub(crate) trait Conn {
         &mut self,
         _handle: usize,
         _binds: &[Option<&str>],
-    ) -> Result<crate::cache::Rows, DbError> {
+    ) -> Result<Rows, DbError> {
         Err(DbError {
             code: "usage".into(),
             message: "this engine has no result cache".into(),
         })
+    }
+    /// Whether the latest call failed because a prepared statement's plan
+    /// went stale, which preparing it again cures (PostgreSQL after a
+    /// column's type changed; MariaDB and SQLite prepare again by
+    /// themselves).
+    fn stale_plan(&self) -> bool {
+        false
+    }
+    /// Prepares statement `handle` again, under the same handle.
+    async fn reprepare(&mut self, _handle: usize) -> Result<(), DbError> {
+        Ok(())
     }
     /// Runs a statement without binds or rows (BEGIN, COMMIT, SET).
     async fn batch(&mut self, sql: &str) -> Result<(), DbError>;
@@ -192,9 +309,9 @@ pub(crate) trait Conn {
 /// Rewrites `$n` placeholders as `?`, and returns for each `?` the index
 /// of its value: MariaDB binds by position only, so a value used twice
 /// is sent twice.
-pub(crate) fn question_marks(sql: &str) -> (String, Vec<usize>) {
+pub fn question_marks(sql: &str) -> (String, Vec<usize>) {
     let mut order = Vec::new();
-    let text = crate::workload::map_typed_placeholders(sql, |n, out| {
+    let text = crate::sql::map_typed_placeholders(sql, |n, out| {
         order.push(n - 1);
         out.push('?');
     });
@@ -233,6 +350,30 @@ mod tests {
             redact("postgres://u@h/d?sslmode=disable&password=s3cret&x=1"),
             "postgres://u@h/d?sslmode=disable&password=***&x=1"
         );
+    }
+
+    #[test]
+    fn passwords_of_strings_that_are_not_urls_are_redacted() {
+        assert_eq!(
+            redact("host=127.0.0.1 password=secret dbname=x"),
+            "host=127.0.0.1 password=*** dbname=x"
+        );
+        assert_eq!(
+            redact("host=h PASSWORD = 'se cr\\'et' user=u"),
+            "host=h PASSWORD =*** user=u"
+        );
+        assert_eq!(
+            redact("Server=h;Uid=u;Pwd=s3;Database=d"),
+            "Server=h;Uid=u;Pwd=***;Database=d"
+        );
+        assert_eq!(redact("scott/tiger@orcl"), "scott/***@orcl");
+        assert_eq!(redact("u:p@ss@h/db"), "u:***@h/db");
+        assert_eq!(redact("sqlite:/tmp/a@b.db"), "sqlite:/tmp/a@b.db");
+        assert_eq!(redact("host=/tmp dbname=x"), "host=/tmp dbname=x");
+        let e = Engine::of_url("host=127.0.0.1 password=secret dbname=x")
+            .unwrap_err()
+            .to_string();
+        assert!(!e.contains("secret") && e.contains("password=***"), "{e}");
     }
 
     #[test]

@@ -4,22 +4,22 @@
 //! protocol connection (engine::pgwire).
 
 use super::pgwire::{columns, Wire};
+use super::Rows;
 use super::{Conn, DbError};
-use crate::cache::Rows;
-use crate::workload::inline_binds;
+use crate::sql::inline_binds;
 
-pub(crate) struct Postgres {
+pub struct Postgres {
     wire: Wire,
     simple: bool,
-    /// Prepared statements (extended protocol): name and parameter count
-    /// ...
-    prepared: Vec<(String, usize)>,
+    /// Prepared statements (extended protocol): name, parameter count
+    /// and text (to prepare it again) ...
+    prepared: Vec<(String, usize, String)>,
     /// ... or the text to inline values into (simple protocol).
     texts: Vec<String>,
 }
 
 /// Connects; the connection's I/O runs in the session's own task.
-pub(crate) async fn connect(url: &str, simple: bool) -> Result<Postgres, DbError> {
+pub async fn connect(url: &str, simple: bool) -> Result<Postgres, DbError> {
     Ok(Postgres {
         wire: Wire::connect(url).await?,
         simple,
@@ -51,7 +51,7 @@ impl Conn for Postgres {
         }
         let name = format!("tracelab_{}", self.prepared.len() + 1);
         let params = self.wire.prepare(&name, sql).await?;
-        self.prepared.push((name, params));
+        self.prepared.push((name, params, sql.to_string()));
         Ok(self.prepared.len() - 1)
     }
 
@@ -62,11 +62,24 @@ impl Conn for Postgres {
         }
         // Rows are counted as they stream in, not collected: the driver's
         // own cost per call stays small beside pgbench's.
-        let (name, params) = &self.prepared[handle];
+        let (name, params, _) = &self.prepared[handle];
         check_binds(*params, binds)?;
         let mut n = 0u64;
         self.wire.execute(name, binds, |_| n += 1).await?;
         Ok(n)
+    }
+
+    fn stale_plan(&self) -> bool {
+        self.wire.stale
+    }
+
+    async fn reprepare(&mut self, handle: usize) -> Result<(), DbError> {
+        let Some((name, _, sql)) = self.prepared.get(handle) else {
+            return Ok(());
+        };
+        let params = self.wire.reprepare(name, sql).await?;
+        self.prepared[handle].1 = params;
+        Ok(())
     }
 
     async fn batch(&mut self, sql: &str) -> Result<(), DbError> {
@@ -82,7 +95,7 @@ impl Conn for Postgres {
             let text = inline_binds(&self.texts[handle], binds);
             self.wire.simple(&text, |b| rows.push(keep(b))).await?;
         } else {
-            let (name, params) = &self.prepared[handle];
+            let (name, params, _) = &self.prepared[handle];
             check_binds(*params, binds)?;
             self.wire
                 .execute(name, binds, |b| rows.push(keep(b)))

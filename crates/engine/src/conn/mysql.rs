@@ -5,11 +5,11 @@
 use mysql_async::prelude::Queryable;
 use mysql_async::{Params, Row, Value};
 
+use super::Rows;
 use super::{question_marks, Conn, DbError};
-use crate::cache::Rows;
-use crate::workload::inline_literals;
+use crate::sql::inline_literals;
 
-pub(crate) struct Mysql {
+pub struct Mysql {
     conn: mysql_async::Conn,
     simple: bool,
     /// Per statement: the prepared statement (binary protocol) or the
@@ -19,7 +19,7 @@ pub(crate) struct Mysql {
     closed: bool,
 }
 
-pub(crate) async fn connect(url: &str, simple: bool) -> Result<Mysql, DbError> {
+pub async fn connect(url: &str, simple: bool) -> Result<Mysql, DbError> {
     // The URL completed from the option files and MYSQL_PWD; the
     // parser's own message may quote the URL: the message hides the
     // password instead.

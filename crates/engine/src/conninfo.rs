@@ -23,7 +23,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use crate::engine::redact;
+use crate::conn::redact;
 
 /// Where settings come from: the environment and the home directory
 /// (given, so that tests need not change the process's).
@@ -188,12 +188,9 @@ pub(crate) fn postgres_from(
 ) -> Result<tokio_postgres::Config, String> {
     let env = src.env;
     let (base, own) = split_params(url);
-    let mut cfg: tokio_postgres::Config = base.parse().map_err(|e| {
-        format!(
-            "invalid connection string: {}",
-            crate::engine::innermost(&e)
-        )
-    })?;
+    let mut cfg: tokio_postgres::Config = base
+        .parse()
+        .map_err(|e| format!("invalid connection string: {}", crate::conn::innermost(&e)))?;
     // The service: what the URL left out, before the environment.
     let mut service: HashMap<String, String> = HashMap::new();
     if let Some(name) = own.get("service").cloned().or_else(|| env("PGSERVICE")) {

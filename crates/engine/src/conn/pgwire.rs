@@ -1,7 +1,9 @@
 //! A PostgreSQL connection that speaks the frontend/backend protocol
 //! itself, inside the session's task.
 //!
-//! Why by hand: tokio-postgres (used for everything else here) splits a
+//! Why by hand, for measured calls and administrative ones alike (one
+//! PostgreSQL client): tokio-postgres (still used by the result cache's
+//! catalog questions and notifications in crates/run) splits a
 //! connection into a client and a connection task joined by channels, so
 //! every call crosses two task hand-offs and allocates its response
 //! buffers; that cost about 1 µs of client CPU per call more than libpq in
@@ -34,6 +36,7 @@ mod tag {
     pub const PARAMETER: u8 = b'S';
     pub const NOTIFICATION: u8 = b'A';
     pub const DATA_ROW: u8 = b'D';
+    pub const ROW_DESCRIPTION: u8 = b'T';
     pub const PARAMETER_DESCRIPTION: u8 = b't';
     pub const COPY_IN: u8 = b'G';
 }
@@ -63,7 +66,7 @@ impl Stream {
 }
 
 /// One connection to a PostgreSQL server.
-pub(crate) struct Wire {
+pub struct Wire {
     io: Stream,
     /// The messages of the call being sent.
     out: BytesMut,
@@ -72,6 +75,9 @@ pub(crate) struct Wire {
     start: usize,
     end: usize,
     closed: bool,
+    /// The latest call failed because a prepared statement's plan went
+    /// stale (see [`stale_plan`]).
+    pub stale: bool,
     /// The backend's process id (from BackendKeyData).
     pub pid: Option<i32>,
 }
@@ -113,8 +119,34 @@ fn server_error(body: &[u8]) -> (DbError, bool) {
     )
 }
 
+/// Whether an ErrorResponse says a prepared statement's cached plan went
+/// stale: the result type changed under it (`ALTER TABLE ... ALTER COLUMN
+/// ... TYPE`), SQLSTATE 0A000 "cached plan must not change result type",
+/// raised by the server's RevalidateCachedQuery (RevalidateCachedPlan
+/// before 9.2). Told by the routine, as the PostgreSQL JDBC driver tells
+/// it, not by the message, which the server translates. Preparing the
+/// statement again cures it.
+pub(crate) fn stale_plan(body: &[u8]) -> bool {
+    let (mut code, mut routine) = ("", "");
+    let mut rest = body;
+    while let Some((&field, tail)) = rest.split_first() {
+        if field == 0 {
+            break;
+        }
+        let n = tail.iter().position(|&b| b == 0).unwrap_or(tail.len());
+        let value = std::str::from_utf8(&tail[..n]).unwrap_or("");
+        match field {
+            b'C' => code = value,
+            b'R' => routine = value,
+            _ => {}
+        }
+        rest = tail.get(n + 1..).unwrap_or(&[]);
+    }
+    code == "0A000" && matches!(routine, "RevalidateCachedQuery" | "RevalidateCachedPlan")
+}
+
 /// The columns of a DataRow body: each value, `None` for NULL.
-pub(crate) fn columns(body: &[u8]) -> impl Iterator<Item = Option<&[u8]>> {
+pub fn columns(body: &[u8]) -> impl Iterator<Item = Option<&[u8]>> {
     let n = body
         .get(..2)
         .map_or(0, |b| i16::from_be_bytes([b[0], b[1]]).max(0) as usize);
@@ -131,6 +163,24 @@ pub(crate) fn columns(body: &[u8]) -> impl Iterator<Item = Option<&[u8]>> {
     })
 }
 
+/// The column names of a RowDescription body: a count, then per column
+/// its name (NUL-terminated) and 18 bytes of type facts.
+fn column_names(body: &[u8]) -> Vec<String> {
+    let n = body
+        .get(..2)
+        .map_or(0, |b| i16::from_be_bytes([b[0], b[1]]).max(0) as usize);
+    let mut at = 2;
+    let mut out = Vec::with_capacity(n);
+    for _ in 0..n {
+        let Some(len) = body.get(at..).and_then(|r| r.iter().position(|&c| c == 0)) else {
+            break;
+        };
+        out.push(String::from_utf8_lossy(&body[at..at + len]).into_owned());
+        at += len + 1 + 18;
+    }
+    out
+}
+
 /// A connection attempt that outlived its timeout.
 fn timed_out() -> std::io::Error {
     std::io::Error::new(std::io::ErrorKind::TimedOut, "timed out")
@@ -140,7 +190,7 @@ impl Wire {
     /// Connects to the first host of `url` that answers, authenticates
     /// (trust, password, md5, SCRAM-SHA-256) and waits for the server to
     /// be ready. Errors never hold the password.
-    pub(crate) async fn connect(url: &str) -> Result<Wire, DbError> {
+    pub async fn connect(url: &str) -> Result<Wire, DbError> {
         // The URL completed as libpq completes it (service, PG*
         // variables, password file).
         let cfg = crate::conninfo::postgres(url).map_err(lost)?;
@@ -193,6 +243,7 @@ impl Wire {
                 start: 0,
                 end: 0,
                 closed: false,
+                stale: false,
                 pid: None,
             };
             match tokio::time::timeout(timeout, w.startup(&cfg)).await {
@@ -314,7 +365,7 @@ impl Wire {
         }
     }
 
-    pub(crate) fn is_closed(&self) -> bool {
+    pub fn is_closed(&self) -> bool {
         self.closed
     }
 
@@ -392,6 +443,7 @@ impl Wire {
     /// ones to `on`. The first error is returned once the server is ready
     /// again (or at once if it ends the session).
     async fn call(&mut self, mut on: impl FnMut(u8, &[u8])) -> Result<(), DbError> {
+        self.stale = false;
         self.send().await?;
         let mut failed: Option<DbError> = None;
         loop {
@@ -408,8 +460,12 @@ impl Wire {
                 }
                 tag::ERROR => {
                     let (e, fatal) = server_error(body);
+                    let stale = failed.is_none() && stale_plan(body);
                     if fatal {
                         self.closed = true;
+                    }
+                    if failed.is_none() {
+                        self.stale = stale;
                     }
                     failed.get_or_insert(e);
                 }
@@ -431,8 +487,26 @@ impl Wire {
 
     /// Parses and describes a named statement; returns its number of
     /// parameters.
-    pub(crate) async fn prepare(&mut self, name: &str, sql: &str) -> Result<usize, DbError> {
+    pub async fn prepare(&mut self, name: &str, sql: &str) -> Result<usize, DbError> {
         self.out.clear();
+        frontend::parse(name, sql, std::iter::empty(), &mut self.out).map_err(lost)?;
+        frontend::describe(b'S', name, &mut self.out).map_err(lost)?;
+        frontend::sync(&mut self.out);
+        let mut params = 0;
+        self.call(|t, b| {
+            if t == tag::PARAMETER_DESCRIPTION && b.len() >= 2 {
+                params = u16::from_be_bytes([b[0], b[1]]) as usize;
+            }
+        })
+        .await?;
+        Ok(params)
+    }
+
+    /// Prepares named statement `name` again, in one round trip: Close
+    /// of the old one, then Parse and Describe as [`Wire::prepare`].
+    pub(crate) async fn reprepare(&mut self, name: &str, sql: &str) -> Result<usize, DbError> {
+        self.out.clear();
+        frontend::close(b'S', name, &mut self.out).map_err(lost)?;
         frontend::parse(name, sql, std::iter::empty(), &mut self.out).map_err(lost)?;
         frontend::describe(b'S', name, &mut self.out).map_err(lost)?;
         frontend::sync(&mut self.out);
@@ -483,7 +557,7 @@ impl Wire {
     /// Executes prepared statement `name` with text values; hands each
     /// DataRow body to `row`. Results come in binary, as tokio-postgres
     /// asks for them.
-    pub(crate) async fn execute(
+    pub async fn execute(
         &mut self,
         name: &str,
         binds: &[Option<&str>],
@@ -501,7 +575,7 @@ impl Wire {
 
     /// Parses, binds and executes `sql` as the unnamed statement, values
     /// and results in text, in one round trip.
-    pub(crate) async fn query_once(
+    pub async fn query_once(
         &mut self,
         sql: &str,
         binds: &[Option<&str>],
@@ -520,11 +594,7 @@ impl Wire {
 
     /// Runs `sql` by the simple query protocol (any number of statements);
     /// hands each DataRow body (text values) to `row`.
-    pub(crate) async fn simple(
-        &mut self,
-        sql: &str,
-        mut row: impl FnMut(&[u8]),
-    ) -> Result<(), DbError> {
+    pub async fn simple(&mut self, sql: &str, mut row: impl FnMut(&[u8])) -> Result<(), DbError> {
         self.out.clear();
         frontend::query(sql, &mut self.out).map_err(lost)?;
         self.call(|t, b| {
@@ -535,8 +605,27 @@ impl Wire {
         .await
     }
 
+    /// As [`Wire::simple`], and hands each result's column names (its
+    /// RowDescription) to `names` before its rows: administrative
+    /// questions read values by column name.
+    pub async fn simple_named(
+        &mut self,
+        sql: &str,
+        mut names: impl FnMut(Vec<String>),
+        mut row: impl FnMut(&[u8]),
+    ) -> Result<(), DbError> {
+        self.out.clear();
+        frontend::query(sql, &mut self.out).map_err(lost)?;
+        self.call(|t, b| match t {
+            tag::ROW_DESCRIPTION => names(column_names(b)),
+            tag::DATA_ROW => row(b),
+            _ => {}
+        })
+        .await
+    }
+
     /// Says goodbye to the server.
-    pub(crate) async fn close(mut self) {
+    pub async fn close(mut self) {
         if !self.closed {
             self.out.clear();
             frontend::terminate(&mut self.out);
@@ -656,5 +745,11 @@ mod tests {
         let (e, fatal) = server_error(b"SERROR\0C42601\0Msyntax error\0\0");
         assert_eq!(e.code, "42601");
         assert!(!fatal);
+        assert!(stale_plan(
+            b"SERROR\0C0A000\0Mcached plan must not change result type\0RRevalidateCachedQuery\0\0"
+        ));
+        assert!(!stale_plan(
+            b"SERROR\0C0A000\0Mnot supported\0Rtransformfoo\0\0"
+        ));
     }
 }
