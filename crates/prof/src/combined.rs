@@ -14,6 +14,9 @@ use tracelab_skew::{Agg, Groups, Report, SkewOptions};
 use crate::report::FileProfile;
 use crate::text::{secs6, table};
 
+/// A profile row's sums over the files: µs, calls, min µs, max µs.
+type RowSums = (i64, u64, i64, i64);
+
 /// Statements listed in the combined profile.
 const COMBINED_STATEMENTS: usize = 20;
 
@@ -44,7 +47,7 @@ pub fn render_combined(profiles: &[&FileProfile]) -> String {
     // Added up as integers first: an `Agg` built from a total cannot be
     // merged with another (it holds no values to replay).
     // Rows in the order they first appear (ties in the sort keep it).
-    let mut rows: Vec<(&str, (i64, u64, i64, i64))> = Vec::new();
+    let mut rows: Vec<(&str, RowSums)> = Vec::new();
     let mut at: HashMap<&str, usize> = HashMap::new();
     for p in profiles {
         for c in &p.profile {
