@@ -72,6 +72,7 @@ fn prof(text: &str) -> FileProfile {
             thinktime: 1.0,
             jobs: 1,
             top: 0,
+            ..ProfOptions::default()
         },
         None,
     )

@@ -54,6 +54,10 @@ pub struct Args {
     /// Worker threads [default: one per core].
     #[arg(long, value_name = "N")]
     jobs: Option<usize>,
+    /// Longest line read; a longer one is warned about and read as empty
+    /// (bytes, or with K, M, G) [default: 64M].
+    #[arg(long = "max-line", value_name = "BYTES")]
+    max_line: Option<String>,
 }
 
 fn format(name: &str) -> Result<Format, Failure> {
@@ -78,6 +82,7 @@ fn options(a: &Args) -> Result<CallsOptions, Failure> {
         format: a.format.as_deref().map(format).transpose()?,
         output: a.output.clone().into(),
         jobs: a.jobs.unwrap_or(0),
+        max_line: crate::skew::max_line(a.max_line.as_deref()).map_err(Failure::Usage)?,
     })
 }
 

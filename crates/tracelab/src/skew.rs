@@ -240,14 +240,7 @@ fn options(a: &Args) -> Result<SkewOptions, SkewError> {
         Some(f) => PercentFormat::parse(f).map_err(SkewError::Usage)?,
         None => d.pform.clone(),
     };
-    let max_line = match a.max_line.as_deref() {
-        Some(m) => parse_bytes(m).ok_or_else(|| {
-            SkewError::Usage(format!(
-                "--max-line={m}: expected a number of bytes of at least 1K, optionally with K, M or G (64M)"
-            ))
-        })?,
-        None => d.max_line,
-    };
+    let max_line = max_line(a.max_line.as_deref()).map_err(SkewError::Usage)?;
     Ok(SkewOptions {
         where0: a.where0.clone().unwrap_or(d.where0),
         where1,
@@ -282,6 +275,19 @@ fn options(a: &Args) -> Result<SkewOptions, SkewError> {
         verbose: a.verbose,
         jobs: a.jobs.unwrap_or(0),
     })
+}
+
+/// `--max-line` of skew, prof and calls (one meaning for all three): the
+/// longest line read, or the reader's default when not given.
+pub fn max_line(arg: Option<&str>) -> Result<usize, String> {
+    match arg {
+        Some(m) => parse_bytes(m).ok_or_else(|| {
+            format!(
+                "--max-line={m}: expected a number of bytes of at least 1K, optionally with K, M or G (64M)"
+            )
+        }),
+        None => Ok(tracelab_trace::DEFAULT_MAX_LINE),
+    }
 }
 
 /// `65536`, `64K`, `64M`, `1G` (binary multiples).

@@ -418,6 +418,93 @@ fn the_ranks_shown_run_without_gaps() {
     );
 }
 
+#[test]
+fn with_html_the_text_goes_only_where_output_says() {
+    let dir = tempfile::tempdir().unwrap();
+    let page = dir.path().join("p.html");
+    let page = page.to_str().unwrap();
+    let (out, err, code) = tracelab(&["prof", "--html", page, &fixture(DB_PING)]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.is_empty(), "text on stdout with --html: {out:.200}");
+    assert!(std::fs::read_to_string(page)
+        .unwrap()
+        .starts_with("<!DOCTYPE html>"));
+    let (out, err, code) = tracelab(&["prof", "--html", page, "--output", "-", &fixture(DB_PING)]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("Response time R = 22.098316 s"), "{out:.300}");
+    let txt = dir.path().join("p.txt");
+    let (out, err, code) = tracelab(&[
+        "prof",
+        "--html",
+        page,
+        "--output",
+        txt.to_str().unwrap(),
+        &fixture(DB_PING),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.is_empty());
+    assert!(std::fs::read_to_string(&txt)
+        .unwrap()
+        .contains("Response time R = 22.098316 s"));
+}
+
+#[test]
+fn several_files_give_their_combined_profile_first() {
+    let files: Vec<String> = (0..4)
+        .map(|i| {
+            fixture(&format!(
+                "crc-local-force/orcl_ora_{}_RC-20230830160541-20230703160541.trc.gz",
+                30537 + 2 * i
+            ))
+        })
+        .collect();
+    let args = |extra: &[&str]| {
+        let mut a = vec!["prof"];
+        a.extend_from_slice(extra);
+        a.extend(files.iter().map(String::as_str));
+        let (out, err, code) = tracelab(&a);
+        assert_eq!(code, 0, "{err}");
+        out
+    };
+    let j = json(&files.iter().map(String::as_str).collect::<Vec<_>>());
+    let r: i64 = j
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["response_time_us"].as_i64().unwrap())
+        .sum();
+    let secs = format!("{}.{:06}", r / 1_000_000, r % 1_000_000);
+    let short = args(&[]);
+    assert!(
+        short.starts_with("tracelab prof: combined profile of 4 trace files"),
+        "{short:.300}"
+    );
+    let first = short.find("Response time R = ").unwrap();
+    assert!(
+        short[first..]
+            .replace(',', "")
+            .starts_with(&format!("Response time R = {secs} s")),
+        "combined R is not the sum {secs}: {:.80}",
+        &short[first..]
+    );
+    assert!(short.contains("RESOURCE PROFILE (all files)"));
+    // Then each file, by default its resource profile only.
+    for f in &files {
+        assert!(short.contains(&format!("tracelab prof: {f}\n")), "{f}");
+    }
+    assert!(!short.contains("OVERALL TOTALS"));
+    let full = args(&["--each", "full"]);
+    assert!(full.starts_with("tracelab prof: combined profile of 4 trace files"));
+    assert!(full.matches("OVERALL TOTALS").count() >= 4);
+    for f in &files {
+        assert!(full.contains(&format!("tracelab prof: {f}\n")), "{f}");
+    }
+    assert!(full.lines().count() > 2 * short.lines().count());
+    let none = args(&["--each", "none"]);
+    assert!(!none.contains(&format!("tracelab prof: {}\n", files[0])));
+    assert!(none.contains("FILES"));
+}
+
 /// The text of a fixture, decompressed.
 fn fixture_text(p: &str) -> String {
     use std::io::Read as _;
