@@ -68,6 +68,7 @@ pub fn export(
         chained: true,
         line_numbers: true,
         statements: true,
+        max_line: opts.max_line,
         ..ReadOptions::default()
     };
     let (layout, format) = Layout::resolve(&opts.output, opts.format)?;
@@ -345,6 +346,16 @@ impl Shared<'_> {
                     out.depmin = summary.depmin;
                     out.warnings = summary.diagnostics;
                     self.settle(&mut fe, &source, summary.depmin, &mut out);
+                }
+                // Not a trace: the rows of its trace-like lines are not
+                // calls, and are dropped with the statements first seen
+                // in it (rows are held until a call at depth 0 settles the
+                // file's depth, which such a file has not).
+                Err(e @ tracelab_trace::ReadError::NotATrace { .. }) => {
+                    out.skipped = Some(e.to_string());
+                    fe.drop_held();
+                    drop(fe.cols.finish());
+                    fe.stmts.retain(|_, (id, _)| *id != file_id);
                 }
                 Err(e) => {
                     out.skipped = Some(e.to_string());

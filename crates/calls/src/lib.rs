@@ -55,6 +55,9 @@ pub struct CallsOptions {
     pub output: PathBuf,
     /// Worker threads; 0 is one per core.
     pub jobs: usize,
+    /// Longest line read (bytes); a longer one is warned about and read as
+    /// empty.
+    pub max_line: usize,
 }
 
 impl Default for CallsOptions {
@@ -68,6 +71,7 @@ impl Default for CallsOptions {
             format: None,
             output: PathBuf::from("calls"),
             jobs: 0,
+            max_line: tracelab_trace::DEFAULT_MAX_LINE,
         }
     }
 }
@@ -123,13 +127,23 @@ pub enum Layout {
 }
 
 impl Layout {
-    /// A path that exists as a directory, ends in `/`, or has no format
-    /// extension is a directory; `x.parquet`, `x.csv`, `x.jsonl` a file.
+    /// A path that exists as a directory, ends in `/`, or has no extension
+    /// is a directory; `x.parquet`, `x.csv`, `x.jsonl` a file; any other
+    /// extension (`x.xlsx`) is refused.
     pub fn resolve(output: &Path, format: Option<Format>) -> Result<(Layout, Format), CallsError> {
         let named = Format::of_path(output);
-        let is_dir = output.is_dir()
-            || output.as_os_str().to_string_lossy().ends_with('/')
-            || named.is_none();
+        let dir_named = output.is_dir() || output.as_os_str().to_string_lossy().ends_with('/');
+        // `x.xlsx` is a file the user expects in a format calls does not
+        // write, not a directory to create: refused, with the ways out.
+        if let (false, None, Some(ext)) = (dir_named, named, output.extension()) {
+            return Err(CallsError::Usage(format!(
+                "--output {}: .{} is not a format calls writes: name a .parquet, .csv or .jsonl file, or a directory ({}/ to make a directory of that name)",
+                output.display(),
+                ext.to_string_lossy(),
+                output.display()
+            )));
+        }
+        let is_dir = dir_named || named.is_none();
         if is_dir {
             return Ok((
                 Layout::Dir(output.to_path_buf()),

@@ -76,7 +76,7 @@ pub struct AdminError {
 }
 
 impl AdminError {
-    fn client(what: impl std::fmt::Display) -> AdminError {
+    pub(crate) fn client(what: impl std::fmt::Display) -> AdminError {
         AdminError {
             code: None,
             message: what.to_string(),
@@ -114,10 +114,32 @@ pub trait Admin: Send {
 
 /// Opens the administrative connection `url` names.
 pub fn connect(url: &str) -> Result<Box<dyn Admin>, AdminError> {
+    connect_with(url, &[])
+}
+
+/// Opens the administrative connection `url` names, with the session
+/// settings of a measured session: on PostgreSQL in force from the
+/// backend's start (the startup packet, as sessions started with them
+/// get them), on MariaDB by `SET SESSION`; SQLite has none.
+pub fn connect_with(
+    url: &str,
+    settings: &[(String, String)],
+) -> Result<Box<dyn Admin>, AdminError> {
     let engine = Engine::of_url(url).map_err(AdminError::client)?;
     Ok(match engine {
-        Engine::Postgres => Box::new(PgAdmin::connect(url)?),
-        Engine::Mysql => Box::new(MariaAdmin::connect(url)?),
+        Engine::Postgres => Box::new(PgAdmin::connect(url, settings)?),
+        Engine::Mysql => {
+            let mut a = MariaAdmin::connect(url)?;
+            for (k, v) in settings {
+                a.execute(&format!("SET SESSION {k} = {v}"))?;
+            }
+            Box::new(a)
+        }
+        Engine::Sqlite if !settings.is_empty() => {
+            return Err(AdminError::client(
+                "an administrative SQLite connection takes no settings (its sessions set PRAGMAs)",
+            ))
+        }
         Engine::Sqlite => Box::new(SqliteAdmin::connect(url)?),
     })
 }
@@ -150,9 +172,11 @@ struct PgAdmin {
 }
 
 impl PgAdmin {
-    fn connect(url: &str) -> Result<PgAdmin, AdminError> {
+    fn connect(url: &str, settings: &[(String, String)]) -> Result<PgAdmin, AdminError> {
         let rt = runtime()?;
-        let wire = rt.block_on(Wire::connect(url)).map_err(pg_error)?;
+        let wire = rt
+            .block_on(Wire::connect_with(url, settings))
+            .map_err(pg_error)?;
         Ok(PgAdmin {
             pid: wire.pid.map(i64::from),
             wire: Some(wire),
@@ -229,7 +253,7 @@ fn maria_value(v: &mysql_async::Value) -> (Option<String>, Option<f64>) {
     }
 }
 
-fn maria_error(e: mysql_async::Error) -> AdminError {
+pub(crate) fn maria_error(e: mysql_async::Error) -> AdminError {
     match &e {
         mysql_async::Error::Server(s) => AdminError {
             code: Some(s.code.to_string()),
@@ -237,6 +261,25 @@ fn maria_error(e: mysql_async::Error) -> AdminError {
         },
         other => AdminError::client(innermost(other)),
     }
+}
+
+/// MariaDB's rows as text rows, numbers where the protocol says so.
+pub(crate) fn maria_rows(rows: Vec<mysql_async::Row>) -> impl Iterator<Item = TextRow> {
+    rows.into_iter().map(|r| {
+        let names: Arc<[String]> = r
+            .columns_ref()
+            .iter()
+            .map(|c| c.name_str().into_owned())
+            .collect();
+        let (values, numbers) = (0..names.len())
+            .map(|i| r.as_ref(i).map_or((None, None), maria_value))
+            .unzip();
+        TextRow {
+            columns: names,
+            values,
+            numbers,
+        }
+    })
 }
 
 impl MariaAdmin {
@@ -269,21 +312,7 @@ impl Admin for MariaAdmin {
             let mut res = c.query_iter(sql).await.map_err(maria_error)?;
             while !res.is_empty() {
                 let rows: Vec<mysql_async::Row> = res.collect().await.map_err(maria_error)?;
-                for r in rows {
-                    let names: Arc<[String]> = r
-                        .columns_ref()
-                        .iter()
-                        .map(|c| c.name_str().into_owned())
-                        .collect();
-                    let (values, numbers) = (0..names.len())
-                        .map(|i| r.as_ref(i).map_or((None, None), maria_value))
-                        .unzip();
-                    out.push(TextRow {
-                        columns: names,
-                        values,
-                        numbers,
-                    });
-                }
+                out.extend(maria_rows(rows));
             }
             Ok(out)
         })

@@ -6,7 +6,9 @@
 //! connection string is read), the connections of measured sessions
 //! ([`conn`]), the administrative connection for set-up, probes and
 //! catalog questions ([`admin`], with a [`fake`] one for tests), the
-//! server facts a report shows ([`facts`]), and the SQL text rewriting each engine's placeholders need
+//! server facts a report shows ([`facts`]), the watching connection of
+//! the result cache (catalog questions and change notifications,
+//! [`watch`]), and the SQL text rewriting each engine's placeholders need
 //! ([`sql`]).
 
 pub mod admin;
@@ -16,7 +18,9 @@ mod error;
 pub mod facts;
 pub mod fake;
 pub mod sql;
+pub mod watch;
 
 pub use admin::{Admin, AdminError, TextRow};
 pub use conn::{check_url, redact, Engine};
 pub use error::EngineError;
+pub use watch::Watch;

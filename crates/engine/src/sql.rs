@@ -135,6 +135,39 @@ pub fn postgres_placeholders(sql: &str) -> String {
     })
 }
 
+/// The number of bind values `engine_sql` (placeholders already `$n`)
+/// takes: its highest `$n`, 0 for none.
+pub fn placeholder_count(engine_sql: &str) -> usize {
+    let mut most = 0;
+    map_dollar_placeholders(engine_sql, |n, _| most = most.max(n));
+    most
+}
+
+/// Where the first placeholder of `sql` (`:1`, `:name` or `$1`, outside
+/// quoted text) starts, as a byte offset.
+pub fn first_placeholder(sql: &str) -> Option<usize> {
+    let b = sql.as_bytes();
+    let mut first = None;
+    rewrite(sql, |i, _| {
+        if first.is_some() {
+            return None;
+        }
+        match (b[i], b.get(i + 1).copied()) {
+            (b':', Some(b':')) => Some(i + 2),
+            (b':', Some(x)) if x.is_ascii_alphanumeric() || x == b'_' => {
+                first = Some(i);
+                None
+            }
+            (b'$', Some(x)) if x.is_ascii_digit() => {
+                first = Some(i);
+                None
+            }
+            _ => None,
+        }
+    });
+    first
+}
+
 /// Copies `sql`, letting `f` write what replaces each `$n` placeholder
 /// outside quoted text (`n` counts from 1).
 pub fn map_dollar_placeholders(sql: &str, mut f: impl FnMut(usize, &mut String)) -> String {
@@ -248,6 +281,20 @@ pub fn quote_literal(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::skip_literal_or_comment as skip;
+
+    #[test]
+    fn placeholders_are_counted_and_found_outside_quotes() {
+        use super::{first_placeholder, placeholder_count, postgres_placeholders};
+        assert_eq!(
+            placeholder_count(&postgres_placeholders("select :a, :b, :a")),
+            2
+        );
+        assert_eq!(placeholder_count("select $3, '$9'"), 3);
+        assert_eq!(placeholder_count("select now()::date, 'x:y'"), 0);
+        let sql = "select 1::int,\n -- :no\n 'it''s :no' , :yes";
+        assert_eq!(&sql[first_placeholder(sql).unwrap()..], ":yes");
+        assert_eq!(first_placeholder("select $$ :no $$"), None);
+    }
 
     #[test]
     fn literals_comments_and_dollar_quotes_are_skipped_whole() {

@@ -608,16 +608,17 @@ impl Collector {
             }
             k => Some(k as usize),
         };
+        // A database call's name names the profile row of its CPU.
         match slot {
             Some(i) => {
                 if let Some(id) = self.kind_names[i] {
                     return id;
                 }
-                let id = self.names.id(name);
+                let id = self.names.id(&cpu_row_name(name));
                 self.kind_names[i] = Some(id);
                 id
             }
-            None => self.names.id(name),
+            None => self.names.id(&cpu_row_name(name)),
         }
     }
 
@@ -942,8 +943,10 @@ impl Collector {
     /// it, and the gaps before it.
     fn account(&mut self, tim: i64, e: i64, c: i64, name_id: u32) {
         let start = tim - e;
-        // ±1 µs tolerance for rounding (reference §C.12).
-        let inside = |w: &(i64, i64)| w.0 >= start - 1 && w.1 <= tim + 1;
+        // Contained in the call, ±1 µs for rounding, but not a wait that
+        // ends when the call starts (as the trace reader's, see there).
+        let inside =
+            |w: &(i64, i64)| w.0 >= start - 1 && w.1 <= tim + 1 && (w.1 > start || w.1 == w.0);
         let waited: i64 = self
             .d
             .pending_waits
@@ -1675,6 +1678,22 @@ fn process_of(b: &[u8]) -> Option<u64> {
         .copied()
         .collect();
     cursor_key(&digits)
+}
+
+/// What the profile row of a database call's CPU is named before the call:
+/// the Method R Profiler names it `CPU service, EXEC calls`, TVD$XTAT sums
+/// them into one `CPU` row; mrskew's default shows the bare call name, which
+/// a DBA does not read as CPU. No Oracle wait event begins with it.
+pub const CPU_ROW: &str = "CPU: ";
+
+/// The profile row of a database call's CPU (`CPU: EXEC calls`).
+pub(crate) fn cpu_row_name(call: &str) -> String {
+    format!("{CPU_ROW}{call} calls")
+}
+
+/// The database call whose CPU a profile row is, if it is one.
+pub(crate) fn cpu_row_call(row: &str) -> Option<&str> {
+    row.strip_prefix(CPU_ROW)?.strip_suffix(" calls")
 }
 
 /// The label of the think-time row.

@@ -94,9 +94,9 @@ fn spenders<'a>(p: &'a FileProfile, name: &str) -> Vec<(&'a StatementReport, i64
         .filter(|s| shown(s))
         .filter_map(|s| {
             let us = match name {
-                "PARSE" => s.without_recursive.parse.cpu_us,
-                "EXEC" => s.without_recursive.execute.cpu_us,
-                "FETCH" => s.without_recursive.fetch.cpu_us,
+                "CPU: PARSE calls" => s.without_recursive.parse.cpu_us,
+                "CPU: EXEC calls" => s.without_recursive.execute.cpu_us,
+                "CPU: FETCH calls" => s.without_recursive.fetch.cpu_us,
                 _ => s
                     .waits
                     .iter()
@@ -350,9 +350,9 @@ fn statement(o: &mut String, f: usize, p: &FileProfile, s: &StatementReport) {
     tkprof::statement(&mut t, s, &p.engine);
     let _ = writeln!(o, "<pre>{}</pre>", esc(&t));
     if !s.children.is_empty() {
-        o.push_str("<p>Without recursive statements:</p>");
+        o.push_str("<p>With recursive statements (gross, as the trace lines give them):</p>");
         let mut t = String::new();
-        tkprof::call_table(&mut t, &s.without_recursive, p.engine.has_block_stats());
+        tkprof::call_table(&mut t, &s.with_recursive, p.engine.has_block_stats());
         let _ = writeln!(o, "<pre>{}</pre>", esc(&t));
         o.push_str("<p>Recursive statements run inside it:</p><ul>");
         for c in &s.children {

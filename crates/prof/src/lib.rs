@@ -14,6 +14,7 @@
 
 mod binds;
 mod collect;
+mod combined;
 pub mod html;
 mod plan;
 mod report;
@@ -24,6 +25,7 @@ mod timeline;
 pub mod tkprof;
 
 pub use binds::{BindSet, DISTINCT_CAP, SHOWN_SETS};
+pub use combined::render_combined;
 pub use plan::{Plan, PlanLine};
 pub use report::{
     BindReport, ChildRef, Component, Engine, FileProfile, Folded, Slowest, StatementReport,
@@ -31,7 +33,7 @@ pub use report::{
 };
 pub use run::{profile, FileOutcome, Outcome, ProfError, ProfOptions, DEFAULT_TOP};
 pub use stats::{CallSums, CallTable, Dur, P10, P10_BUCKETS};
-pub use text::{profile_table, render, TextOptions};
+pub use text::{profile_table, render, secs6, TextOptions};
 
 /// The profiles as JSON: an array with one object per trace.
 pub fn to_json(profiles: &[&FileProfile]) -> String {

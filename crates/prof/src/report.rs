@@ -47,7 +47,14 @@ impl Engine {
 /// One row of the resource profile.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Component {
+    /// The row's name: `CPU: EXEC calls` for the CPU of the database calls
+    /// of a kind (as the Method R Profiler names it), the wait event's name,
+    /// or one of the unaccounted-for and think-time rows.
     pub name: String,
+    /// For a CPU row, the database call (`PARSE`, `EXEC`, `FETCH`, ...)
+    /// whose CPU at the top depth it adds up; absent for the others.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub call: Option<String>,
     pub duration_us: i64,
     pub percent: f64,
     pub calls: u64,
@@ -113,10 +120,19 @@ pub struct StatementReport {
     pub self_elapsed_us: i64,
     pub self_cpu_us: i64,
     pub percent_of_r: f64,
-    /// The calls as the trace writes them (a parent's figures include its
-    /// recursive calls'): what tkprof prints.
+    /// Elapsed time in its calls with that of the recursive calls inside
+    /// them (as the trace lines give it): TVD$XTAT's ranking figure.
+    pub elapsed_with_recursive_us: i64,
+    pub cpu_with_recursive_us: i64,
+    /// 1 for the statement with the largest `elapsed_with_recursive_us`
+    /// among those shown (TVD$XTAT's order).
+    pub rank_with_recursive: usize,
+    /// The calls as the trace writes them (gross: a parent's figures
+    /// include its recursive calls'), shown by `--tkprof --gross`.
     pub with_recursive: CallTable,
-    /// The same less the recursive calls made inside them.
+    /// The same less the recursive calls made inside them (net): what
+    /// tkprof prints, since it lists a recursive statement's figures under
+    /// that statement and not under the one that caused it.
     pub without_recursive: CallTable,
     pub waits: Vec<WaitRow>,
     pub plans: Vec<Plan>,
@@ -147,7 +163,11 @@ pub struct Folded {
 /// tkprof's OVERALL TOTALS section.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Default)]
 pub struct Totals {
+    /// The statements' calls net of the recursive calls inside them, as
+    /// tkprof adds them up (no time counted twice across the two sections).
     pub calls: CallTable,
+    /// The same, gross: as the trace lines give them.
+    pub with_recursive: CallTable,
     pub waits: Vec<WaitRow>,
 }
 
@@ -193,6 +213,9 @@ pub struct FileProfile {
     /// The response time R: the sum of the profile (for a whole trace, the
     /// time from the first call's start to the last call's end).
     pub response_time_us: i64,
+    /// The CPU of the database calls at the top depth: the sum of the
+    /// profile's `CPU: ... calls` rows (TVD$XTAT's one `CPU` row).
+    pub cpu_us: i64,
     pub profile: Vec<Component>,
     pub statements: Vec<StatementReport>,
     /// The statements past `--top`, added up (shown as one line).
@@ -237,6 +260,7 @@ impl FileProfile {
             .filter(|(_, d)| d.count > 0)
             .map(|(i, d)| Component {
                 name: names[i].to_string(),
+                call: crate::collect::cpu_row_call(&names[i]).map(str::to_string),
                 duration_us: d.total_us,
                 percent: 0.0,
                 calls: d.count,
@@ -245,6 +269,11 @@ impl FileProfile {
             })
             .collect();
         let r: i64 = profile.iter().map(|c| c.duration_us).sum();
+        let cpu: i64 = profile
+            .iter()
+            .filter(|c| c.call.is_some())
+            .map(|c| c.duration_us)
+            .sum();
         for c in &mut profile {
             c.percent = pct(c.duration_us, r);
         }
@@ -293,14 +322,37 @@ impl FileProfile {
                 .then_with(|| self_e(y).cmp(&self_e(x)))
                 .then_with(|| x.first.0.cmp(&y.first.0))
         });
-        // Past `top`, statements are only added up.
-        let kept = if top == 0 {
-            order.len()
-        } else {
-            top.min(order.len())
-        };
+        let gross_e = |s: &StmtAgg| s.calls.total().elapsed_us + s.calls.other.elapsed_us;
+        // Past `top` by both rankings (own time, and TVD$XTAT's time with
+        // the recursive statements), statements are only added up: a
+        // PL/SQL block whose own time is small but whose recursive
+        // statements take most of R stays in the report.
+        let mut keep = vec![top == 0; col.stmts.len()];
+        if top > 0 {
+            for &i in order.iter().take(top) {
+                keep[i] = true;
+            }
+            let mut by_gross: Vec<usize> = order
+                .iter()
+                .copied()
+                .filter(|&i| has_calls(&col.stmts[i]))
+                .collect();
+            by_gross.sort_by(|&a, &b| {
+                let (x, y) = (&col.stmts[a], &col.stmts[b]);
+                gross_e(y)
+                    .cmp(&gross_e(x))
+                    .then_with(|| x.first.0.cmp(&y.first.0))
+            });
+            for &i in by_gross.iter().take(top) {
+                keep[i] = true;
+            }
+        }
+        let (kept_order, folded_order): (Vec<usize>, Vec<usize>) =
+            order.iter().partition(|&&i| keep[i]);
+        let order = kept_order;
+        let kept = order.len();
         let mut folded = Folded::default();
-        for &i in &order[kept..] {
+        for &i in &folded_order {
             let s = &col.stmts[i];
             folded.statements += 1;
             folded.self_elapsed_us += self_e(s);
@@ -332,12 +384,7 @@ impl FileProfile {
             .enumerate()
             .map(|(rank, &i)| {
                 let s = &col.stmts[i];
-                let without = CallTable {
-                    parse: s.calls.parse.net_of(&s.children.parse),
-                    execute: s.calls.execute.net_of(&s.children.execute),
-                    fetch: s.calls.fetch.net_of(&s.children.fetch),
-                    other: s.calls.other.net_of(&s.children.other),
-                };
+                let without = net_calls(s);
                 let self_cpu = without.total().cpu_us + without.other.cpu_us;
                 let se = self_e(s);
                 StatementReport {
@@ -354,6 +401,9 @@ impl FileProfile {
                     self_elapsed_us: se,
                     self_cpu_us: self_cpu,
                     percent_of_r: pct(se, r),
+                    elapsed_with_recursive_us: gross_e(s),
+                    cpu_with_recursive_us: s.calls.total().cpu_us + s.calls.other.cpu_us,
+                    rank_with_recursive: 0,
                     with_recursive: s.calls.clone(),
                     without_recursive: without,
                     waits: wait_rows(&s.waits),
@@ -385,6 +435,20 @@ impl FileProfile {
                 }
             })
             .collect();
+        // TVD$XTAT's ranking: statements shown by their time with their
+        // recursive statements'.
+        let mut by_gross: Vec<usize> = (0..statements.len())
+            .filter(|&i| has_calls(&col.stmts[order[i]]))
+            .collect();
+        by_gross.sort_by(|&a, &b| {
+            statements[b]
+                .elapsed_with_recursive_us
+                .cmp(&statements[a].elapsed_with_recursive_us)
+                .then_with(|| a.cmp(&b))
+        });
+        for (n, &i) in by_gross.iter().enumerate() {
+            statements[i].rank_with_recursive = n + 1;
+        }
         let mut edges: Vec<(&(u32, u32), &crate::collect::EdgeAgg)> = col.edges.iter().collect();
         edges.sort_by_key(|((p, c), _)| (rank_of[*p as usize], rank_of[*c as usize]));
         for ((p, c), e) in edges {
@@ -417,7 +481,8 @@ impl FileProfile {
             } else {
                 (&mut non_recursive, &mut nr_waits)
             };
-            t.calls.add(&s.calls);
+            t.with_recursive.add(&s.calls);
+            t.calls.add(&net_calls(s));
             for (n, d, at) in &s.waits {
                 crate::collect::merge_wait(w, *n, d, *at);
             }
@@ -449,6 +514,7 @@ impl FileProfile {
             process_blocks: meta.process_blocks,
             thinktime_us: col.thinktime_us,
             response_time_us: r,
+            cpu_us: cpu,
             profile,
             statements,
             folded,
@@ -459,6 +525,16 @@ impl FileProfile {
             timeline,
             warnings,
         }
+    }
+}
+
+/// A statement's calls less the recursive calls made inside them.
+fn net_calls(s: &StmtAgg) -> CallTable {
+    CallTable {
+        parse: s.calls.parse.net_of(&s.children.parse),
+        execute: s.calls.execute.net_of(&s.children.execute),
+        fetch: s.calls.fetch.net_of(&s.children.fetch),
+        other: s.calls.other.net_of(&s.children.other),
     }
 }
 

@@ -20,6 +20,9 @@ pub struct ProfOptions {
     /// folded into one line, so that the report's size and the memory the
     /// report takes do not grow with the number of distinct statements.
     pub top: usize,
+    /// Longest line read (bytes); a longer one is warned about and read as
+    /// empty.
+    pub max_line: usize,
 }
 
 impl Default for ProfOptions {
@@ -28,6 +31,7 @@ impl Default for ProfOptions {
             thinktime: 1.0,
             jobs: 0,
             top: DEFAULT_TOP,
+            max_line: tracelab_trace::DEFAULT_MAX_LINE,
         }
     }
 }
@@ -144,14 +148,13 @@ fn profile_file(
         file: input.to_string(),
         why,
     };
-    let thinktime_us = (opts.thinktime * 1e6).round() as i64;
     let source = Source::from_arg(input);
     // Top-level calls are those at depth 0: the reader's own `$depmin` is
     // known only at the end of a file, and a trace that starts with the
     // recursive calls of its first hard parse would see them as top-level
     // until then. A file with no call at depth 0 is read again with its
     // own minimum depth.
-    let (mut col, mut summary) = match read(&source, parts, thinktime_us, 0, progress.clone()) {
+    let (mut col, mut summary) = match read(&source, parts, opts, 0, progress.clone()) {
         Ok(r) => r,
         Err(why) => return skipped(why),
     };
@@ -162,7 +165,7 @@ fn profile_file(
                 "{input}: no call at depth 0; standard input cannot be read again with depth {min} as the top"
             ));
         } else {
-            match read(&source, parts, thinktime_us, min, None) {
+            match read(&source, parts, opts, min, None) {
                 Ok(r) => (col, summary) = r,
                 Err(why) => return skipped(why),
             }
@@ -194,10 +197,11 @@ fn profile_file(
 fn read(
     source: &Source,
     parts: usize,
-    thinktime_us: i64,
+    opts: &ProfOptions,
     depmin: i64,
     progress: Option<Arc<AtomicU64>>,
 ) -> Result<(crate::collect::Collector, tracelab_trace::ReadSummary), String> {
+    let thinktime_us = (opts.thinktime * 1e6).round() as i64;
     let file = open_counted(source, progress).map_err(|e| e.to_string())?;
     let read_opts = ReadOptions {
         // Bind values, STAT lines and the header are read from the lines
@@ -221,6 +225,7 @@ fn read(
         // (collect.rs): the pieces need no first pass.
         line_numbers: false,
         statements: false,
+        max_line: opts.max_line,
         ..ReadOptions::default()
     };
     let (pieces, summary) = Reader::new(read_opts)

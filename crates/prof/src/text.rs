@@ -1,8 +1,9 @@
 //! The text report: the resource profile (mrskew's table), the statements
 //! ranked by their share of the response time, the recursive hierarchy,
-//! then each statement as tkprof prints it with what tkprof leaves out
-//! (figures without recursive statements, bind sets, the skew of its
-//! executions), and tkprof's OVERALL TOTALS.
+//! then each statement as tkprof prints it (net of its recursive calls)
+//! with what tkprof leaves out (the gross figures with the recursive
+//! statements', bind sets, the skew of its executions), and tkprof's
+//! OVERALL TOTALS.
 
 use std::fmt::Write as _;
 
@@ -11,7 +12,7 @@ use tracelab_skew::{Agg, Groups, Num, Report, SkewOptions};
 
 use crate::report::{FileProfile, StatementReport};
 use crate::stats::{P10, P10_BUCKETS};
-use crate::tkprof::{self, call_table, legend, statement, totals_and_summary, STARS};
+use crate::tkprof::{self, call_table, legend, statement_with, totals_and_summary_with, STARS};
 
 /// Seconds with six decimals and thousands separators, as mrskew prints
 /// durations.
@@ -154,6 +155,39 @@ fn ranking(p: &FileProfile) -> String {
         ],
         &rows,
         &[false, false, true, true, true, true, true, true, false],
+    )
+}
+
+/// TVD$XTAT's ranking: statements by the elapsed time of their calls with
+/// the recursive statements run inside them (a parent's time includes its
+/// children's, so the ranks do not add up to R as prof's own ranking does).
+fn ranking_with_recursive(p: &FileProfile) -> String {
+    let mut shown_stmts: Vec<&StatementReport> = p.statements.iter().filter(|s| shown(s)).collect();
+    shown_stmts.sort_by_key(|s| s.rank_with_recursive);
+    let rows: Vec<Vec<String>> = shown_stmts
+        .iter()
+        .map(|s| {
+            vec![
+                format!("#{}", s.rank_with_recursive),
+                label(s),
+                s.dep.map_or("?".into(), |d| d.to_string()),
+                secs6(s.elapsed_with_recursive_us),
+                format!(
+                    "{:.1}%",
+                    crate::report::pct(s.elapsed_with_recursive_us, p.response_time_us)
+                ),
+                secs6(s.cpu_with_recursive_us),
+                format!("#{}", s.rank),
+                text_of(s, 60),
+            ]
+        })
+        .collect();
+    table(
+        &[
+            "RANK", "SQL ID", "DEP", "ELAPSED", "% OF R", "CPU", "OWN RANK", "TEXT",
+        ],
+        &rows,
+        &[false, false, true, true, true, true, true, false],
     )
 }
 
@@ -302,7 +336,7 @@ fn bind_list(v: &[Option<String>]) -> Option<String> {
 }
 
 /// What tracelab adds to tkprof's block of a statement.
-fn extras(out: &mut String, p: &FileProfile, s: &StatementReport) {
+fn extras(out: &mut String, p: &FileProfile, s: &StatementReport, gross: bool) {
     out.push('\n');
     let _ = writeln!(
         out,
@@ -313,8 +347,13 @@ fn extras(out: &mut String, p: &FileProfile, s: &StatementReport) {
         secs6(s.self_cpu_us)
     );
     if !s.children.is_empty() {
-        out.push_str("\nWithout recursive statements (their calls' figures taken out of this statement's):\n\n");
-        call_table(out, &s.without_recursive, p.engine.has_block_stats());
+        if gross {
+            out.push_str("\nWithout recursive statements (net, as tkprof prints it: the recursive calls' figures taken out):\n\n");
+            call_table(out, &s.without_recursive, p.engine.has_block_stats());
+        } else {
+            out.push_str("\nWith recursive statements (gross: the calls as the trace lines give them, the recursive calls' figures included):\n\n");
+            call_table(out, &s.with_recursive, p.engine.has_block_stats());
+        }
         out.push_str("\nRecursive statements run inside it:\n");
         for c in &s.children {
             let k = &p.statements[c.statement];
@@ -396,6 +435,10 @@ pub struct TextOptions {
     /// no profile and no tracelab additions (for comparing with tkprof's
     /// own output).
     pub tkprof: bool,
+    /// Call tables gross, as the trace lines give them (a parent's calls
+    /// with the recursive calls made inside them), instead of tkprof's net
+    /// figures.
+    pub gross: bool,
 }
 
 /// The whole text report of one trace.
@@ -405,17 +448,20 @@ pub fn render(p: &FileProfile, o: TextOptions) -> String {
         let _ = writeln!(out, "\ntracelab prof --tkprof: {}\n", p.file);
         let _ = writeln!(out, "Trace file: {}", tkprof::trace_file_name(p));
         out.push_str("Sort options: default\n\n");
+        if o.gross {
+            out.push_str("Figures gross (--gross): a statement's calls with the recursive calls made inside them, as the trace lines give them; tkprof prints them net.\n\n");
+        }
         legend(&mut out);
         let mut order: Vec<&StatementReport> = p.statements.iter().collect();
         order.sort_by_key(|s| s.first_line);
         // tkprof shows statements whose text the trace holds; the others
         // count only in the totals.
         for s in order.into_iter().filter(|s| shown(s) && !s.placeholder) {
-            statement(&mut out, s, &p.engine);
+            statement_with(&mut out, s, &p.engine, o.gross);
             out.push_str(STARS);
             out.push('\n');
         }
-        totals_and_summary(&mut out, p);
+        totals_and_summary_with(&mut out, p, o.gross);
         return out;
     }
     let _ = writeln!(out, "tracelab prof: {}", p.file);
@@ -456,8 +502,14 @@ pub fn render(p: &FileProfile, o: TextOptions) -> String {
     );
     out.push_str("RESOURCE PROFILE\n");
     out.push_str(&profile_table(p));
+    let _ = writeln!(
+        out,
+        "CPU total: {} s ({:.1}% of R): the CPU rows added up, the c of the database calls at the top depth.",
+        secs6(p.cpu_us),
+        crate::report::pct(p.cpu_us, p.response_time_us)
+    );
     out.push_str(
-        "(a database call counts its CPU at the top depth; a wait its ela; unaccounted-for within calls is e - c - the waits inside)\n",
+        "(a wait counts its ela; unaccounted-for within calls is e - c - the waits inside)\n",
     );
     if !p.statements.is_empty() {
         out.push_str("\nSTATEMENTS BY SHARE OF R (elapsed in their own calls, recursive statements' time left out)\n");
@@ -465,6 +517,10 @@ pub fn render(p: &FileProfile, o: TextOptions) -> String {
     }
     if let Some(line) = folded_line(p) {
         let _ = writeln!(out, "{line}");
+    }
+    if p.statements.iter().any(|s| !s.children.is_empty()) {
+        out.push_str("\nSTATEMENTS BY ELAPSED WITH THEIR RECURSIVE STATEMENTS (TVD$XTAT's ranking; a parent's time includes its children's)\n");
+        out.push_str(&ranking_with_recursive(p));
     }
     let h = hierarchy(p);
     if !h.is_empty() {
@@ -474,11 +530,11 @@ pub fn render(p: &FileProfile, o: TextOptions) -> String {
     out.push('\n');
     legend(&mut out);
     for s in p.statements.iter().filter(|s| shown(s)) {
-        statement(&mut out, s, &p.engine);
-        extras(&mut out, p, s);
+        statement_with(&mut out, s, &p.engine, o.gross);
+        extras(&mut out, p, s, o.gross);
         out.push_str(STARS);
         out.push('\n');
     }
-    totals_and_summary(&mut out, p);
+    totals_and_summary_with(&mut out, p, o.gross);
     out
 }

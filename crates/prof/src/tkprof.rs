@@ -4,9 +4,15 @@
 //! user, row-source plan and waits, the OVERALL TOTALS sections and the
 //! closing summary.
 //!
-//! Figures are tkprof's: a statement's calls as the trace writes them (a
-//! parent's c, e, p, cr, cu include those of its recursive calls, as in
-//! tkprof, which does not subtract them), seconds truncated to 0.01.
+//! Figures are tkprof's: a statement's calls net of the recursive calls
+//! made inside them, seconds truncated to 0.01. Oracle writes a parent
+//! call's c, e, p, cr and cu including those of the recursive (dep+1) calls
+//! it ran; tkprof lists a recursive statement's figures under that
+//! statement and not under the one that caused it, so it prints the
+//! parent's calls less its children's (a PARSE `c=2000,e=9000,p=5,cr=20`
+//! whose recursive calls account for all of it prints as
+//! `0.00 0.00 0 0 0`). The gross figures, as the trace lines give them, are
+//! printed instead when asked for (`--gross`).
 
 use std::fmt::Write as _;
 
@@ -168,8 +174,15 @@ fn waits(out: &mut String, rows: &[WaitRow]) {
     }
 }
 
-/// One statement as tkprof prints it (without the closing stars).
+/// One statement as tkprof prints it (without the closing stars): its
+/// calls net of the recursive calls inside them.
 pub fn statement(out: &mut String, s: &StatementReport, engine: &Engine) {
+    statement_with(out, s, engine, false);
+}
+
+/// One statement as tkprof lays it out, its calls net of the recursive
+/// calls inside them, or `gross` as the trace lines give them.
+pub fn statement_with(out: &mut String, s: &StatementReport, engine: &Engine, gross: bool) {
     let blocks = engine.has_block_stats();
     out.push('\n');
     if s.placeholder {
@@ -183,7 +196,12 @@ pub fn statement(out: &mut String, s: &StatementReport, engine: &Engine) {
         out.push_str(&sql_text(&s.sql));
     }
     out.push_str("\n\n");
-    call_table(out, &s.with_recursive, blocks);
+    let calls = if gross {
+        &s.with_recursive
+    } else {
+        &s.without_recursive
+    };
+    call_table(out, calls, blocks);
     out.push('\n');
     if blocks {
         let _ = writeln!(
@@ -248,11 +266,13 @@ pub fn statement(out: &mut String, s: &StatementReport, engine: &Engine) {
     waits(out, &s.waits);
 }
 
-/// An OVERALL TOTALS section.
-pub fn overall(out: &mut String, title: &str, t: &Totals, engine: &Engine) {
+/// An OVERALL TOTALS section: net of recursive calls as tkprof adds them
+/// up, or `gross`.
+pub fn overall(out: &mut String, title: &str, t: &Totals, engine: &Engine, gross: bool) {
     let blocks = engine.has_block_stats();
     let _ = writeln!(out, "{title}\n");
-    call_table(out, &t.calls, blocks);
+    let calls = if gross { &t.with_recursive } else { &t.calls };
+    call_table(out, calls, blocks);
     out.push('\n');
     if blocks {
         let _ = writeln!(
@@ -279,8 +299,14 @@ pub fn overall(out: &mut String, title: &str, t: &Totals, engine: &Engine) {
     out.push('\n');
 }
 
-/// The two OVERALL TOTALS sections and tkprof's closing summary.
+/// The two OVERALL TOTALS sections and tkprof's closing summary, net of
+/// recursive calls as tkprof prints them.
 pub fn totals_and_summary(out: &mut String, p: &FileProfile) {
+    totals_and_summary_with(out, p, false);
+}
+
+/// The same, net or `gross`.
+pub fn totals_and_summary_with(out: &mut String, p: &FileProfile, gross: bool) {
     // The last statement's block closed with a line of stars.
     if !out.ends_with(&format!("{STARS}\n")) {
         out.push_str(STARS);
@@ -292,12 +318,14 @@ pub fn totals_and_summary(out: &mut String, p: &FileProfile) {
         "OVERALL TOTALS FOR ALL NON-RECURSIVE STATEMENTS",
         &p.non_recursive,
         &p.engine,
+        gross,
     );
     overall(
         out,
         "OVERALL TOTALS FOR ALL RECURSIVE STATEMENTS",
         &p.recursive,
         &p.engine,
+        gross,
     );
     let s = &p.summary;
     let user = s.user_statements;

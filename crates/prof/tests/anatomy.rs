@@ -72,6 +72,7 @@ fn prof(text: &str) -> FileProfile {
             thinktime: 1.0,
             jobs: 1,
             top: 0,
+            ..ProfOptions::default()
         },
         None,
     )
@@ -105,11 +106,20 @@ fn the_resource_profile_adds_up_to_the_session_by_hand() {
     assert_eq!(comp(&p, "SQL*Net message to client"), (2, 1));
     // Database calls count their CPU at depth 0 only (the child's is in
     // its parent's PARSE).
-    assert_eq!(comp(&p, "PARSE"), (500, 1));
-    assert_eq!(comp(&p, "EXEC"), (300, 3));
-    assert_eq!(comp(&p, "FETCH"), (500, 2));
-    assert_eq!(comp(&p, "CLOSE"), (0, 1));
-    assert_eq!(comp(&p, "XCTEND"), (0, 1));
+    // The rows are named as the Method R Profiler names them, and add up
+    // to the CPU total (TVD$XTAT's one CPU row): 500 + 300 + 500 + 0.
+    assert_eq!(comp(&p, "CPU: PARSE calls"), (500, 1));
+    assert_eq!(comp(&p, "CPU: EXEC calls"), (300, 3));
+    assert_eq!(comp(&p, "CPU: FETCH calls"), (500, 2));
+    assert_eq!(comp(&p, "EXEC"), (0, 0));
+    assert_eq!(p.cpu_us, 1300);
+    let calls: Vec<&str> = p.profile.iter().filter_map(|c| c.call.as_deref()).collect();
+    assert_eq!(calls.len(), 5, "{calls:?}");
+    for k in ["PARSE", "EXEC", "FETCH", "CLOSE", "XCTEND"] {
+        assert!(calls.contains(&k), "{calls:?}");
+    }
+    assert_eq!(comp(&p, "CPU: CLOSE calls"), (0, 1));
+    assert_eq!(comp(&p, "CPU: XCTEND calls"), (0, 1));
     // e - c - waits inside: PARSE 1000-500-100, EXEC 120-100, FETCH
     // 300-200-2, FETCH 2000-300, CLOSE 10.
     assert_eq!(comp(&p, "unaccounted-for within calls"), (2_228, 5));
@@ -245,9 +255,20 @@ fn statements_with_and_without_their_recursive_calls_by_hand() {
         ),
         (3, 4, 5)
     );
-    // tkprof's totals: depth 0 and deeper; WAIT #0 counts as non-recursive.
-    assert_eq!(p.non_recursive.calls, parent.with_recursive);
+    // tkprof's totals: depth 0 and deeper, net of the recursive calls
+    // inside (as tkprof adds up its listings), gross beside them; WAIT #0
+    // counts as non-recursive.
+    assert_eq!(p.non_recursive.calls, parent.without_recursive);
+    assert_eq!(p.non_recursive.with_recursive, parent.with_recursive);
     assert_eq!(p.recursive.calls, child.with_recursive);
+    assert_eq!(p.recursive.with_recursive, child.with_recursive);
+    // TVD$XTAT's ranking: the parent's 3,630 µs with its child's (PARSE
+    // 1000, EXEC 320, FETCH 2300, CLOSE 10) before its own 3,415 (less the
+    // child's 215).
+    assert_eq!(parent.elapsed_with_recursive_us, 3630);
+    assert_eq!(parent.self_elapsed_us, 3415);
+    assert_eq!(parent.rank_with_recursive, 1);
+    assert_eq!(child.rank_with_recursive, 2);
     let snmfc = p
         .non_recursive
         .waits
@@ -272,7 +293,13 @@ fn statements_with_and_without_their_recursive_calls_by_hand() {
 #[test]
 fn tkprof_block_of_each_statement() {
     let p = prof(TRACE);
-    let text = tracelab_prof::render(&p, tracelab_prof::TextOptions { tkprof: true });
+    let text = tracelab_prof::render(
+        &p,
+        tracelab_prof::TextOptions {
+            tkprof: true,
+            gross: false,
+        },
+    );
     let expected_parent = "\
 SQL ID: parent000000b Plan Hash: 22
 
@@ -283,11 +310,11 @@ from
 
 call     count       cpu    elapsed       disk      query    current        rows
 ------- ------  -------- ---------- ---------- ---------- ----------  ----------
-Parse        1      0.00       0.00          2          5          0           0
+Parse        1      0.00       0.00          0          0          0           0
 Execute      3      0.00       0.00          0          0          0           0
 Fetch        2      0.00       0.00          0         20          0           8
 ------- ------  -------- ---------- ---------- ---------- ----------  ----------
-total        6      0.00       0.00          2         25          0           8
+total        6      0.00       0.00          0         20          0           8
 
 Misses in library cache during parse: 1
 Optimizer mode: ALL_ROWS

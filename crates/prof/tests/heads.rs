@@ -74,6 +74,7 @@ fn prof_file(path: &std::path::Path, jobs: usize) -> FileProfile {
             thinktime: 1.0,
             jobs,
             top: 0,
+            ..ProfOptions::default()
         },
         None,
     )

@@ -19,6 +19,7 @@ fn json(path: &str, jobs: usize) -> String {
             thinktime: 1.0,
             jobs,
             top: 0,
+            ..ProfOptions::default()
         },
         None,
     )

@@ -31,6 +31,19 @@ struct Table {
     /// Where each row's values end, by value index, when rows differ in
     /// width (sqlrun kits' bind files may); empty otherwise.
     row_ends: Vec<usize>,
+    /// The first value holding a NUL byte, as its file has it.
+    nul: Option<NulAt>,
+}
+
+/// Where a bind file holds a value with a NUL byte: PostgreSQL's text
+/// cannot hold one, and the simple protocol cannot even send it (its
+/// statements are NUL-terminated strings).
+#[derive(Debug, Clone)]
+pub struct NulAt {
+    pub path: std::path::PathBuf,
+    pub line: u64,
+    /// The value's place in its line, from 1.
+    pub value: usize,
 }
 
 /// End offsets, as narrow as the text allows.
@@ -115,6 +128,11 @@ impl Binds {
         })
     }
 
+    /// The first value read from a file that holds a NUL byte.
+    pub fn nul(&self) -> Option<&NulAt> {
+        self.0.nul.as_ref()
+    }
+
     /// Every row, as owned values (for tests and small workloads).
     pub fn to_vec(&self) -> Vec<Vec<Option<String>>> {
         (0..self.len())
@@ -190,6 +208,14 @@ impl Builder {
         }
         self.t.ends.push(self.t.text.len());
         self.values += 1;
+    }
+
+    /// Notes the first value of a file that holds a NUL byte (see
+    /// [`Binds::nul`]).
+    pub(crate) fn nul_at(&mut self, at: impl FnOnce() -> NulAt) {
+        if self.t.nul.is_none() {
+            self.t.nul = Some(at());
+        }
     }
 
     /// The number of values in the row being built.

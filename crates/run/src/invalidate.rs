@@ -31,7 +31,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use mysql_async::prelude::Queryable;
+use tracelab_engine::{AdminError, TextRow, Watch};
 
 use crate::cache::ResultCache;
 use crate::clock::Clock;
@@ -163,11 +163,23 @@ fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
         .build()
 }
 
-pub(crate) fn pg_message(e: &tokio_postgres::Error) -> String {
-    match e.as_db_error() {
-        Some(db) => format!("{} (SQLSTATE {})", db.message(), db.code().code()),
-        None => e.to_string(),
+/// A PostgreSQL error as the channel reports it: the message and its
+/// SQLSTATE.
+pub(crate) fn pg_message(e: &AdminError) -> String {
+    match &e.code {
+        Some(code) => format!("{} (SQLSTATE {code})", e.message),
+        None => e.message.clone(),
     }
+}
+
+/// Value `i` of the first of `rows` as text (`None` for NULL or no row).
+fn first(rows: &[TextRow], i: usize) -> Option<String> {
+    rows.first()?.get(i).map(str::to_string)
+}
+
+/// Value `i` of `row` as an integer.
+fn integer(row: &TextRow, i: usize) -> Option<i64> {
+    row.get(i)?.trim().parse().ok()
 }
 
 /// What the channel needs besides the cache.
@@ -221,14 +233,10 @@ async fn pause(d: Duration, done: &AtomicBool) {
 
 /// Asks the catalog until an answer is published (a DDL heard while
 /// asking makes the answer void: ask again).
-async fn resolve_pg(
-    cache: &ResultCache,
-    client: &tokio_postgres::Client,
-    ask: &Ask,
-) -> Result<(), String> {
+async fn resolve_pg(cache: &ResultCache, w: &mut Watch, ask: &Ask) -> Result<(), String> {
     loop {
         let epoch = cache.epoch();
-        let r = resolve::postgres(client, ask).await?;
+        let r = resolve::postgres(w, ask).await?;
         if cache.publish(epoch, r) {
             return Ok(());
         }
@@ -236,69 +244,39 @@ async fn resolve_pg(
 }
 
 async fn listen(cache: &Arc<ResultCache>, ch: &Channel, done: &AtomicBool) -> Result<(), String> {
-    let mut config = crate::conninfo::postgres(&ch.url)?;
-    config.application_name(APPLICATION);
-    let (client, mut connection) = config
-        .connect(tokio_postgres::NoTls)
-        .await
-        .map_err(|e| format!("cannot connect: {}", pg_message(&e)))?;
-    // The connection's messages are read here: notifications invalidate as
-    // they arrive, before any later reply reaches the heartbeat.
-    let lost = Arc::new(AtomicBool::new(false));
-    let driver = {
-        let (lost, cache) = (lost.clone(), cache.clone());
-        tokio::task::spawn_local(async move {
-            loop {
-                let m = std::future::poll_fn(|cx| connection.poll_message(cx)).await;
-                match m {
-                    Some(Ok(tokio_postgres::AsyncMessage::Notification(n))) => {
-                        if n.payload() == "ddl" {
-                            cache.ddl();
-                        } else {
-                            cache.invalidate_id(n.payload());
-                        }
-                    }
-                    Some(Ok(_)) => {}
-                    Some(Err(_)) | None => {
-                        lost.store(true, Ordering::Release);
-                        return;
-                    }
-                }
-            }
-        })
-    };
-    // The driver goes with this function, however it returns.
-    struct Abort(tokio::task::JoinHandle<()>);
-    impl Drop for Abort {
-        fn drop(&mut self) {
-            self.0.abort();
+    // Notifications invalidate as they arrive, before any later reply
+    // reaches the heartbeat.
+    let heard = cache.clone();
+    let mut w = Watch::connect(&ch.url, APPLICATION, move |payload| {
+        if payload == "ddl" {
+            heard.ddl();
+        } else {
+            heard.invalidate_id(payload);
         }
-    }
-    let _driver = Abort(driver);
+    })
+    .await
+    .map_err(|e| format!("cannot connect: {}", pg_message(&e)))?;
     for (name, value) in &ch.settings {
-        client
-            .execute("select set_config($1, $2, false)", &[name, value])
+        w.set(name, value)
             .await
             .map_err(|e| format!("cannot set {name}: {}", pg_message(&e)))?;
     }
-    client
-        .batch_execute(&format!("LISTEN {CHANNEL}"))
+    w.execute(&format!("LISTEN {CHANNEL}"))
         .await
         .map_err(|e| format!("cannot LISTEN: {}", pg_message(&e)))?;
     // Listening from here on: what was cached or resolved before may have
     // missed changes.
     cache.ddl();
-    resolve_pg(cache, &client, &ch.ask).await?;
+    resolve_pg(cache, &mut w, &ch.ask).await?;
     let period = (cache.opts.lag / 4).max(Duration::from_millis(2));
     let mut previous: Option<i64> = None;
     let mut published = cache.epoch();
     while !done.load(Ordering::Acquire) {
         let sent = ch.clock.now();
-        client
-            .simple_query("select 1")
+        w.query("select 1")
             .await
             .map_err(|e| format!("the listening connection failed: {}", pg_message(&e)))?;
-        if lost.load(Ordering::Acquire) {
+        if w.is_lost() {
             return Err("the listening connection was lost".into());
         }
         let first = previous.is_none();
@@ -308,7 +286,7 @@ async fn listen(cache: &Arc<ResultCache>, ch: &Channel, done: &AtomicBool) -> Re
         previous = Some(sent);
         if cache.epoch() != published {
             // A DDL: ask the catalog again before anything is cached.
-            resolve_pg(cache, &client, &ch.ask).await?;
+            resolve_pg(cache, &mut w, &ch.ask).await?;
             published = cache.epoch();
             continue;
         }
@@ -322,22 +300,19 @@ async fn listen(cache: &Arc<ResultCache>, ch: &Channel, done: &AtomicBool) -> Re
 }
 
 /// MariaDB's definition digest of `names` (see `resolve::fingerprint_sql`).
-async fn fingerprint(
-    c: &mut mysql_async::Conn,
-    names: &BTreeSet<String>,
-) -> Result<String, String> {
-    let fp: Option<Option<String>> = c
-        .query_first(resolve::fingerprint_sql(names))
+async fn fingerprint(w: &mut Watch, names: &BTreeSet<String>) -> Result<String, String> {
+    let rows = w
+        .query(&resolve::fingerprint_sql(names))
         .await
-        .map_err(|e| format!("cannot read the table definitions: {e}"))?;
-    Ok(fp.flatten().unwrap_or_default())
+        .map_err(|e| format!("cannot read the table definitions: {}", e.detail()))?;
+    Ok(first(&rows, 0).unwrap_or_default())
 }
 
 /// Asks the catalog until an answer is published over an unchanged
 /// definition digest; returns the digest and the names it covers.
 async fn resolve_maria(
     cache: &ResultCache,
-    c: &mut mysql_async::Conn,
+    c: &mut Watch,
     ask: &Ask,
 ) -> Result<(String, BTreeSet<String>), String> {
     let mut names: BTreeSet<String> = BTreeSet::new();
@@ -378,12 +353,14 @@ const DDL_BEGUN_SQL: &str = "select cast(sum(variable_value) as signed) \
        and variable_name not like '%ROLE'";
 
 /// See [`DDL_BEGUN_SQL`].
-async fn ddl_begun(c: &mut mysql_async::Conn) -> Result<i64, String> {
-    let n: Option<Option<i64>> = c
-        .query_first(DDL_BEGUN_SQL)
-        .await
-        .map_err(|e| format!("cannot read the server's statement counters: {e}"))?;
-    Ok(n.flatten().unwrap_or_default())
+async fn ddl_begun(c: &mut Watch) -> Result<i64, String> {
+    let rows = c.query(DDL_BEGUN_SQL).await.map_err(|e| {
+        format!(
+            "cannot read the server's statement counters: {}",
+            e.detail()
+        )
+    })?;
+    Ok(rows.first().and_then(|r| integer(r, 0)).unwrap_or_default())
 }
 
 /// Waits until every statement the other sessions were running when it
@@ -393,27 +370,26 @@ async fn ddl_begun(c: &mut mysql_async::Conn) -> Result<i64, String> {
 /// it. Statements begun since do not hold it up, so a busy workload
 /// cannot keep it waiting; a long one may, and the cache serves nothing
 /// meanwhile.
-async fn running_statements_end(
-    c: &mut mysql_async::Conn,
-    done: &AtomicBool,
-) -> Result<(), String> {
+async fn running_statements_end(c: &mut Watch, done: &AtomicBool) -> Result<(), String> {
     // The server's clock when first asked (unix time, µs, as it prints
     // it): later asks count only statements older than that.
     let mut since: Option<String> = None;
     while !done.load(Ordering::Acquire) {
         let at = since.as_deref().unwrap_or("unix_timestamp(now(6))");
-        let row: Option<(String, i64)> = c
-            .query_first(format!(
+        let rows = c
+            .query(&format!(
                 "select cast(unix_timestamp(now(6)) as char), count(*) \
                  from information_schema.processlist \
                  where id <> connection_id() and command in ('Query', 'Execute') \
                    and time_ms >= (unix_timestamp(now(6)) - {at}) * 1000"
             ))
             .await
-            .map_err(|e| format!("cannot read the process list: {e}"))?;
-        let Some((now, running)) = row else {
+            .map_err(|e| format!("cannot read the process list: {}", e.detail()))?;
+        let Some(row) = rows.first() else {
             return Ok(());
         };
+        let now = row.get(0).unwrap_or_default().to_string();
+        let running = integer(row, 1).unwrap_or_default();
         if running == 0 {
             return Ok(());
         }
@@ -426,15 +402,16 @@ async fn running_statements_end(
 }
 
 async fn poll_counters(cache: &ResultCache, ch: &Channel, done: &AtomicBool) -> Result<(), String> {
-    let opts = crate::conninfo::mariadb(&ch.url)?;
-    let mut c = mysql_async::Conn::new(opts)
+    let mut c = Watch::connect(&ch.url, APPLICATION, |_| {})
         .await
-        .map_err(|e| format!("cannot connect: {e}"))?;
+        .map_err(|e| format!("cannot connect: {}", e.detail()))?;
     for (name, value) in &ch.settings {
+        // A name that is not a system variable's fails the sessions, which
+        // say so; the channel does without it.
         if name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
-            c.query_drop(format!("SET SESSION {name} = {value}"))
+            c.set(name, value)
                 .await
-                .map_err(|e| format!("cannot set {name}: {e}"))?;
+                .map_err(|e| format!("cannot set {name}: {}", e.detail()))?;
         }
     }
     let period = (cache.opts.lag / 2).max(Duration::from_millis(2));
@@ -445,13 +422,22 @@ async fn poll_counters(cache: &ResultCache, ch: &Channel, done: &AtomicBool) -> 
     let (mut digest, mut names) = resolve_maria(cache, &mut c, &ch.ask).await?;
     while !done.load(Ordering::Acquire) {
         let sent = ch.clock.now();
-        let rows: Vec<(String, i64)> = c
-            .query(format!("select lower(tbl), n from {COUNTERS}"))
+        let rows = c
+            .query(&format!("select lower(tbl), n from {COUNTERS}"))
             .await
             .map_err(|e| {
-                format!("cannot read {COUNTERS} (install it with --result-cache-setup): {e}")
+                format!(
+                    "cannot read {COUNTERS} (install it with --result-cache-setup): {}",
+                    e.detail()
+                )
             })?;
-        let now: HashMap<String, i64> = rows.into_iter().collect();
+        let now: HashMap<String, i64> = rows
+            .iter()
+            .map(|r| {
+                let t = r.get(0).unwrap_or_default().to_string();
+                (t, integer(r, 1).unwrap_or_default())
+            })
+            .collect();
         let begun = ddl_begun(&mut c).await?;
         if begun != ddl || fingerprint(&mut c, &names).await? != digest {
             // A DDL began (or the catalog changed): nothing is served
@@ -473,6 +459,6 @@ async fn poll_counters(cache: &ResultCache, ch: &Channel, done: &AtomicBool) -> 
         cache.confirm(sent);
         pause(period, done).await;
     }
-    let _ = c.disconnect().await;
+    c.close().await;
     Ok(())
 }

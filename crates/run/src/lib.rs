@@ -20,7 +20,7 @@ mod thread_cpu;
 mod traces;
 mod workload;
 
-pub use binds::Binds;
+pub use binds::{Binds, NulAt};
 pub use cache::{
     parse_tables, read_tables_file, CacheMode, CacheOptions, CacheStats, ResultHook, Rows, Seen,
 };
@@ -29,7 +29,9 @@ pub use error::RunError;
 pub use invalidate::setup_sql as result_cache_setup_sql;
 pub use live::Second;
 pub use summary::{Bucket, Latency, SessionSummary, StatementSummary, Summary};
-pub use tracelab_engine::sql::{cast_placeholders, inline_binds, postgres_placeholders};
+pub use tracelab_engine::sql::{
+    cast_placeholders, inline_binds, placeholder_count, postgres_placeholders,
+};
 pub use tracelab_engine::{check_url, conninfo, redact, sql, Engine};
 pub use workload::{read_binds, read_typed_binds, BindFile, ExeMode, Statement, Workload};
 
@@ -67,6 +69,10 @@ pub struct RunOptions {
     /// `postgresql://`, `mysql://` or `mariadb://`, `sqlite:PATH` or
     /// `sqlite::memory:`. A password in it never reaches any output.
     pub url: String,
+    /// The URL as the user gave it, shown in messages instead of `url`
+    /// when the caller added parameters of its own to it (a study's
+    /// `application_name` and `options`); its password is masked too.
+    pub shown_url: Option<String>,
     pub sessions: usize,
     pub stop: Stop,
     /// Think time between calls.
@@ -112,6 +118,15 @@ pub struct RunOptions {
     /// Session parameters set on every connection before the work
     /// (`SET name = value` on PostgreSQL and MariaDB, `PRAGMA` on SQLite).
     pub settings: Vec<(String, String)>,
+    /// On PostgreSQL, send `settings` in each connection's startup packet
+    /// (`-c name=value`, as libpq's `options` does) instead of setting
+    /// them after it connects: in force from the backend's start (those
+    /// that only take effect then too), no round trip of their own, and
+    /// nothing a proxy in the path sees as a statement. A study's levels
+    /// are set so; `tracelab run -s` sets them after connecting, with a
+    /// message naming the setting when the server refuses it. The other
+    /// engines set them after connecting either way.
+    pub settings_at_connect: bool,
     /// A client result cache shared by the sessions (Oracle's Client
     /// Result Cache semantics).
     pub result_cache: Option<CacheOptions>,
@@ -120,10 +135,19 @@ pub struct RunOptions {
     pub on_result: Option<ResultHook>,
 }
 
+impl RunOptions {
+    /// The URL as messages show it: the one the user gave, its password
+    /// masked.
+    pub fn shown_url(&self) -> String {
+        tracelab_engine::redact(self.shown_url.as_deref().unwrap_or(&self.url))
+    }
+}
+
 impl Default for RunOptions {
     fn default() -> Self {
         RunOptions {
             url: String::new(),
+            shown_url: None,
             sessions: 1,
             stop: Stop::Transactions(1),
             exe_delay: Duration::ZERO,
@@ -143,6 +167,7 @@ impl Default for RunOptions {
             rate: None,
             fetch_size: 0,
             settings: Vec::new(),
+            settings_at_connect: false,
             result_cache: None,
             on_result: None,
         }
@@ -154,6 +179,33 @@ impl Default for RunOptions {
 /// what was measured is never lost.
 pub fn run(opts: &RunOptions, workload: &Workload) -> Result<Summary, RunError> {
     let engine = tracelab_engine::check_url(&opts.url)?;
+    // The simple protocol sends a statement as a NUL-terminated string:
+    // a bind value with a NUL cannot go (nor can PostgreSQL's text hold
+    // one). A bad bind value, named where it is, before the run.
+    if opts.simple && engine == Engine::Postgres {
+        if let Some(at) = workload.statements.iter().find_map(|st| st.binds.nul()) {
+            return Err(RunError::Binds {
+                path: at.path.clone(),
+                line: at.line,
+                what: format!(
+                    "value {} holds a NUL byte, which --protocol simple cannot send to \
+                     PostgreSQL (nor can its text hold one)",
+                    at.value
+                ),
+            });
+        }
+    }
+    // A statement with placeholders and no bind values fails every
+    // execution: said once, before the run, not counted a million times.
+    for st in &workload.statements {
+        let takes = placeholder_count(&st.engine_sql);
+        if takes > 0 && st.binds.is_empty() {
+            return Err(RunError::Usage(format!(
+                "`{}` has {takes} placeholder(s) and no bind values were given",
+                tracelab_trace::redact_sql(&st.sql)
+            )));
+        }
+    }
     let trace_first = match &opts.trace_dir {
         Some(dir) => {
             std::fs::create_dir_all(dir).map_err(|source| RunError::Io {
@@ -251,10 +303,7 @@ pub fn run(opts: &RunOptions, workload: &Workload) -> Result<Summary, RunError> 
             for h in channels {
                 let _ = h.join();
             }
-            return Err(RunError::Usage(format!(
-                "{why} (on {})",
-                tracelab_engine::redact(&opts.url)
-            )));
+            return Err(RunError::Usage(format!("{why} (on {})", opts.shown_url())));
         }
         for c in &caches[1..] {
             channels.push(spawn_channel(c, false));

@@ -27,7 +27,8 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use mysql_async::prelude::Queryable;
+use tracelab_engine::sql::{inline_binds, inline_literals};
+use tracelab_engine::{AdminError, TextRow, Watch};
 
 use crate::cache::{self, has_hint, CacheMode, Resolution, Slot};
 use crate::invalidate::{self, COUNTERS};
@@ -230,21 +231,20 @@ where (c.oid = $1::int8::oid or c.oid in (select relid from pg_partition_tree($1
 
 /// Whether the functions and the DDL event trigger are as
 /// `--result-cache-setup` installs them; a reason when not.
-async fn pg_base_missing(client: &tokio_postgres::Client) -> Result<Option<String>, String> {
-    let row = client
-        .query_one(
+async fn pg_base_missing(w: &mut Watch) -> Result<Option<String>, String> {
+    let rows = w
+        .query(
             "select
                (select prosrc from pg_proc where oid = to_regprocedure('tracelab_rc_notify()')),
                (select prosrc from pg_proc where oid = to_regprocedure('tracelab_rc_ddl()')),
                (select evtenabled::text || evtevent from pg_event_trigger
                  where evtname = 'tracelab_rc_ddl' and evtfoid = to_regprocedure('tracelab_rc_ddl()'))",
-            &[],
         )
         .await
         .map_err(|e| invalidate::pg_message(&e))?;
-    let notify: Option<String> = row.get(0);
-    let ddl: Option<String> = row.get(1);
-    let event: Option<String> = row.get(2);
+    let notify = value(rows.first(), 0);
+    let ddl = value(rows.first(), 1);
+    let event = value(rows.first(), 2);
     let same = |have: Option<String>, want: &str| have.is_some_and(|h| h.trim() == want.trim());
     Ok(if !same(notify, invalidate::PG_NOTIFY_BODY) {
         Some("the invalidation function tracelab_rc_notify() is missing or old".into())
@@ -259,10 +259,19 @@ async fn pg_base_missing(client: &tokio_postgres::Client) -> Result<Option<Strin
     })
 }
 
-async fn pg_batch(client: &tokio_postgres::Client, sql: &[String]) -> Result<(), String> {
+/// Value `i` of `row` as text (`None` for NULL or no row).
+fn value(row: Option<&TextRow>, i: usize) -> Option<String> {
+    row?.get(i).map(str::to_string)
+}
+
+/// Value `i` of `row` as an integer (`None` for NULL or no row).
+fn integer(row: Option<&TextRow>, i: usize) -> Option<i64> {
+    row?.get(i)?.trim().parse().ok()
+}
+
+async fn pg_batch(w: &mut Watch, sql: &[String]) -> Result<(), String> {
     for s in sql {
-        client
-            .batch_execute(s)
+        w.execute(s)
             .await
             .map_err(|e| format!("--result-cache-setup: {}", invalidate::pg_message(&e)))?;
     }
@@ -272,28 +281,29 @@ async fn pg_batch(client: &tokio_postgres::Client, sql: &[String]) -> Result<(),
 /// The base relations behind `oids` and the functions they use that are
 /// not immutable.
 async fn pg_dependencies(
-    client: &tokio_postgres::Client,
+    w: &mut Watch,
     oids: &[i64],
 ) -> Result<(Vec<Rel>, Vec<(String, String)>), String> {
-    let oids: Vec<u32> = oids.iter().map(|&o| o as u32).collect();
-    let rows = client
-        .query(PG_DEPENDENCIES, &[&oids])
+    let oids: Vec<String> = oids.iter().map(|&o| (o as u32).to_string()).collect();
+    let array = format!("{{{}}}", oids.join(","));
+    let rows = w
+        .query(&inline_binds(PG_DEPENDENCIES, &[Some(&array)]))
         .await
         .map_err(|e| invalidate::pg_message(&e))?;
     let mut rels = Vec::new();
     let mut fns = Vec::new();
-    for r in rows {
-        let what: String = r.get(0);
-        let kind: String = r.get(1);
-        let name: String = r.get(3);
+    for r in &rows {
+        let what = value(Some(r), 0).unwrap_or_default();
+        let kind = value(Some(r), 1).unwrap_or_default();
+        let name = value(Some(r), 3).unwrap_or_default();
         if what == "sys" {
             fns.push((name, "catalog".into()));
         } else if what == "rel" {
             rels.push(Rel {
                 kind,
-                root: r.get(2),
+                root: integer(Some(r), 2).unwrap_or_default(),
                 name,
-                bare: r.get(4),
+                bare: value(Some(r), 4).unwrap_or_default(),
             });
         } else {
             fns.push((name, kind));
@@ -303,17 +313,13 @@ async fn pg_dependencies(
 }
 
 /// The query behind a temporary view: each `$n` a NULL of the type the
-/// server gives the parameter (the view must not change the query's
-/// meaning, only lose its parameters); wrapped, so that duplicate column
-/// names do not matter.
-fn pg_probe(sql: &str, types: &[tokio_postgres::types::Type]) -> String {
+/// server gives the parameter (schema, name; the view must not change the
+/// query's meaning, only lose its parameters); wrapped, so that duplicate
+/// column names do not matter.
+fn pg_probe(sql: &str, types: &[(String, String)]) -> String {
     let quote = |s: &str| format!("\"{}\"", s.replace('"', "\"\""));
     let body = crate::sql::map_dollar_placeholders(sql, |n, out| match types.get(n - 1) {
-        Some(t) => out.push_str(&format!(
-            "(NULL::{}.{})",
-            quote(t.schema()),
-            quote(t.name())
-        )),
+        Some((schema, name)) => out.push_str(&format!("(NULL::{}.{})", quote(schema), quote(name))),
         None => out.push_str("NULL"),
     });
     format!("create temp view tracelab_rc_probe as select 1 from (\n{body}\n) tracelab_rc_q")
@@ -321,14 +327,11 @@ fn pg_probe(sql: &str, types: &[tokio_postgres::types::Type]) -> String {
 
 /// Resolves the workload on PostgreSQL (installing what invalidation
 /// lacks when asked to).
-pub(crate) async fn postgres(
-    client: &tokio_postgres::Client,
-    ask: &Ask,
-) -> Result<Resolution, String> {
-    let mut missing = pg_base_missing(client).await?;
+pub(crate) async fn postgres(w: &mut Watch, ask: &Ask) -> Result<Resolution, String> {
+    let mut missing = pg_base_missing(w).await?;
     if missing.is_some() && ask.setup {
-        pg_batch(client, &invalidate::pg_base_setup()).await?;
-        missing = pg_base_missing(client).await?;
+        pg_batch(w, &invalidate::pg_base_setup()).await?;
+        missing = pg_base_missing(w).await?;
     }
     if let Some(why) = missing {
         return Ok(Resolution {
@@ -339,13 +342,17 @@ pub(crate) async fn postgres(
     // The annotations, as roots of base tables (a view's are its tables').
     let mut annotated: HashMap<i64, CacheMode> = HashMap::new();
     for (name, mode) in &ask.tables {
-        let oid: Option<i64> = client
-            .query_one("select to_regclass($1)::oid::int8", &[name])
+        let rows = w
+            .query(&inline_binds(
+                "select to_regclass($1)::oid::int8",
+                &[Some(name)],
+            ))
             .await
-            .map_err(|e| invalidate::pg_message(&e))?
-            .get(0);
-        let Some(oid) = oid else { continue };
-        for rel in pg_dependencies(client, &[oid]).await?.0 {
+            .map_err(|e| invalidate::pg_message(&e))?;
+        let Some(oid) = integer(rows.first(), 0) else {
+            continue;
+        };
+        for rel in pg_dependencies(w, &[oid]).await?.0 {
             let m = annotated.entry(rel.root).or_insert(*mode);
             if *mode == CacheMode::Force {
                 *m = CacheMode::Force;
@@ -356,7 +363,7 @@ pub(crate) async fn postgres(
     let mut checked: HashMap<i64, Result<(), String>> = HashMap::new();
     let mut statements = Vec::with_capacity(ask.statements.len());
     for (sql, engine_sql) in &ask.statements {
-        let verdict = pg_statement(client, ask, sql, engine_sql, &annotated, &mut checked).await;
+        let verdict = pg_statement(w, ask, sql, engine_sql, &annotated, &mut checked).await;
         statements.push(verdict.map(|rels| {
             rels.into_iter()
                 .map(|(root, bare)| {
@@ -378,7 +385,7 @@ pub(crate) async fn postgres(
 /// One statement: the roots (and bare names) of the tables it reads when
 /// it may be cached.
 async fn pg_statement(
-    client: &tokio_postgres::Client,
+    w: &mut Watch,
     ask: &Ask,
     sql: &str,
     engine_sql: &str,
@@ -391,31 +398,28 @@ async fn pg_statement(
     if let Some(why) = text_refusal(sql) {
         return Err(why);
     }
-    let doubt = |e: tokio_postgres::Error| {
+    let doubt = |e: AdminError| {
         format!(
             "the server could not say what it reads ({})",
             invalidate::pg_message(&e)
         )
     };
-    let prepared = client.prepare(engine_sql).await.map_err(doubt)?;
-    client.batch_execute("BEGIN").await.map_err(doubt)?;
+    let types = w.parameter_types(engine_sql).await.map_err(doubt)?;
+    w.execute("BEGIN").await.map_err(doubt)?;
     let probe = async {
-        client
-            .batch_execute(&pg_probe(engine_sql, prepared.params()))
+        w.execute(&pg_probe(engine_sql, &types))
             .await
             .map_err(doubt)?;
-        let oid: i64 = client
-            .query_one(
-                "select 'pg_temp.tracelab_rc_probe'::regclass::oid::int8",
-                &[],
-            )
+        let rows = w
+            .query("select 'pg_temp.tracelab_rc_probe'::regclass::oid::int8")
             .await
-            .map_err(doubt)?
-            .get(0);
-        pg_dependencies(client, &[oid]).await
+            .map_err(doubt)?;
+        let oid = integer(rows.first(), 0)
+            .ok_or_else(|| "the server could not say what it reads (no probe view)".to_string())?;
+        pg_dependencies(w, &[oid]).await
     }
     .await;
-    client.batch_execute("ROLLBACK").await.map_err(doubt)?;
+    w.execute("ROLLBACK").await.map_err(doubt)?;
     let (rels, fns) = probe?;
     if let Some((c, _)) = fns.iter().find(|(_, v)| v == "catalog") {
         return Err(format!("reads the system catalog {c}"));
@@ -449,7 +453,7 @@ async fn pg_statement(
         let verdict = match checked.get(&r.root) {
             Some(v) => v.clone(),
             None => {
-                let v = pg_triggers(client, r.root, ask.setup).await;
+                let v = pg_triggers(w, r.root, ask.setup).await;
                 checked.insert(r.root, v.clone());
                 v
             }
@@ -467,25 +471,20 @@ async fn pg_statement(
 
 /// The invalidation triggers on the tree of `root` are in place (installed
 /// first when `setup`).
-async fn pg_triggers(
-    client: &tokio_postgres::Client,
-    root: i64,
-    setup: bool,
-) -> Result<(), String> {
-    let missing = |rows: Vec<tokio_postgres::Row>| -> Vec<String> {
-        rows.iter().map(|r| r.get::<_, String>(0)).collect()
+async fn pg_triggers(w: &mut Watch, root: i64, setup: bool) -> Result<(), String> {
+    let sql = inline_binds(PG_MISSING_TRIGGERS, &[Some(&root.to_string())]);
+    let missing = |rows: Vec<TextRow>| -> Vec<String> {
+        rows.iter().filter_map(|r| value(Some(r), 0)).collect()
     };
     let mut lacking = missing(
-        client
-            .query(PG_MISSING_TRIGGERS, &[&root])
+        w.query(&sql)
             .await
             .map_err(|e| invalidate::pg_message(&e))?,
     );
     if !lacking.is_empty() && setup {
-        pg_batch(client, &invalidate::pg_table_setup(&lacking)).await?;
+        pg_batch(w, &invalidate::pg_table_setup(&lacking)).await?;
         lacking = missing(
-            client
-                .query(PG_MISSING_TRIGGERS, &[&root])
+            w.query(&sql)
                 .await
                 .map_err(|e| invalidate::pg_message(&e))?,
         );
@@ -602,7 +601,7 @@ fn maria_names(sql: &str, db: &str) -> BTreeSet<(String, String)> {
 
 /// The tables and views among `names` (schema, name pairs).
 async fn maria_rels(
-    c: &mut mysql_async::Conn,
+    w: &mut Watch,
     names: &BTreeSet<(String, String)>,
 ) -> Result<Vec<MariaRel>, String> {
     if names.is_empty() {
@@ -613,20 +612,40 @@ async fn maria_rels(
         .iter()
         .map(|(s, t)| format!("({}, {})", q(s), q(t)))
         .collect();
-    c.query(format!(
-        "select table_schema, table_name, table_type from information_schema.tables \
-         where (lower(table_schema), lower(table_name)) in ({})",
-        list.join(",")
-    ))
-    .await
-    .map_err(|e| e.to_string())
+    let rows = w
+        .query(&format!(
+            "select table_schema, table_name, table_type from information_schema.tables \
+             where (lower(table_schema), lower(table_name)) in ({})",
+            list.join(",")
+        ))
+        .await
+        .map_err(|e| maria_message(&e))?;
+    Ok(rows
+        .iter()
+        .map(|r| {
+            let v = |i| value(Some(r), i).unwrap_or_default();
+            (v(0), v(1), v(2))
+        })
+        .collect())
+}
+
+/// A MariaDB error as the channel reports it: the message and the
+/// server's error number.
+fn maria_message(e: &AdminError) -> String {
+    e.detail()
+}
+
+/// `sql` with its `$n` replaced by `values` as MariaDB string literals.
+fn maria_sql(sql: &str, values: &[&str]) -> String {
+    let values: Vec<Option<&str>> = values.iter().map(|v| Some(*v)).collect();
+    inline_literals(sql, &values, true)
 }
 
 /// Expands `rels` through views: the base tables, and the words of every
 /// view definition met (for functions); the names met are added to
 /// `watched`.
 async fn maria_bases(
-    c: &mut mysql_async::Conn,
+    w: &mut Watch,
     db: &str,
     mut rels: Vec<MariaRel>,
     watched: &mut BTreeSet<String>,
@@ -644,21 +663,21 @@ async fn maria_bases(
         if !views_seen.insert((r.0.clone(), r.1.clone())) {
             continue;
         }
-        let def: Option<String> = c
-            .exec_first(
+        let rows = w
+            .query(&maria_sql(
                 "select view_definition from information_schema.views \
-                 where table_schema = ? and table_name = ?",
-                (r.0.clone(), r.1.clone()),
-            )
+                 where table_schema = $1 and table_name = $2",
+                &[&r.0, &r.1],
+            ))
             .await
-            .map_err(|e| e.to_string())?;
-        let def = def.unwrap_or_default();
-        let w = cache::words(&def);
-        watched.extend(w.iter().map(|(n, _)| n.clone()));
-        words.extend(w);
+            .map_err(|e| maria_message(&e))?;
+        let def = value(rows.first(), 0).unwrap_or_default();
+        let vw = cache::words(&def);
+        watched.extend(vw.iter().map(|(n, _)| n.clone()));
+        words.extend(vw);
         // A view's names resolve in the view's own schema.
         let _ = db;
-        rels.extend(maria_rels(c, &maria_names(&def, &r.0)).await?);
+        rels.extend(maria_rels(w, &maria_names(&def, &r.0)).await?);
     }
     Ok((bases, words))
 }
@@ -666,11 +685,11 @@ async fn maria_bases(
 /// Resolves the workload on MariaDB; also returns the names whose
 /// definitions the channel watches.
 pub(crate) async fn mariadb(
-    c: &mut mysql_async::Conn,
+    w: &mut Watch,
     ask: &Ask,
 ) -> Result<(Resolution, BTreeSet<String>), String> {
-    let err = |e: mysql_async::Error| e.to_string();
-    let db: Option<String> = c.query_first("select database()").await.map_err(err)?;
+    let err = |e: AdminError| maria_message(&e);
+    let db = value(w.query("select database()").await.map_err(err)?.first(), 0);
     let Some(db) = db else {
         let why = "the connection has no database (name one in the URL)".to_string();
         return Ok((
@@ -684,18 +703,21 @@ pub(crate) async fn mariadb(
     let mut watched: BTreeSet<String> = BTreeSet::new();
     if ask.setup {
         for s in invalidate::mariadb_base_setup(&db) {
-            c.query_drop(s)
+            w.execute(&s)
                 .await
-                .map_err(|e| format!("--result-cache-setup: {e}"))?;
+                .map_err(|e| format!("--result-cache-setup: {}", maria_message(&e)))?;
         }
     }
-    let have_counters: Option<i64> = c
-        .exec_first(
-            "select count(*) from information_schema.tables where table_schema = ? and table_name = ?",
-            (db.clone(), COUNTERS),
-        )
+    let have_counters = integer(
+        w.query(&maria_sql(
+            "select count(*) from information_schema.tables where table_schema = $1 and table_name = $2",
+            &[&db, COUNTERS],
+        ))
         .await
-        .map_err(err)?;
+        .map_err(err)?
+        .first(),
+        0,
+    );
     // Annotations, as base tables (a view's are its tables').
     let mut annotated: HashMap<(String, String), CacheMode> = HashMap::new();
     for (name, mode) in &ask.tables {
@@ -704,8 +726,8 @@ pub(crate) async fn mariadb(
             None => (db.to_ascii_lowercase(), name.clone()),
         };
         watched.insert(table.clone());
-        let rels = maria_rels(c, &BTreeSet::from([(schema, table)])).await?;
-        for b in maria_bases(c, &db, rels, &mut watched).await?.0 {
+        let rels = maria_rels(w, &BTreeSet::from([(schema, table)])).await?;
+        for b in maria_bases(w, &db, rels, &mut watched).await?.0 {
             let key = (b.0.to_ascii_lowercase(), b.1.to_ascii_lowercase());
             let m = annotated.entry(key).or_insert(*mode);
             if *mode == CacheMode::Force {
@@ -742,8 +764,8 @@ pub(crate) async fn mariadb(
             }) {
                 return Err("reads a sequence".into());
             }
-            let rels = maria_rels(c, &maria_names(sql, &db)).await?;
-            let (bases, view_words) = maria_bases(c, &db, rels, &mut watched).await?;
+            let rels = maria_rels(w, &maria_names(sql, &db)).await?;
+            let (bases, view_words) = maria_bases(w, &db, rels, &mut watched).await?;
             let calls: BTreeSet<String> = words
                 .iter()
                 .chain(&view_words)
@@ -758,14 +780,20 @@ pub(crate) async fn mariadb(
             }
             if !calls.is_empty() {
                 let list: Vec<String> = calls.iter().map(|f| format!("'{f}'")).collect();
-                let routines: Vec<(String, String)> = c
-                    .query(format!(
+                let routines: Vec<(String, String)> = w
+                    .query(&format!(
                         "select lower(routine_name), is_deterministic from information_schema.routines \
                          where routine_type = 'FUNCTION' and lower(routine_name) in ({})",
                         list.join(",")
                     ))
                     .await
-                    .map_err(err)?;
+                    .map_err(err)?
+                    .iter()
+                    .map(|r| {
+                        let v = |i| value(Some(r), i).unwrap_or_default();
+                        (v(0), v(1))
+                    })
+                    .collect();
                 watched.extend(calls.iter().cloned());
                 if let Some((f, _)) = routines.iter().find(|(_, d)| d != "YES") {
                     return Err(format!("calls {f}(), which is not DETERMINISTIC"));
@@ -779,20 +807,23 @@ pub(crate) async fn mariadb(
                     return Err(format!("reads {schema}.{table}, which is not annotated"));
                 };
                 all_force &= *mode == CacheMode::Force;
-                let triggers: Option<i64> = c
-                    .exec_first(
+                let triggers = integer(
+                    w.query(&maria_sql(
                         "select count(*) from information_schema.triggers \
-                         where event_object_schema = ? and event_object_table = ? \
-                         and trigger_name like 'tracelab\\_rc\\_%' and action_statement like ?",
-                        (schema.clone(), table.clone(), format!("%{COUNTERS}%")),
-                    )
+                         where event_object_schema = $1 and event_object_table = $2 \
+                         and trigger_name like 'tracelab\\_rc\\_%' and action_statement like $3",
+                        &[schema, table, &format!("%{COUNTERS}%")],
+                    ))
                     .await
-                    .map_err(err)?;
+                    .map_err(err)?
+                    .first(),
+                    0,
+                );
                 if triggers != Some(3) && ask.setup {
                     for s in invalidate::mariadb_table_setup(&db, schema, table) {
-                        c.query_drop(s)
-                            .await
-                            .map_err(|e| format!("--result-cache-setup: {e}"))?;
+                        w.execute(&s).await.map_err(|e| {
+                            format!("--result-cache-setup: {}", maria_message(&e))
+                        })?;
                     }
                 } else if triggers != Some(3) {
                     return Err(format!(
@@ -871,11 +902,10 @@ mod tests {
 
     #[test]
     fn probes_keep_the_query_and_lose_its_parameters() {
-        use tokio_postgres::types::Type;
         assert_eq!(
             pg_probe(
                 "select a, a from t where x = $1 and y = '$2'",
-                &[Type::INT4]
+                &[("pg_catalog".into(), "int4".into())]
             ),
             "create temp view tracelab_rc_probe as select 1 from (\n\
              select a, a from t where x = (NULL::\"pg_catalog\".\"int4\") and y = '$2'\n\

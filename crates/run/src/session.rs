@@ -65,22 +65,42 @@ struct Session<C> {
 /// One measured round trip.
 struct Timed<T> {
     result: Result<T, DbError>,
+    /// When the call started and ended (the latency the summary counts).
     start: i64,
     end: i64,
-    cpu: i64,
+    /// The call as its trace lines give it (see [`traced_span`]).
+    traced: (i64, i64),
 }
 
 impl<T> Timed<T> {
     /// The call's times as a trace line writes them (no rows, top level).
     fn times(&self) -> CallTimes {
+        let (start, cpu) = self.traced;
         CallTimes {
-            c: self.cpu,
-            e: self.end - self.start,
+            c: cpu,
+            e: self.end - start,
             r: 0,
             dep: 0,
             tim: self.end,
         }
     }
+}
+
+/// The start and CPU a call's trace lines give it, so that its accounting
+/// closes exactly: `e` is `tim` minus the start (both whole µs of the same
+/// clock), and `c` is never more than `e`.
+///
+/// The call's CPU (see `CpuTimed`) also holds the thread's work just
+/// before the call's clock read (the runtime's wake-up, the session's
+/// bookkeeping): written as it was, `c` exceeded `e` and a profile showed
+/// negative time "unaccounted-for within calls". That work is the call's
+/// own, so the call is traced as starting when it began, as far back as
+/// the end of the session's previous call (the 'SQL*Net message from
+/// client' before it is shorter by as much); CPU that does not fit even
+/// then (another session's on a shared thread) is left out of `c`.
+fn traced_span(last_end: i64, start: i64, end: i64, cpu: i64) -> (i64, i64) {
+    let start = start.min(end - cpu).max(last_end.min(start));
+    (start, cpu.clamp(0, end - start))
 }
 
 /// Counts a session in, once, at a point the others wait for (the
@@ -162,12 +182,13 @@ macro_rules! round_trip {
             .await
         };
         let end = $ss.clock.now();
-        $ss.waited($cursor, start, end, cpu);
+        let traced = traced_span($ss.last_end, start, end, cpu);
+        $ss.waited($cursor, traced.0, end, traced.1);
         Timed {
             result,
             start,
             end,
-            cpu,
+            traced,
         }
     }};
 }
@@ -393,6 +414,17 @@ fn trace_error<T>(t: &mut TraceWriter<File>, cursor: u64, r: &Result<T, DbError>
 
 /// Whether an error code is the engine's own (a SQLSTATE, an error or
 /// result number) rather than one the driver made up (`connection`).
+/// The settings a session's connection takes in its startup packet (see
+/// `RunOptions::settings_at_connect`): all of them or none; the session
+/// sets the others once connected.
+fn startup_settings(opts: &RunOptions, engine: Engine) -> &[(String, String)] {
+    if opts.settings_at_connect && engine == Engine::Postgres {
+        &opts.settings
+    } else {
+        &[]
+    }
+}
+
 fn is_engine_code(code: &str) -> bool {
     let c = code.as_bytes();
     (!c.is_empty() && c.iter().all(u8::is_ascii_digit))
@@ -437,7 +469,13 @@ pub async fn run(
         trace_first,
     };
     let connected = match engine {
-        Engine::Postgres => match engine::postgres::connect(&opts.url, opts.simple).await {
+        Engine::Postgres => match engine::postgres::connect_with(
+            &opts.url,
+            opts.simple,
+            startup_settings(opts, engine),
+        )
+        .await
+        {
             Ok(c) => return drive(c, env, summary, marks).await,
             Err(e) => e,
         },
@@ -462,7 +500,7 @@ pub async fn run(
         code,
         format!(
             "cannot connect to {}: {}",
-            engine::redact(&opts.url),
+            opts.shown_url(),
             connected.message
         ),
     );
@@ -614,7 +652,8 @@ async fn drive<C: Conn>(
         },
     };
     ss.s.backend_pid = ss.conn.backend_id().and_then(|id| i32::try_from(id).ok());
-    for (name, value) in &opts.settings {
+    let at_connect = startup_settings(opts, engine);
+    for (name, value) in opts.settings.iter().skip(at_connect.len()) {
         if let Err(e) = ss.conn.set(name, value).await {
             ss.s.fail_with(
                 &e.code,

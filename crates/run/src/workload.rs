@@ -4,9 +4,9 @@
 use std::io::BufRead;
 use std::path::Path;
 
-use crate::binds::{Binds, Builder};
+use crate::binds::{Binds, Builder, NulAt};
 use crate::error::RunError;
-use tracelab_engine::sql::postgres_placeholders;
+use tracelab_engine::sql::{first_placeholder, placeholder_count, postgres_placeholders};
 
 /// One statement and its bind rows.
 #[derive(Debug, Clone)]
@@ -115,17 +115,33 @@ impl Workload {
                 )
             })?;
             let sql_path = dir.join(file);
-            let sql = std::fs::read_to_string(&sql_path).map_err(|source| RunError::Io {
+            let raw = std::fs::read_to_string(&sql_path).map_err(|source| RunError::Io {
                 path: sql_path.clone(),
                 source,
             })?;
-            let sql: Vec<&str> = sql.lines().filter(|l| !l.trim().is_empty()).collect();
+            let sql: Vec<&str> = raw.lines().filter(|l| !l.trim().is_empty()).collect();
             let sql = sql.join("\n");
             let sql = sql.trim().trim_end_matches(';').trim_end().to_string();
             let binds = match f.get(2).filter(|s| !s.is_empty()) {
                 Some(b) => read_delimited_binds(&dir.join(b), &delim)?,
                 None => Binds::default(),
             };
+            // A statement with placeholders and no bind values would fail
+            // every execution (a million errors a second): refused here.
+            let takes = placeholder_count(&postgres_placeholders(&sql));
+            if takes > 0 && binds.is_empty() {
+                let at = first_placeholder(&raw).unwrap_or(0);
+                return Err(bad(
+                    &sql_path,
+                    raw[..at].matches('\n').count() as u64 + 1,
+                    &format!(
+                        "the statement has {takes} placeholder(s) and no bind values were \
+                         given: name a bind file as the third field of its record \
+                         ({}:{line_no})",
+                        manifest.display()
+                    ),
+                ));
+            }
             let st = Statement {
                 engine_sql: postgres_placeholders(&sql),
                 sql,
@@ -193,13 +209,40 @@ fn read_delimited_binds(path: &Path, delim: &str) -> Result<Binds, RunError> {
     };
     let (file, size) = open_sized(path)?;
     let mut b = Builder::new(size);
-    for line in std::io::BufReader::new(file).lines() {
-        let line = line.map_err(io)?;
-        let l = line.trim_end_matches('\r');
+    let mut reader = std::io::BufReader::new(file);
+    let mut bytes = Vec::new();
+    let (mut line_no, mut offset) = (0u64, 0u64);
+    loop {
+        bytes.clear();
+        let n = reader.read_until(b'\n', &mut bytes).map_err(io)?;
+        if n == 0 {
+            break;
+        }
+        line_no += 1;
+        // Text that is not UTF-8 is named where it is, not just refused.
+        let line = std::str::from_utf8(&bytes).map_err(|e| {
+            bad(
+                path,
+                line_no,
+                &format!(
+                    "expected UTF-8 text, found a byte that is not at byte offset {} of the file",
+                    offset + e.valid_up_to() as u64
+                ),
+            )
+        })?;
+        offset += n as u64;
+        let l = line.trim_end_matches('\n').trim_end_matches('\r');
         if l.trim().is_empty() || l.trim_start().starts_with('#') {
             continue;
         }
-        for v in l.split(delim) {
+        for (i, v) in l.split(delim).enumerate() {
+            if v.contains('\0') {
+                b.nul_at(|| NulAt {
+                    path: path.to_path_buf(),
+                    line: line_no,
+                    value: i + 1,
+                });
+            }
             b.push(Some(v));
         }
         b.end_row();
@@ -297,11 +340,19 @@ fn read_csv_binds(
             Ok(true) => {}
             Ok(false) => break,
             Err(e) => {
+                let at = e.position().map_or(line, |p| p.line() + skipped);
+                let what = match e.kind() {
+                    csv::ErrorKind::Utf8 { err, .. } => format!(
+                        "expected UTF-8 text, found a byte that is not in value {}",
+                        err.field() + 1
+                    ),
+                    _ => format!("expected comma-separated values: {e}"),
+                };
                 return Err(RunError::Binds {
                     path: path.to_path_buf(),
-                    line: e.position().map_or(line, |p| p.line() + skipped),
-                    what: format!("expected comma-separated values: {e}"),
-                })
+                    line: at,
+                    what,
+                });
             }
         }
         let w = *width.get_or_insert(rec.len());
@@ -315,7 +366,14 @@ fn read_csv_binds(
                 ),
             });
         }
-        for v in rec.iter() {
+        for (i, v) in rec.iter().enumerate() {
+            if v.contains('\0') {
+                b.nul_at(|| NulAt {
+                    path: path.to_path_buf(),
+                    line: rec.position().map_or(line, |p| p.line() + skipped),
+                    value: i + 1,
+                });
+            }
             b.push((v != "NULL").then_some(v));
         }
         b.end_row();

@@ -93,3 +93,31 @@ fn mariadb_identified_by_and_password_functions_are_masked() {
     }
     assert!(all.contains("identified by '***'"), "{all}");
 }
+
+/// A session that cannot connect names the URL the user gave, its
+/// password masked: not the parameters a caller (a study) added to it,
+/// `application_name` and `options`, which repeated in every message.
+#[test]
+fn a_failed_connection_names_the_url_as_given() {
+    // Port 1 on loopback: refused at once, no server needed.
+    let given = "postgres://app:SECRETPW1@127.0.0.1:1/db";
+    let sum = run(
+        &RunOptions {
+            url: format!("{given}?application_name=tracelab-study&options=-c%20work_mem%3D64MB"),
+            shown_url: Some(given.to_string()),
+            stop: Stop::Transactions(1),
+            ..RunOptions::default()
+        },
+        &workload(&["select 1"]),
+    )
+    .unwrap();
+    let failures = sum.failures().join("\n");
+    assert!(
+        failures.contains("cannot connect to postgres://app:***@127.0.0.1:1/db:"),
+        "{failures}"
+    );
+    let all = failures + &sum.text() + &sum.json();
+    for leak in ["application_name", "work_mem", "SECRETPW1"] {
+        assert!(!all.contains(leak), "{leak} in {all}");
+    }
+}

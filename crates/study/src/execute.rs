@@ -1211,16 +1211,15 @@ pub(crate) fn ready(
 /// vars, before the measured run's own touches (its application_name,
 /// pause, traces, a proxy).
 pub(crate) struct Prepared {
-    /// Options of the run; the URL carries the session settings (on
-    /// PostgreSQL) but not yet the run's tag or the proxy.
+    /// Options of the run, the sessions' settings among them (on
+    /// PostgreSQL sent when each session connects); the URL names the
+    /// warm-up's sessions, not yet the run's tag or the proxy.
     pub base: RunOptions,
     pub workload: Workload,
     pub sessions: usize,
     pub per_commit: u64,
     /// Statements (or transactions) of the unmeasured warm-up run.
     pub warmup: u64,
-    /// The sessions' settings (in the URL on PostgreSQL).
-    pub settings: Vec<(String, String)>,
     /// A client-side trace per session.
     pub trace: bool,
 }
@@ -1293,23 +1292,23 @@ pub(crate) fn prepare(
     }
     let result_cache = crate::result_cache::options(levels, |k, n| num(l, k, n, vars))?;
     let base = RunOptions {
-        // PostgreSQL sessions get their settings in the URL (below).
         url: if k == Kind::Postgres {
-            with_params(&eng.url, "tracelab-study", &settings)
+            with_tag(&eng.url, "tracelab-study")
         } else {
             eng.url.clone()
         },
+        // Messages show the URL the user gave, not the parameters added.
+        shown_url: Some(eng.url.clone()),
         sessions,
         stop,
         per_commit,
         simple,
         timer,
         fetch_size: fetch.max(0.0) as u32,
-        settings: if k == Kind::Postgres {
-            Vec::new()
-        } else {
-            settings.clone()
-        },
+        settings,
+        // In force from each backend's start, as libpq's `options` would
+        // put them, and no statement of their own for a proxy to trace.
+        settings_at_connect: true,
         result_cache,
         ..RunOptions::default()
     };
@@ -1319,7 +1318,6 @@ pub(crate) fn prepare(
         sessions,
         per_commit,
         warmup,
-        settings,
         trace,
     })
 }
@@ -1481,7 +1479,7 @@ fn observed_run(
     let _ = std::fs::remove_file(&release);
     let mut opts = prep.base.clone();
     if k == Kind::Postgres {
-        opts.url = with_params(&prep.base.url, &tag, &prep.settings);
+        opts.url = with_tag(&eng.url, &tag);
     }
     let sessions = prep.sessions;
 
@@ -1502,7 +1500,7 @@ fn observed_run(
     let mut watch = None;
     let mut connect_cost = None;
     if k == Kind::Postgres && s.measure.backend_cpu {
-        connect_cost = measure::connect_cost_ns(&prep.base.url);
+        connect_cost = measure::connect_cost_ns(&prep.base.url, &prep.base.settings);
         watch = CpuWatch::start(&eng.url, &tag, sessions, release.clone());
         if watch.is_none() {
             notes.push("backend CPU not measured: no watcher connection".into());
@@ -1519,7 +1517,7 @@ fn observed_run(
             ),
             None => notes.push("backend CPU not measured: no MariaDB pid file".into()),
             Some(pid) => {
-                connect_cost = measure::mariadb_connect_cost_ns(&eng.url, pid, &prep.settings);
+                connect_cost = measure::mariadb_connect_cost_ns(&eng.url, pid, &prep.base.settings);
                 watch = CpuWatch::start_mariadb(&eng.url, pid, sessions, release.clone());
                 if watch.is_none() {
                     notes.push("backend CPU not measured: no watcher connection".into());
@@ -1597,6 +1595,7 @@ fn observed_run(
     let in_path = crate::proxy::start_for(&levels, k, &eng.url, Some(&proxy_dir))?;
     if let Some((px, _)) = &in_path {
         opts.url = px.url(&opts.url)?;
+        opts.shown_url = Some(px.url(&eng.url)?);
     }
 
     // The server's logs, from here on.
@@ -1807,10 +1806,9 @@ fn server_of(eng: &mut Engine) -> Result<Option<Server>, StudyError> {
 }
 
 /// A PostgreSQL URL that names the session (`application_name`, so that
-/// the study finds its backends) and carries its settings (`options=-c
-/// name=value`), which every PostgreSQL client library passes on at
-/// connection time.
-pub(crate) fn with_params(url: &str, tag: &str, settings: &[(String, String)]) -> String {
+/// the study finds its backends). A later `application_name` in a URL
+/// wins over an earlier one, as libpq reads it.
+pub(crate) fn with_tag(url: &str, tag: &str) -> String {
     let enc = |s: &str| -> String {
         s.bytes()
             .map(|b| {
@@ -1822,19 +1820,11 @@ pub(crate) fn with_params(url: &str, tag: &str, settings: &[(String, String)]) -
             })
             .collect()
     };
-    let mut u = format!(
+    format!(
         "{url}{}application_name={}",
         if url.contains('?') { '&' } else { '?' },
         enc(tag)
-    );
-    if !settings.is_empty() {
-        let opts: Vec<String> = settings
-            .iter()
-            .map(|(k, v)| format!("-c {k}={}", v.replace(' ', "\\ ")))
-            .collect();
-        u.push_str(&format!("&options={}", enc(&opts.join(" "))));
-    }
-    u
+    )
 }
 
 /// Makes the probe connection's own pending statistics visible (PG 15+),

@@ -21,7 +21,7 @@ use tracelab_run::{ResultHook, Rows, Stop};
 
 use crate::error::StudyError;
 use crate::execute::{
-    engine_of, levels_of, num, prepare, ready, run_vars, sql_of, with_params, Context, Engine,
+    engine_of, levels_of, num, prepare, ready, run_vars, sql_of, with_tag, Context, Engine,
 };
 use crate::plan::{chosen_levels, Choice};
 use crate::report::{esc, fmt_num, Format, Table};
@@ -231,11 +231,12 @@ pub(crate) fn run(
     let mut opts = prep.base.clone();
     opts.stop = Stop::Runtime(Duration::from_secs_f64(runtime));
     if eng.kind == tracelab_engine::Engine::Postgres {
-        opts.url = with_params(&prep.base.url, "tracelab-study-freshness", &prep.settings);
+        opts.url = with_tag(&eng.url, "tracelab-study-freshness");
     }
     let in_path = crate::proxy::start_for(&levels, eng.kind, &eng.url, None)?;
     if let Some((px, _)) = &in_path {
         opts.url = px.url(&opts.url)?;
+        opts.shown_url = Some(px.url(&eng.url)?);
     }
     {
         let c = checker.clone();

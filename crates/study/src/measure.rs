@@ -234,8 +234,8 @@ impl Drop for CpuWatch {
 /// The CPU of a fresh backend after connecting and setting the session's
 /// settings: what the run's backends spent before their work, subtracted
 /// from their total.
-pub fn connect_cost_ns(url: &str) -> Option<u64> {
-    let mut c = tracelab_engine::admin::connect(url).ok()?;
+pub fn connect_cost_ns(url: &str, settings: &[(String, String)]) -> Option<u64> {
+    let mut c = tracelab_engine::admin::connect_with(url, settings).ok()?;
     let pid = c
         .query("select pg_backend_pid()")
         .ok()?

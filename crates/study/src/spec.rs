@@ -1011,7 +1011,9 @@ impl Loaded {
     fn check_server_settings(&self) -> Result<(), StudyError> {
         let s = &self.study;
         let check = |key: &str, engine: &str, name: &str, value: &str| {
-            let r = if engine == "mariadb" {
+            let r = if tracelab_engine::Engine::from_name(engine)
+                == Some(tracelab_engine::Engine::Mysql)
+            {
                 tracelab_db::check_mariadb_setting(name, value)
             } else {
                 tracelab_db::check_postgres_setting(name, value)

@@ -15,7 +15,7 @@ use rustc_hash::FxHashMap;
 use crate::call::{
     Call, CallKind, DbFields, Statement, WaitFields, WallClock, PSEUDO_BETWEEN, PSEUDO_WITHIN,
 };
-use crate::diag::Diagnostics;
+use crate::diag::{Diagnostic, Diagnostics};
 use crate::fields;
 use crate::input::{Body, TraceFile};
 use crate::lines::{Line, Lines, RangeReader, DEFAULT_MAX_LINE};
@@ -249,6 +249,10 @@ struct Run<'f> {
     /// latest top-level event, session id, switched_from).
     walks: FxHashMap<Box<[u8]>, ParkedWalk>,
     recognised: u64,
+    /// Calls and SQL lines read without damage: a file whose every
+    /// trace-like line is damaged (a Markdown page quoting a profile's
+    /// `XCTEND  0.000000 ...` row) is not a trace.
+    sound: u64,
     /// PARSING IN CURSOR, PARSE ERROR, BINDS and STAT lines, and
     /// tracelab's own header: with the calls, what tells a SQL trace from
     /// Oracle's other trace files.
@@ -320,6 +324,7 @@ impl Reader {
         let mut run = Run::new(&self.opts, &name, FxHashMap::default());
         let line_no = drive(&mut run, &mut lines, 0, whole, limit, &mut on_call)?;
         if whole {
+            run.unended_at_end(line_no);
             run.not_a_sql_trace(line_no)?;
             run.finish(line_no, &mut on_call);
         }
@@ -454,10 +459,19 @@ impl Reader {
                 u64::MAX,
                 &mut |c: &Call<'_>| on_call(&mut state, c),
             )?;
+            if i == n - 1 {
+                run.unended_at_end(no);
+            }
             let seen = run.depmin_seen;
             let used = run.depmin_used;
             let summary = std::mem::take(&mut run.summary);
-            let found = (run.recognised, run.sql_lines, run.image.take());
+            let found = (
+                run.recognised,
+                run.sql_lines,
+                run.image.take(),
+                run.sound,
+                run.summary.diagnostics.kept.first().cloned(),
+            );
             Ok((state, summary, no - first_line, seen, used, found))
         };
         let results: Vec<_> = std::thread::scope(|s| {
@@ -483,6 +497,10 @@ impl Reader {
         if calls == 0 && sql_lines == 0 {
             let image = results.iter_mut().find_map(|r| r.5 .2.take());
             return Err(not_a_sql_trace(&name, lines, image.as_deref()));
+        }
+        if results.iter().all(|r| r.5 .3 == 0) {
+            let first = results.iter().find_map(|r| r.5 .4.as_ref());
+            return Err(all_damaged(&name, lines, first));
         }
         let depmin = opts
             .depmin
@@ -799,6 +817,20 @@ fn not_a_sql_trace(name: &str, lines: u64, image: Option<&str>) -> ReadError {
     }
 }
 
+/// A file whose lines only look like trace lines (a page of documentation
+/// quoting a profile): none of them reads as one.
+fn all_damaged(name: &str, lines: u64, first: Option<&Diagnostic>) -> ReadError {
+    let first = first.map_or_else(String::new, |d| {
+        format!(" (line {}: {})", d.line, d.message)
+    });
+    ReadError::NotATrace {
+        file: name.to_string(),
+        why: format!(
+            "none of its {lines} lines is a trace line: the few that start like one do not read as one{first}"
+        ),
+    }
+}
+
 fn not_a_trace(name: &str, lines: u64) -> ReadError {
     ReadError::NotATrace {
         file: name.to_string(),
@@ -854,6 +886,7 @@ impl<'f> Run<'f> {
             switched_from: None,
             walks: FxHashMap::default(),
             recognised: 0,
+            sound: 0,
             sql_lines: 0,
             image: None,
             wall_pending: None,
@@ -911,6 +944,13 @@ impl<'f> Run<'f> {
         if self.summary.calls == 0 && self.sql_lines == 0 {
             return Err(not_a_sql_trace(self.file, lines, self.image.as_deref()));
         }
+        if self.sound == 0 {
+            return Err(all_damaged(
+                self.file,
+                lines,
+                self.summary.diagnostics.kept.first(),
+            ));
+        }
         Ok(())
     }
 
@@ -926,6 +966,23 @@ impl<'f> Run<'f> {
             opened,
             format!("expected END OF STMT after the SQL text: it ends at the next trace line, {below} line{s} down"),
         );
+    }
+
+    /// A statement's text still open when the file ends: its END OF STMT
+    /// is missing (a file cut short).
+    #[cold]
+    fn unended_at_end(&mut self, last: u64) {
+        if let State::Sql { line, .. } = self.state {
+            self.state = State::Normal;
+            let below = last - line;
+            let s = if below == 1 { "" } else { "s" };
+            self.warn(
+                line,
+                format!(
+                    "expected END OF STMT after the SQL text: the file ends {below} line{s} down"
+                ),
+            );
+        }
     }
 
     fn line(&mut self, no: u64, b: &[u8], terminated: bool, on_call: &mut impl FnMut(&Call<'_>)) {
@@ -976,6 +1033,7 @@ impl<'f> Run<'f> {
             State::Normal => {}
         }
         let Some(&first) = b.first() else { return };
+        let before = (self.summary.calls, self.sql_lines);
         let res = match first {
             b'W' if b.starts_with(b"WAIT #") => self.wait(no, b, on_call),
             b'P' if b.starts_with(b"PARSING IN CURSOR ") => self.pic(no, b),
@@ -1043,6 +1101,9 @@ impl<'f> Run<'f> {
             }
             _ => Ok(()),
         };
+        if res.is_ok() && before != (self.summary.calls, self.sql_lines) {
+            self.sound += 1;
+        }
         if let Err(msg) = res {
             let msg = if terminated {
                 msg
@@ -1597,8 +1658,14 @@ impl<'f> Run<'f> {
         };
         // Fields hold at most 18 digits: these differences fit in an i64.
         let start = tim - e;
-        // ±1 µs tolerance for rounding (reference §C.12).
-        let inside = |w: &PendingWait| w.start >= start - 1 && w.end <= tim + 1;
+        // Contained in the call, with ±1 µs of tolerance for rounding (of
+        // 172,282 waits inside calls in Oracle's traces, some stick out of
+        // the call's interval by 1 µs); but a wait that ends when the call
+        // starts, or before, lies before it (the 1 µs 'SQL*Net message
+        // from client' before a call is not inside it).
+        let inside = |w: &PendingWait| {
+            w.start >= start - 1 && w.end <= tim + 1 && (w.end > start || w.end == w.start)
+        };
         let waited: i128 = self
             .pending
             .iter()

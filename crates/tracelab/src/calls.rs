@@ -43,16 +43,21 @@ pub struct Args {
     /// Calls at every depth, not only at the file's minimum depth.
     #[arg(long, alias = "alldep")]
     alldepths: bool,
-    /// Seconds of SQL*Net message from client that end an island
+    /// The SQL*Net message from client (seconds, or 500ms) that end an island
     /// (island_id) [default: 1].
-    #[arg(long, value_name = "SECONDS")]
-    thinktime: Option<f64>,
+    #[arg(long, value_name = "TIME", allow_hyphen_values = true,
+          value_parser = crate::duration::seconds)]
+    thinktime: Option<std::time::Duration>,
     /// Minimum depth of every file, instead of each file's own.
     #[arg(long, value_name = "N")]
     depmin: Option<i64>,
     /// Worker threads [default: one per core].
     #[arg(long, value_name = "N")]
     jobs: Option<usize>,
+    /// Longest line read; a longer one is warned about and read as empty
+    /// (bytes, or with K, M, G) [default: 64M].
+    #[arg(long = "max-line", value_name = "BYTES")]
+    max_line: Option<String>,
 }
 
 fn format(name: &str) -> Result<Format, Failure> {
@@ -72,11 +77,12 @@ fn options(a: &Args) -> Result<CallsOptions, Failure> {
         where0: a.where0.clone().unwrap_or(d.where0),
         where1: if a.alldepths { "1".into() } else { d.where1 },
         name: a.name.clone().unwrap_or(d.name),
-        thinktime: a.thinktime.unwrap_or(d.thinktime),
+        thinktime: a.thinktime.map_or(d.thinktime, |d| d.as_secs_f64()),
         depmin: a.depmin,
         format: a.format.as_deref().map(format).transpose()?,
         output: a.output.clone().into(),
         jobs: a.jobs.unwrap_or(0),
+        max_line: crate::skew::max_line(a.max_line.as_deref()).map_err(Failure::Usage)?,
     })
 }
 

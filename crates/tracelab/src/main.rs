@@ -6,6 +6,7 @@ mod calls;
 mod completions;
 mod crop;
 mod db;
+mod duration;
 mod exit;
 mod ls;
 mod man;

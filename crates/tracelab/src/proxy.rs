@@ -9,6 +9,7 @@ use tracelab_proxy::{
     parse_rate, Config, Direction, Distribution, Protocol, Proxy, ProxyError, Upstream,
 };
 
+use crate::duration;
 use crate::exit::{self, Failure};
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug)]
@@ -58,11 +59,14 @@ pub struct Args {
     /// link only, no trace).
     #[arg(long, value_enum, default_value = "postgres")]
     protocol: Proto,
-    /// Round-trip time added per exchange, e.g. 6ms, 500us.
-    #[arg(long, default_value = "0ms", value_parser = humantime::parse_duration)]
+    /// Round-trip time added per exchange, e.g. 6ms, 500us (a bare
+    /// number is seconds).
+    #[arg(long, value_name = "TIME", default_value = "0ms",
+          allow_hyphen_values = true, value_parser = duration::seconds)]
     delay: Duration,
-    /// Spread of the delay around --delay (see --distribution).
-    #[arg(long, default_value = "0ms", value_parser = humantime::parse_duration)]
+    /// Spread of the delay around --delay (see --distribution), e.g. 1ms.
+    #[arg(long, value_name = "TIME", default_value = "0ms",
+          allow_hyphen_values = true, value_parser = duration::seconds)]
     jitter: Duration,
     /// Shape of the jitter.
     #[arg(long, value_enum, default_value = "uniform")]

@@ -14,6 +14,7 @@ use tracelab_run::{
     RunOptions, Stop, Timer, Workload,
 };
 
+use crate::duration;
 use crate::exit::{self, Failure};
 use crate::output::{out, say};
 use crate::signals;
@@ -70,10 +71,12 @@ pub struct Args {
     /// Concurrent sessions.
     #[arg(long, visible_alias = "max-sessions", default_value_t = 1)]
     sessions: usize,
-    /// Seconds each session runs, from its own start [default: 10 when
+    /// How long each session runs, from its own start: seconds, or a
+    /// time with a unit (5, 0.5, 1s, 500ms, 2m) [default: 10 when
     /// --transactions is not given either].
-    #[arg(long, value_name = "SECONDS", conflicts_with = "transactions")]
-    runtime: Option<f64>,
+    #[arg(long, value_name = "TIME", conflicts_with = "transactions",
+          allow_hyphen_values = true, value_parser = duration::seconds)]
+    runtime: Option<Duration>,
     /// Transactions per session (with --tx-per-commit N, commits of N
     /// statements) [default: run for --runtime instead].
     #[arg(long, value_name = "N")]
@@ -83,9 +86,10 @@ pub struct Args {
     #[arg(long, value_name = "MODE", default_value = "flood",
           value_parser = ["flood", "trickle", "tsunami"])]
     connect_mode: String,
-    /// Seconds between two logons in trickle mode.
-    #[arg(long, value_name = "SECONDS", default_value_t = 0.25)]
-    connect_delay: f64,
+    /// Time between two logons in trickle mode (seconds, or 250ms).
+    #[arg(long, value_name = "TIME", default_value = "0.25",
+          allow_hyphen_values = true, value_parser = duration::seconds)]
+    connect_delay: Duration,
     /// The clock read for every timestamp: vdso (no system call), syscall
     /// (a real system call each time) or coarse (cheapest, ms resolution).
     #[arg(long, value_name = "TIMER", default_value = "vdso", value_parser = ["vdso", "syscall", "coarse"])]
@@ -100,9 +104,10 @@ pub struct Args {
     /// [default: as fast as the sessions go].
     #[arg(long, value_name = "TPS")]
     rate: Option<f64>,
-    /// Think time between calls, in seconds.
-    #[arg(long, value_name = "SECONDS", default_value_t = 0.0)]
-    exe_delay: f64,
+    /// Think time between calls (seconds, or 10ms).
+    #[arg(long, value_name = "TIME", default_value = "0",
+          allow_hyphen_values = true, value_parser = duration::seconds)]
+    exe_delay: Duration,
     /// Statements per transaction (BEGIN ... COMMIT around every N)
     /// [default: each statement commits on its own (autocommit)].
     #[arg(long, value_name = "N", conflicts_with = "autocommit")]
@@ -149,10 +154,12 @@ pub struct Args {
     /// The most the cache holds, in bytes (K, M, G suffixes).
     #[arg(long, value_name = "BYTES", default_value = "1M")]
     result_cache_size: String,
-    /// The longest a served result may lag a committed change, in ms
-    /// (Oracle's CLIENT_RESULT_CACHE_LAG).
-    #[arg(long, value_name = "MS", default_value_t = 3000)]
-    result_cache_lag: u64,
+    /// The longest a served result may lag a committed change: a bare
+    /// number is milliseconds, as Oracle's CLIENT_RESULT_CACHE_LAG (3000),
+    /// or a time with a unit (3s, 500ms).
+    #[arg(long, value_name = "MS|TIME", default_value = "3000",
+          allow_hyphen_values = true, value_parser = duration::millis)]
+    result_cache_lag: Duration,
     /// An annotated table: force (every query on it cached) or manual
     /// (only queries with a /*+ result_cache */ hint). Repeatable.
     #[arg(long, value_name = "NAME:MODE")]
@@ -187,11 +194,11 @@ pub fn run(a: Args) -> Result<i32, Failure> {
         tracelab_engine::check_url(url).map_err(|e| Failure::Usage(e.to_string()))?;
     }
     let stop_at = match (a.runtime, a.transactions) {
-        (Some(s), _) if s > 0.0 && s.is_finite() => Stop::Runtime(Duration::from_secs_f64(s)),
-        (Some(s), _) => {
-            return Err(Failure::Usage(format!(
-                "--runtime={s}: expected a positive number of seconds"
-            )))
+        (Some(d), _) if !d.is_zero() => Stop::Runtime(d),
+        (Some(_), _) => {
+            return Err(Failure::Usage(
+                "--runtime 0: expected a time longer than zero".into(),
+            ))
         }
         (None, Some(n)) => Stop::Transactions(n),
         (None, None) => Stop::Runtime(Duration::from_secs(10)),
@@ -214,6 +221,14 @@ pub fn run(a: Args) -> Result<i32, Failure> {
                 None => (Vec::new(), Default::default()),
             };
             let mut w = Workload::with_binds(sql, binds);
+            let takes = tracelab_run::placeholder_count(&w.statements[0].engine_sql);
+            if takes > 0 && a.binds.is_none() {
+                return Err(Failure::Usage(format!(
+                    "--sql: the statement has {takes} placeholder(s) and no bind values were \
+                     given: give them with --binds FILE (one execution per line, \
+                     comma-separated values)"
+                )));
+            }
             for st in &mut w.statements {
                 st.engine_sql = cast_placeholders(&st.engine_sql, &types);
             }
@@ -249,7 +264,7 @@ pub fn run(a: Args) -> Result<i32, Failure> {
         }
         Some(CacheOptions {
             size: parse_bytes(&a.result_cache_size)?,
-            lag: Duration::from_millis(a.result_cache_lag),
+            lag: a.result_cache_lag,
             tables,
             setup: a.result_cache_setup,
             per_session: a.result_cache_per_session,
@@ -294,9 +309,10 @@ pub fn run(a: Args) -> Result<i32, Failure> {
     };
     let opts = RunOptions {
         url,
+        shown_url: None,
         sessions: a.sessions,
         stop: stop_at,
-        exe_delay: Duration::from_secs_f64(a.exe_delay.max(0.0)),
+        exe_delay: a.exe_delay,
         trace_dir: a.trace.clone(),
         trace_append: a.trace_append,
         per_commit: if a.autocommit {
@@ -323,12 +339,14 @@ pub fn run(a: Args) -> Result<i32, Failure> {
             .map(|c| c.trim().to_uppercase())
             .collect(),
         connect: match a.connect_mode.as_str() {
-            "trickle" => ConnectMode::Trickle(Duration::from_secs_f64(a.connect_delay.max(0.0))),
+            "trickle" => ConnectMode::Trickle(a.connect_delay),
             "tsunami" => ConnectMode::Tsunami,
             _ => ConnectMode::Flood,
         },
         fetch_size: a.fetch_size,
         settings,
+        // `-s` is set once connected: a refused one is named in the summary.
+        settings_at_connect: false,
         result_cache,
         on_result: None,
     };
@@ -361,7 +379,7 @@ pub fn run(a: Args) -> Result<i32, Failure> {
     if let Some(path) = &a.report {
         let what = format!(
             "{}, {} session(s), {}",
-            tracelab_engine::redact(&opts.url),
+            opts.shown_url(),
             a.sessions,
             match opts.stop {
                 Stop::Runtime(d) => format!("{} s", d.as_secs_f64()),

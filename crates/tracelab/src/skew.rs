@@ -143,10 +143,11 @@ pub struct Args {
     /// Column separator [default: two spaces].
     #[arg(long, value_name = "TEXT")]
     separator: Option<String>,
-    /// Seconds of SQL*Net message from client that end an island
+    /// The SQL*Net message from client (seconds, or 500ms) that end an island
     /// ($island_id, $experience_id) [default: 1].
-    #[arg(long, value_name = "SECONDS")]
-    thinktime: Option<f64>,
+    #[arg(long, value_name = "TIME", allow_hyphen_values = true,
+          value_parser = crate::duration::seconds)]
+    thinktime: Option<std::time::Duration>,
     /// Minimum depth of every file, instead of each file's own.
     #[arg(long, value_name = "N")]
     depmin: Option<i64>,
@@ -239,14 +240,7 @@ fn options(a: &Args) -> Result<SkewOptions, SkewError> {
         Some(f) => PercentFormat::parse(f).map_err(SkewError::Usage)?,
         None => d.pform.clone(),
     };
-    let max_line = match a.max_line.as_deref() {
-        Some(m) => parse_bytes(m).ok_or_else(|| {
-            SkewError::Usage(format!(
-                "--max-line={m}: expected a number of bytes of at least 1K, optionally with K, M or G (64M)"
-            ))
-        })?,
-        None => d.max_line,
-    };
+    let max_line = max_line(a.max_line.as_deref()).map_err(SkewError::Usage)?;
     Ok(SkewOptions {
         where0: a.where0.clone().unwrap_or(d.where0),
         where1,
@@ -275,12 +269,25 @@ fn options(a: &Args) -> Result<SkewOptions, SkewError> {
         dashes: flag(a.dashes, a.nodashes).unwrap_or(d.dashes),
         format,
         separator: a.separator.clone().unwrap_or(d.separator),
-        thinktime: a.thinktime.unwrap_or(d.thinktime),
+        thinktime: a.thinktime.map_or(d.thinktime, |d| d.as_secs_f64()),
         depmin: a.depmin,
         unaccounted: a.unaccounted,
         verbose: a.verbose,
         jobs: a.jobs.unwrap_or(0),
     })
+}
+
+/// `--max-line` of skew, prof and calls (one meaning for all three): the
+/// longest line read, or the reader's default when not given.
+pub fn max_line(arg: Option<&str>) -> Result<usize, String> {
+    match arg {
+        Some(m) => parse_bytes(m).ok_or_else(|| {
+            format!(
+                "--max-line={m}: expected a number of bytes of at least 1K, optionally with K, M or G (64M)"
+            )
+        }),
+        None => Ok(tracelab_trace::DEFAULT_MAX_LINE),
+    }
 }
 
 /// `65536`, `64K`, `64M`, `1G` (binary multiples).

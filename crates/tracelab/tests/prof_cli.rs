@@ -54,7 +54,13 @@ fn the_profile_holds_mrskews_rows_and_adds_up_to_skews_unaccounted_total() {
         }
         let label = l.split("  ").next().unwrap();
         let want = row(l, label).unwrap();
-        assert_eq!(row(&out, label), Some(want), "row {label}:\n{out}");
+        // mrskew names a call's CPU by the call; prof as the Method R
+        // Profiler does.
+        let ours = match label {
+            "PARSE" | "EXEC" | "FETCH" | "CLOSE" | "XCTEND" => format!("CPU: {label} calls"),
+            _ => label.to_string(),
+        };
+        assert_eq!(row(&out, &ours), Some(want), "row {label}:\n{out}");
         rows += 1;
     }
     assert_eq!(rows, 11);
@@ -182,7 +188,8 @@ fn tkprof_layout_and_the_recursive_hierarchy() {
         "Parsing user id: SYS   (recursive depth: 2)\n",
         "OVERALL TOTALS FOR ALL NON-RECURSIVE STATEMENTS\n",
         "OVERALL TOTALS FOR ALL RECURSIVE STATEMENTS\n",
-        "Without recursive statements",
+        "With recursive statements (gross",
+        "STATEMENTS BY ELAPSED WITH THEIR RECURSIVE STATEMENTS (TVD$XTAT's ranking",
         "a trcsess merge of 11 process blocks",
         "  lines in trace file.\n",
     ] {
@@ -409,4 +416,323 @@ fn the_ranks_shown_run_without_gaps() {
         last["sqlid"].as_str().unwrap().split(':').next(),
         Some("#140174153974880")
     );
+}
+
+#[test]
+fn with_html_the_text_goes_only_where_output_says() {
+    let dir = tempfile::tempdir().unwrap();
+    let page = dir.path().join("p.html");
+    let page = page.to_str().unwrap();
+    let (out, err, code) = tracelab(&["prof", "--html", page, &fixture(DB_PING)]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.is_empty(), "text on stdout with --html: {out:.200}");
+    assert!(std::fs::read_to_string(page)
+        .unwrap()
+        .starts_with("<!DOCTYPE html>"));
+    let (out, err, code) = tracelab(&["prof", "--html", page, "--output", "-", &fixture(DB_PING)]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("Response time R = 22.098316 s"), "{out:.300}");
+    let txt = dir.path().join("p.txt");
+    let (out, err, code) = tracelab(&[
+        "prof",
+        "--html",
+        page,
+        "--output",
+        txt.to_str().unwrap(),
+        &fixture(DB_PING),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.is_empty());
+    assert!(std::fs::read_to_string(&txt)
+        .unwrap()
+        .contains("Response time R = 22.098316 s"));
+}
+
+#[test]
+fn several_files_give_their_combined_profile_first() {
+    let files: Vec<String> = (0..4)
+        .map(|i| {
+            fixture(&format!(
+                "crc-local-force/orcl_ora_{}_RC-20230830160541-20230703160541.trc.gz",
+                30537 + 2 * i
+            ))
+        })
+        .collect();
+    let args = |extra: &[&str]| {
+        let mut a = vec!["prof"];
+        a.extend_from_slice(extra);
+        a.extend(files.iter().map(String::as_str));
+        let (out, err, code) = tracelab(&a);
+        assert_eq!(code, 0, "{err}");
+        out
+    };
+    let j = json(&files.iter().map(String::as_str).collect::<Vec<_>>());
+    let r: i64 = j
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["response_time_us"].as_i64().unwrap())
+        .sum();
+    let secs = format!("{}.{:06}", r / 1_000_000, r % 1_000_000);
+    let short = args(&[]);
+    assert!(
+        short.starts_with("tracelab prof: combined profile of 4 trace files"),
+        "{short:.300}"
+    );
+    let first = short.find("Response time R = ").unwrap();
+    assert!(
+        short[first..]
+            .replace(',', "")
+            .starts_with(&format!("Response time R = {secs} s")),
+        "combined R is not the sum {secs}: {:.80}",
+        &short[first..]
+    );
+    assert!(short.contains("RESOURCE PROFILE (all files)"));
+    // Then each file, by default its resource profile only.
+    for f in &files {
+        assert!(short.contains(&format!("tracelab prof: {f}\n")), "{f}");
+    }
+    assert!(!short.contains("OVERALL TOTALS"));
+    let full = args(&["--each", "full"]);
+    assert!(full.starts_with("tracelab prof: combined profile of 4 trace files"));
+    assert!(full.matches("OVERALL TOTALS").count() >= 4);
+    for f in &files {
+        assert!(full.contains(&format!("tracelab prof: {f}\n")), "{f}");
+    }
+    assert!(full.lines().count() > 2 * short.lines().count());
+    let none = args(&["--each", "none"]);
+    assert!(!none.contains(&format!("tracelab prof: {}\n", files[0])));
+    assert!(none.contains("FILES"));
+}
+
+/// The text of a fixture, decompressed.
+fn fixture_text(p: &str) -> String {
+    use std::io::Read as _;
+    let raw = std::fs::read(fixture(p)).unwrap();
+    if p.ends_with(".gz") {
+        let mut s = String::new();
+        flate2::read::MultiGzDecoder::new(&raw[..])
+            .read_to_string(&mut s)
+            .unwrap();
+        s
+    } else {
+        String::from_utf8_lossy(&raw).into_owned()
+    }
+}
+
+/// Σ c of the database calls at the top depth, read from the trace's lines
+/// directly (not through tracelab's reader): `NAME #cursor:c=..,...,dep=..`.
+fn top_depth_cpu(text: &str) -> i64 {
+    let mut calls: Vec<(i64, i64)> = Vec::new();
+    for l in text.lines() {
+        let Some((head, fields)) = l.split_once(':') else {
+            continue;
+        };
+        let name = head.split(" #").next().unwrap();
+        if name.is_empty()
+            || head == name
+            || name == "WAIT"
+            || !name.chars().all(|c| c.is_ascii_uppercase() || c == ' ')
+            || !fields.starts_with("c=")
+        {
+            continue;
+        }
+        let field = |k: &str| {
+            fields
+                .split(',')
+                .find_map(|f| f.strip_prefix(k)?.parse::<i64>().ok())
+        };
+        calls.push((field("c=").unwrap(), field("dep=").unwrap_or(0)));
+    }
+    let top = calls.iter().map(|c| c.1).min().unwrap_or(0);
+    calls.iter().filter(|c| c.1 == top).map(|c| c.0).sum()
+}
+
+#[test]
+fn the_cpu_rows_add_up_to_the_top_depth_calls_cpu_on_the_bundled_traces() {
+    for f in [
+        DB_PING,
+        CRC_30561,
+        "oracle-samples/dokt_ora_26478.trc",
+        "analytics-vs-groupby/oravm1_ora_26226_S1.trc",
+        "trctools/simple_trace.trc",
+        "trctools/simple_trace_2x.trc",
+        "trctools/two_statements_one_cursor.trc",
+        "trctools/mixed_execs.trc",
+    ] {
+        let want = top_depth_cpu(&fixture_text(f));
+        assert!(want > 0, "{f}");
+        let v = json(&[&fixture(f)]);
+        assert_eq!(v[0]["cpu_us"].as_i64(), Some(want), "{f}");
+        let rows: i64 = v[0]["profile"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|c| c.get("call").is_some())
+            .inspect(|c| {
+                let name = c["name"].as_str().unwrap();
+                let call = c["call"].as_str().unwrap();
+                assert_eq!(name, format!("CPU: {call} calls"), "{f}");
+            })
+            .map(|c| c["duration_us"].as_i64().unwrap())
+            .sum();
+        assert_eq!(rows, want, "{f}");
+        let (out, err, code) = tracelab(&["prof", &fixture(f)]);
+        assert!(code == 0 || code == 1, "{err}");
+        let secs = format!(
+            "CPU total: {}.{:06} s (",
+            want / 1_000_000,
+            want % 1_000_000
+        );
+        assert!(out.contains(&secs), "{f}: {secs}\n{out}");
+    }
+}
+
+/// A statement whose PARSE, EXEC and FETCH each run recursive calls (dep=1,
+/// written before the call that ran them, their figures included in its).
+const RECURSIVE: &str = "\
+Trace file /tmp/recursive.trc
+Oracle Database 19c Enterprise Edition Release 19.0.0.0.0 - Production
+Version 19.12.0.0.0
+
+*** 2024-01-01T00:00:00.000000+00:00
+*** SESSION ID:(12.34) 2024-01-01T00:00:00.000000+00:00
+=====================
+PARSING IN CURSOR #2 len=26 dep=1 uid=0 oct=3 lid=0 tim=1001000 hv=1 ad='1' sqlid='child0000000a'
+select a from dict where b
+END OF STMT
+PARSE #2:c=500,e=1000,p=0,cr=0,cu=0,mis=1,r=0,dep=1,og=4,plh=11,tim=1001000
+EXEC #2:c=500,e=3000,p=2,cr=5,cu=0,mis=0,r=0,dep=1,og=4,plh=11,tim=1004000
+FETCH #2:c=1000,e=5000,p=3,cr=15,cu=0,mis=0,r=1,dep=1,og=4,plh=11,tim=1009000
+=====================
+PARSING IN CURSOR #1 len=21 dep=0 uid=108 oct=2 lid=108 tim=1009100 hv=2 ad='2' sqlid='parent000000b'
+insert into t values 1
+END OF STMT
+PARSE #1:c=2000,e=9000,p=5,cr=20,cu=0,mis=1,r=0,dep=0,og=1,plh=22,tim=1009100
+=====================
+PARSING IN CURSOR #3 len=21 dep=1 uid=0 oct=6 lid=0 tim=1020000 hv=3 ad='3' sqlid='child0000000c'
+update seq set n = n+1
+END OF STMT
+EXEC #3:c=10000,e=20000,p=4,cr=40,cu=3,mis=0,r=1,dep=1,og=4,plh=33,tim=1030000
+EXEC #1:c=30000,e=50000,p=10,cr=100,cu=4,mis=0,r=1,dep=0,og=1,plh=22,tim=1060000
+EXEC #2:c=400,e=4000,p=1,cr=4,cu=0,mis=0,r=0,dep=1,og=4,plh=11,tim=1070000
+FETCH #2:c=600,e=8000,p=1,cr=6,cu=0,mis=0,r=1,dep=1,og=4,plh=11,tim=1078000
+FETCH #1:c=5000,e=25000,p=3,cr=30,cu=0,mis=0,r=10,dep=0,og=1,plh=22,tim=1085000
+CLOSE #1:c=0,e=10,dep=0,type=0,tim=1085100
+CLOSE #2:c=0,e=5,dep=1,type=3,tim=1085200
+";
+
+/// The call table of statement `sqlid` in a `--tkprof` report.
+fn call_rows(out: &str, sqlid: &str) -> Vec<String> {
+    let at = out
+        .find(&format!("SQL ID: {sqlid} "))
+        .unwrap_or_else(|| panic!("{sqlid}:\n{out}"));
+    out[at..]
+        .lines()
+        .filter(|l| {
+            ["Parse ", "Execute ", "Fetch ", "total "]
+                .iter()
+                .any(|k| l.starts_with(k))
+        })
+        .take(4)
+        .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+        .collect()
+}
+
+#[test]
+fn tkprof_prints_calls_net_of_the_recursive_calls_inside_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("recursive.trc");
+    std::fs::write(&path, RECURSIVE).unwrap();
+    let file = path.to_string_lossy().into_owned();
+    let (out, err, code) = tracelab(&["prof", "--tkprof", &file]);
+    assert_eq!(code, 0, "{err}");
+    // PARSE: the child's 500+500+1000 µs CPU, 1000+3000+5000 µs, 5 reads
+    // and 20 gets are all the recursive calls': 0 left, as tkprof prints.
+    // EXEC: less the update's c=10000,e=20000,p=4,cr=40,cu=3. FETCH: less
+    // the child's EXEC and FETCH (c=1000,e=12000,p=2,cr=10).
+    assert_eq!(
+        call_rows(&out, "parent000000b"),
+        [
+            "Parse 1 0.00 0.00 0 0 0 0",
+            "Execute 1 0.02 0.03 6 60 1 1",
+            "Fetch 1 0.00 0.01 1 20 0 10",
+            "total 3 0.02 0.04 7 80 1 11",
+        ],
+        "{out}"
+    );
+    // The recursive statements keep their own figures.
+    assert_eq!(
+        call_rows(&out, "child0000000c")[1],
+        "Execute 1 0.01 0.02 4 40 3 1"
+    );
+    assert_eq!(
+        call_rows(&out, "child0000000a")[3],
+        "total 5 0.00 0.02 7 30 0 2"
+    );
+    // tkprof's totals add the listings up: nothing counted twice.
+    let overall = |out: &str, title: &str| -> String {
+        let at = out.find(title).unwrap();
+        out[at..]
+            .lines()
+            .find(|l| l.starts_with("total "))
+            .unwrap()
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    assert_eq!(
+        overall(&out, "OVERALL TOTALS FOR ALL NON-RECURSIVE STATEMENTS"),
+        "total 3 0.02 0.04 7 80 1 11"
+    );
+    assert_eq!(
+        overall(&out, "OVERALL TOTALS FOR ALL RECURSIVE STATEMENTS"),
+        "total 6 0.01 0.04 11 70 3 3"
+    );
+    // --gross: as the trace lines give them.
+    let (gross, err, code) = tracelab(&["prof", "--tkprof", "--gross", &file]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        call_rows(&gross, "parent000000b"),
+        [
+            "Parse 1 0.00 0.00 5 20 0 0",
+            "Execute 1 0.03 0.05 10 100 4 1",
+            "Fetch 1 0.00 0.02 3 30 0 10",
+            "total 3 0.03 0.08 18 150 4 11",
+        ],
+        "{gross}"
+    );
+    // The full report: tkprof's net table, the gross one beside it.
+    let (full, err, code) = tracelab(&["prof", &file]);
+    assert_eq!(code, 0, "{err}");
+    let rows = call_rows(&full, "parent000000b");
+    assert_eq!(rows[0], "Parse 1 0.00 0.00 0 0 0 0", "{full}");
+    let at = full.find("With recursive statements (gross").unwrap();
+    let gross_rows: Vec<String> = full[at..]
+        .lines()
+        .skip(4)
+        .take(2)
+        .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+        .collect();
+    assert_eq!(
+        gross_rows,
+        [
+            "Parse 1 0.00 0.00 5 20 0 0",
+            "Execute 1 0.03 0.05 10 100 4 1"
+        ],
+        "{full}"
+    );
+    // JSON keeps both.
+    let v = json(&[&file]);
+    let parent = v[0]["statements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["sqlid"] == "parent000000b")
+        .unwrap()
+        .clone();
+    assert_eq!(parent["with_recursive"]["parse"]["disk"], 5);
+    assert_eq!(parent["without_recursive"]["parse"]["disk"], 0);
+    assert_eq!(v[0]["non_recursive"]["with_recursive"]["fetch"]["disk"], 3);
+    assert_eq!(v[0]["non_recursive"]["calls"]["fetch"]["disk"], 1);
 }

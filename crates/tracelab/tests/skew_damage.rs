@@ -460,7 +460,7 @@ fn a_runaway_line_is_cut_and_the_rest_read_in_bounded_memory() {
 }
 
 #[test]
-fn durations_near_the_64_bit_range_add_up_exactly() {
+fn durations_near_the_64_bit_range_add_up_as_perl_adds_them() {
     let dir = tempdir("i64");
     let mut t = format!("{HEADER}*** 2023-08-30 16:05:41.000\n");
     for i in 0..20 {
@@ -473,12 +473,19 @@ fn durations_near_the_64_bit_range_add_up_exactly() {
     let f = write(&dir, "huge.trc", t.as_bytes());
     let (out, err, code) = tracelab(&["skew", &f]);
     assert_eq!(code, 0, "{err}");
+    // mrskew's figures are Perl's doubles: 10^18 - 1 µs is 10^12 s as a
+    // double, and so are the sums, as Perl prints them:
+    //   perl -e '$s=0; $s += 999999999999999999*1e-6 for 1..20;
+    //            printf "%.6f %.6f\n", $s, $s/20'
+    //   20000000000000.000000 1000000000000.000000
+    // (the exact decimal sums, 19,999,999,999,999.999980, are not what
+    // mrskew prints).
     assert!(
-        out.contains("db file sequential read  19,999,999,999,999.999980   95.2%     20  999,999,999,999.999999"),
+        out.contains("db file sequential read  20,000,000,000,000.000000   95.2%     20  1,000,000,000,000.000000"),
         "{out}"
     );
     assert!(
-        out.contains("TOTAL (2)                20,999,999,999,999.999979  100.0%     21"),
+        out.contains("TOTAL (2)                21,000,000,000,000.000000  100.0%     21"),
         "{out}"
     );
     // The waits overlap one another by almost 10^18 µs each: the sums run

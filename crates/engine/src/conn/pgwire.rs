@@ -182,6 +182,20 @@ fn column_names(body: &[u8]) -> Vec<String> {
 }
 
 /// A connection attempt that outlived its timeout.
+/// The startup packet's `options`: the URL's, then each setting as
+/// `-c name=value`. The server splits them at spaces, a backslash taking
+/// the next character as it is: both are escaped in names and values.
+fn startup_options(url: Option<&str>, settings: &[(String, String)]) -> Option<String> {
+    let esc = |s: &str| s.replace('\\', "\\\\").replace(' ', "\\ ");
+    let mut parts: Vec<String> = url.map(str::to_string).into_iter().collect();
+    parts.extend(
+        settings
+            .iter()
+            .map(|(k, v)| format!("-c {}={}", esc(k), esc(v))),
+    );
+    (!parts.is_empty()).then(|| parts.join(" "))
+}
+
 fn timed_out() -> std::io::Error {
     std::io::Error::new(std::io::ErrorKind::TimedOut, "timed out")
 }
@@ -191,6 +205,15 @@ impl Wire {
     /// (trust, password, md5, SCRAM-SHA-256) and waits for the server to
     /// be ready. Errors never hold the password.
     pub async fn connect(url: &str) -> Result<Wire, DbError> {
+        Wire::connect_with(url, &[]).await
+    }
+
+    /// As [`Wire::connect`], with `settings` sent in the startup packet
+    /// (`-c name=value` after the URL's own `options`): they are in force
+    /// from the backend's start, as libpq's `options` puts them, with no
+    /// round trip of their own and nothing for a proxy in the path to
+    /// see as a statement.
+    pub async fn connect_with(url: &str, settings: &[(String, String)]) -> Result<Wire, DbError> {
         // The URL completed as libpq completes it (service, PG*
         // variables, password file).
         let cfg = crate::conninfo::postgres(url).map_err(lost)?;
@@ -246,7 +269,7 @@ impl Wire {
                 stale: false,
                 pid: None,
             };
-            match tokio::time::timeout(timeout, w.startup(&cfg)).await {
+            match tokio::time::timeout(timeout, w.startup(&cfg, settings)).await {
                 Ok(Ok(())) => return Ok(w),
                 Ok(Err(e)) => failure = e,
                 Err(_) => failure = lost("the server did not complete the startup in time"),
@@ -255,7 +278,11 @@ impl Wire {
         Err(failure)
     }
 
-    async fn startup(&mut self, cfg: &tokio_postgres::Config) -> Result<(), DbError> {
+    async fn startup(
+        &mut self,
+        cfg: &tokio_postgres::Config,
+        settings: &[(String, String)],
+    ) -> Result<(), DbError> {
         let user = match cfg.get_user() {
             Some(u) => u.to_string(),
             None => return Err(lost("no user in the connection string")),
@@ -264,7 +291,8 @@ impl Wire {
         if let Some(db) = cfg.get_dbname() {
             params.push(("database", db));
         }
-        if let Some(o) = cfg.get_options() {
+        let options = startup_options(cfg.get_options(), settings);
+        if let Some(o) = &options {
             params.push(("options", o));
         }
         if let Some(a) = cfg.get_application_name() {
@@ -596,6 +624,17 @@ impl Wire {
     /// hands each DataRow body (text values) to `row`.
     pub async fn simple(&mut self, sql: &str, mut row: impl FnMut(&[u8])) -> Result<(), DbError> {
         self.out.clear();
+        if sql.contains('\0') {
+            // A statement is sent as a NUL-terminated string: a bad value
+            // (22021, as the server says of a NUL in a bound value), not a
+            // lost connection.
+            return Err(DbError {
+                code: "22021".into(),
+                message: "a NUL byte in the statement (a bind value?): the simple protocol \
+                          cannot send it"
+                    .into(),
+            });
+        }
         frontend::query(sql, &mut self.out).map_err(lost)?;
         self.call(|t, b| {
             if t == tag::DATA_ROW {
@@ -707,6 +746,33 @@ mod tests {
                 .unwrap();
                 assert_eq!(one, vec![b"ab".to_vec()]);
                 assert!(!w.is_closed());
+                // Settings in the startup packet, after the URL's own
+                // options, as written (spaces and backslashes too).
+                let sep = if state.url.contains('?') { '&' } else { '?' };
+                let url = format!("{}{sep}options=-c%20work_mem%3D5MB", state.url);
+                let settings = [
+                    ("tracelab.x".to_string(), "a b\\c".to_string()),
+                    (
+                        "search_path".to_string(),
+                        "\"my schema\", public".to_string(),
+                    ),
+                ];
+                let mut s = Wire::connect_with(&url, &settings).await.unwrap();
+                let mut got = Vec::new();
+                s.simple(
+                    "select current_setting('work_mem'), current_setting('tracelab.x'), \
+                     current_setting('search_path')",
+                    |b| {
+                        got = columns(b)
+                            .flatten()
+                            .map(|v| String::from_utf8_lossy(v).into_owned())
+                            .collect()
+                    },
+                )
+                .await
+                .unwrap();
+                assert_eq!(got, ["5MB", "a b\\c", "\"my schema\", public"]);
+                s.close().await;
                 // The server ends the session: FATAL, then closed.
                 let e = w
                     .simple("select pg_terminate_backend(pg_backend_pid())", |_| {})
@@ -722,6 +788,26 @@ mod tests {
         if let Err(p) = r {
             std::panic::resume_unwind(p);
         }
+    }
+
+    #[test]
+    fn settings_follow_the_urls_options_escaped() {
+        assert_eq!(startup_options(None, &[]), None);
+        assert_eq!(
+            startup_options(Some("-c a=1"), &[]).as_deref(),
+            Some("-c a=1")
+        );
+        let s = [
+            (
+                "search_path".to_string(),
+                "\"my schema\", public".to_string(),
+            ),
+            ("x.y".to_string(), "a\\b".to_string()),
+        ];
+        assert_eq!(
+            startup_options(Some("-c a=1"), &s).as_deref(),
+            Some("-c a=1 -c search_path=\"my\\ schema\",\\ public -c x.y=a\\\\b")
+        );
     }
 
     #[test]

@@ -20,8 +20,18 @@ pub struct Postgres {
 
 /// Connects; the connection's I/O runs in the session's own task.
 pub async fn connect(url: &str, simple: bool) -> Result<Postgres, DbError> {
+    connect_with(url, simple, &[]).await
+}
+
+/// As [`connect`], with `settings` in force from the backend's start
+/// (sent in the startup packet, see [`Wire::connect_with`]).
+pub async fn connect_with(
+    url: &str,
+    simple: bool,
+    settings: &[(String, String)],
+) -> Result<Postgres, DbError> {
     Ok(Postgres {
-        wire: Wire::connect(url).await?,
+        wire: Wire::connect_with(url, settings).await?,
         simple,
         prepared: Vec::new(),
         texts: Vec::new(),
