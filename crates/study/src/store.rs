@@ -209,6 +209,25 @@ pub struct Header<'a> {
     pub seed: u64,
 }
 
+/// Whether a results store file holds anything: an empty file, or a
+/// database with no table, is what a reader that opened the path before
+/// the study made its store leaves (SQLite creates the file on open), and
+/// holds no results to protect.
+fn holds_anything(path: &Path) -> bool {
+    match std::fs::metadata(path) {
+        Err(_) => false,
+        Ok(m) if m.len() == 0 => false,
+        Ok(_) => Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .and_then(|c| {
+                c.query_row("SELECT count(*) FROM sqlite_master", [], |r| {
+                    r.get::<_, i64>(0)
+                })
+            })
+            // A file SQLite cannot read is not a store to overwrite either.
+            .map_or(true, |n| n > 0),
+    }
+}
+
 impl Store {
     fn err(&self, e: rusqlite::Error) -> StudyError {
         StudyError::Store {
@@ -239,7 +258,7 @@ impl Store {
     /// overwrite results).
     pub fn open(dir: &Path, create: bool) -> Result<Store, StudyError> {
         let path = dir.join(FILE);
-        if create && path.exists() {
+        if create && holds_anything(&path) {
             return Err(StudyError::Usage(format!(
                 "{} already holds results; use --resume to continue that study, or another --out",
                 path.display()
