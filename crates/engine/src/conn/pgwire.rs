@@ -622,7 +622,30 @@ impl Wire {
 
     /// Runs `sql` by the simple query protocol (any number of statements);
     /// hands each DataRow body (text values) to `row`.
-    pub async fn simple(&mut self, sql: &str, mut row: impl FnMut(&[u8])) -> Result<(), DbError> {
+    pub async fn simple(&mut self, sql: &str, row: impl FnMut(&[u8])) -> Result<(), DbError> {
+        self.simple_query(sql, None, row).await
+    }
+
+    /// As [`Wire::simple`], and hands each result's column names (its
+    /// RowDescription) to `names` before its rows: administrative
+    /// questions read values by column name.
+    pub async fn simple_named(
+        &mut self,
+        sql: &str,
+        mut names: impl FnMut(Vec<String>),
+        row: impl FnMut(&[u8]),
+    ) -> Result<(), DbError> {
+        self.simple_query(sql, Some(&mut names), row).await
+    }
+
+    /// The simple query protocol for both: the column names are read only
+    /// when asked for (a measured session's call does not pay for them).
+    async fn simple_query(
+        &mut self,
+        sql: &str,
+        mut names: Option<&mut dyn FnMut(Vec<String>)>,
+        mut row: impl FnMut(&[u8]),
+    ) -> Result<(), DbError> {
         self.out.clear();
         if sql.contains('\0') {
             // A statement is sent as a NUL-terminated string: a bad value
@@ -636,28 +659,13 @@ impl Wire {
             });
         }
         frontend::query(sql, &mut self.out).map_err(lost)?;
-        self.call(|t, b| {
-            if t == tag::DATA_ROW {
-                row(b)
-            }
-        })
-        .await
-    }
-
-    /// As [`Wire::simple`], and hands each result's column names (its
-    /// RowDescription) to `names` before its rows: administrative
-    /// questions read values by column name.
-    pub async fn simple_named(
-        &mut self,
-        sql: &str,
-        mut names: impl FnMut(Vec<String>),
-        mut row: impl FnMut(&[u8]),
-    ) -> Result<(), DbError> {
-        self.out.clear();
-        frontend::query(sql, &mut self.out).map_err(lost)?;
         self.call(|t, b| match t {
-            tag::ROW_DESCRIPTION => names(column_names(b)),
             tag::DATA_ROW => row(b),
+            tag::ROW_DESCRIPTION => {
+                if let Some(names) = names.as_mut() {
+                    names(column_names(b))
+                }
+            }
             _ => {}
         })
         .await
