@@ -142,8 +142,8 @@ impl Ord for Entry {
 /// Hand-written because tokio's timer wheel has a 1 ms resolution: a 3 ms
 /// half-delay would come out at 3–4 ms, an error of up to a third. This
 /// thread sleeps on a futex with the timer slack lowered to 1 ns, so a
-/// release is late by tens of µs, not by up to a millisecond (reference
-/// load-drivers §4.3.5: one scheduler with a heap, monotonic clock).
+/// release is late by tens of µs, not by up to a millisecond (netem's own
+/// design: one scheduler with a heap of release times, on the monotonic clock).
 ///
 /// What remains is the wake-up chain (timer thread, then the task's worker
 /// thread), 0.1–0.2 ms on a busy machine. The timer learns it: each

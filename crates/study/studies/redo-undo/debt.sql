@@ -1,5 +1,5 @@
 -- The deferred-write debt a load leaves behind, PostgreSQL's stand-in for
--- undo (engine-analogs.md §5.3): the blocks the first full read after a
+-- undo: the blocks the first full read after a
 -- checkpoint dirties (hint bits), and the WAL of the first VACUUM (FREEZE).
 CHECKPOINT;
 SELECT ((j->0->'Plan'->>'Shared Dirtied Blocks')::int
