@@ -13,82 +13,11 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use serde::Deserialize;
-
-use crate::columns::compile;
+use crate::model::columns::compile;
+use crate::model::spec::Study;
+use crate::report::stats::{compare, describe};
 use crate::report::{esc, fmt_num, Format, Table};
-use crate::spec::{value_text, Study};
-use crate::stats::{compare, describe};
 use crate::store::Stored;
-
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Published {
-    /// Where the figures come from.
-    pub title: String,
-    /// Report columns the cells give values of.
-    pub columns: Vec<String>,
-    /// The column whose ratios are compared (the first by default).
-    pub ratio: Option<String>,
-    /// Each: the levels of some factors (`cache = "off"`) and the
-    /// published value of each column (`transactions = 18253215`).
-    pub cells: Vec<BTreeMap<String, toml::Value>>,
-    /// What else the original reported, printed under the tables.
-    #[serde(default)]
-    pub notes: Vec<String>,
-}
-
-impl Published {
-    pub fn check(&self, s: &Study) -> Result<(), String> {
-        for c in &self.columns {
-            if !s.report.columns.iter().any(|x| &x.name == c) {
-                return Err(format!("columns: no report column `{c}`"));
-            }
-        }
-        if let Some(r) = &self.ratio {
-            if !self.columns.contains(r) {
-                return Err(format!("ratio: `{r}` is not one of its columns"));
-            }
-        }
-        for cell in &self.cells {
-            for (k, v) in cell {
-                if self.columns.contains(k) {
-                    if !(v.is_integer() || v.is_float()) {
-                        return Err(format!("cells: `{k}`: expected a number"));
-                    }
-                    continue;
-                }
-                let Some(f) = s.factors.iter().find(|f| &f.name == k) else {
-                    return Err(format!(
-                        "cells: `{k}` is neither a factor nor one of its columns"
-                    ));
-                };
-                if !f.level_names().contains(&value_text(v)) {
-                    return Err(format!(
-                        "cells: factor `{k}` has no level `{}`",
-                        value_text(v)
-                    ));
-                }
-            }
-            // The rows factor the baseline belongs to: the first.
-            let rows_f = s.report.rows.first().map_or("", String::as_str);
-            if !cell.contains_key(rows_f) {
-                return Err(format!(
-                    "cells: each cell names a level of `{rows_f}` (the report's rows)"
-                ));
-            }
-        }
-        Ok(())
-    }
-
-    /// A cell's factor levels (its keys that are not columns).
-    fn levels<'a>(&self, cell: &'a BTreeMap<String, toml::Value>) -> Vec<(&'a str, String)> {
-        cell.iter()
-            .filter(|(k, _)| !self.columns.contains(k))
-            .map(|(k, v)| (k.as_str(), value_text(v)))
-            .collect()
-    }
-}
 
 /// The report's section: per combination of the factors the published
 /// cells leave out (the engine, say), the original's values and these,
@@ -121,7 +50,7 @@ pub fn section(st: &Stored, study: &Study, format: Format, out: &mut String) {
             .filter(|f| v.contains(f))
             .collect()
     };
-    let exprs: Vec<(String, usize, crate::columns::Expr)> = p
+    let exprs: Vec<(String, usize, crate::model::columns::Expr)> = p
         .columns
         .iter()
         .filter_map(|c| {
@@ -163,7 +92,7 @@ pub fn section(st: &Stored, study: &Study, format: Format, out: &mut String) {
     }
     for g in &groups {
         // This run's values of a column in the runs of a published cell.
-        let values = |cell: &[(&str, String)], col: &crate::columns::Expr| -> Vec<f64> {
+        let values = |cell: &[(&str, String)], col: &crate::model::columns::Expr| -> Vec<f64> {
             runs.iter()
                 .filter(|r| {
                     g.iter().all(|x| r.cell.contains(x))
@@ -239,7 +168,7 @@ pub fn section(st: &Stored, study: &Study, format: Format, out: &mut String) {
                     // The interval is the ratio's only when the test was
                     // on the log scale; a difference's interval is no ratio.
                     |c| match (c.test, c.ci) {
-                        (crate::stats::Test::LogRatio, Some((lo, hi))) => {
+                        (crate::report::stats::Test::LogRatio, Some((lo, hi))) => {
                             format!("{:.1}x (95% CI {:.1}..{:.1})", c.ratio, lo, hi)
                         }
                         _ => format!("{:.1}x", c.ratio),

@@ -18,9 +18,9 @@ use tracelab_engine::Engine;
 
 use crate::error::StudyError;
 use crate::execute::{engine_of, levels_of, scripts, sql_of, vars_of, Options, Phase};
+use crate::model::script::statements;
+use crate::model::spec::{value_text, Loaded, When};
 use crate::plan::{cell_key, plan};
-use crate::script::statements;
-use crate::spec::{value_text, Loaded, When};
 
 /// What a statement that reaches outside the database does, if it does:
 /// runs a program, or reads or writes a file of the server's machine (or,
@@ -138,8 +138,8 @@ pub fn dry_run(l: &Loaded, o: &Options) -> Result<String, StudyError> {
         planned.len(),
         cells.len(),
         match s.order {
-            crate::spec::Order::Interleaved => "interleaved",
-            crate::spec::Order::Random => "random",
+            crate::model::spec::Order::Interleaved => "interleaved",
+            crate::model::spec::Order::Random => "random",
         }
     );
     let engines: BTreeSet<String> = planned.iter().map(|p| engine_of(&p.cell)).collect();
@@ -147,12 +147,12 @@ pub fn dry_run(l: &Loaded, o: &Options) -> Result<String, StudyError> {
         let db = o
             .dbs
             .iter()
-            .find(|u| crate::engine::engine_of_url(u) == Some(e.as_str()));
+            .find(|u| crate::model::engine::engine_of_url(u) == Some(e.as_str()));
         let _ = writeln!(out, "\nengine {e}:");
         let kind = Engine::from_name(e);
         match (db, kind) {
             (Some(u), _) => {
-                let _ = writeln!(out, "  on --db {}", crate::engine::redact(u));
+                let _ = writeln!(out, "  on --db {}", crate::model::engine::redact(u));
             }
             (None, Some(Engine::Sqlite)) => {
                 let _ = writeln!(
@@ -221,7 +221,8 @@ pub fn dry_run(l: &Loaded, o: &Options) -> Result<String, StudyError> {
                     "  server environment (a restart of the private server):"
                 );
                 for (k, v) in &env {
-                    let v = crate::script::substitute(v, &vars).unwrap_or_else(|_| v.clone());
+                    let v =
+                        crate::model::script::substitute(v, &vars).unwrap_or_else(|_| v.clone());
                     let _ = writeln!(out, "    {k}={v}");
                 }
             }
@@ -324,12 +325,12 @@ pub fn dry_run(l: &Loaded, o: &Options) -> Result<String, StudyError> {
 }
 
 /// A number as written, `{var}`s replaced where they can be.
-fn vars_text(n: &crate::spec::Num, vars: &BTreeMap<String, String>) -> String {
+fn vars_text(n: &crate::model::spec::Num, vars: &BTreeMap<String, String>) -> String {
     match n {
-        crate::spec::Num::Int(i) => i.to_string(),
-        crate::spec::Num::Float(f) => f.to_string(),
-        crate::spec::Num::Text(t) => {
-            crate::script::substitute(t, vars).unwrap_or_else(|_| t.clone())
+        crate::model::spec::Num::Int(i) => i.to_string(),
+        crate::model::spec::Num::Float(f) => f.to_string(),
+        crate::model::spec::Num::Text(t) => {
+            crate::model::script::substitute(t, vars).unwrap_or_else(|_| t.clone())
         }
     }
 }

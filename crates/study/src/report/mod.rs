@@ -3,15 +3,23 @@
 //! a chart. The same function renders the report at the end of a run and
 //! in `study report`, so both are the same, byte for byte.
 
+pub mod freshness;
+pub mod overview;
+pub mod profile;
+pub mod published;
+pub mod sessions;
+pub mod stats;
+pub mod svg;
+pub mod syscall_report;
+
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use crate::columns::{compile, Expr};
 use crate::error::StudyError;
-use crate::spec::{Column, Loaded, Study};
-use crate::stats::{compare, describe, sig, UNSTABLE_CV};
+use crate::model::columns::{compile, Expr};
+use crate::model::spec::{Column, Loaded, Study};
+use crate::report::stats::{compare, describe, sig, UNSTABLE_CV};
 use crate::store::{Stored, StoredRun};
-use crate::svg;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
@@ -378,7 +386,12 @@ pub(crate) fn mean(v: Option<&Vec<f64>>) -> Option<f64> {
 
 /// Renders the report of a store.
 pub fn render(st: &Stored, format: Format) -> Result<String, StudyError> {
-    let loaded = Loaded::parse(&st.file, &st.text, None, crate::builtin::files(&st.name))?;
+    let loaded = Loaded::parse(
+        &st.file,
+        &st.text,
+        None,
+        crate::model::builtin::files(&st.name),
+    )?;
     let study = &loaded.study;
     let spec = &study.report;
     let cols: Vec<(String, Expr)> = spec
@@ -398,8 +411,8 @@ pub fn render(st: &Stored, format: Format) -> Result<String, StudyError> {
         format!("{} — {}", study.name, study.title)
     };
     let order = match study.order {
-        crate::spec::Order::Interleaved => "interleaved order".to_string(),
-        crate::spec::Order::Random => format!("random order (seed {})", st.seed),
+        crate::model::spec::Order::Interleaved => "interleaved order".to_string(),
+        crate::model::spec::Order::Random => format!("random order (seed {})", st.seed),
     };
     let mut subtitle = format!(
         "{} of {} runs{}, {} repetition{} per cell in {order}; values are means of the repetitions \
@@ -410,7 +423,7 @@ pub fn render(st: &Stored, format: Format) -> Result<String, StudyError> {
         st.reps,
         if st.reps == 1 { "" } else { "s" }
     );
-    subtitle.push_str(&crate::syscall_report::subtitle(study));
+    subtitle.push_str(&crate::report::syscall_report::subtitle(study));
     match format {
         Format::Text => {
             let _ = writeln!(out, "{title}\n{subtitle}\n");
@@ -432,9 +445,11 @@ pub fn render(st: &Stored, format: Format) -> Result<String, StudyError> {
             }
         }
     }
-    crate::overview::sections(study, &cols, &st.runs, format, &mut out);
+    crate::report::overview::sections(study, &cols, &st.runs, format, &mut out);
     if format == Format::Html {
-        out.push_str(&crate::overview::series_charts(study, &cols, &st.runs));
+        out.push_str(&crate::report::overview::series_charts(
+            study, &cols, &st.runs,
+        ));
     }
     for g in &gs {
         // Each table's own: the first listed baseline level it has.
@@ -641,13 +656,13 @@ pub fn render(st: &Stored, format: Format) -> Result<String, StudyError> {
             }
         }
     }
-    crate::syscall_report::render(study, &st.runs, format, &mut out);
+    crate::report::syscall_report::render(study, &st.runs, format, &mut out);
     // The sections a study asks for beyond its table.
-    crate::published::section(st, study, format, &mut out);
-    crate::sessions::section(st, study, format, &mut out);
-    crate::profile::section(st, study, format, &mut out);
-    crate::freshness::section(st, study, format, &mut out);
-    crate::sessions::tallies(st, study, format, &mut out);
+    crate::report::published::section(st, study, format, &mut out);
+    crate::report::sessions::section(st, study, format, &mut out);
+    crate::report::profile::section(st, study, format, &mut out);
+    crate::report::freshness::section(st, study, format, &mut out);
+    crate::report::sessions::tallies(st, study, format, &mut out);
     // Column definitions, notes and facts.
     let defs = Table {
         head: vec!["column".into(), "label".into(), "expression".into()],
@@ -666,7 +681,7 @@ pub fn render(st: &Stored, format: Format) -> Result<String, StudyError> {
         .collect();
     notes.sort();
     notes.dedup();
-    notes.extend(crate::overview::not_run(study, &st.runs));
+    notes.extend(crate::report::overview::not_run(study, &st.runs));
     let facts = Table {
         head: vec!["fact".into(), "value".into()],
         rows: st
@@ -711,7 +726,12 @@ pub fn render(st: &Stored, format: Format) -> Result<String, StudyError> {
 
 /// Two stores of the same study, cell by cell: B against A.
 pub fn compare_stores(a: &Stored, b: &Stored) -> Result<String, StudyError> {
-    let la = Loaded::parse(&a.file, &a.text, None, crate::builtin::files(&a.name))?;
+    let la = Loaded::parse(
+        &a.file,
+        &a.text,
+        None,
+        crate::model::builtin::files(&a.name),
+    )?;
     if a.name != b.name {
         return Err(StudyError::Usage(format!(
             "cannot compare study `{}` with study `{}`",

@@ -8,6 +8,10 @@ use serde::Deserialize;
 
 use crate::error::StudyError;
 
+/// The most repetitions of a cell a study may ask for: more is a mistake
+/// (`reps = 4294967295` planned runs until memory ran out).
+pub const MAX_REPS: u32 = 1000;
+
 /// A whole study as written.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -50,7 +54,7 @@ pub struct Study {
     pub report: ReportSpec,
     /// A check run after the plan: a writer changes a cached table while
     /// the sessions read, and every result is checked for staleness.
-    pub freshness: Option<crate::freshness::FreshnessSpec>,
+    pub freshness: Option<crate::model::freshness::FreshnessSpec>,
 }
 
 fn three() -> u32 {
@@ -131,10 +135,10 @@ impl TryFrom<BTreeMap<String, toml::Value>> for Settings {
         for (k, v) in m {
             match v {
                 toml::Value::Table(t) => {
-                    if !crate::engine::ENGINES.contains(&k.as_str()) {
+                    if !crate::model::engine::ENGINES.contains(&k.as_str()) {
                         return Err(format!(
                             "`{k}` holds a table: expected `name = value`, or a table of settings per engine ({})",
-                            crate::engine::ENGINES.join(", ")
+                            crate::model::engine::ENGINES.join(", ")
                         ));
                     }
                     let mut e = BTreeMap::new();
@@ -297,9 +301,9 @@ pub struct Level {
     pub engine: Option<String>,
     /// tracelab proxy between the run's sessions and the server, with the
     /// link it emulates; its server-side traces are profiled.
-    pub proxy: Option<crate::proxy::ProxyLevel>,
+    pub proxy: Option<crate::model::proxy::ProxyLevel>,
     /// A client result cache for the run's sessions (`run --result-cache`).
-    pub result_cache: Option<crate::result_cache::CacheLevel>,
+    pub result_cache: Option<crate::model::result_cache::CacheLevel>,
 }
 
 /// `tracelab run` options a level sets for its measured runs.
@@ -389,7 +393,7 @@ pub struct Measure {
     /// Counters of every server process or thread that need no ptrace,
     /// on every run: context switches and read/write syscalls from /proc,
     /// server CPU, tasks started, and `perf stat -e context-switches`
-    /// where perf works (`crate::server_counters`).
+    /// where perf works (`crate::execute::server_counters`).
     #[serde(default)]
     pub server_counters: bool,
     /// The filter (mrskew's `--where`) of the profile tables the report
@@ -487,12 +491,12 @@ pub struct ReportSpec {
     #[serde(default)]
     pub questions: Vec<Question>,
     /// The original study's figures, shown next to these.
-    pub published: Option<crate::published::Published>,
+    pub published: Option<crate::model::published::Published>,
     /// Per-session tables: the tally of each run (sqlrun's rc.log), the
     /// cache statistics, a chart of the sessions' values by cell.
-    pub sessions: Option<crate::sessions::SessionsSpec>,
+    pub sessions: Option<crate::model::sessions::SessionsSpec>,
     /// mrskew's table of the traces of each cell (client and proxy).
-    pub profiles: Option<crate::profile::ProfilesSpec>,
+    pub profiles: Option<crate::model::profiles::ProfilesSpec>,
     /// The System calls section: the strace tables of the runs under
     /// strace (`strace_runs`), side by side per row. `false` leaves it out
     /// (the tables stay in the store) where columns already give the
@@ -714,8 +718,10 @@ impl Loaded {
             Some(Ok(t)) => Ok(t),
             // A copy of a built-in study may keep naming the built-in's
             // SQL files (`tracelab study show redo-undo/debt.sql` prints one).
-            _ if crate::builtin::sql_file(s).is_some() => {
-                Ok(crate::builtin::sql_file(s).unwrap_or_default().to_string())
+            _ if crate::model::builtin::sql_file(s).is_some() => {
+                Ok(crate::model::builtin::sql_file(s)
+                    .unwrap_or_default()
+                    .to_string())
             }
             Some(Err(e)) => Err(self.error(key, format!("cannot read SQL file {s}: {e}"))),
             None => Err(self.error(key, format!("no SQL file {s} in this study"))),
@@ -735,7 +741,7 @@ impl Loaded {
             .iter()
             .find(|(n, _)| *n == name)
             .map(|(_, t)| *t)
-            .or_else(|| crate::builtin::sql_file(name));
+            .or_else(|| crate::model::builtin::sql_file(name));
         match embedded {
             Some(text) => {
                 let path = scratch.join(name.replace('/', "_"));
@@ -758,7 +764,7 @@ impl Loaded {
     /// Checks what serde cannot: names that must refer to each other.
     fn check(&self) -> Result<(), StudyError> {
         let s = &self.study;
-        let max = crate::plan::MAX_REPS;
+        let max = MAX_REPS;
         for (key, reps) in [("reps", Some(s.reps)), ("quick_reps", s.quick_reps)] {
             if let Some(r) = reps.filter(|r| !(1..=max).contains(r)) {
                 return Err(self.error(key, format!("{r}: expected 1 to {max} repetitions")));
@@ -789,12 +795,12 @@ impl Loaded {
             }
             if f.name == "engine" {
                 for l in f.level_names() {
-                    if !crate::engine::ENGINES.contains(&l.as_str()) {
+                    if !crate::model::engine::ENGINES.contains(&l.as_str()) {
                         return Err(self.error(
                             "factors.levels.name",
                             format!(
                                 "engine level `{l}`: expected one of {}",
-                                crate::engine::ENGINES.join(", ")
+                                crate::model::engine::ENGINES.join(", ")
                             ),
                         ));
                     }
@@ -919,13 +925,13 @@ impl Loaded {
         for f in &s.factors {
             for lv in &f.levels {
                 if let Some(e) = &lv.engine {
-                    if !crate::engine::ENGINES.contains(&e.as_str()) {
+                    if !crate::model::engine::ENGINES.contains(&e.as_str()) {
                         return Err(self.error(
                             "factors.levels.engine",
                             format!(
                                 "level `{}`: engine `{e}`: expected one of {}",
                                 lv.name,
-                                crate::engine::ENGINES.join(", ")
+                                crate::model::engine::ENGINES.join(", ")
                             ),
                         ));
                     }
@@ -960,7 +966,7 @@ impl Loaded {
             ));
         }
         for c in &s.report.columns {
-            crate::columns::compile(&c.expr).map_err(|e| {
+            crate::model::columns::compile(&c.expr).map_err(|e| {
                 self.error(
                     "report.columns.expr",
                     format!("column `{}`: {}", c.name, e.message),
@@ -990,7 +996,8 @@ impl Loaded {
             }
         }
         if let Some(w) = &s.measure.profile_where {
-            crate::profile::check_where(w).map_err(|e| self.error("measure.profile_where", e))?;
+            crate::model::profiles::check_where(w)
+                .map_err(|e| self.error("measure.profile_where", e))?;
         }
         if let Some(p) = &s.report.published {
             p.check(s).map_err(|e| self.error("report.published", e))?;
@@ -1061,7 +1068,7 @@ impl Loaded {
         for f in &s.factors {
             for lv in f.all_levels() {
                 for (key, set) in [("server", &lv.server), ("restart", &lv.restart)] {
-                    for engine in crate::engine::ENGINES {
+                    for engine in crate::model::engine::ENGINES {
                         for (k, v) in set.for_engine(engine) {
                             let line = format!(
                                 "factor {} level {}: {key}: {k} = {v:?} ({engine})",

@@ -9,8 +9,29 @@ use std::path::{Path, PathBuf};
 use rusqlite::{params, Connection, OptionalExtension};
 
 use crate::error::StudyError;
-use crate::measure::Syscall;
 use crate::plan::{cell_key, Planned};
+
+/// One call name of a run's profile.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProfileRow {
+    /// Whose traces: `client` or `proxy`.
+    pub source: String,
+    pub name: String,
+    pub duration: f64,
+    pub calls: u64,
+    pub min: f64,
+    pub max: f64,
+}
+
+/// One row of the `strace -c` table.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Syscall {
+    pub name: String,
+    pub calls: u64,
+    pub errors: u64,
+    /// Time in the call, as strace's `seconds` column (system time).
+    pub seconds: f64,
+}
 
 pub const FILE: &str = "results.sqlite";
 /// The lock file beside the store, held (flock) by the `study run` that
@@ -180,7 +201,7 @@ pub struct Stored {
     pub runs: Vec<StoredRun>,
     /// (seq, session, name, value) of every run, by seq and session.
     pub session_values: Vec<(usize, usize, String, f64)>,
-    pub profiles: Vec<(usize, crate::profile::ProfileRow)>,
+    pub profiles: Vec<(usize, ProfileRow)>,
     /// engine → session (-1: the whole run) → name → value.
     pub freshness: BTreeMap<String, BTreeMap<i64, BTreeMap<String, f64>>>,
 }
@@ -452,7 +473,7 @@ impl Store {
         &mut self,
         seq: usize,
         sessions: &[(usize, String, f64)],
-        profiles: &[crate::profile::ProfileRow],
+        profiles: &[ProfileRow],
     ) -> Result<(), StudyError> {
         self.in_transaction(|tx| {
             tx.execute("DELETE FROM session_values WHERE seq = ?1", [seq as i64])?;
@@ -653,7 +674,7 @@ impl Store {
                 .query_map([], |r| {
                     Ok((
                         r.get::<_, i64>(0)? as usize,
-                        crate::profile::ProfileRow {
+                        ProfileRow {
                             source: r.get(1)?,
                             name: r.get(2)?,
                             duration: r.get(3)?,

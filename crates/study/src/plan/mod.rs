@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use crate::error::StudyError;
-use crate::spec::{value_text, Level, Loaded, Order};
+use crate::model::spec::{value_text, Level, Loaded, Order, MAX_REPS};
 
 /// One planned run.
 #[derive(Debug, Clone, PartialEq)]
@@ -93,9 +93,6 @@ pub fn applies(level: &Level, cell: &[(String, String)]) -> bool {
     })
 }
 
-/// The most repetitions of a cell a study may ask for: more is a mistake
-/// (`reps = 4294967295` planned runs until memory ran out).
-pub const MAX_REPS: u32 = 1000;
 /// The most runs one study may plan.
 pub const MAX_RUNS: usize = 100_000;
 
@@ -155,7 +152,7 @@ pub fn plan(l: &Loaded, c: &Choice, seed: u64) -> Result<Vec<Planned>, StudyErro
         ));
     }
     // Cells with a level that does not apply there (`only_with`) are not
-    // run; the report names them (`crate::overview::not_run`).
+    // run; the report names them (`crate::report::overview::not_run`).
     let named = |c: &[(String, Level)]| -> Vec<(String, String)> {
         c.iter()
             .map(|(f, lv)| (f.clone(), lv.name.clone()))

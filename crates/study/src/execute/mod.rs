@@ -1,6 +1,16 @@
 //! Running a study: check the engines, start the private server, then for
 //! each planned run apply its levels, warm up, measure and store it.
 
+pub mod dry_run;
+pub mod freshness;
+pub mod mariadb;
+pub mod measure;
+pub mod profile;
+pub mod proxy;
+pub mod requirement;
+pub mod result_cache;
+pub mod server_counters;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -12,13 +22,15 @@ use tracelab_db::{
 };
 use tracelab_run::{read_binds, RunOptions, Stop, Summary, Timer, Workload};
 
-use crate::engine::{engine_of_url, redact, requirement};
 use crate::error::{admin_error, StudyError};
-use crate::measure::{self, CpuWatch, LogWatch, Strace, Syscall};
+use crate::execute::measure::{CpuWatch, LogWatch, Strace};
+use crate::execute::requirement::requirement;
+use crate::execute::server_counters::{Server, ServerWatch};
+use crate::model::engine::{engine_of_url, redact};
+use crate::model::script::{statements, substitute};
+use crate::model::spec::{value_text, Level, Loaded, Num, Sql, When, WorkloadSpec};
 use crate::plan::{cell_key, plan, Choice, Planned};
-use crate::script::{statements, substitute};
-use crate::server_counters::{Server, ServerWatch};
-use crate::spec::{value_text, Level, Loaded, Num, Sql, When, WorkloadSpec};
+use crate::store::Syscall;
 use crate::store::{Header, Store};
 use tracelab_engine::admin::{Admin, AdminError};
 use tracelab_engine::sql::quote_literal;
@@ -433,7 +445,7 @@ pub fn run_study(given: &Loaded, o: &Options, obs: &dyn Observer) -> Result<Outc
                 let eng = engs
                     .get_mut(e)
                     .ok_or_else(|| StudyError::Usage(format!("engine {e} not started")))?;
-                let values = crate::freshness::run(&ctx, &o.choice, fr, eng)?;
+                let values = crate::execute::freshness::run(&ctx, &o.choice, fr, eng)?;
                 store.record_freshness(e, &values)?;
                 obs.run_done(&format!("freshness check engine={e}"));
             }
@@ -529,11 +541,11 @@ fn pg_options(l: &Loaded, dir: PathBuf) -> PgOptions {
 /// 1: every commit flushes, as the commit-batch study wants); the levels'
 /// server settings are set as globals on it, their restart settings are
 /// options of mariadbd (`restart`: those in force). See
-/// `crate::mariadb::server_options` for what the measurements add.
+/// `crate::execute::mariadb::server_options` for what the measurements add.
 fn maria_options(l: &Loaded, dir: PathBuf, restart: &BTreeMap<String, String>) -> MariaOptions {
     MariaOptions {
         dir: Some(dir),
-        settings: crate::mariadb::server_options(l, restart),
+        settings: crate::execute::mariadb::server_options(l, restart),
     }
 }
 
@@ -684,7 +696,7 @@ struct RunResult {
     notes: Vec<String>,
     /// (session, name, value): each session's tally and cache statistics.
     sessions: Vec<(usize, String, f64)>,
-    profiles: Vec<crate::profile::ProfileRow>,
+    profiles: Vec<crate::store::ProfileRow>,
 }
 
 /// The text of each var for this run: tracelab's own (`clock_lib`), study
@@ -799,7 +811,7 @@ pub(crate) fn num(
                 .chars()
                 .all(|c| c.is_ascii_digit() || " \t.+-*/()".contains(c));
             arithmetic
-                .then(|| crate::columns::compile(&s).ok())
+                .then(|| crate::model::columns::compile(&s).ok())
                 .flatten()
                 .and_then(|e| e.eval(&BTreeMap::new()))
                 .ok_or_else(|| l.error(key, format!("expected a number, found `{s}`")))
@@ -1290,7 +1302,7 @@ pub(crate) fn prepare(
         };
         trace |= lv.run.trace;
     }
-    let result_cache = crate::result_cache::options(levels, |k, n| num(l, k, n, vars))?;
+    let result_cache = crate::execute::result_cache::options(levels, |k, n| num(l, k, n, vars))?;
     let base = RunOptions {
         url: if k == Kind::Postgres {
             with_tag(&eng.url, "tracelab-study")
@@ -1433,7 +1445,7 @@ fn run_one(ctx: &Context<'_>, p: &Planned, eng: &mut Engine) -> Result<RunResult
         syscalls: measured.syscalls,
         summary: summary.json(),
         notes,
-        sessions: crate::result_cache::session_values(&summary),
+        sessions: crate::execute::result_cache::session_values(&summary),
         profiles: measured.profiles,
     })
 }
@@ -1453,7 +1465,7 @@ struct Observed {
     /// The server's strace table, of a run under strace.
     syscalls: Vec<Syscall>,
     /// The profile of its traces (client and proxy), for the report.
-    profiles: Vec<crate::profile::ProfileRow>,
+    profiles: Vec<crate::store::ProfileRow>,
 }
 
 /// The measured run of a cell and what is measured around it: the
@@ -1592,7 +1604,7 @@ fn observed_run(
         opts.trace_dir = Some(trace_dir.clone());
     }
     let proxy_dir = scratch.join(format!("proxy-{}", p.seq));
-    let in_path = crate::proxy::start_for(&levels, k, &eng.url, Some(&proxy_dir))?;
+    let in_path = crate::execute::proxy::start_for(&levels, k, &eng.url, Some(&proxy_dir))?;
     if let Some((px, _)) = &in_path {
         opts.url = px.url(&opts.url)?;
         opts.shown_url = Some(px.url(&eng.url)?);
@@ -1626,7 +1638,7 @@ fn observed_run(
     let kept = |what: &str| ctx.keep.map(|k| k.join(format!("{}-{}", p.seq, what)));
     let mut profiles = Vec::new();
     if let Some((px, traced)) = in_path {
-        let c = crate::proxy::collect(px, traced, filter, kept("proxy").as_deref());
+        let c = crate::execute::proxy::collect(px, traced, filter, kept("proxy").as_deref());
         m.extend(c.measurements);
         profiles.extend(c.profile);
         notes.extend(c.notes);
@@ -1695,16 +1707,16 @@ fn observed_run(
     if prep.trace {
         m.insert(
             "trace_bytes".into(),
-            crate::profile::dir_bytes(&trace_dir) as f64,
+            crate::execute::profile::dir_bytes(&trace_dir) as f64,
         );
         match measure::trace_profile(&trace_dir) {
             Ok(t) => m.extend(t),
             Err(e) => notes.push(format!("traces not profiled: {e}")),
         }
-        if let Ok(rows) = crate::profile::of_dir(&trace_dir, filter) {
-            profiles.extend(crate::profile::tagged(rows, "client"));
+        if let Ok(rows) = crate::execute::profile::of_dir(&trace_dir, filter) {
+            profiles.extend(crate::execute::profile::tagged(rows, "client"));
         }
-        crate::profile::keep_or_remove(&trace_dir, kept("client").as_deref(), &mut notes);
+        crate::execute::profile::keep_or_remove(&trace_dir, kept("client").as_deref(), &mut notes);
     }
     // The server tracer's traces (a level preloading `{server_trace_lib}`):
     // their size, then they go, so that each run counts its own.
@@ -1712,7 +1724,7 @@ fn observed_run(
         let dir = std::path::Path::new(dir);
         m.insert(
             "server_trace_bytes".into(),
-            crate::profile::dir_bytes(dir) as f64,
+            crate::execute::profile::dir_bytes(dir) as f64,
         );
         if let Ok(rd) = std::fs::read_dir(dir) {
             for f in rd.filter_map(|e| e.ok()) {
@@ -1720,7 +1732,7 @@ fn observed_run(
             }
         }
     }
-    m.extend(crate::result_cache::measurements(&summary));
+    m.extend(crate::execute::result_cache::measurements(&summary));
 
     // The run's own figures.
     for (name, v) in measure::run_figures(&summary) {
