@@ -17,10 +17,11 @@ use regex::Regex;
 use tracelab_engine::Engine;
 
 use crate::error::StudyError;
-use crate::execute::{engine_of, levels_of, scripts, sql_of, vars_of, Options, Phase};
+use crate::execute::Options;
 use crate::model::script::statements;
 use crate::model::spec::{value_text, Loaded, When};
-use crate::plan::{cell_key, plan};
+use crate::plan::cell::{engine_of, sql_of};
+use crate::plan::{cell_key, plan, Cell, Phase, VarSource};
 
 /// What a statement that reaches outside the database does, if it does:
 /// runs a program, or reads or writes a file of the server's machine (or,
@@ -100,8 +101,6 @@ pub fn dry_run(l: &Loaded, o: &Options) -> Result<String, StudyError> {
     let s = &l.study;
     let seed = o.choice.seed.or(s.seed).unwrap_or(1);
     let planned = plan(l, &o.choice, seed)?;
-    let quick = o.choice.quick;
-    let overrides = &o.choice.vars;
     // Paths tracelab provides at run time, named as such.
     let builtins: BTreeMap<String, String> = [(
         "clock_lib".to_string(),
@@ -109,6 +108,11 @@ pub fn dry_run(l: &Loaded, o: &Options) -> Result<String, StudyError> {
     )]
     .into_iter()
     .collect();
+    let src = VarSource {
+        quick: o.choice.quick,
+        builtins: &builtins,
+        overrides: &o.choice.vars,
+    };
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -172,19 +176,17 @@ pub fn dry_run(l: &Loaded, o: &Options) -> Result<String, StudyError> {
         if let (Some(sql), Some(first)) =
             (&s.setup, planned.iter().find(|p| engine_of(&p.cell) == *e))
         {
-            let levels = levels_of(l, &first.cell);
-            let vars = vars_of(l, quick, &builtins, overrides, &first.cell, &levels, false);
-            if let Some(t) = sql_of(l, "setup", sql, e, &vars)? {
+            let cell = Cell::resolve(l, &first.cell, false, &src);
+            if let Some(t) = cell.sql(l, "setup", sql)? {
                 let _ = writeln!(out, "  setup, once before the first run:");
                 list_sql(&mut out, "    ", &t);
             }
         }
     }
-    for (key, cell, runs, strace) in &cells {
-        let e = engine_of(cell);
-        let kind = Engine::from_name(&e);
-        let levels = levels_of(l, cell);
-        let vars = vars_of(l, quick, &builtins, overrides, cell, &levels, *strace);
+    for (key, factors, runs, strace) in &cells {
+        let cell = Cell::resolve(l, factors, *strace, &src);
+        let (e, levels, vars) = (&cell.engine, &cell.levels, &cell.vars);
+        let kind = cell.kind();
         let _ = writeln!(
             out,
             "\ncell {key}{}: {runs} run{}",
@@ -194,12 +196,12 @@ pub fn dry_run(l: &Loaded, o: &Options) -> Result<String, StudyError> {
         let mut server = BTreeMap::new();
         let mut restart = BTreeMap::new();
         let mut env = BTreeMap::new();
-        let mut session = s.workload.settings.for_engine(&e);
-        for lv in &levels {
-            server.extend(lv.server.for_engine(&e));
-            restart.extend(lv.restart.for_engine(&e));
-            env.extend(lv.env.for_engine(&e));
-            session.extend(lv.settings.for_engine(&e));
+        let mut session = s.workload.settings.for_engine(e);
+        for lv in levels {
+            server.extend(lv.server.for_engine(e));
+            restart.extend(lv.restart.for_engine(e));
+            env.extend(lv.env.for_engine(e));
+            session.extend(lv.settings.for_engine(e));
         }
         if kind != Some(Engine::Sqlite) {
             if !server.is_empty() {
@@ -209,11 +211,11 @@ pub fn dry_run(l: &Loaded, o: &Options) -> Result<String, StudyError> {
                     "ALTER SYSTEM SET and a reload"
                 };
                 let _ = writeln!(out, "  server settings ({how}):");
-                list_settings(&mut out, "    ", &e, &server);
+                list_settings(&mut out, "    ", e, &server);
             }
             if !restart.is_empty() {
                 let _ = writeln!(out, "  server settings (a restart of the private server):");
-                list_settings(&mut out, "    ", &e, &restart);
+                list_settings(&mut out, "    ", e, &restart);
             }
             if !env.is_empty() {
                 let _ = writeln!(
@@ -221,8 +223,7 @@ pub fn dry_run(l: &Loaded, o: &Options) -> Result<String, StudyError> {
                     "  server environment (a restart of the private server):"
                 );
                 for (k, v) in &env {
-                    let v =
-                        crate::model::script::substitute(v, &vars).unwrap_or_else(|_| v.clone());
+                    let v = crate::model::script::substitute(v, vars).unwrap_or_else(|_| v.clone());
                     let _ = writeln!(out, "    {k}={v}");
                 }
             }
@@ -239,12 +240,12 @@ pub fn dry_run(l: &Loaded, o: &Options) -> Result<String, StudyError> {
             }
         }
         for p in s.probes.iter().filter(|p| p.when != When::After) {
-            if let Some(t) = sql_of(l, "probes.sql", &p.sql, &e, &vars)? {
+            if let Some(t) = cell.sql(l, "probes.sql", &p.sql)? {
                 let _ = writeln!(out, "  probe {} (before each run):", p.name);
                 list_sql(&mut out, "    ", &t);
             }
         }
-        let before = scripts(l, &levels, &s.workload, &e, &vars, Phase::Before)?;
+        let before = cell.scripts(l, Phase::Before)?;
         if !before.is_empty() {
             let _ = writeln!(out, "  before each run:");
             for t in &before {
@@ -252,17 +253,17 @@ pub fn dry_run(l: &Loaded, o: &Options) -> Result<String, StudyError> {
             }
         }
         let mut sql_spec = &s.workload.sql;
-        for lv in &levels {
+        for lv in levels {
             if let Some(x) = &lv.sql {
                 sql_spec = x;
             }
         }
-        if let Some(t) = sql_of(l, "workload.sql", sql_spec, &e, &vars)? {
-            let sessions = vars_text(&s.workload.sessions, &vars);
+        if let Some(t) = cell.sql(l, "workload.sql", sql_spec)? {
+            let sessions = vars_text(&s.workload.sessions, vars);
             let _ = writeln!(out, "  workload ({sessions} sessions, each):");
             list_sql(&mut out, "    ", &t);
         }
-        let after = scripts(l, &levels, &s.workload, &e, &vars, Phase::After)?;
+        let after = cell.scripts(l, Phase::After)?;
         if !after.is_empty() {
             let _ = writeln!(out, "  after each run:");
             for t in &after {
@@ -270,7 +271,7 @@ pub fn dry_run(l: &Loaded, o: &Options) -> Result<String, StudyError> {
             }
         }
         for p in s.probes.iter().filter(|p| p.when != When::Before) {
-            if let Some(t) = sql_of(l, "probes.sql", &p.sql, &e, &vars)? {
+            if let Some(t) = cell.sql(l, "probes.sql", &p.sql)? {
                 let _ = writeln!(out, "  probe {} (after each run):", p.name);
                 list_sql(&mut out, "    ", &t);
             }

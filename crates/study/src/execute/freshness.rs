@@ -19,12 +19,11 @@ use std::time::{Duration, Instant};
 use tracelab_run::{ResultHook, Rows, Stop};
 
 use crate::error::StudyError;
-use crate::execute::{
-    engine_of, levels_of, num, prepare, ready, run_vars, sql_of, with_tag, Context, Engine,
-};
+use crate::execute::{prepare, ready, with_tag, Context, Engine};
 use crate::model::freshness::FreshnessSpec;
 use crate::model::spec::value_text;
-use crate::plan::{chosen_levels, Choice};
+use crate::plan::cell::sql_of;
+use crate::plan::{chosen_levels, Cell, Choice};
 
 /// Which change a result shows: the number in the first row whose column
 /// holds `prefix NUMBER suffix`; 0 when none does.
@@ -136,7 +135,7 @@ pub(crate) fn run(
 ) -> Result<Vec<(i64, String, f64)>, StudyError> {
     let l = ctx.l;
     // The cell: the levels named, this engine, the first level of the rest.
-    let cell: Vec<(String, String)> = chosen_levels(l, choice)?
+    let factors: Vec<(String, String)> = chosen_levels(l, choice)?
         .into_iter()
         .filter_map(|(f, levels)| {
             let level = if f == "engine" {
@@ -150,22 +149,19 @@ pub(crate) fn run(
             level.map(|lv| (f, lv))
         })
         .collect();
-    let levels = levels_of(l, &cell);
-    let mut vars = run_vars(ctx, &cell, &levels, false);
+    // The check's vars over the cell's.
+    let mut cell = Cell::resolve(l, &factors, false, &ctx.vars);
     for (k, v) in &fr.vars {
-        vars.insert(k.clone(), value_text(v));
+        cell.vars.insert(k.clone(), value_text(v));
     }
-    let e = engine_of(&cell);
-    ctx.obs.note(&format!(
-        "freshness check on {e}: {}",
-        crate::plan::cell_key(&cell)
-    ));
-    ready(ctx, &levels, &vars, eng)?;
-    let prep = prepare(l, &levels, &vars, eng, ctx.scratch)?;
-    let runtime = num(l, "freshness.runtime", &fr.runtime, &vars)?.max(1.0);
-    let every = Duration::from_secs_f64(
-        num(l, "freshness.every_ms", &fr.every_ms, &vars)?.max(1.0) / 1000.0,
-    );
+    let e = cell.engine.clone();
+    ctx.obs
+        .note(&format!("freshness check on {e}: {}", cell.key()));
+    ready(ctx, &cell, eng)?;
+    let prep = prepare(l, &cell, eng, ctx.scratch)?;
+    let runtime = cell.num(l, "freshness.runtime", &fr.runtime)?.max(1.0);
+    let every =
+        Duration::from_secs_f64(cell.num(l, "freshness.every_ms", &fr.every_ms)?.max(1.0) / 1000.0);
     let lag = prep
         .base
         .result_cache
@@ -185,7 +181,7 @@ pub(crate) fn run(
     if eng.kind == tracelab_engine::Engine::Postgres {
         opts.url = with_tag(&eng.url, "tracelab-study-freshness");
     }
-    let in_path = crate::execute::proxy::start_for(&levels, eng.kind, &eng.url, None)?;
+    let in_path = crate::execute::proxy::start_for(&cell.levels, eng.kind, &eng.url, None)?;
     if let Some((px, _)) = &in_path {
         opts.url = px.url(&opts.url)?;
         opts.shown_url = Some(px.url(&eng.url)?);
@@ -199,7 +195,7 @@ pub(crate) fn run(
     let mut writer = Writer::connect(eng.kind, &eng.url)
         .map_err(|why| StudyError::Database(format!("freshness check: the writer: {why}")))?;
     let write_sql = |k: u64| -> Result<Option<String>, StudyError> {
-        let mut v = vars.clone();
+        let mut v = cell.vars.clone();
         v.insert("version".into(), k.to_string());
         sql_of(l, "freshness.write", &fr.write, &e, &v)
     };

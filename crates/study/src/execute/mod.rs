@@ -28,8 +28,9 @@ use crate::execute::requirement::requirement;
 use crate::execute::server_counters::{Server, ServerWatch};
 use crate::model::engine::{engine_of_url, redact};
 use crate::model::script::{statements, substitute};
-use crate::model::spec::{value_text, Level, Loaded, Num, Sql, When, WorkloadSpec};
-use crate::plan::{cell_key, plan, Choice, Planned};
+use crate::model::spec::{Level, Loaded, When};
+use crate::plan::cell::{engine_of, levels_of, num, sql_of};
+use crate::plan::{cell_key, plan, Amounts, Cell, Choice, Phase, Planned, VarSource};
 use crate::store::Syscall;
 use crate::store::{Header, Store};
 use tracelab_engine::admin::{Admin, AdminError};
@@ -193,20 +194,16 @@ pub fn run_study(given: &Loaded, o: &Options, obs: &dyn Observer) -> Result<Outc
     // Every report expression names something the runs will produce, and
     // every cell's amounts are sound, before anything runs.
     loaded.check_measurements()?;
+    let no_builtins = BTreeMap::new();
+    let checking = VarSource {
+        quick,
+        builtins: &no_builtins,
+        overrides: &overrides,
+    };
     let mut cells_seen = BTreeSet::new();
     for p in &planned {
         if cells_seen.insert((cell_key(&p.cell), p.strace)) {
-            let levels = levels_of(&loaded, &p.cell);
-            let vars = vars_of(
-                &loaded,
-                quick,
-                &BTreeMap::new(),
-                &overrides,
-                &p.cell,
-                &levels,
-                p.strace,
-            );
-            amounts(&loaded, &vars)?;
+            Cell::resolve(&loaded, &p.cell, p.strace, &checking).workload(&loaded)?;
         }
     }
     // The study's private servers live here, marked as this process's:
@@ -397,14 +394,23 @@ pub fn run_study(given: &Loaded, o: &Options, obs: &dyn Observer) -> Result<Outc
         let keep = o.keep_traces.then(|| o.out.join("traces"));
         let ctx = Context {
             l: &loaded,
-            quick,
             restart_keys: &restart_keys,
             scratch: scratch.path(),
-            builtins: &builtins,
-            overrides: &overrides,
+            vars: VarSource {
+                quick,
+                builtins: &builtins,
+                overrides: &overrides,
+            },
             keep: keep.as_deref(),
             obs,
         };
+        // Each cell resolved once, for all of its runs.
+        let mut cells: BTreeMap<(String, bool), Cell> = BTreeMap::new();
+        for p in &planned {
+            cells
+                .entry((cell_key(&p.cell), p.strace))
+                .or_insert_with(|| Cell::resolve(&loaded, &p.cell, p.strace, &ctx.vars));
+        }
         let mut ran = 0;
         let mut interrupted = false;
         for p in &planned {
@@ -416,11 +422,12 @@ pub fn run_study(given: &Loaded, o: &Options, obs: &dyn Observer) -> Result<Outc
                 break;
             }
             let t0 = Instant::now();
-            let e = engine_of(&p.cell);
+            let cell = &cells[&(cell_key(&p.cell), p.strace)];
+            let e = &cell.engine;
             let eng = engs
-                .get_mut(&e)
+                .get_mut(e)
                 .ok_or_else(|| StudyError::Usage(format!("engine {e} not started")))?;
-            let r = run_one(&ctx, p, eng)?;
+            let r = run_one(&ctx, p, cell, eng)?;
             if !r.syscalls.is_empty() {
                 store.record_syscalls(p.seq, &r.syscalls)?;
             }
@@ -434,7 +441,7 @@ pub fn run_study(given: &Loaded, o: &Options, obs: &dyn Observer) -> Result<Outc
                 &r.notes.join("; "),
             )?;
             ran += 1;
-            obs.run_done(&cell_key(&p.cell));
+            obs.run_done(&cell.key());
         }
         if let Some(fr) = study.freshness.as_ref().filter(|_| !interrupted) {
             for e in checks.into_iter().filter(|e| !checked.contains(*e)) {
@@ -480,14 +487,11 @@ pub fn run_study(given: &Loaded, o: &Options, obs: &dyn Observer) -> Result<Outc
 /// What every run of a study shares.
 pub(crate) struct Context<'a> {
     pub(crate) l: &'a Loaded,
-    pub(crate) quick: bool,
     /// Server settings whose change restarts the private server.
     pub(crate) restart_keys: &'a BTreeSet<String>,
     pub(crate) scratch: &'a std::path::Path,
-    /// Vars tracelab provides (`clock_lib`).
-    builtins: &'a BTreeMap<String, String>,
-    /// `--var` values, over the study's own (and its quick ones).
-    overrides: &'a BTreeMap<String, String>,
+    /// Where the cells' vars come from besides the file.
+    pub(crate) vars: VarSource<'a>,
     /// Where every run's traces are kept (`--keep-traces`), if anywhere.
     keep: Option<&'a std::path::Path>,
     pub(crate) obs: &'a dyn Observer,
@@ -504,24 +508,6 @@ fn uses_restart(l: &Loaded, planned: &[Planned], engine: &str) -> bool {
                 !lv.restart.for_engine(engine).is_empty() || !lv.env.for_engine(engine).is_empty()
             })
         })
-}
-
-pub(crate) fn engine_of(cell: &[(String, String)]) -> String {
-    cell.iter()
-        .find(|(f, _)| f == "engine")
-        .map_or(Kind::Postgres.name().to_string(), |(_, l)| l.clone())
-}
-
-pub(crate) fn levels_of(l: &Loaded, cell: &[(String, String)]) -> Vec<Level> {
-    cell.iter()
-        .filter_map(|(f, name)| {
-            l.study
-                .factors
-                .iter()
-                .find(|x| &x.name == f)
-                .and_then(|x| x.all_levels().into_iter().find(|lv| &lv.name == name))
-        })
-        .collect()
 }
 
 /// The private PostgreSQL's settings at every start: the study's.
@@ -697,265 +683,6 @@ struct RunResult {
     /// (session, name, value): each session's tally and cache statistics.
     sessions: Vec<(usize, String, f64)>,
     profiles: Vec<crate::store::ProfileRow>,
-}
-
-/// The text of each var for this run: tracelab's own (`clock_lib`), study
-/// vars (quick ones over them, `--var` over both), each factor's level
-/// name under the factor's name, the levels' vars, and for a run under
-/// strace the study's `strace_vars`.
-pub(crate) fn run_vars(
-    ctx: &Context<'_>,
-    cell: &[(String, String)],
-    levels: &[Level],
-    strace: bool,
-) -> BTreeMap<String, String> {
-    vars_of(
-        ctx.l,
-        ctx.quick,
-        ctx.builtins,
-        ctx.overrides,
-        cell,
-        levels,
-        strace,
-    )
-}
-
-/// [`run_vars`] before a run's context exists (`builtins` may be empty:
-/// the checks made before anything runs need no path of tracelab's).
-pub(crate) fn vars_of(
-    l: &Loaded,
-    quick: bool,
-    builtins: &BTreeMap<String, String>,
-    overrides: &BTreeMap<String, String>,
-    cell: &[(String, String)],
-    levels: &[Level],
-    strace: bool,
-) -> BTreeMap<String, String> {
-    let mut v: BTreeMap<String, String> = builtins.clone();
-    v.extend(l.study.vars.iter().map(|(k, x)| (k.clone(), value_text(x))));
-    if quick {
-        for (k, x) in &l.study.quick.vars {
-            v.insert(k.clone(), value_text(x));
-        }
-    }
-    v.extend(overrides.iter().map(|(k, x)| (k.clone(), x.clone())));
-    for (f, name) in cell {
-        v.insert(f.clone(), name.clone());
-    }
-    for lv in levels {
-        for (k, x) in &lv.vars {
-            // A level's var may name a study var: rows = "{small}".
-            let text = value_text(x);
-            let text = substitute(&text, &v).unwrap_or(text);
-            v.insert(k.clone(), text);
-        }
-    }
-    if strace {
-        // A run under strace: `strace_vars` over the cell's, before the
-        // references left are resolved (`iterations = "{strace_iter}"`
-        // changes `calls = "3 * {iterations}"` too).
-        for (k, x) in &l.study.measure.strace_vars {
-            let text = value_text(x);
-            let text = substitute(&text, &v).unwrap_or(text);
-            v.insert(k.clone(), text);
-        }
-    }
-    resolve(&mut v);
-    v
-}
-
-/// Replaces the `{var}`s left in vars' texts (a level's var naming another
-/// var of a later level, or of its own), until none changes; a reference
-/// to no var stays, to be reported where the var is used.
-fn resolve(v: &mut BTreeMap<String, String>) {
-    for _ in 0..8 {
-        let mut changed = false;
-        let snapshot = v.clone();
-        for text in v.values_mut() {
-            if !text.contains('{') {
-                continue;
-            }
-            if let Ok(t) = substitute(text, &snapshot) {
-                if t != *text {
-                    *text = t;
-                    changed = true;
-                }
-            }
-        }
-        if !changed {
-            break;
-        }
-    }
-}
-
-/// A number, or text that becomes one once its `{var}`s are replaced: a
-/// number, or arithmetic in the report's expression language (`"3 *
-/// {iterations}"`).
-pub(crate) fn num(
-    l: &Loaded,
-    key: &str,
-    n: &Num,
-    vars: &BTreeMap<String, String>,
-) -> Result<f64, StudyError> {
-    match n {
-        Num::Int(i) => Ok(*i as f64),
-        Num::Float(f) => Ok(*f),
-        Num::Text(t) => {
-            let s = substitute(t, vars).map_err(|e| l.error(key, e))?;
-            if let Ok(x) = s.trim().parse::<f64>() {
-                return Ok(x);
-            }
-            // Arithmetic on numbers only: the expression language reads a
-            // bare word as text (which counts as 0).
-            let arithmetic = s
-                .chars()
-                .all(|c| c.is_ascii_digit() || " \t.+-*/()".contains(c));
-            arithmetic
-                .then(|| crate::model::columns::compile(&s).ok())
-                .flatten()
-                .and_then(|e| e.eval(&BTreeMap::new()))
-                .ok_or_else(|| l.error(key, format!("expected a number, found `{s}`")))
-        }
-    }
-}
-
-/// How much one run does, checked: a count is a whole number in its
-/// range (`sessions = 0` and `sessions = 1.5` were taken as 1), a runtime
-/// a positive number of seconds.
-struct Amounts {
-    sessions: usize,
-    per_commit: u64,
-    stop: Stop,
-    warmup: u64,
-}
-
-/// The most sessions a run may open.
-const MAX_SESSIONS: u64 = 10_000;
-/// The most statements or transactions a count may name.
-const MAX_COUNT: u64 = 1_000_000_000_000;
-
-fn whole(
-    l: &Loaded,
-    key: &str,
-    n: &Num,
-    vars: &BTreeMap<String, String>,
-    least: u64,
-    most: u64,
-) -> Result<u64, StudyError> {
-    let x = num(l, key, n, vars)?;
-    if x.is_finite() && x.fract() == 0.0 && x >= least as f64 && x <= most as f64 {
-        Ok(x as u64)
-    } else {
-        Err(l.error(
-            key,
-            format!("{x}: expected a whole number from {least} to {most}"),
-        ))
-    }
-}
-
-fn amounts(l: &Loaded, vars: &BTreeMap<String, String>) -> Result<Amounts, StudyError> {
-    let w = &l.study.workload;
-    let sessions = whole(l, "workload.sessions", &w.sessions, vars, 1, MAX_SESSIONS)? as usize;
-    let per_commit = whole(
-        l,
-        "workload.tx_per_commit",
-        &w.tx_per_commit,
-        vars,
-        0,
-        MAX_COUNT,
-    )?;
-    let stop = if let Some(n) = &w.statements {
-        let n = whole(l, "workload.statements", n, vars, 1, MAX_COUNT)?;
-        Stop::Transactions(if per_commit > 0 {
-            n.div_ceil(per_commit)
-        } else {
-            n
-        })
-    } else if let Some(n) = &w.transactions {
-        Stop::Transactions(whole(l, "workload.transactions", n, vars, 1, MAX_COUNT)?)
-    } else if let Some(r) = &w.runtime {
-        let secs = num(l, "workload.runtime", r, vars)?;
-        if !(secs > 0.0 && secs <= 7.0 * 86400.0) {
-            return Err(l.error(
-                "workload.runtime",
-                format!("{secs}: expected seconds, more than 0 and at most a week"),
-            ));
-        }
-        Stop::Runtime(Duration::from_secs_f64(secs))
-    } else {
-        Stop::Transactions(1)
-    };
-    let warmup = whole(l, "workload.warmup", &w.warmup, vars, 0, MAX_COUNT)?;
-    Ok(Amounts {
-        sessions,
-        per_commit,
-        stop,
-        warmup,
-    })
-}
-
-/// The SQL for `engine` (its pieces joined in order), with vars replaced.
-pub(crate) fn sql_of(
-    l: &Loaded,
-    key: &str,
-    sql: &Sql,
-    engine: &str,
-    vars: &BTreeMap<String, String>,
-) -> Result<Option<String>, StudyError> {
-    let Some(pieces) = sql.for_engine(engine) else {
-        return Ok(None);
-    };
-    let mut text = Vec::new();
-    for p in pieces {
-        let t = l.sql_text(key, p)?;
-        let t = substitute(&t, vars).map_err(|e| l.error(key, e))?;
-        text.push(t.trim().trim_end_matches(';').trim_end().to_string());
-    }
-    Ok(Some(text.join(";\n")))
-}
-
-/// When a run's scripts go: before its measurement or after it.
-#[derive(Clone, Copy)]
-pub(crate) enum Phase {
-    Before,
-    After,
-}
-
-/// A run's before or after scripts for its engine: the levels' first, the
-/// workload's last (it may end with the CHECKPOINT a measurement starts
-/// from).
-pub(crate) fn scripts(
-    l: &Loaded,
-    levels: &[Level],
-    w: &WorkloadSpec,
-    engine: &str,
-    vars: &BTreeMap<String, String>,
-    phase: Phase,
-) -> Result<Vec<String>, StudyError> {
-    let (key, pick): (&str, fn(&Level) -> Option<&Sql>) = match phase {
-        Phase::Before => ("before", |lv| lv.before.as_ref()),
-        Phase::After => ("after", |lv| lv.after.as_ref()),
-    };
-    let mut out = Vec::new();
-    for lv in levels {
-        if let Some(sql) = pick(lv) {
-            out.extend(sql_of(
-                l,
-                &format!("factors.levels.{key}"),
-                sql,
-                engine,
-                vars,
-            )?);
-        }
-    }
-    let own = match phase {
-        Phase::Before => w.before.as_ref(),
-        Phase::After => w.after.as_ref(),
-    };
-    if let Some(sql) = own {
-        out.extend(sql_of(l, &format!("workload.{key}"), sql, engine, vars)?);
-    }
-    Ok(out)
 }
 
 /// Runs a script on the engine; the numeric columns of any row it
@@ -1201,16 +928,11 @@ fn restart(
 
 /// Brings the engine to a cell's levels: its server settings and
 /// environment, and the study's setup the first time.
-pub(crate) fn ready(
-    ctx: &Context<'_>,
-    levels: &[Level],
-    vars: &BTreeMap<String, String>,
-    eng: &mut Engine,
-) -> Result<(), StudyError> {
-    apply_server(ctx, eng, levels, vars)?;
+pub(crate) fn ready(ctx: &Context<'_>, cell: &Cell, eng: &mut Engine) -> Result<(), StudyError> {
+    apply_server(ctx, eng, &cell.levels, &cell.vars)?;
     if !eng.setup_done {
         if let Some(sql) = ctx.l.study.setup.as_ref() {
-            if let Some(t) = sql_of(ctx.l, "setup", sql, &eng.name, vars)? {
+            if let Some(t) = sql_of(ctx.l, "setup", sql, &eng.name, &cell.vars)? {
                 script(eng, &t, "setup", &mut BTreeMap::new())?;
             }
         }
@@ -1236,14 +958,14 @@ pub(crate) struct Prepared {
     pub trace: bool,
 }
 
-/// The workload, options and settings of a cell's levels with `vars`.
+/// The workload, options and settings of a cell's levels with its vars.
 pub(crate) fn prepare(
     l: &Loaded,
-    levels: &[Level],
-    vars: &BTreeMap<String, String>,
+    cell: &Cell,
     eng: &Engine,
     scratch: &std::path::Path,
 ) -> Result<Prepared, StudyError> {
+    let (levels, vars) = (&cell.levels, &cell.vars);
     let s = &l.study;
     let w = &s.workload;
     let e = eng.name.as_str();
@@ -1282,7 +1004,7 @@ pub(crate) fn prepare(
         per_commit,
         stop,
         warmup,
-    } = amounts(l, vars)?;
+    } = cell.workload(l)?;
     let mut settings: Vec<(String, String)> = w.settings.for_engine(e).into_iter().collect();
     for lv in levels {
         settings.extend(lv.settings.for_engine(e));
@@ -1334,17 +1056,18 @@ pub(crate) fn prepare(
     })
 }
 
-fn run_one(ctx: &Context<'_>, p: &Planned, eng: &mut Engine) -> Result<RunResult, StudyError> {
+fn run_one(
+    ctx: &Context<'_>,
+    p: &Planned,
+    cell: &Cell,
+    eng: &mut Engine,
+) -> Result<RunResult, StudyError> {
     let l = ctx.l;
     let s = &l.study;
-    let w = &s.workload;
-    let levels = levels_of(l, &p.cell);
-    let vars = run_vars(ctx, &p.cell, &levels, p.strace);
-    let e = eng.name.clone();
     let mut m: BTreeMap<String, f64> = BTreeMap::new();
 
-    ready(ctx, &levels, &vars, eng)?;
-    let prep = prepare(l, &levels, &vars, eng, ctx.scratch)?;
+    ready(ctx, cell, eng)?;
+    let prep = prepare(l, cell, eng, ctx.scratch)?;
 
     // Warm up: the same work, shorter, not measured.
     if prep.warmup > 0 {
@@ -1365,7 +1088,7 @@ fn run_one(ctx: &Context<'_>, p: &Planned, eng: &mut Engine) -> Result<RunResult
     // Before: scripts, then the probes' first look.
     // The levels' scripts first, the workload's last (it may end with
     // the CHECKPOINT the measurement starts from).
-    let before_sql = scripts(l, &levels, w, &e, &vars, Phase::Before)?;
+    let before_sql = cell.scripts(l, Phase::Before)?;
     for b in &before_sql {
         script(eng, b, "before", &mut m)?;
     }
@@ -1375,7 +1098,7 @@ fn run_one(ctx: &Context<'_>, p: &Planned, eng: &mut Engine) -> Result<RunResult
         if pr.when == When::After || eng.skipped_probes.contains(&pr.name) {
             continue;
         }
-        if let Some(q) = sql_of(l, "probes.sql", &pr.sql, &e, &vars)? {
+        if let Some(q) = cell.sql(l, "probes.sql", &pr.sql)? {
             let mut got = BTreeMap::new();
             script(eng, &q, &format!("probe {}", pr.name), &mut got)?;
             if pr.when == When::Before {
@@ -1387,7 +1110,7 @@ fn run_one(ctx: &Context<'_>, p: &Planned, eng: &mut Engine) -> Result<RunResult
     }
 
     // The measured run.
-    let measured = observed_run(ctx, p, eng, &prep)?;
+    let measured = observed_run(ctx, p, cell, eng, &prep)?;
     m.extend(measured.m);
     let mut notes = eng.notes.clone();
     notes.extend(measured.notes);
@@ -1399,7 +1122,7 @@ fn run_one(ctx: &Context<'_>, p: &Planned, eng: &mut Engine) -> Result<RunResult
         if pr.when != When::Delta || eng.skipped_probes.contains(&pr.name) {
             continue;
         }
-        if let Some(q) = sql_of(l, "probes.sql", &pr.sql, &e, &vars)? {
+        if let Some(q) = cell.sql(l, "probes.sql", &pr.sql)? {
             let mut got = BTreeMap::new();
             script(eng, &q, &format!("probe {}", pr.name), &mut got)?;
             for (k, v) in got {
@@ -1409,7 +1132,7 @@ fn run_one(ctx: &Context<'_>, p: &Planned, eng: &mut Engine) -> Result<RunResult
             }
         }
     }
-    let after_sql = scripts(l, &levels, w, &e, &vars, Phase::After)?;
+    let after_sql = cell.scripts(l, Phase::After)?;
     for a in &after_sql {
         script(eng, a, "after", &mut m)?;
     }
@@ -1418,15 +1141,12 @@ fn run_one(ctx: &Context<'_>, p: &Planned, eng: &mut Engine) -> Result<RunResult
         if pr.when != When::After || eng.skipped_probes.contains(&pr.name) {
             continue;
         }
-        if let Some(q) = sql_of(l, "probes.sql", &pr.sql, &e, &vars)? {
+        if let Some(q) = cell.sql(l, "probes.sql", &pr.sql)? {
             script(eng, &q, &format!("probe {}", pr.name), &mut m)?;
         }
     }
-    let numeric: BTreeMap<String, f64> = vars
-        .iter()
-        .filter_map(|(k, v)| v.parse::<f64>().ok().map(|x| (k.clone(), x)))
-        .collect();
-    if p.strace {
+    let numeric = cell.numeric_vars();
+    if cell.strace {
         // Slowed by strace: out of the timed columns.
         m = m
             .into_iter()
@@ -1476,6 +1196,7 @@ struct Observed {
 fn observed_run(
     ctx: &Context<'_>,
     p: &Planned,
+    cell: &Cell,
     eng: &mut Engine,
     prep: &Prepared,
 ) -> Result<Observed, StudyError> {
@@ -1485,7 +1206,6 @@ fn observed_run(
     let scratch = ctx.scratch;
     let mut notes = Vec::new();
     let mut m: BTreeMap<String, f64> = BTreeMap::new();
-    let levels = levels_of(ctx.l, &p.cell);
     let tag = format!("tracelab-study-{}", p.seq);
     let release = scratch.join(format!("release-{}", p.seq));
     let _ = std::fs::remove_file(&release);
@@ -1543,7 +1263,7 @@ fn observed_run(
 
     // The server's processes: the postmaster (its backends and workers
     // are its children) or mariadbd (its sessions are threads).
-    let straced = s.measure.strace || p.strace;
+    let straced = s.measure.strace || cell.strace;
     let wants_server = straced || s.measure.server_counters;
     let server = if wants_server { server_of(eng)? } else { None };
     if wants_server && server.is_none() && k != Kind::Sqlite {
@@ -1604,7 +1324,7 @@ fn observed_run(
         opts.trace_dir = Some(trace_dir.clone());
     }
     let proxy_dir = scratch.join(format!("proxy-{}", p.seq));
-    let in_path = crate::execute::proxy::start_for(&levels, k, &eng.url, Some(&proxy_dir))?;
+    let in_path = crate::execute::proxy::start_for(&cell.levels, k, &eng.url, Some(&proxy_dir))?;
     if let Some((px, _)) = &in_path {
         opts.url = px.url(&opts.url)?;
         opts.shown_url = Some(px.url(&eng.url)?);
@@ -1653,11 +1373,11 @@ fn observed_run(
         m.extend(c.into_iter().map(|(k, v)| (format!("client_{k}"), v)));
     }
     let summary: Summary =
-        ran.map_err(|e| StudyError::Database(format!("run {}: {e}", cell_key(&p.cell))))?;
+        ran.map_err(|e| StudyError::Database(format!("run {}: {e}", cell.key())))?;
     if let Some(f) = summary.per_session.iter().find_map(|s| s.failure.clone()) {
         return Err(StudyError::Database(format!(
             "run {}: a session failed: {f}",
-            cell_key(&p.cell)
+            cell.key()
         )));
     }
     if summary.errors > 0 {
@@ -1669,7 +1389,7 @@ fn observed_run(
             .unwrap_or_default();
         return Err(StudyError::Database(format!(
             "run {}: {} statement errors, first {first_error}",
-            cell_key(&p.cell),
+            cell.key(),
             summary.errors
         )));
     }
@@ -1883,28 +1603,6 @@ columns = [{ name = "r", label = "r", expr = "$elapsed_ms" }]
 "#;
 
     #[test]
-    fn numeric_keys_take_arithmetic_over_vars() {
-        let l = Loaded::parse("t", STUDY, None, &[]).unwrap();
-        let mut v = BTreeMap::new();
-        // A var naming a var defined after it resolves all the same.
-        v.insert("calls".to_string(), "3 * {iterations}".to_string());
-        v.insert("iterations".to_string(), "{n}".to_string());
-        v.insert("n".to_string(), "250".to_string());
-        resolve(&mut v);
-        assert_eq!(v["calls"], "3 * 250");
-        let n = num(&l, "workload.statements", &Num::Text("{calls}".into()), &v).unwrap();
-        assert_eq!(n, 750.0);
-        let e = num(&l, "workload.statements", &Num::Text("{nope}".into()), &v)
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("no var `nope`"), "{e}");
-        let e = num(&l, "workload.statements", &Num::Text("many".into()), &v)
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("expected a number, found `many`"), "{e}");
-    }
-
-    #[test]
     fn ld_preload_lists_its_libraries() {
         let env: BTreeMap<String, String> = [(
             "LD_PRELOAD".to_string(),
@@ -2097,11 +1795,13 @@ columns = [{ name = "r", label = "r", expr = "$elapsed_ms" }]
             (BTreeSet::new(), BTreeMap::new(), BTreeMap::new());
         let ctx = Context {
             l: &l,
-            quick: false,
             restart_keys: &restart_keys,
             scratch: scratch.path(),
-            builtins: &builtins,
-            overrides: &overrides,
+            vars: VarSource {
+                quick: false,
+                builtins: &builtins,
+                overrides: &overrides,
+            },
             keep: None,
             obs: &Quiet,
         };
