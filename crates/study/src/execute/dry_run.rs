@@ -18,10 +18,11 @@ use tracelab_engine::Engine;
 
 use crate::error::StudyError;
 use crate::execute::Options;
+use crate::model::freshness::FreshnessSpec;
 use crate::model::script::statements;
 use crate::model::spec::{value_text, Loaded, When};
 use crate::plan::cell::{engine_of, sql_of};
-use crate::plan::{cell_key, plan, Cell, Phase, VarSource};
+use crate::plan::{cell_key, plan, Cell, Phase, Planned, VarSource};
 
 /// What a statement that reaches outside the database does, if it does:
 /// runs a program, or reads or writes a file of the server's machine (or,
@@ -148,169 +149,13 @@ pub fn dry_run(l: &Loaded, o: &Options) -> Result<String, StudyError> {
     );
     let engines: BTreeSet<String> = planned.iter().map(|p| engine_of(&p.cell)).collect();
     for e in &engines {
-        let db = o
-            .dbs
-            .iter()
-            .find(|u| crate::model::engine::engine_of_url(u) == Some(e.as_str()));
-        let _ = writeln!(out, "\nengine {e}:");
-        let kind = Engine::from_name(e);
-        match (db, kind) {
-            (Some(u), _) => {
-                let _ = writeln!(out, "  on --db {}", crate::model::engine::redact(u));
-            }
-            (None, Some(Engine::Sqlite)) => {
-                let _ = writeln!(
-                    out,
-                    "  a SQLite file in a temporary directory, in this process"
-                );
-            }
-            (None, _) => {
-                let _ = writeln!(out, "  a private {e} server started by tracelab");
-            }
-        }
-        if kind == Some(Engine::Postgres) && db.is_none() && !s.server.is_empty() {
-            let _ = writeln!(out, "  server settings at its start (postgresql.conf):");
-            list_settings(&mut out, "    ", e, &s.server);
-        }
-        // Setup runs once per engine, with the first cell's vars.
-        if let (Some(sql), Some(first)) =
-            (&s.setup, planned.iter().find(|p| engine_of(&p.cell) == *e))
-        {
-            let cell = Cell::resolve(l, &first.cell, false, &src);
-            if let Some(t) = cell.sql(l, "setup", sql)? {
-                let _ = writeln!(out, "  setup, once before the first run:");
-                list_sql(&mut out, "    ", &t);
-            }
-        }
+        engine_section(&mut out, l, o, &src, &planned, e)?;
     }
     for (key, factors, runs, strace) in &cells {
-        let cell = Cell::resolve(l, factors, *strace, &src);
-        let (e, levels, vars) = (&cell.engine, &cell.levels, &cell.vars);
-        let kind = cell.kind();
-        let _ = writeln!(
-            out,
-            "\ncell {key}{}: {runs} run{}",
-            if *strace { " (under strace)" } else { "" },
-            if *runs == 1 { "" } else { "s" }
-        );
-        let mut server = BTreeMap::new();
-        let mut restart = BTreeMap::new();
-        let mut env = BTreeMap::new();
-        let mut session = s.workload.settings.for_engine(e);
-        for lv in levels {
-            server.extend(lv.server.for_engine(e));
-            restart.extend(lv.restart.for_engine(e));
-            env.extend(lv.env.for_engine(e));
-            session.extend(lv.settings.for_engine(e));
-        }
-        if kind != Some(Engine::Sqlite) {
-            if !server.is_empty() {
-                let how = if kind == Some(Engine::Mysql) {
-                    "SET GLOBAL"
-                } else {
-                    "ALTER SYSTEM SET and a reload"
-                };
-                let _ = writeln!(out, "  server settings ({how}):");
-                list_settings(&mut out, "    ", e, &server);
-            }
-            if !restart.is_empty() {
-                let _ = writeln!(out, "  server settings (a restart of the private server):");
-                list_settings(&mut out, "    ", e, &restart);
-            }
-            if !env.is_empty() {
-                let _ = writeln!(
-                    out,
-                    "  server environment (a restart of the private server):"
-                );
-                for (k, v) in &env {
-                    let v = crate::model::script::substitute(v, vars).unwrap_or_else(|_| v.clone());
-                    let _ = writeln!(out, "    {k}={v}");
-                }
-            }
-        }
-        if !session.is_empty() {
-            let how = if kind == Some(Engine::Sqlite) {
-                "PRAGMA"
-            } else {
-                "SET"
-            };
-            let _ = writeln!(out, "  session settings ({how}, every session):");
-            for (k, v) in &session {
-                let _ = writeln!(out, "    {k} = {v:?}");
-            }
-        }
-        for p in s.probes.iter().filter(|p| p.when != When::After) {
-            if let Some(t) = cell.sql(l, "probes.sql", &p.sql)? {
-                let _ = writeln!(out, "  probe {} (before each run):", p.name);
-                list_sql(&mut out, "    ", &t);
-            }
-        }
-        let before = cell.scripts(l, Phase::Before)?;
-        if !before.is_empty() {
-            let _ = writeln!(out, "  before each run:");
-            for t in &before {
-                list_sql(&mut out, "    ", t);
-            }
-        }
-        let mut sql_spec = &s.workload.sql;
-        for lv in levels {
-            if let Some(x) = &lv.sql {
-                sql_spec = x;
-            }
-        }
-        if let Some(t) = cell.sql(l, "workload.sql", sql_spec)? {
-            let sessions = vars_text(&s.workload.sessions, vars);
-            let _ = writeln!(out, "  workload ({sessions} sessions, each):");
-            list_sql(&mut out, "    ", &t);
-        }
-        let after = cell.scripts(l, Phase::After)?;
-        if !after.is_empty() {
-            let _ = writeln!(out, "  after each run:");
-            for t in &after {
-                list_sql(&mut out, "    ", t);
-            }
-        }
-        for p in s.probes.iter().filter(|p| p.when != When::Before) {
-            if let Some(t) = cell.sql(l, "probes.sql", &p.sql)? {
-                let _ = writeln!(out, "  probe {} (after each run):", p.name);
-                list_sql(&mut out, "    ", &t);
-            }
-        }
-        let m = &s.measure;
-        let mut commands = Vec::new();
-        if m.strace || *strace {
-            commands.push("strace -c -f, attached to the server's processes");
-        }
-        if m.server_counters {
-            commands.push("perf stat -e context-switches, attached to the server's processes");
-        }
-        if !commands.is_empty() {
-            let _ = writeln!(out, "  commands (tracelab's own):");
-            for c in commands {
-                let _ = writeln!(out, "    {c}");
-            }
-        }
+        cell_section(&mut out, l, &src, key, factors, *runs, *strace)?;
     }
     if let Some(fr) = &s.freshness {
-        let _ = writeln!(
-            out,
-            "\nfreshness check, once per engine after the plan: a cached run while a writer runs, every {} ms:",
-            vars_text(&fr.every_ms, &BTreeMap::new())
-        );
-        for e in &engines {
-            let mut vars = BTreeMap::new();
-            for (k, v) in &s.vars {
-                vars.insert(k.clone(), value_text(v));
-            }
-            for (k, v) in &fr.vars {
-                vars.insert(k.clone(), value_text(v));
-            }
-            vars.insert("version".into(), "N".into());
-            if let Ok(Some(t)) = sql_of(l, "freshness.write", &fr.write, e, &vars) {
-                let _ = writeln!(out, "  {e}, change N = 1, 2, ...:");
-                list_sql(&mut out, "    ", &t);
-            }
-        }
+        freshness_section(&mut out, l, fr, &engines);
     }
     let programs = l.server_programs();
     if !programs.is_empty() {
@@ -323,6 +168,198 @@ pub fn dry_run(l: &Loaded, o: &Options) -> Result<String, StudyError> {
         }
     }
     Ok(out)
+}
+
+/// What runs once on engine `e`: where, its server settings at start, and
+/// the setup script (with the first cell's vars).
+fn engine_section(
+    out: &mut String,
+    l: &Loaded,
+    o: &Options,
+    src: &VarSource<'_>,
+    planned: &[Planned],
+    e: &String,
+) -> Result<(), StudyError> {
+    let s = &l.study;
+    let db = o
+        .dbs
+        .iter()
+        .find(|u| crate::model::engine::engine_of_url(u) == Some(e.as_str()));
+    let _ = writeln!(out, "\nengine {e}:");
+    let kind = Engine::from_name(e);
+    match (db, kind) {
+        (Some(u), _) => {
+            let _ = writeln!(out, "  on --db {}", crate::model::engine::redact(u));
+        }
+        (None, Some(Engine::Sqlite)) => {
+            let _ = writeln!(
+                out,
+                "  a SQLite file in a temporary directory, in this process"
+            );
+        }
+        (None, _) => {
+            let _ = writeln!(out, "  a private {e} server started by tracelab");
+        }
+    }
+    if kind == Some(Engine::Postgres) && db.is_none() && !s.server.is_empty() {
+        let _ = writeln!(out, "  server settings at its start (postgresql.conf):");
+        list_settings(out, "    ", e, &s.server);
+    }
+    // Setup runs once per engine, with the first cell's vars.
+    if let (Some(sql), Some(first)) = (&s.setup, planned.iter().find(|p| engine_of(&p.cell) == *e))
+    {
+        let cell = Cell::resolve(l, &first.cell, false, src);
+        if let Some(t) = cell.sql(l, "setup", sql)? {
+            let _ = writeln!(out, "  setup, once before the first run:");
+            list_sql(out, "    ", &t);
+        }
+    }
+    Ok(())
+}
+
+/// What each run of a cell does: its settings, probes, scripts, workload
+/// and the commands tracelab attaches.
+fn cell_section(
+    out: &mut String,
+    l: &Loaded,
+    src: &VarSource<'_>,
+    key: &str,
+    factors: &[(String, String)],
+    runs: usize,
+    strace: bool,
+) -> Result<(), StudyError> {
+    let s = &l.study;
+    let cell = Cell::resolve(l, factors, strace, src);
+    let (e, levels, vars) = (&cell.engine, &cell.levels, &cell.vars);
+    let kind = cell.kind();
+    let _ = writeln!(
+        out,
+        "\ncell {key}{}: {runs} run{}",
+        if strace { " (under strace)" } else { "" },
+        if runs == 1 { "" } else { "s" }
+    );
+    let mut server = BTreeMap::new();
+    let mut restart = BTreeMap::new();
+    let mut env = BTreeMap::new();
+    let mut session = s.workload.settings.for_engine(e);
+    for lv in levels {
+        server.extend(lv.server.for_engine(e));
+        restart.extend(lv.restart.for_engine(e));
+        env.extend(lv.env.for_engine(e));
+        session.extend(lv.settings.for_engine(e));
+    }
+    if kind != Some(Engine::Sqlite) {
+        if !server.is_empty() {
+            let how = if kind == Some(Engine::Mysql) {
+                "SET GLOBAL"
+            } else {
+                "ALTER SYSTEM SET and a reload"
+            };
+            let _ = writeln!(out, "  server settings ({how}):");
+            list_settings(out, "    ", e, &server);
+        }
+        if !restart.is_empty() {
+            let _ = writeln!(out, "  server settings (a restart of the private server):");
+            list_settings(out, "    ", e, &restart);
+        }
+        if !env.is_empty() {
+            let _ = writeln!(
+                out,
+                "  server environment (a restart of the private server):"
+            );
+            for (k, v) in &env {
+                let v = crate::model::script::substitute(v, vars).unwrap_or_else(|_| v.clone());
+                let _ = writeln!(out, "    {k}={v}");
+            }
+        }
+    }
+    if !session.is_empty() {
+        let how = if kind == Some(Engine::Sqlite) {
+            "PRAGMA"
+        } else {
+            "SET"
+        };
+        let _ = writeln!(out, "  session settings ({how}, every session):");
+        for (k, v) in &session {
+            let _ = writeln!(out, "    {k} = {v:?}");
+        }
+    }
+    for p in s.probes.iter().filter(|p| p.when != When::After) {
+        if let Some(t) = cell.sql(l, "probes.sql", &p.sql)? {
+            let _ = writeln!(out, "  probe {} (before each run):", p.name);
+            list_sql(out, "    ", &t);
+        }
+    }
+    let before = cell.scripts(l, Phase::Before)?;
+    if !before.is_empty() {
+        let _ = writeln!(out, "  before each run:");
+        for t in &before {
+            list_sql(out, "    ", t);
+        }
+    }
+    let mut sql_spec = &s.workload.sql;
+    for lv in levels {
+        if let Some(x) = &lv.sql {
+            sql_spec = x;
+        }
+    }
+    if let Some(t) = cell.sql(l, "workload.sql", sql_spec)? {
+        let sessions = vars_text(&s.workload.sessions, vars);
+        let _ = writeln!(out, "  workload ({sessions} sessions, each):");
+        list_sql(out, "    ", &t);
+    }
+    let after = cell.scripts(l, Phase::After)?;
+    if !after.is_empty() {
+        let _ = writeln!(out, "  after each run:");
+        for t in &after {
+            list_sql(out, "    ", t);
+        }
+    }
+    for p in s.probes.iter().filter(|p| p.when != When::Before) {
+        if let Some(t) = cell.sql(l, "probes.sql", &p.sql)? {
+            let _ = writeln!(out, "  probe {} (after each run):", p.name);
+            list_sql(out, "    ", &t);
+        }
+    }
+    let m = &s.measure;
+    let mut commands = Vec::new();
+    if m.strace || strace {
+        commands.push("strace -c -f, attached to the server's processes");
+    }
+    if m.server_counters {
+        commands.push("perf stat -e context-switches, attached to the server's processes");
+    }
+    if !commands.is_empty() {
+        let _ = writeln!(out, "  commands (tracelab's own):");
+        for c in commands {
+            let _ = writeln!(out, "    {c}");
+        }
+    }
+    Ok(())
+}
+
+/// The freshness check's change, per engine.
+fn freshness_section(out: &mut String, l: &Loaded, fr: &FreshnessSpec, engines: &BTreeSet<String>) {
+    let s = &l.study;
+    let _ = writeln!(
+        out,
+        "\nfreshness check, once per engine after the plan: a cached run while a writer runs, every {} ms:",
+        vars_text(&fr.every_ms, &BTreeMap::new())
+    );
+    for e in engines {
+        let mut vars = BTreeMap::new();
+        for (k, v) in &s.vars {
+            vars.insert(k.clone(), value_text(v));
+        }
+        for (k, v) in &fr.vars {
+            vars.insert(k.clone(), value_text(v));
+        }
+        vars.insert("version".into(), "N".into());
+        if let Ok(Some(t)) = sql_of(l, "freshness.write", &fr.write, e, &vars) {
+            let _ = writeln!(out, "  {e}, change N = 1, 2, ...:");
+            list_sql(out, "    ", &t);
+        }
+    }
 }
 
 /// A number as written, `{var}`s replaced where they can be.

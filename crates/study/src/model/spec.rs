@@ -763,6 +763,15 @@ impl Loaded {
 
     /// Checks what serde cannot: names that must refer to each other.
     fn check(&self) -> Result<(), StudyError> {
+        self.check_factors()?;
+        self.check_references()?;
+        self.check_measure()?;
+        self.check_report()
+    }
+
+    /// The repetitions, the study's name, the factors and their levels, the
+    /// quick levels.
+    fn check_factors(&self) -> Result<(), StudyError> {
         let s = &self.study;
         let max = MAX_REPS;
         for (key, reps) in [("reps", Some(s.reps)), ("quick_reps", s.quick_reps)] {
@@ -831,22 +840,12 @@ impl Loaded {
                 }
             }
         }
-        let factor = |name: &str| s.factors.iter().find(|f| f.name == name);
-        // A factor's name, and optionally one of its levels.
-        let need = |key: &str, name: &str, level: Option<&str>| -> Result<(), StudyError> {
-            let Some(f) = factor(name) else {
-                return Err(self.error(
-                    key,
-                    format!("expected the name of a factor, found `{name}`"),
-                ));
-            };
-            match level {
-                Some(l) if !f.level_names().iter().any(|n| n == l) => {
-                    Err(self.error(key, format!("factor `{}` has no level `{l}`", f.name)))
-                }
-                _ => Ok(()),
-            }
-        };
+        Ok(())
+    }
+
+    /// What levels and the report name: factors, their levels, columns.
+    fn check_references(&self) -> Result<(), StudyError> {
+        let s = &self.study;
         for f in &s.factors {
             for lv in f.all_levels() {
                 for (other, allowed) in &lv.only_with {
@@ -860,7 +859,7 @@ impl Loaded {
                         ));
                     }
                     for a in allowed {
-                        need("factors.levels.only_with", other, Some(&value_text(a)))?;
+                        self.need("factors.levels.only_with", other, Some(&value_text(a)))?;
                     }
                 }
                 if let Some(t) = &lv.run.timer {
@@ -880,13 +879,13 @@ impl Loaded {
             return Err(self.error("report.rows", "expected the name of a factor"));
         }
         for r in &s.report.rows {
-            need("report.rows", r, None)?;
+            self.need("report.rows", r, None)?;
         }
         if let Some(b) = &s.report.baseline {
-            need("report.baseline", &s.report.rows[0], Some(b))?;
+            self.need("report.baseline", &s.report.rows[0], Some(b))?;
         }
         for b in &s.report.baselines {
-            need("report.baselines", &s.report.rows[0], Some(b))?;
+            self.need("report.baselines", &s.report.rows[0], Some(b))?;
         }
         let column = |key: &str, name: &str| -> Result<(), StudyError> {
             if s.report.columns.iter().any(|c| c.name == name) {
@@ -897,30 +896,30 @@ impl Loaded {
         };
         if let Some(c) = &s.report.cells {
             for f in &c.factors {
-                need("report.cells.factors", f, None)?;
+                self.need("report.cells.factors", f, None)?;
             }
             for n in &c.columns {
                 column("report.cells.columns", n)?;
             }
         }
         for a in &s.report.averages {
-            need("report.averages.by", &a.by, None)?;
+            self.need("report.averages.by", &a.by, None)?;
             for f in &a.per {
-                need("report.averages.per", f, None)?;
+                self.need("report.averages.per", f, None)?;
             }
             for n in &a.columns {
                 column("report.averages.columns", n)?;
             }
         }
         for q in &s.report.questions {
-            need("report.questions.baseline", &q.factor, Some(&q.baseline))?;
+            self.need("report.questions.baseline", &q.factor, Some(&q.baseline))?;
             for f in &q.per {
-                need("report.questions.per", f, None)?;
+                self.need("report.questions.per", f, None)?;
             }
             column("report.questions.column", &q.column)?;
         }
         if let Some(f) = s.report.chart.as_ref().and_then(|c| c.series.as_ref()) {
-            need("report.chart.series", f, None)?;
+            self.need("report.chart.series", f, None)?;
         }
         for f in &s.factors {
             for lv in &f.levels {
@@ -938,6 +937,12 @@ impl Loaded {
                 }
             }
         }
+        Ok(())
+    }
+
+    /// The measurements asked for, and what they need.
+    fn check_measure(&self) -> Result<(), StudyError> {
+        let s = &self.study;
         if s.measure.strace && s.measure.strace_runs > 0 {
             return Err(self.error(
                 "measure.strace_runs",
@@ -965,6 +970,13 @@ impl Loaded {
                 "vars of the runs under strace are for `strace_runs` (with `strace = true` every run is under strace)",
             ));
         }
+        Ok(())
+    }
+
+    /// Report columns and charts, the workload's protocol, each feature's
+    /// own checks, and the server settings.
+    fn check_report(&self) -> Result<(), StudyError> {
+        let s = &self.study;
         for c in &s.report.columns {
             crate::model::columns::compile(&c.expr).map_err(|e| {
                 self.error(
@@ -1010,6 +1022,22 @@ impl Loaded {
         }
         self.check_server_settings()?;
         Ok(())
+    }
+
+    /// `name` names a factor, and `level` (when given) one of its levels.
+    fn need(&self, key: &str, name: &str, level: Option<&str>) -> Result<(), StudyError> {
+        let Some(f) = self.study.factors.iter().find(|f| f.name == name) else {
+            return Err(self.error(
+                key,
+                format!("expected the name of a factor, found `{name}`"),
+            ));
+        };
+        match level {
+            Some(l) if !f.level_names().iter().any(|n| n == l) => {
+                Err(self.error(key, format!("factor `{}` has no level `{l}`", f.name)))
+            }
+            _ => Ok(()),
+        }
     }
 
     /// Server settings are written into postgresql.conf, `ALTER SYSTEM
