@@ -14,10 +14,14 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use crate::model::columns::compile;
+use crate::model::published::Published;
 use crate::model::spec::Study;
 use crate::report::stats::{compare, describe};
 use crate::report::{esc, fmt_num, Format, Table};
 use crate::store::Stored;
+
+/// A published cell's levels: (factor, level).
+type CellLevels<'a> = [(&'a str, String)];
 
 /// The report's section: per combination of the factors the published
 /// cells leave out (the engine, say), the original's values and these,
@@ -33,23 +37,7 @@ pub fn section(st: &Stored, study: &Study, format: Format, out: &mut String) {
     let Some(baseline) = &study.report.baseline else {
         return;
     };
-    let named: Vec<String> = {
-        let mut v: Vec<String> = Vec::new();
-        for c in &p.cells {
-            for (k, _) in p.levels(c) {
-                if !v.iter().any(|x| x == k) {
-                    v.push(k.to_string());
-                }
-            }
-        }
-        // In the study's factor order.
-        study
-            .factors
-            .iter()
-            .map(|f| f.name.clone())
-            .filter(|f| v.contains(f))
-            .collect()
-    };
+    let named = named_factors(p, study);
     let exprs: Vec<(String, usize, crate::model::columns::Expr)> = p
         .columns
         .iter()
@@ -134,57 +122,10 @@ pub fn section(st: &Stored, study: &Study, format: Format, out: &mut String) {
         // Ratios of each level of the rows factor to the baseline, the
         // other named factors equal.
         let ratio_col = p.ratio.as_ref().or(p.columns.first());
-        let mut ratios = Vec::new();
-        if let Some((rc, _, re)) = exprs.iter().find(|(c, _, _)| Some(c) == ratio_col) {
-            for cell in &p.cells {
-                let lv = p.levels(cell);
-                let Some((_, level)) = lv.iter().find(|(k, _)| k == rows_f) else {
-                    continue;
-                };
-                if level == baseline {
-                    continue;
-                }
-                let same = |other: &BTreeMap<String, toml::Value>| {
-                    let ol = p.levels(other);
-                    ol.iter().any(|(k, l)| k == rows_f && l == baseline)
-                        && lv
-                            .iter()
-                            .filter(|(k, _)| k != rows_f)
-                            .all(|x| ol.contains(x))
-                };
-                let Some(base) = p.cells.iter().find(|c| same(c)) else {
-                    continue;
-                };
-                let num = |c: &BTreeMap<String, toml::Value>| {
-                    c.get(rc)
-                        .and_then(|v| v.as_float().or(v.as_integer().map(|i| i as f64)))
-                };
-                let original = match (num(cell), num(base)) {
-                    (Some(a), Some(b)) if b != 0.0 => format!("{:.1}x", a / b),
-                    _ => "—".into(),
-                };
-                let here = compare(&values(&lv, re), &values(&p.levels(base), re)).map_or(
-                    "—".into(),
-                    // The interval is the ratio's only when the test was
-                    // on the log scale; a difference's interval is no ratio.
-                    |c| match (c.test, c.ci) {
-                        (crate::report::stats::Test::LogRatio, Some((lo, hi))) => {
-                            format!("{:.1}x (95% CI {:.1}..{:.1})", c.ratio, lo, hi)
-                        }
-                        _ => format!("{:.1}x", c.ratio),
-                    },
-                );
-                let mut row: Vec<String> = lv
-                    .iter()
-                    .filter(|(k, _)| k != rows_f)
-                    .map(|(k, l)| format!("{k}={l}"))
-                    .collect();
-                row.push(format!("{level} / {baseline}"));
-                row.push(original);
-                row.push(here);
-                ratios.push(row);
-            }
-        }
+        let ratios = match exprs.iter().find(|(c, _, _)| Some(c) == ratio_col) {
+            Some((rc, _, re)) => ratio_rows(p, rows_f, baseline, rc, &|cell| values(cell, re)),
+            None => Vec::new(),
+        };
         let gtitle = g
             .iter()
             .map(|(f, l)| format!("{f}={l}"))
@@ -209,33 +150,7 @@ pub fn section(st: &Stored, study: &Study, format: Format, out: &mut String) {
             rows: ratios,
             left: width.saturating_sub(2),
         };
-        match format {
-            Format::Text => {
-                if !gtitle.is_empty() {
-                    let _ = writeln!(out, "{gtitle}\n");
-                }
-                table.text(out);
-                out.push('\n');
-                rtable.text(out);
-                out.push('\n');
-            }
-            Format::Markdown => {
-                if !gtitle.is_empty() {
-                    let _ = writeln!(out, "### {gtitle}\n");
-                }
-                table.markdown(out);
-                out.push('\n');
-                rtable.markdown(out);
-                out.push('\n');
-            }
-            Format::Html => {
-                if !gtitle.is_empty() {
-                    let _ = writeln!(out, "<h3>{}</h3>", esc(&gtitle));
-                }
-                table.html(out);
-                rtable.html(out);
-            }
-        }
+        put_group(out, format, &gtitle, &table, &rtable);
     }
     for n in &p.notes {
         match format {
@@ -253,4 +168,116 @@ pub fn section(st: &Stored, study: &Study, format: Format, out: &mut String) {
     if !p.notes.is_empty() && format != Format::Html {
         out.push('\n');
     }
+}
+
+/// The ratios of each level of the rows factor to the baseline, the other
+/// named factors equal: the original's (of column `rc`) and this run's
+/// (`values` gives this run's values in a published cell).
+fn ratio_rows(
+    p: &Published,
+    rows_f: &str,
+    baseline: &str,
+    rc: &str,
+    values: &dyn Fn(&CellLevels<'_>) -> Vec<f64>,
+) -> Vec<Vec<String>> {
+    let mut ratios = Vec::new();
+    for cell in &p.cells {
+        let lv = p.levels(cell);
+        let Some((_, level)) = lv.iter().find(|(k, _)| *k == rows_f) else {
+            continue;
+        };
+        if level == baseline {
+            continue;
+        }
+        let same = |other: &BTreeMap<String, toml::Value>| {
+            let ol = p.levels(other);
+            ol.iter().any(|(k, l)| *k == rows_f && l == baseline)
+                && lv
+                    .iter()
+                    .filter(|(k, _)| *k != rows_f)
+                    .all(|x| ol.contains(x))
+        };
+        let Some(base) = p.cells.iter().find(|c| same(c)) else {
+            continue;
+        };
+        let num = |c: &BTreeMap<String, toml::Value>| {
+            c.get(rc)
+                .and_then(|v| v.as_float().or(v.as_integer().map(|i| i as f64)))
+        };
+        let original = match (num(cell), num(base)) {
+            (Some(a), Some(b)) if b != 0.0 => format!("{:.1}x", a / b),
+            _ => "—".into(),
+        };
+        let here = compare(&values(&lv), &values(&p.levels(base))).map_or(
+            "—".into(),
+            // The interval is the ratio's only when the test was
+            // on the log scale; a difference's interval is no ratio.
+            |c| match (c.test, c.ci) {
+                (crate::report::stats::Test::LogRatio, Some((lo, hi))) => {
+                    format!("{:.1}x (95% CI {:.1}..{:.1})", c.ratio, lo, hi)
+                }
+                _ => format!("{:.1}x", c.ratio),
+            },
+        );
+        let mut row: Vec<String> = lv
+            .iter()
+            .filter(|(k, _)| *k != rows_f)
+            .map(|(k, l)| format!("{k}={l}"))
+            .collect();
+        row.push(format!("{level} / {baseline}"));
+        row.push(original);
+        row.push(here);
+        ratios.push(row);
+    }
+    ratios
+}
+
+/// A group's title, its values table and its ratios table.
+fn put_group(out: &mut String, format: Format, gtitle: &str, table: &Table, rtable: &Table) {
+    match format {
+        Format::Text => {
+            if !gtitle.is_empty() {
+                let _ = writeln!(out, "{gtitle}\n");
+            }
+            table.text(out);
+            out.push('\n');
+            rtable.text(out);
+            out.push('\n');
+        }
+        Format::Markdown => {
+            if !gtitle.is_empty() {
+                let _ = writeln!(out, "### {gtitle}\n");
+            }
+            table.markdown(out);
+            out.push('\n');
+            rtable.markdown(out);
+            out.push('\n');
+        }
+        Format::Html => {
+            if !gtitle.is_empty() {
+                let _ = writeln!(out, "<h3>{}</h3>", esc(gtitle));
+            }
+            table.html(out);
+            rtable.html(out);
+        }
+    }
+}
+
+/// The factors the published cells name, in the study's order.
+fn named_factors(p: &Published, study: &Study) -> Vec<String> {
+    let mut v: Vec<String> = Vec::new();
+    for c in &p.cells {
+        for (k, _) in p.levels(c) {
+            if !v.iter().any(|x| x == k) {
+                v.push(k.to_string());
+            }
+        }
+    }
+    // In the study's factor order.
+    study
+        .factors
+        .iter()
+        .map(|f| f.name.clone())
+        .filter(|f| v.contains(f))
+        .collect()
 }
