@@ -1139,4 +1139,108 @@ columns = [{ name = "r", label = "r", expr = "$elapsed_ms" }]
             ]
         );
     }
+
+    /// A study whose cell has vars, session settings, its own SQL and run
+    /// options, for `ready` and `prepare`.
+    const CELL_STUDY: &str = r#"
+name = "t"
+setup = "create table t{rows} (x int)"
+[vars]
+rows = 5
+s = 2
+[workload]
+sql = "select 1"
+sessions = "{s}"
+statements = 10
+tx_per_commit = 3
+settings = { work_mem = "4MB" }
+[[factors]]
+name = "n"
+levels = [{ name = "a", settings = { jit = "off" }, sql = "select {rows}; select 2", run = { fetch_size = "{rows}", timer = "syscall" } }]
+[report]
+rows = "n"
+columns = [{ name = "r", label = "r", expr = "$elapsed_ms" }]
+"#;
+
+    fn cell_ctx<'a>(
+        l: &'a Loaded,
+        scratch: &'a std::path::Path,
+        empty: &'a (BTreeSet<String>, BTreeMap<String, String>),
+    ) -> Context<'a> {
+        Context {
+            l,
+            restart_keys: &empty.0,
+            scratch,
+            vars: VarSource {
+                quick: false,
+                builtins: &empty.1,
+                overrides: &empty.1,
+            },
+            keep: None,
+            obs: &Quiet,
+        }
+    }
+
+    #[test]
+    fn ready_runs_the_setup_once_with_the_cells_vars() {
+        let l = Loaded::parse("t", CELL_STUDY, None, &[]).unwrap();
+        let scratch = tempfile::tempdir().unwrap();
+        let empty = (BTreeSet::new(), BTreeMap::new());
+        let ctx = cell_ctx(&l, scratch.path(), &empty);
+        let cell = Cell::resolve(&l, &[("n".into(), "a".into())], false, &ctx.vars);
+        let (mut eng, server) = fake_engine(Kind::Postgres, "postgres://u@h/d", vec![]);
+        ready(&ctx, &cell, &mut eng).unwrap();
+        ready(&ctx, &cell, &mut eng).unwrap();
+        let setups: Vec<String> = sent(&server)
+            .into_iter()
+            .filter(|s| s.starts_with("create table"))
+            .collect();
+        assert_eq!(setups, ["create table t5 (x int)"], "once, vars filled in");
+    }
+
+    #[test]
+    fn prepare_takes_the_cells_workload_settings_and_run_options() {
+        let l = Loaded::parse("t", CELL_STUDY, None, &[]).unwrap();
+        let scratch = tempfile::tempdir().unwrap();
+        let empty = (BTreeSet::new(), BTreeMap::new());
+        let ctx = cell_ctx(&l, scratch.path(), &empty);
+        let cell = Cell::resolve(&l, &[("n".into(), "a".into())], false, &ctx.vars);
+        let (eng, _) = fake_engine(Kind::Postgres, "postgres://u@h/d", vec![]);
+        let prep = prepare(&l, &cell, &eng, scratch.path()).unwrap();
+        assert_eq!((prep.sessions, prep.per_commit, prep.warmup), (2, 3, 0));
+        // 10 statements, 3 to a commit: 4 transactions.
+        assert!(
+            matches!(prep.base.stop, Stop::Transactions(4)),
+            "{:?}",
+            prep.base.stop
+        );
+        assert_eq!(prep.base.sessions, 2);
+        assert_eq!(
+            prep.base.settings,
+            [
+                ("work_mem".to_string(), "4MB".to_string()),
+                ("jit".to_string(), "off".to_string())
+            ]
+        );
+        assert!(prep.base.settings_at_connect);
+        assert_eq!(prep.base.fetch_size, 5, "the level's, with the cell's vars");
+        assert_eq!(prep.base.timer, Timer::Syscall);
+        // The level's SQL, each statement its own execution.
+        let sql: Vec<&str> = prep
+            .workload
+            .statements
+            .iter()
+            .map(|s| s.sql.as_str())
+            .collect();
+        assert_eq!(sql, ["select 5", "select 2"]);
+        // The sessions are tagged; messages show the URL as given.
+        assert_ne!(prep.base.url, eng.url);
+        assert!(
+            prep.base.url.contains("tracelab-study"),
+            "{}",
+            prep.base.url
+        );
+        assert_eq!(prep.base.shown_url.as_deref(), Some("postgres://u@h/d"));
+        assert!(prep.base.result_cache.is_none());
+    }
 }
