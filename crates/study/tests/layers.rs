@@ -102,6 +102,14 @@ fn violations(rel: &Path, text: &str) -> Vec<String> {
         {
             continue;
         }
+        if pending.contains("super::super") {
+            // A path up past the parent module hides its layer from this
+            // check: the layers are named through `crate::`.
+            out.push(format!(
+                "src/{}:{start}: `super::super` (name the layer through `crate::`)",
+                rel.display()
+            ));
+        }
         for target in targets(&pending) {
             // Lower-case names are modules; anything else is an item of
             // the face (`crate::StudyError`, re-exported there).
@@ -178,5 +186,12 @@ fn an_import_up_or_across_is_named_with_its_line() {
         violations(Path::new("util.rs"), "").len(),
         1,
         "a file in no layer"
+    );
+    assert_eq!(
+        violations(
+            Path::new("model/spec.rs"),
+            "use super::super::execute::Options;"
+        ),
+        vec!["src/model/spec.rs:1: `super::super` (name the layer through `crate::`)"]
     );
 }
