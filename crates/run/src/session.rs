@@ -194,6 +194,120 @@ macro_rules! round_trip {
 }
 
 impl<C: Conn> Session<C> {
+    /// The settings not sent at connection, each with `set`; false (the
+    /// session failed, said in its summary) when one is refused.
+    async fn apply_settings(&mut self, opts: &RunOptions, engine: Engine) -> bool {
+        let at_connect = startup_settings(opts, engine);
+        for (name, value) in opts.settings.iter().skip(at_connect.len()) {
+            if let Err(e) = self.conn.set(name, value).await {
+                self.s.fail_with(
+                    &e.code,
+                    format!("cannot set {name} = {value}: {}", e.message),
+                );
+                return false;
+            }
+        }
+        true
+    }
+
+    /// Every statement of the workload prepared once (a cursor's DECLARE
+    /// with `--fetch-size`, but not for a query the cache takes), each
+    /// PARSE traced; `None` (the session failed, said in its summary)
+    /// when one is refused.
+    async fn prepare_all(
+        &mut self,
+        opts: &RunOptions,
+        w: &Workload,
+        caching: bool,
+        candidates: &[Candidate],
+    ) -> Option<Vec<Plan>> {
+        let cursors = opts.fetch_size > 0 && self.conn.cursors();
+        let mut plans = Vec::with_capacity(w.statements.len());
+        for (k, st) in w.statements.iter().enumerate() {
+            let cursor = k as u64 + 1;
+            let cached = caching && candidates[k] == Candidate::Query;
+            let prepared = if cursors && is_query(&st.sql) && !cached {
+                let declare = format!(
+                    "DECLARE {FETCH_CURSOR} NO SCROLL CURSOR FOR {}",
+                    st.engine_sql
+                );
+                let fetch = format!("FETCH FORWARD {} FROM {FETCH_CURSOR}", opts.fetch_size);
+                let close = format!("CLOSE {FETCH_CURSOR}");
+                let r = round_trip!(self, cursor, |c| async {
+                    Ok(Plan::Cursor {
+                        declare: c.prepare(&declare).await?,
+                        fetch,
+                        close,
+                    })
+                });
+                (r.times(), r.result)
+            } else {
+                let r = round_trip!(self, cursor, |c| c.prepare(&st.engine_sql));
+                (r.times(), r.result.map(Plan::Whole))
+            };
+            match prepared {
+                (times, Ok(plan)) => {
+                    plans.push(plan);
+                    if let Some(t) = self.trace.as_mut() {
+                        let _ = t.parse(cursor, &st.sql, 3, times);
+                    }
+                }
+                (_, Err(e)) => {
+                    self.s
+                        .fail_with(&e.code, shown(&st.sql, &e.message, "cannot prepare", ""));
+                    return None;
+                }
+            }
+        }
+        Some(plans)
+    }
+
+    /// The session's end: a pause until the run is released
+    /// (`pause_at_exit`), its latencies merged, its trace flushed, its
+    /// connection closed.
+    async fn finish(
+        mut self,
+        opts: &RunOptions,
+        live: &Live,
+        mut paused: Mark<'_>,
+        trace_path: Option<std::path::PathBuf>,
+    ) -> SessionSummary {
+        if opts.pause_at_exit.is_some() {
+            // Stay connected, so that server statistics of the sessions can be
+            // read, until the run is released.
+            paused.arrive();
+            let interrupted = || {
+                opts.interrupt
+                    .as_ref()
+                    .is_some_and(|f| f.load(Ordering::Relaxed))
+            };
+            while !live.released.load(Ordering::Acquire) && !self.conn.is_closed() && !interrupted()
+            {
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            }
+        }
+        // The session's latencies are its statements' together: one
+        // histogram recorded per call, merged once here.
+        for st in &self.s.statements {
+            let _ = self.s.latency.add(&st.latency);
+        }
+        if let Some(t) = self.trace.as_mut() {
+            // Every write of the session loop lands here: the first that
+            // failed (a full disk) is reported once, naming the file.
+            if let Err(e) = t.flush() {
+                self.s.trace_error = Some(format!(
+                    "{}: {e} (the trace is incomplete)",
+                    trace_path
+                        .as_ref()
+                        .map_or(String::new(), |p| p.display().to_string())
+                ));
+            }
+        }
+        let Session { conn, s, .. } = self;
+        conn.close().await;
+        s
+    }
+
     /// Writes the waits around a call that ran from `start` to `end` using
     /// `cpu` of the client's CPU: before it, the time since the previous
     /// call ('SQL*Net message from client', the session outside the
@@ -507,6 +621,61 @@ pub async fn run(
     summary
 }
 
+/// A session's tallies, kept in its summary as its calls end.
+impl SessionSummary {
+    /// Whether the session is to stop: its count of transactions reached
+    /// (errors and ignored ones count), its runtime over at `now`, or the
+    /// run interrupted.
+    #[inline]
+    fn done(&self, opts: &RunOptions, deadline: Option<i64>, now: i64) -> bool {
+        let done = match opts.stop {
+            Stop::Transactions(n) => self.transactions + self.errors + self.ignored >= n,
+            Stop::Runtime(_) => deadline.is_some_and(|d| now >= d),
+        };
+        done || opts
+            .interrupt
+            .as_ref()
+            .is_some_and(|f| f.load(Ordering::Relaxed))
+    }
+
+    /// Statement `k` executed, started at `start`, its latency counted from
+    /// when it was due (`due`, with `--rate`) or started.
+    #[inline]
+    fn executed(&mut self, k: usize, start: i64, latency: i64, due: Option<i64>) {
+        self.executions += 1;
+        if let Some(due) = due {
+            // pgbench's schedule lag: how late the call started.
+            let _ = self.lag.record((start - due).max(0) as u64);
+        }
+        let counts = &mut self.statements[k];
+        counts.executions += 1;
+        let _ = counts.latency.record(latency.max(1) as u64);
+    }
+
+    /// Statement `k` (`sql`, with bind row `row_no`) failed with `e`:
+    /// ignored (`--ignore-errors`), or counted and said.
+    fn failed_call(
+        &mut self,
+        opts: &RunOptions,
+        k: usize,
+        e: &DbError,
+        sql: &str,
+        row_no: usize,
+        live: &Live,
+    ) {
+        if opts.ignore_errors.contains(&e.code) {
+            self.ignored += 1;
+        } else {
+            self.statements[k].errors += 1;
+            self.error(
+                &e.code,
+                shown(sql, &e.message, "", &format!("bind row {row_no}")),
+            );
+            live.errors.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
 /// What a session is given besides its connection.
 struct Env<'a> {
     index: usize,
@@ -590,7 +759,7 @@ async fn drive<C: Conn>(
     conn: C,
     env: Env<'_>,
     summary: SessionSummary,
-    (mut arrival, mut paused): (Mark<'_>, Mark<'_>),
+    (mut arrival, paused): (Mark<'_>, Mark<'_>),
 ) -> SessionSummary {
     let Env {
         index,
@@ -604,39 +773,7 @@ async fn drive<C: Conn>(
         trace_first,
     } = env;
     let mut summary = summary;
-    let trace_path = opts
-        .trace_dir
-        .as_ref()
-        .map(|dir| dir.join(crate::traces::name(trace_first + index)));
-    // A trace that cannot be made is said in the summary (and the exit
-    // status): the run goes on without it.
-    let trace = trace_path.as_ref().and_then(|path| {
-        let name = path
-            .file_name()
-            .map_or(String::new(), |n| n.to_string_lossy().into_owned());
-        let made = File::create(path).and_then(|f| {
-            TraceWriter::new(
-                f,
-                &Header {
-                    name: &name,
-                    engine: engine.name(),
-                    side: "client",
-                    timer: clock.timer().name(),
-                    // Oracle 12.2+ writes the zone as an offset, not `Z`.
-                    started: &humantime::format_rfc3339_micros(SystemTime::now())
-                        .to_string()
-                        .replace('Z', "+00:00"),
-                },
-            )
-        });
-        match made {
-            Ok(t) => Some(t),
-            Err(e) => {
-                summary.trace_error = Some(format!("{}: {e}", path.display()));
-                None
-            }
-        }
-    });
+    let (trace_path, trace) = open_trace(opts, engine, clock, trace_first + index, &mut summary);
     let mut ss = Session {
         conn,
         trace,
@@ -652,16 +789,9 @@ async fn drive<C: Conn>(
         },
     };
     ss.s.backend_pid = ss.conn.backend_id().and_then(|id| i32::try_from(id).ok());
-    let at_connect = startup_settings(opts, engine);
-    for (name, value) in opts.settings.iter().skip(at_connect.len()) {
-        if let Err(e) = ss.conn.set(name, value).await {
-            ss.s.fail_with(
-                &e.code,
-                format!("cannot set {name} = {value}: {}", e.message),
-            );
-            ss.conn.close().await;
-            return ss.s;
-        }
+    if !ss.apply_settings(opts, engine).await {
+        ss.conn.close().await;
+        return ss.s;
     }
     // What each statement is to the result cache, by its text; which
     // queries are served from it the invalidation channel decides, from
@@ -677,44 +807,10 @@ async fn drive<C: Conn>(
     let session_start = clock.now();
     ss.last_end = session_start;
     // Every statement prepared once; its trace cursor is its position + 1.
-    let cursors = opts.fetch_size > 0 && ss.conn.cursors();
-    let mut plans = Vec::with_capacity(w.statements.len());
-    for (k, st) in w.statements.iter().enumerate() {
-        let cursor = k as u64 + 1;
-        let cached = cache.is_some() && candidates[k] == Candidate::Query;
-        let prepared = if cursors && is_query(&st.sql) && !cached {
-            let declare = format!(
-                "DECLARE {FETCH_CURSOR} NO SCROLL CURSOR FOR {}",
-                st.engine_sql
-            );
-            let fetch = format!("FETCH FORWARD {} FROM {FETCH_CURSOR}", opts.fetch_size);
-            let close = format!("CLOSE {FETCH_CURSOR}");
-            let r = round_trip!(ss, cursor, |c| async {
-                Ok(Plan::Cursor {
-                    declare: c.prepare(&declare).await?,
-                    fetch,
-                    close,
-                })
-            });
-            (r.times(), r.result)
-        } else {
-            let r = round_trip!(ss, cursor, |c| c.prepare(&st.engine_sql));
-            (r.times(), r.result.map(Plan::Whole))
-        };
-        match prepared {
-            (times, Ok(plan)) => {
-                plans.push(plan);
-                if let Some(t) = ss.trace.as_mut() {
-                    let _ = t.parse(cursor, &st.sql, 3, times);
-                }
-            }
-            (_, Err(e)) => {
-                ss.s.fail_with(&e.code, shown(&st.sql, &e.message, "cannot prepare", ""));
-                ss.conn.close().await;
-                return ss.s;
-            }
-        }
-    }
+    let Some(plans) = ss.prepare_all(opts, w, cache.is_some(), &candidates).await else {
+        ss.conn.close().await;
+        return ss.s;
+    };
     // A cursor lives in a transaction: in autocommit, each cursor query
     // gets one of its own, as psql's FETCH_COUNT does.
     let wrap = |plan: &Plan| opts.per_commit == 0 && matches!(plan, Plan::Cursor { .. });
@@ -781,16 +877,7 @@ async fn drive<C: Conn>(
         } else {
             ss.last_end.max(hit_end)
         };
-        let done = match opts.stop {
-            Stop::Transactions(n) => ss.s.transactions + ss.s.errors + ss.s.ignored >= n,
-            Stop::Runtime(_) => deadline.is_some_and(|d| now >= d),
-        };
-        if done
-            || opts
-                .interrupt
-                .as_ref()
-                .is_some_and(|f| f.load(Ordering::Relaxed))
-        {
+        if ss.s.done(opts, deadline, now) {
             break;
         }
         if opts.per_commit > 0 && in_batch == 0 {
@@ -949,15 +1036,8 @@ async fn drive<C: Conn>(
         match r {
             Ok((start, end)) => {
                 let start = if wrapped { began } else { start };
-                ss.s.executions += 1;
                 let latency = end - due.unwrap_or(start);
-                if let Some(due) = due {
-                    // pgbench's schedule lag: how late the call started.
-                    let _ = ss.s.lag.record((start - due).max(0) as u64);
-                }
-                let counts = &mut ss.s.statements[k];
-                counts.executions += 1;
-                let _ = counts.latency.record(latency.max(1) as u64);
+                ss.s.executed(k, start, latency, due);
                 live.record(worker, latency as u64);
                 live.transactions.fetch_add(1, Ordering::Relaxed);
                 if opts.per_commit == 0 {
@@ -968,16 +1048,7 @@ async fn drive<C: Conn>(
             }
             Err(e) => {
                 let row_no = row_at(k, bind_row) + 1;
-                if opts.ignore_errors.contains(&e.code) {
-                    ss.s.ignored += 1;
-                } else {
-                    ss.s.statements[k].errors += 1;
-                    ss.s.error(
-                        &e.code,
-                        shown(&st.sql, &e.message, "", &format!("bind row {row_no}")),
-                    );
-                    live.errors.fetch_add(1, Ordering::Relaxed);
-                }
+                ss.s.failed_call(opts, k, &e, &st.sql, row_no, live);
                 if ss.lost() {
                     break;
                 }
@@ -1026,39 +1097,51 @@ async fn drive<C: Conn>(
     }
     // Cache hits count: they are the session's work too.
     ss.s.elapsed_us = ss.last_end.max(hit_end) - session_start;
-    if opts.pause_at_exit.is_some() {
-        // Stay connected, so that server statistics of the sessions can be
-        // read, until the run is released.
-        paused.arrive();
-        let interrupted = || {
-            opts.interrupt
-                .as_ref()
-                .is_some_and(|f| f.load(Ordering::Relaxed))
-        };
-        while !live.released.load(Ordering::Acquire) && !ss.conn.is_closed() && !interrupted() {
-            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    ss.finish(opts, live, paused, trace_path).await
+}
+
+/// The session's client trace, `n`th of the run, with its header; a trace
+/// that cannot be made is said in the summary (and the exit status): the
+/// run goes on without it.
+fn open_trace(
+    opts: &RunOptions,
+    engine: Engine,
+    clock: Clock,
+    n: usize,
+    summary: &mut SessionSummary,
+) -> (Option<std::path::PathBuf>, Option<TraceWriter<File>>) {
+    let trace_path = opts
+        .trace_dir
+        .as_ref()
+        .map(|dir| dir.join(crate::traces::name(n)));
+    let trace = trace_path.as_ref().and_then(|path| {
+        let name = path
+            .file_name()
+            .map_or(String::new(), |n| n.to_string_lossy().into_owned());
+        let made = File::create(path).and_then(|f| {
+            TraceWriter::new(
+                f,
+                &Header {
+                    name: &name,
+                    engine: engine.name(),
+                    side: "client",
+                    timer: clock.timer().name(),
+                    // Oracle 12.2+ writes the zone as an offset, not `Z`.
+                    started: &humantime::format_rfc3339_micros(SystemTime::now())
+                        .to_string()
+                        .replace('Z', "+00:00"),
+                },
+            )
+        });
+        match made {
+            Ok(t) => Some(t),
+            Err(e) => {
+                summary.trace_error = Some(format!("{}: {e}", path.display()));
+                None
+            }
         }
-    }
-    // The session's latencies are its statements' together: one
-    // histogram recorded per call, merged once here.
-    for st in &ss.s.statements {
-        let _ = ss.s.latency.add(&st.latency);
-    }
-    if let Some(t) = ss.trace.as_mut() {
-        // Every write of the session loop lands here: the first that
-        // failed (a full disk) is reported once, naming the file.
-        if let Err(e) = t.flush() {
-            ss.s.trace_error = Some(format!(
-                "{}: {e} (the trace is incomplete)",
-                trace_path
-                    .as_ref()
-                    .map_or(String::new(), |p| p.display().to_string())
-            ));
-        }
-    }
-    let Session { conn, s, .. } = ss;
-    conn.close().await;
-    s
+    });
+    (trace_path, trace)
 }
 
 #[cfg(test)]

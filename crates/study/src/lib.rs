@@ -4,61 +4,41 @@
 //! applies each level, measures, and writes every run to a SQLite results
 //! store at once, from which any report can be rebuilt and two studies
 //! compared.
+//!
+//! The crate is in layers, each importing only the layers below it (and
+//! `error`, beneath them all); `tests/layers.rs` checks every `crate::`
+//! path of the sources against this order:
+//!
+//! 1. `model`: the study file and every feature's spec type, their
+//!    checks, the built-in studies, report expressions, SQL scripts.
+//! 2. `plan`: the runs of a study, each cell resolved once into a typed
+//!    cell (engine, levels, variables, workload).
+//! 3. `store`: the results store (an SQLite file) and the rows it keeps.
+//! 4. `execute` and `report`, side by side, neither importing the
+//!    other: the executor runs the plan and writes the store; the report
+//!    reads the store alone.
+//!
+//! This file, the crate's face, sits above them all.
 
-pub mod builtin;
-mod changes;
-mod columns;
-mod dry_run;
-mod engine;
 mod error;
 mod execute;
-mod freshness;
-mod mariadb;
-mod measure;
-mod names;
-mod overview;
+mod model;
 mod plan;
-mod profile;
-mod proxy;
-mod published;
 mod report;
-mod result_cache;
-mod script;
-mod server_counters;
-mod sessions;
-mod spec;
-mod stats;
 mod store;
-mod svg;
-mod syscall_report;
 
-pub use dry_run::dry_run;
-pub use engine::{redact, ENGINES};
 pub use error::StudyError;
+pub use execute::dry_run::dry_run;
 pub use execute::{run_study, set_server_tracer, Observer, Options, Outcome};
+pub use model::builtin;
+pub use model::engine::{redact, ENGINES};
+pub use model::load;
+pub use model::script::statements;
+pub use model::spec::{Loaded, Study};
 pub use plan::Choice;
+pub use report::stats::{compare, describe, Compare, Describe};
 pub use report::{compare_stores, render, Format};
-pub use script::statements;
-pub use spec::{Loaded, Study};
-pub use stats::{compare, describe, Compare, Describe};
 pub use store::{Store, Stored, FILE as STORE_FILE};
-
-/// A study by built-in name or file path.
-pub fn load(name_or_file: &str) -> Result<Loaded, StudyError> {
-    if let Some(t) = builtin::text(name_or_file) {
-        return Loaded::parse(
-            &format!("{name_or_file}.toml (built in)"),
-            t,
-            None,
-            builtin::files(name_or_file),
-        );
-    }
-    let p = std::path::Path::new(name_or_file);
-    if p.is_file() {
-        return Loaded::from_path(p);
-    }
-    Err(StudyError::NoStudy(name_or_file.to_string()))
-}
 
 /// The report of the store in `dir`.
 pub fn report_dir(dir: &std::path::Path, format: Format) -> Result<String, StudyError> {

@@ -31,18 +31,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-/// The measurements a [`ServerWatch`] gives (`perf_context_switches` only
-/// where perf counts).
-pub const COUNTERS: [&str; 7] = [
-    "voluntary_ctxt_switches",
-    "nonvoluntary_ctxt_switches",
-    "tasks_started",
-    "syscr",
-    "syscw",
-    "server_cpu_ms",
-    "perf_context_switches",
-];
-
 /// How often tasks are read during the run.
 const EVERY: Duration = Duration::from_millis(50);
 
@@ -352,7 +340,7 @@ impl Perf {
 
     /// Stops perf (SIGINT: it prints its counts) and reads them.
     fn finish(mut self) -> Result<u64, String> {
-        crate::measure::interrupt(&mut self.child);
+        crate::execute::measure::interrupt(&mut self.child);
         let text = std::fs::read_to_string(&self.out).unwrap_or_default();
         let err = std::fs::read_to_string(&self.stderr).unwrap_or_default();
         let _ = std::fs::remove_file(&self.out);

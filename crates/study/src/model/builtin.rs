@@ -9,51 +9,51 @@ pub type SqlFiles = &'static [(&'static str, &'static str)];
 pub const STUDIES: &[(&str, &str, SqlFiles)] = &[
     (
         "commit-batch",
-        include_str!("../studies/commit-batch.toml"),
+        include_str!("../../studies/commit-batch.toml"),
         &[],
     ),
     (
         "exec-model",
-        include_str!("../studies/exec-model.toml"),
+        include_str!("../../studies/exec-model.toml"),
         &[],
     ),
     (
         "redo-undo",
-        include_str!("../studies/redo-undo.toml"),
+        include_str!("../../studies/redo-undo.toml"),
         &[(
             "redo-undo/debt.sql",
-            include_str!("../studies/redo-undo/debt.sql"),
+            include_str!("../../studies/redo-undo/debt.sql"),
         )],
     ),
     (
         "result-cache",
-        include_str!("../studies/result-cache.toml"),
+        include_str!("../../studies/result-cache.toml"),
         &[
             (
                 "result-cache/setup.sql",
-                include_str!("../studies/result-cache/setup.sql"),
+                include_str!("../../studies/result-cache/setup.sql"),
             ),
             (
                 "result-cache/binds.txt",
-                include_str!("../studies/result-cache/binds.txt"),
+                include_str!("../../studies/result-cache/binds.txt"),
             ),
         ],
     ),
     (
         "trace-overhead",
-        include_str!("../studies/trace-overhead.toml"),
+        include_str!("../../studies/trace-overhead.toml"),
         &[
             (
                 "trace-overhead/objects.sql",
-                include_str!("../studies/trace-overhead/objects.sql"),
+                include_str!("../../studies/trace-overhead/objects.sql"),
             ),
             (
                 "trace-overhead/postgres.sql",
-                include_str!("../studies/trace-overhead/postgres.sql"),
+                include_str!("../../studies/trace-overhead/postgres.sql"),
             ),
             (
                 "trace-overhead/mariadb.sql",
-                include_str!("../studies/trace-overhead/mariadb.sql"),
+                include_str!("../../studies/trace-overhead/mariadb.sql"),
             ),
         ],
     ),

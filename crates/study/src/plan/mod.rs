@@ -1,10 +1,14 @@
 //! The runs of a study: every cell (one level of each factor) times the
 //! repetitions, in an order that spreads drift over all cells.
 
+pub mod cell;
+
 use std::collections::BTreeMap;
 
 use crate::error::StudyError;
-use crate::spec::{value_text, Level, Loaded, Order};
+use crate::model::spec::{value_text, Level, Loaded, Order, MAX_REPS};
+
+pub use cell::{Amounts, Cell, Phase, VarSource};
 
 /// One planned run.
 #[derive(Debug, Clone, PartialEq)]
@@ -93,9 +97,6 @@ pub fn applies(level: &Level, cell: &[(String, String)]) -> bool {
     })
 }
 
-/// The most repetitions of a cell a study may ask for: more is a mistake
-/// (`reps = 4294967295` planned runs until memory ran out).
-pub const MAX_REPS: u32 = 1000;
 /// The most runs one study may plan.
 pub const MAX_RUNS: usize = 100_000;
 
@@ -155,7 +156,7 @@ pub fn plan(l: &Loaded, c: &Choice, seed: u64) -> Result<Vec<Planned>, StudyErro
         ));
     }
     // Cells with a level that does not apply there (`only_with`) are not
-    // run; the report names them (`crate::overview::not_run`).
+    // run; the report names them (`crate::report::overview::not_run`).
     let named = |c: &[(String, Level)]| -> Vec<(String, String)> {
         c.iter()
             .map(|(f, lv)| (f.clone(), lv.name.clone()))
@@ -329,5 +330,71 @@ columns = [{ name = "r", label = "r", expr = "$elapsed_ms" }]
         );
         let e = Loaded::parse("t", &bad, None, &[]).unwrap_err().to_string();
         assert!(e.contains("has no level `x`"), "{e}");
+    }
+
+    #[test]
+    fn a_shuffled_plan_is_the_interleaved_one_reordered_and_reps_are_counted() {
+        let text = STUDY.replace("reps = 2", "reps = 3\norder = \"random\"");
+        let l = Loaded::parse("t", &text, None, &[]).unwrap();
+        let shuffled = plan(&l, &Choice::default(), 11).unwrap();
+        let other = plan(&l, &Choice::default(), 12).unwrap();
+        let interleaved = plan(
+            &Loaded::parse("t", STUDY, None, &[]).unwrap(),
+            &Choice::default(),
+            0,
+        )
+        .unwrap();
+        assert_eq!(shuffled.len(), 3 * 6);
+        let runs = |p: &[Planned]| {
+            let mut v: Vec<(String, u32)> = p.iter().map(|r| (cell_key(&r.cell), r.rep)).collect();
+            v.sort();
+            v
+        };
+        let mut three = runs(&interleaved);
+        three.extend(
+            interleaved
+                .iter()
+                .filter(|r| r.rep == 0)
+                .map(|r| (cell_key(&r.cell), 2)),
+        );
+        three.sort();
+        assert_eq!(runs(&shuffled), three, "every cell, each repetition once");
+        assert_ne!(shuffled, other, "another seed, another order");
+        assert!(shuffled.iter().enumerate().all(|(i, r)| r.seq == i));
+        // --reps over the file's; out of range refused.
+        let c = Choice {
+            reps: Some(1),
+            ..Choice::default()
+        };
+        assert_eq!(plan(&l, &c, 11).unwrap().len(), 6);
+        let c = Choice {
+            reps: Some(MAX_REPS + 1),
+            ..Choice::default()
+        };
+        let e = plan(&l, &c, 11).unwrap_err().to_string();
+        assert!(e.contains("--reps 1001: expected 1 to 1000"), "{e}");
+    }
+
+    #[test]
+    fn levels_of_any_toml_type_are_named_as_written() {
+        let text = STUDY.replace("values = [1, 2, 4]", "values = [1, 2.5, true, \"x y\"]");
+        let l = Loaded::parse("t", &text, None, &[]).unwrap();
+        let c = Choice {
+            levels: [("a".to_string(), vec!["y".to_string()])].into(),
+            ..Choice::default()
+        };
+        let p = plan(&l, &c, 0).unwrap();
+        let keys: Vec<String> = p
+            .iter()
+            .filter(|r| r.rep == 0)
+            .map(|r| cell_key(&r.cell))
+            .collect();
+        assert_eq!(keys, ["a=y b=1", "a=y b=2.5", "a=y b=true", "a=y b=x y"]);
+        let c = Choice {
+            levels: [("b".to_string(), vec!["3".to_string()])].into(),
+            ..Choice::default()
+        };
+        let e = plan(&l, &c, 0).unwrap_err().to_string();
+        assert!(e.contains("--level b=3: no such level"), "{e}");
     }
 }

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::spec::Loaded;
+use crate::model::spec::Loaded;
 
 /// mariadbd options of the private server: what the study's measurements
 /// need, then the `restart` settings of the levels in force.

@@ -8,56 +8,17 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use serde::Deserialize;
 use tracelab_run::{CacheOptions, Summary};
 
-use crate::spec::{Level, Num};
-
-/// What a level's cache is: the tables annotated, the lag, the size.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct CacheLevel {
-    /// `NAME:force` (every query on it cached) or `NAME:manual` (only
-    /// hinted ones: the original's "cache off").
-    pub tables: Vec<String>,
-    /// The longest a served result may lag a committed change, ms
-    /// (CLIENT_RESULT_CACHE_LAG); a number or `"{var}"`.
-    #[serde(default = "lag")]
-    pub lag: Num,
-    /// Bytes (CLIENT_RESULT_CACHE_SIZE); a number or `"{var}"`.
-    #[serde(default = "size")]
-    pub size: Num,
-    /// Install the invalidation triggers before the run.
-    #[serde(default)]
-    pub setup: bool,
-    /// One cache per session, as each of sqlrun's sessions was a process
-    /// with its cache.
-    #[serde(default)]
-    pub per_session: bool,
-}
-
-fn lag() -> Num {
-    Num::Int(3000)
-}
-fn size() -> Num {
-    Num::Int(1 << 20)
-}
-
-impl CacheLevel {
-    pub fn check(&self) -> Result<(), String> {
-        if self.tables.is_empty() {
-            return Err("tables: expected at least one NAME:force or NAME:manual".into());
-        }
-        tracelab_run::parse_tables(&self.tables).map(|_| ())
-    }
-}
+use crate::model::profiles::measurement_name;
+use crate::model::spec::{Level, Num};
 
 /// The cache options of a cell's levels (the last level that names one),
 /// with `num` turning `lag` and `size` into numbers.
 pub fn options(
     levels: &[Level],
-    num: impl Fn(&str, &Num) -> Result<f64, crate::StudyError>,
-) -> Result<Option<CacheOptions>, crate::StudyError> {
+    num: impl Fn(&str, &Num) -> Result<f64, crate::error::StudyError>,
+) -> Result<Option<CacheOptions>, crate::error::StudyError> {
     let Some(c) = levels.iter().rev().find_map(|l| l.result_cache.as_ref()) else {
         return Ok(None);
     };
@@ -66,7 +27,7 @@ pub fn options(
     Ok(Some(CacheOptions {
         size: size.max(BLOCK as f64) as usize,
         lag: Duration::from_secs_f64(lag.max(1.0) / 1000.0),
-        tables: tracelab_run::parse_tables(&c.tables).map_err(crate::StudyError::Usage)?,
+        tables: tracelab_run::parse_tables(&c.tables).map_err(crate::error::StudyError::Usage)?,
         setup: c.setup,
         per_session: c.per_session,
     }))
@@ -82,26 +43,11 @@ pub fn measurements(summary: &Summary) -> BTreeMap<String, f64> {
     let mut m = BTreeMap::new();
     if let Some(c) = &summary.result_cache {
         for (name, v) in c.rows() {
-            m.insert(
-                format!("rc_{}", crate::profile::measurement_name(name)),
-                v as f64,
-            );
+            m.insert(format!("rc_{}", measurement_name(name)), v as f64);
         }
         m.insert("rc_channel_failures".into(), c.channel_failures as f64);
     }
     m
-}
-
-/// The names [`measurements`] gives a run with a cache, known before the
-/// first run (crate::names).
-pub fn measurement_names() -> Vec<String> {
-    let mut v: Vec<String> = tracelab_run::CacheStats::default()
-        .rows()
-        .iter()
-        .map(|(name, _)| format!("rc_{}", crate::profile::measurement_name(name)))
-        .collect();
-    v.push("rc_channel_failures".into());
-    v
 }
 
 /// Each session's values: its tally (`executions`, as sqlrun's

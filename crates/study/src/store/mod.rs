@@ -9,8 +9,29 @@ use std::path::{Path, PathBuf};
 use rusqlite::{params, Connection, OptionalExtension};
 
 use crate::error::StudyError;
-use crate::measure::Syscall;
 use crate::plan::{cell_key, Planned};
+
+/// One call name of a run's profile.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProfileRow {
+    /// Whose traces: `client` or `proxy`.
+    pub source: String,
+    pub name: String,
+    pub duration: f64,
+    pub calls: u64,
+    pub min: f64,
+    pub max: f64,
+}
+
+/// One row of the `strace -c` table.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Syscall {
+    pub name: String,
+    pub calls: u64,
+    pub errors: u64,
+    /// Time in the call, as strace's `seconds` column (system time).
+    pub seconds: f64,
+}
 
 pub const FILE: &str = "results.sqlite";
 /// The lock file beside the store, held (flock) by the `study run` that
@@ -166,6 +187,10 @@ pub struct Store {
     path: PathBuf,
 }
 
+/// The freshness check's values: engine → session (-1: the whole run)
+/// → name → value.
+pub type Freshness = BTreeMap<String, BTreeMap<i64, BTreeMap<String, f64>>>;
+
 /// What a report needs, read back from a store.
 #[derive(Debug, Clone)]
 pub struct Stored {
@@ -180,9 +205,9 @@ pub struct Stored {
     pub runs: Vec<StoredRun>,
     /// (seq, session, name, value) of every run, by seq and session.
     pub session_values: Vec<(usize, usize, String, f64)>,
-    pub profiles: Vec<(usize, crate::profile::ProfileRow)>,
+    pub profiles: Vec<(usize, ProfileRow)>,
     /// engine → session (-1: the whole run) → name → value.
-    pub freshness: BTreeMap<String, BTreeMap<i64, BTreeMap<String, f64>>>,
+    pub freshness: Freshness,
 }
 
 #[derive(Debug, Clone)]
@@ -452,7 +477,7 @@ impl Store {
         &mut self,
         seq: usize,
         sessions: &[(usize, String, f64)],
-        profiles: &[crate::profile::ProfileRow],
+        profiles: &[ProfileRow],
     ) -> Result<(), StudyError> {
         self.in_transaction(|tx| {
             tx.execute("DELETE FROM session_values WHERE seq = ?1", [seq as i64])?;
@@ -541,162 +566,13 @@ impl Store {
                 path: self.path.clone(),
                 what: "no study recorded".into(),
             })?;
-        let mut facts = BTreeMap::new();
-        {
-            let mut st = self
-                .conn
-                .prepare("SELECT key, value FROM facts")
-                .map_err(|e| self.err(e))?;
-            let rows = st
-                .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))
-                .map_err(|e| self.err(e))?;
-            for r in rows {
-                let (k, v) = r.map_err(|e| self.err(e))?;
-                facts.insert(k, v);
-            }
-        }
+        let facts = self.load_facts()?;
         let plan = self.plan()?;
-        let mut runs = Vec::new();
-        {
-            let mut st = self
-                .conn
-                .prepare("SELECT seq, vars, notes FROM runs ORDER BY seq")
-                .map_err(|e| self.err(e))?;
-            let rows = st
-                .query_map([], |r| {
-                    Ok((
-                        r.get::<_, i64>(0)?,
-                        r.get::<_, String>(1)?,
-                        r.get::<_, String>(2)?,
-                    ))
-                })
-                .map_err(|e| self.err(e))?;
-            let mut m = self
-                .conn
-                .prepare("SELECT name, value FROM measurements WHERE seq = ?1")
-                .map_err(|e| self.err(e))?;
-            let mut sc = self
-                .conn
-                .prepare(
-                    "SELECT name, calls, errors, seconds FROM syscalls WHERE seq = ?1 ORDER BY calls DESC, name",
-                )
-                .map_err(|e| self.err(e))?;
-            for r in rows {
-                let (seq, vars, notes) = r.map_err(|e| self.err(e))?;
-                let mut values: BTreeMap<String, f64> =
-                    serde_json::from_str(&vars).unwrap_or_default();
-                let ms = m
-                    .query_map([seq], |r| Ok((r.get::<_, String>(0)?, r.get::<_, f64>(1)?)))
-                    .map_err(|e| self.err(e))?;
-                for x in ms {
-                    let (k, v) = x.map_err(|e| self.err(e))?;
-                    values.insert(k, v);
-                }
-                let Some(p) = plan.iter().find(|p| p.seq == seq as usize) else {
-                    continue;
-                };
-                let syscalls = sc
-                    .query_map([seq], |r| {
-                        Ok(Syscall {
-                            name: r.get(0)?,
-                            calls: r.get::<_, i64>(1)? as u64,
-                            errors: r.get::<_, i64>(2)? as u64,
-                            seconds: r.get(3)?,
-                        })
-                    })
-                    .map_err(|e| self.err(e))?
-                    .collect::<Result<Vec<_>, _>>()
-                    .map_err(|e| self.err(e))?;
-                runs.push(StoredRun {
-                    seq: seq as usize,
-                    rep: p.rep,
-                    cell: p.cell.clone(),
-                    values,
-                    notes,
-                    strace: p.strace,
-                    syscalls,
-                });
-            }
-        }
+        let runs = self.load_runs(&plan)?;
         let done: std::collections::BTreeSet<usize> = runs.iter().map(|r| r.seq).collect();
-        let mut session_values = Vec::new();
-        {
-            let mut st = self
-                .conn
-                .prepare("SELECT seq, session, name, value FROM session_values ORDER BY seq, session, rowid")
-                .map_err(|e| self.err(e))?;
-            let rows = st
-                .query_map([], |r| {
-                    Ok((
-                        r.get::<_, i64>(0)? as usize,
-                        r.get::<_, i64>(1)? as usize,
-                        r.get::<_, String>(2)?,
-                        r.get::<_, f64>(3)?,
-                    ))
-                })
-                .map_err(|e| self.err(e))?;
-            for r in rows {
-                let r = r.map_err(|e| self.err(e))?;
-                // Only of runs recorded: an interrupted run's are left out.
-                if done.contains(&r.0) {
-                    session_values.push(r);
-                }
-            }
-        }
-        let mut profiles = Vec::new();
-        {
-            let mut st = self
-                .conn
-                .prepare("SELECT seq, source, name, duration, calls, min, max FROM profiles ORDER BY seq, source, rowid")
-                .map_err(|e| self.err(e))?;
-            let rows = st
-                .query_map([], |r| {
-                    Ok((
-                        r.get::<_, i64>(0)? as usize,
-                        crate::profile::ProfileRow {
-                            source: r.get(1)?,
-                            name: r.get(2)?,
-                            duration: r.get(3)?,
-                            calls: r.get::<_, i64>(4)? as u64,
-                            min: r.get(5)?,
-                            max: r.get(6)?,
-                        },
-                    ))
-                })
-                .map_err(|e| self.err(e))?;
-            for r in rows {
-                let r = r.map_err(|e| self.err(e))?;
-                if done.contains(&r.0) {
-                    profiles.push(r);
-                }
-            }
-        }
-        let mut freshness: BTreeMap<String, BTreeMap<i64, BTreeMap<String, f64>>> = BTreeMap::new();
-        {
-            let mut st = self
-                .conn
-                .prepare("SELECT engine, session, name, value FROM freshness")
-                .map_err(|e| self.err(e))?;
-            let rows = st
-                .query_map([], |r| {
-                    Ok((
-                        r.get::<_, String>(0)?,
-                        r.get::<_, i64>(1)?,
-                        r.get::<_, String>(2)?,
-                        r.get::<_, f64>(3)?,
-                    ))
-                })
-                .map_err(|e| self.err(e))?;
-            for r in rows {
-                let (e, s, n, v) = r.map_err(|e| self.err(e))?;
-                freshness
-                    .entry(e)
-                    .or_default()
-                    .entry(s)
-                    .or_default()
-                    .insert(n, v);
-            }
-        }
+        let session_values = self.load_session_values(&done)?;
+        let profiles = self.load_profiles(&done)?;
+        let freshness = self.load_freshness()?;
         Ok(Stored {
             name: head.0,
             file: head.1,
@@ -711,5 +587,183 @@ impl Store {
             profiles,
             freshness,
         })
+    }
+
+    /// The facts recorded (machine, engines, `var.NAME`).
+    fn load_facts(&self) -> Result<BTreeMap<String, String>, StudyError> {
+        let mut facts = BTreeMap::new();
+        let mut st = self
+            .conn
+            .prepare("SELECT key, value FROM facts")
+            .map_err(|e| self.err(e))?;
+        let rows = st
+            .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))
+            .map_err(|e| self.err(e))?;
+        for r in rows {
+            let (k, v) = r.map_err(|e| self.err(e))?;
+            facts.insert(k, v);
+        }
+        Ok(facts)
+    }
+
+    /// Every run recorded, with its values, notes and system calls, in plan
+    /// order (`plan` gives each its cell).
+    fn load_runs(&self, plan: &[Planned]) -> Result<Vec<StoredRun>, StudyError> {
+        let mut runs = Vec::new();
+        let mut st = self
+            .conn
+            .prepare("SELECT seq, vars, notes FROM runs ORDER BY seq")
+            .map_err(|e| self.err(e))?;
+        let rows = st
+            .query_map([], |r| {
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, String>(2)?,
+                ))
+            })
+            .map_err(|e| self.err(e))?;
+        let mut m = self
+            .conn
+            .prepare("SELECT name, value FROM measurements WHERE seq = ?1")
+            .map_err(|e| self.err(e))?;
+        let mut sc = self
+            .conn
+            .prepare(
+                "SELECT name, calls, errors, seconds FROM syscalls WHERE seq = ?1 ORDER BY calls DESC, name",
+            )
+            .map_err(|e| self.err(e))?;
+        for r in rows {
+            let (seq, vars, notes) = r.map_err(|e| self.err(e))?;
+            let mut values: BTreeMap<String, f64> = serde_json::from_str(&vars).unwrap_or_default();
+            let ms = m
+                .query_map([seq], |r| Ok((r.get::<_, String>(0)?, r.get::<_, f64>(1)?)))
+                .map_err(|e| self.err(e))?;
+            for x in ms {
+                let (k, v) = x.map_err(|e| self.err(e))?;
+                values.insert(k, v);
+            }
+            let Some(p) = plan.iter().find(|p| p.seq == seq as usize) else {
+                continue;
+            };
+            let syscalls = sc
+                .query_map([seq], |r| {
+                    Ok(Syscall {
+                        name: r.get(0)?,
+                        calls: r.get::<_, i64>(1)? as u64,
+                        errors: r.get::<_, i64>(2)? as u64,
+                        seconds: r.get(3)?,
+                    })
+                })
+                .map_err(|e| self.err(e))?
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| self.err(e))?;
+            runs.push(StoredRun {
+                seq: seq as usize,
+                rep: p.rep,
+                cell: p.cell.clone(),
+                values,
+                notes,
+                strace: p.strace,
+                syscalls,
+            });
+        }
+        Ok(runs)
+    }
+
+    /// Each session's values, of the runs recorded only (`done`): an
+    /// interrupted run's are left out.
+    fn load_session_values(
+        &self,
+        done: &std::collections::BTreeSet<usize>,
+    ) -> Result<Vec<(usize, usize, String, f64)>, StudyError> {
+        let mut session_values = Vec::new();
+        let mut st = self
+            .conn
+            .prepare(
+                "SELECT seq, session, name, value FROM session_values ORDER BY seq, session, rowid",
+            )
+            .map_err(|e| self.err(e))?;
+        let rows = st
+            .query_map([], |r| {
+                Ok((
+                    r.get::<_, i64>(0)? as usize,
+                    r.get::<_, i64>(1)? as usize,
+                    r.get::<_, String>(2)?,
+                    r.get::<_, f64>(3)?,
+                ))
+            })
+            .map_err(|e| self.err(e))?;
+        for r in rows {
+            let r = r.map_err(|e| self.err(e))?;
+            // Only of runs recorded: an interrupted run's are left out.
+            if done.contains(&r.0) {
+                session_values.push(r);
+            }
+        }
+        Ok(session_values)
+    }
+
+    /// The profiles' rows, of the runs recorded only (`done`).
+    fn load_profiles(
+        &self,
+        done: &std::collections::BTreeSet<usize>,
+    ) -> Result<Vec<(usize, ProfileRow)>, StudyError> {
+        let mut profiles = Vec::new();
+        let mut st = self
+            .conn
+            .prepare("SELECT seq, source, name, duration, calls, min, max FROM profiles ORDER BY seq, source, rowid")
+            .map_err(|e| self.err(e))?;
+        let rows = st
+            .query_map([], |r| {
+                Ok((
+                    r.get::<_, i64>(0)? as usize,
+                    ProfileRow {
+                        source: r.get(1)?,
+                        name: r.get(2)?,
+                        duration: r.get(3)?,
+                        calls: r.get::<_, i64>(4)? as u64,
+                        min: r.get(5)?,
+                        max: r.get(6)?,
+                    },
+                ))
+            })
+            .map_err(|e| self.err(e))?;
+        for r in rows {
+            let r = r.map_err(|e| self.err(e))?;
+            if done.contains(&r.0) {
+                profiles.push(r);
+            }
+        }
+        Ok(profiles)
+    }
+
+    /// The freshness check's values: engine → session → name → value.
+    fn load_freshness(&self) -> Result<Freshness, StudyError> {
+        let mut freshness: Freshness = BTreeMap::new();
+        let mut st = self
+            .conn
+            .prepare("SELECT engine, session, name, value FROM freshness")
+            .map_err(|e| self.err(e))?;
+        let rows = st
+            .query_map([], |r| {
+                Ok((
+                    r.get::<_, String>(0)?,
+                    r.get::<_, i64>(1)?,
+                    r.get::<_, String>(2)?,
+                    r.get::<_, f64>(3)?,
+                ))
+            })
+            .map_err(|e| self.err(e))?;
+        for r in rows {
+            let (e, s, n, v) = r.map_err(|e| self.err(e))?;
+            freshness
+                .entry(e)
+                .or_default()
+                .entry(s)
+                .or_default()
+                .insert(n, v);
+        }
+        Ok(freshness)
     }
 }

@@ -7,12 +7,12 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
-use crate::columns::Expr;
+use crate::model::columns::Expr;
+use crate::model::spec::{value_text, Study};
+use crate::report::stats::compare;
+use crate::report::svg;
 use crate::report::{esc, fmt_num, heading, level_pos, mean, put_table, Format, Table};
-use crate::spec::{value_text, Study};
-use crate::stats::compare;
 use crate::store::StoredRun;
-use crate::svg;
 
 /// A cell: (factor, level) in factor order.
 type Cell = Vec<(String, String)>;
@@ -237,7 +237,7 @@ fn summary(
 /// levels) where both ran.
 fn questions(
     study: &Study,
-    q: &crate::spec::Question,
+    q: &crate::model::spec::Question,
     all: &[(Cell, Values)],
     varies: &dyn Fn(&str) -> bool,
     format: Format,

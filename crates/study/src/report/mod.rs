@@ -3,15 +3,23 @@
 //! a chart. The same function renders the report at the end of a run and
 //! in `study report`, so both are the same, byte for byte.
 
+pub mod freshness;
+pub mod overview;
+pub mod profile;
+pub mod published;
+pub mod sessions;
+pub mod stats;
+pub mod svg;
+pub mod syscall_report;
+
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use crate::columns::{compile, Expr};
 use crate::error::StudyError;
-use crate::spec::{Column, Loaded, Study};
-use crate::stats::{compare, describe, sig, UNSTABLE_CV};
+use crate::model::columns::{compile, Expr};
+use crate::model::spec::{Chart, Column, Loaded, ReportSpec, Study};
+use crate::report::stats::{compare, describe, sig, UNSTABLE_CV};
 use crate::store::{Stored, StoredRun};
-use crate::svg;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
@@ -378,7 +386,12 @@ pub(crate) fn mean(v: Option<&Vec<f64>>) -> Option<f64> {
 
 /// Renders the report of a store.
 pub fn render(st: &Stored, format: Format) -> Result<String, StudyError> {
-    let loaded = Loaded::parse(&st.file, &st.text, None, crate::builtin::files(&st.name))?;
+    let loaded = Loaded::parse(
+        &st.file,
+        &st.text,
+        None,
+        crate::model::builtin::files(&st.name),
+    )?;
     let study = &loaded.study;
     let spec = &study.report;
     let cols: Vec<(String, Expr)> = spec
@@ -398,8 +411,8 @@ pub fn render(st: &Stored, format: Format) -> Result<String, StudyError> {
         format!("{} — {}", study.name, study.title)
     };
     let order = match study.order {
-        crate::spec::Order::Interleaved => "interleaved order".to_string(),
-        crate::spec::Order::Random => format!("random order (seed {})", st.seed),
+        crate::model::spec::Order::Interleaved => "interleaved order".to_string(),
+        crate::model::spec::Order::Random => format!("random order (seed {})", st.seed),
     };
     let mut subtitle = format!(
         "{} of {} runs{}, {} repetition{} per cell in {order}; values are means of the repetitions \
@@ -410,7 +423,7 @@ pub fn render(st: &Stored, format: Format) -> Result<String, StudyError> {
         st.reps,
         if st.reps == 1 { "" } else { "s" }
     );
-    subtitle.push_str(&crate::syscall_report::subtitle(study));
+    subtitle.push_str(&crate::report::syscall_report::subtitle(study));
     match format {
         Format::Text => {
             let _ = writeln!(out, "{title}\n{subtitle}\n");
@@ -432,222 +445,22 @@ pub fn render(st: &Stored, format: Format) -> Result<String, StudyError> {
             }
         }
     }
-    crate::overview::sections(study, &cols, &st.runs, format, &mut out);
+    crate::report::overview::sections(study, &cols, &st.runs, format, &mut out);
     if format == Format::Html {
-        out.push_str(&crate::overview::series_charts(study, &cols, &st.runs));
+        out.push_str(&crate::report::overview::series_charts(
+            study, &cols, &st.runs,
+        ));
     }
     for g in &gs {
-        // Each table's own: the first listed baseline level it has.
-        let baseline = spec.baseline_of(g.cells.iter().map(|(l, _)| l[0].as_str()));
-        let base_vals = baseline
-            .as_ref()
-            .and_then(|b| g.cells.iter().find(|(l, _)| &l[0] == b))
-            .map(|(_, m)| m.clone());
-        // The study's table.
-        let mut head = spec.rows.clone();
-        for c in &spec.columns {
-            head.push(c.label.clone());
-            if c.change && base_vals.is_some() {
-                head.push("%Δ".into());
-            }
-        }
-        let mut rows = Vec::new();
-        // Cells to read with care, said under the table.
-        let mut careful: Vec<String> = Vec::new();
-        for (level, vals) in &g.cells {
-            let mut r = level.clone();
-            let at = spec
-                .rows
-                .iter()
-                .zip(level)
-                .map(|(f, l)| format!("{f}={l}"))
-                .collect::<Vec<_>>()
-                .join(" ");
-            for (c, (_, e)) in spec.columns.iter().zip(&cols) {
-                let m = mean(vals.get(&c.name));
-                let notes = vals
-                    .get(&c.name)
-                    .map(|v| cell_notes(&at, c, e, v))
-                    .unwrap_or_default();
-                let mark = if notes.is_empty() { "" } else { "*" };
-                careful.extend(notes);
-                r.push(m.map_or("—".into(), |x| format!("{}{mark}", fmt_num(x, c.digits))));
-                if c.change {
-                    if let Some(b) = &base_vals {
-                        r.push(match (m, mean(b.get(&c.name))) {
-                            (Some(x), Some(y)) if y != 0.0 => pct((x / y - 1.0) * 100.0),
-                            _ => "—".into(),
-                        });
-                    }
-                }
-            }
-            rows.push(r);
-        }
-        let table = Table {
-            head,
-            rows,
-            left: spec.rows.len(),
-        };
-        let gtitle = if g.title.is_empty() {
-            "Results".to_string()
-        } else {
-            g.title.clone()
-        };
-        match format {
-            Format::Text => {
-                let _ = writeln!(out, "{gtitle}\n");
-                table.text(&mut out);
-                for n in &careful {
-                    let _ = writeln!(out, "* {n}");
-                }
-                out.push('\n');
-            }
-            Format::Markdown => {
-                let _ = writeln!(out, "## {gtitle}\n");
-                table.markdown(&mut out);
-                out.push('\n');
-                for n in &careful {
-                    let _ = writeln!(out, "\\* {n}\n");
-                }
-            }
-            Format::Html => {
-                let _ = writeln!(out, "<h2>{}</h2>", esc(&gtitle));
-                table.html(&mut out);
-                for n in &careful {
-                    let _ = writeln!(out, "<p class=\"note\">* {}</p>", esc(n));
-                }
-                if let Some(ch) = spec.chart.as_ref().filter(|c| c.series.is_none()) {
-                    // Each point the mean of its repetitions, its whisker
-                    // the 95 % interval of the statistics table.
-                    let series: Vec<tracelab_chart::Series> = ch
-                        .lines
-                        .iter()
-                        .map(|name| {
-                            let col = spec.columns.iter().find(|c| &c.name == name);
-                            let label = col.map_or(name.clone(), |c| c.label.clone());
-                            let floor = col.and_then(|c| c.min);
-                            let points = g
-                                .cells
-                                .iter()
-                                .filter_map(|(l, v)| {
-                                    let d = describe(v.get(name)?)?;
-                                    let p = tracelab_chart::Point::new(l.join(" "), d.mean);
-                                    Some(match d.ci {
-                                        Some((a, b)) => {
-                                            p.with_interval(floor.map_or(a, |m| a.max(m)), b)
-                                        }
-                                        None => p,
-                                    })
-                                })
-                                .collect();
-                            tracelab_chart::Series { label, points }
-                        })
-                        .collect();
-                    let title = if g.title.is_empty() {
-                        ch.title.clone()
-                    } else {
-                        format!("{} ({})", ch.title, g.title)
-                    };
-                    out.push_str(&svg::chart(
-                        title.trim(),
-                        &spec.rows.join(" "),
-                        &ch.y_label,
-                        ch.log2_x,
-                        &series,
-                    ));
-                }
-            }
-        }
-        // Statistics.
-        let mut head = vec![
-            "column".to_string(),
-            spec.rows.join(" "),
-            "n".into(),
-            "mean".into(),
-            "median".into(),
-            "sd".into(),
-            "CV".into(),
-            "95% CI".into(),
-        ];
-        if let Some(b) = &baseline {
-            head.push(format!("vs {b} (95% CI)"));
-            head.push(format!("vs {b}: t-test at 5%"));
-        }
-        let mut rows = Vec::new();
-        for c in spec.columns.iter().filter(|c| c.stats) {
-            for (row, vals) in &g.cells {
-                let Some(v) = vals.get(&c.name) else { continue };
-                let Some(d) = describe(v) else { continue };
-                let dg = c.digits + 1;
-                let level = &row[0];
-                let mark = if d.unstable() || c.min.is_some_and(|m| v.iter().any(|x| *x < m)) {
-                    "*"
-                } else {
-                    ""
-                };
-                let mut r = vec![
-                    c.name.clone(),
-                    row.join(" "),
-                    d.n.to_string(),
-                    format!("{}{mark}", fmt_num(d.mean, dg)),
-                    fmt_num(d.median, dg),
-                    fmt_num(d.sd, dg),
-                    d.cv.map_or("—".into(), |cv| format!("{:.0}%", cv * 100.0)),
-                    d.ci.map_or("—".into(), |(a, b)| {
-                        // A quantity with a floor: the interval stops there.
-                        let a = c.min.map_or(a, |m| a.max(m));
-                        format!("{} .. {}", fmt_num(a, dg), fmt_num(b, dg))
-                    }),
-                ];
-                if let Some(b) = &baseline {
-                    let base = base_vals.as_ref().and_then(|m| m.get(&c.name));
-                    match base.and_then(|bv| compare(v, bv)) {
-                        Some(cmp) if Some(level) != Some(b) => {
-                            r.push(cmp.shown(dg));
-                            r.push(cmp.verdict());
-                        }
-                        _ => {
-                            r.push("—".into());
-                            r.push(if Some(level) == Some(b) {
-                                "baseline".into()
-                            } else {
-                                "—".into()
-                            });
-                        }
-                    }
-                }
-                rows.push(r);
-            }
-        }
-        let stats = Table {
-            head,
-            rows,
-            left: 2,
-        };
-        match format {
-            Format::Text => {
-                let _ = writeln!(out, "Statistics ({gtitle})\n");
-                stats.text(&mut out);
-                out.push('\n');
-            }
-            Format::Markdown => {
-                let _ = writeln!(out, "### Statistics ({gtitle})\n");
-                stats.markdown(&mut out);
-                out.push('\n');
-            }
-            Format::Html => {
-                let _ = writeln!(out, "<h3>Statistics ({})</h3>", esc(&gtitle));
-                stats.html(&mut out);
-            }
-        }
+        group_section(&mut out, spec, &cols, g, format);
     }
-    crate::syscall_report::render(study, &st.runs, format, &mut out);
+    crate::report::syscall_report::render(study, &st.runs, format, &mut out);
     // The sections a study asks for beyond its table.
-    crate::published::section(st, study, format, &mut out);
-    crate::sessions::section(st, study, format, &mut out);
-    crate::profile::section(st, study, format, &mut out);
-    crate::freshness::section(st, study, format, &mut out);
-    crate::sessions::tallies(st, study, format, &mut out);
+    crate::report::published::section(st, study, format, &mut out);
+    crate::report::sessions::section(st, study, format, &mut out);
+    crate::report::profile::section(st, study, format, &mut out);
+    crate::report::freshness::section(st, study, format, &mut out);
+    crate::report::sessions::tallies(st, study, format, &mut out);
     // Column definitions, notes and facts.
     let defs = Table {
         head: vec!["column".into(), "label".into(), "expression".into()],
@@ -666,7 +479,7 @@ pub fn render(st: &Stored, format: Format) -> Result<String, StudyError> {
         .collect();
     notes.sort();
     notes.dedup();
-    notes.extend(crate::overview::not_run(study, &st.runs));
+    notes.extend(crate::report::overview::not_run(study, &st.runs));
     let facts = Table {
         head: vec!["fact".into(), "value".into()],
         rows: st
@@ -709,9 +522,244 @@ pub fn render(st: &Stored, format: Format) -> Result<String, StudyError> {
     Ok(out)
 }
 
+/// One table's worth of runs: the study's table, the cells to read with
+/// care, the chart (in HTML), then the statistics.
+fn group_section(
+    out: &mut String,
+    spec: &ReportSpec,
+    cols: &[(String, Expr)],
+    g: &Group,
+    format: Format,
+) {
+    // Each table's own: the first listed baseline level it has.
+    let baseline = spec.baseline_of(g.cells.iter().map(|(l, _)| l[0].as_str()));
+    let base_vals = baseline
+        .as_ref()
+        .and_then(|b| g.cells.iter().find(|(l, _)| &l[0] == b))
+        .map(|(_, m)| m.clone());
+    // The study's table.
+    let mut head = spec.rows.clone();
+    for c in &spec.columns {
+        head.push(c.label.clone());
+        if c.change && base_vals.is_some() {
+            head.push("%Δ".into());
+        }
+    }
+    let mut rows = Vec::new();
+    // Cells to read with care, said under the table.
+    let mut careful: Vec<String> = Vec::new();
+    for (level, vals) in &g.cells {
+        let mut r = level.clone();
+        let at = spec
+            .rows
+            .iter()
+            .zip(level)
+            .map(|(f, l)| format!("{f}={l}"))
+            .collect::<Vec<_>>()
+            .join(" ");
+        for (c, (_, e)) in spec.columns.iter().zip(cols) {
+            let m = mean(vals.get(&c.name));
+            let notes = vals
+                .get(&c.name)
+                .map(|v| cell_notes(&at, c, e, v))
+                .unwrap_or_default();
+            let mark = if notes.is_empty() { "" } else { "*" };
+            careful.extend(notes);
+            r.push(m.map_or("—".into(), |x| format!("{}{mark}", fmt_num(x, c.digits))));
+            if c.change {
+                if let Some(b) = &base_vals {
+                    r.push(match (m, mean(b.get(&c.name))) {
+                        (Some(x), Some(y)) if y != 0.0 => pct((x / y - 1.0) * 100.0),
+                        _ => "—".into(),
+                    });
+                }
+            }
+        }
+        rows.push(r);
+    }
+    let table = Table {
+        head,
+        rows,
+        left: spec.rows.len(),
+    };
+    let gtitle = if g.title.is_empty() {
+        "Results".to_string()
+    } else {
+        g.title.clone()
+    };
+    match format {
+        Format::Text => {
+            let _ = writeln!(out, "{gtitle}\n");
+            table.text(out);
+            for n in &careful {
+                let _ = writeln!(out, "* {n}");
+            }
+            out.push('\n');
+        }
+        Format::Markdown => {
+            let _ = writeln!(out, "## {gtitle}\n");
+            table.markdown(out);
+            out.push('\n');
+            for n in &careful {
+                let _ = writeln!(out, "\\* {n}\n");
+            }
+        }
+        Format::Html => {
+            let _ = writeln!(out, "<h2>{}</h2>", esc(&gtitle));
+            table.html(out);
+            for n in &careful {
+                let _ = writeln!(out, "<p class=\"note\">* {}</p>", esc(n));
+            }
+            if let Some(ch) = spec.chart.as_ref().filter(|c| c.series.is_none()) {
+                out.push_str(&group_chart(spec, ch, g));
+            }
+        }
+    }
+    // Statistics.
+    let mut head = vec![
+        "column".to_string(),
+        spec.rows.join(" "),
+        "n".into(),
+        "mean".into(),
+        "median".into(),
+        "sd".into(),
+        "CV".into(),
+        "95% CI".into(),
+    ];
+    if let Some(b) = &baseline {
+        head.push(format!("vs {b} (95% CI)"));
+        head.push(format!("vs {b}: t-test at 5%"));
+    }
+    let rows = stats_rows(spec, g, baseline.as_deref(), base_vals.as_ref());
+    let stats = Table {
+        head,
+        rows,
+        left: 2,
+    };
+    match format {
+        Format::Text => {
+            let _ = writeln!(out, "Statistics ({gtitle})\n");
+            stats.text(out);
+            out.push('\n');
+        }
+        Format::Markdown => {
+            let _ = writeln!(out, "### Statistics ({gtitle})\n");
+            stats.markdown(out);
+            out.push('\n');
+        }
+        Format::Html => {
+            let _ = writeln!(out, "<h3>Statistics ({})</h3>", esc(&gtitle));
+            stats.html(out);
+        }
+    }
+}
+
+/// The chart of a group (HTML): each point the mean of its repetitions,
+/// its whisker the 95 % interval of the statistics table.
+fn group_chart(spec: &ReportSpec, ch: &Chart, g: &Group) -> String {
+    // Each point the mean of its repetitions, its whisker
+    // the 95 % interval of the statistics table.
+    let series: Vec<tracelab_chart::Series> = ch
+        .lines
+        .iter()
+        .map(|name| {
+            let col = spec.columns.iter().find(|c| &c.name == name);
+            let label = col.map_or(name.clone(), |c| c.label.clone());
+            let floor = col.and_then(|c| c.min);
+            let points = g
+                .cells
+                .iter()
+                .filter_map(|(l, v)| {
+                    let d = describe(v.get(name)?)?;
+                    let p = tracelab_chart::Point::new(l.join(" "), d.mean);
+                    Some(match d.ci {
+                        Some((a, b)) => p.with_interval(floor.map_or(a, |m| a.max(m)), b),
+                        None => p,
+                    })
+                })
+                .collect();
+            tracelab_chart::Series { label, points }
+        })
+        .collect();
+    let title = if g.title.is_empty() {
+        ch.title.clone()
+    } else {
+        format!("{} ({})", ch.title, g.title)
+    };
+    svg::chart(
+        title.trim(),
+        &spec.rows.join(" "),
+        &ch.y_label,
+        ch.log2_x,
+        &series,
+    )
+}
+
+/// The statistics table's rows of a group: per column and row, the
+/// spread of its runs, and against the baseline's when there is one.
+fn stats_rows(
+    spec: &ReportSpec,
+    g: &Group,
+    baseline: Option<&str>,
+    base_vals: Option<&BTreeMap<String, Vec<f64>>>,
+) -> Vec<Vec<String>> {
+    let mut rows = Vec::new();
+    for c in spec.columns.iter().filter(|c| c.stats) {
+        for (row, vals) in &g.cells {
+            let Some(v) = vals.get(&c.name) else { continue };
+            let Some(d) = describe(v) else { continue };
+            let dg = c.digits + 1;
+            let level = &row[0];
+            let mark = if d.unstable() || c.min.is_some_and(|m| v.iter().any(|x| *x < m)) {
+                "*"
+            } else {
+                ""
+            };
+            let mut r = vec![
+                c.name.clone(),
+                row.join(" "),
+                d.n.to_string(),
+                format!("{}{mark}", fmt_num(d.mean, dg)),
+                fmt_num(d.median, dg),
+                fmt_num(d.sd, dg),
+                d.cv.map_or("—".into(), |cv| format!("{:.0}%", cv * 100.0)),
+                d.ci.map_or("—".into(), |(a, b)| {
+                    // A quantity with a floor: the interval stops there.
+                    let a = c.min.map_or(a, |m| a.max(m));
+                    format!("{} .. {}", fmt_num(a, dg), fmt_num(b, dg))
+                }),
+            ];
+            if let Some(b) = baseline {
+                let base = base_vals.and_then(|m| m.get(&c.name));
+                match base.and_then(|bv| compare(v, bv)) {
+                    Some(cmp) if Some(level.as_str()) != Some(b) => {
+                        r.push(cmp.shown(dg));
+                        r.push(cmp.verdict());
+                    }
+                    _ => {
+                        r.push("—".into());
+                        r.push(if Some(level.as_str()) == Some(b) {
+                            "baseline".into()
+                        } else {
+                            "—".into()
+                        });
+                    }
+                }
+            }
+            rows.push(r);
+        }
+    }
+    rows
+}
+
 /// Two stores of the same study, cell by cell: B against A.
 pub fn compare_stores(a: &Stored, b: &Stored) -> Result<String, StudyError> {
-    let la = Loaded::parse(&a.file, &a.text, None, crate::builtin::files(&a.name))?;
+    let la = Loaded::parse(
+        &a.file,
+        &a.text,
+        None,
+        crate::model::builtin::files(&a.name),
+    )?;
     if a.name != b.name {
         return Err(StudyError::Usage(format!(
             "cannot compare study `{}` with study `{}`",

@@ -6,8 +6,8 @@
 use tracelab_engine::Engine;
 
 use crate::error::StudyError;
-use crate::script::statements;
-use crate::spec::{Loaded, Sql};
+use crate::model::script::statements;
+use crate::model::spec::{Loaded, Sql};
 
 /// When a script runs, as the list says it.
 const ONCE: &str = "once, before the first run";
@@ -258,7 +258,7 @@ mod tests {
 
     #[test]
     fn result_cache_names_its_triggers_and_the_writer() {
-        let l = crate::load("result-cache").unwrap();
+        let l = crate::model::load("result-cache").unwrap();
         let flat = flat(&l);
         assert!(
             flat.contains(&"once, before the first run: drop table holiday".to_string()),
@@ -278,7 +278,7 @@ mod tests {
 
     #[test]
     fn commit_batch_names_its_table() {
-        let l = crate::load("commit-batch").unwrap();
+        let l = crate::model::load("commit-batch").unwrap();
         let flat = flat(&l);
         assert!(
             flat.contains(&"once, before the first run: drop table ins_t".to_string()),

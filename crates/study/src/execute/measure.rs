@@ -9,6 +9,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::model::names::RUN_FIGURES;
+use crate::store::Syscall;
+
 /// CPU a process has used, ns (`/proc/PID/schedstat`, field 1: time on
 /// CPU, precise, unlike the 10 ms ticks of /proc/PID/stat).
 pub fn process_cpu_ns(pid: i32) -> Option<u64> {
@@ -285,16 +288,6 @@ pub struct Strace {
     out: PathBuf,
 }
 
-/// One row of the `strace -c` table.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Syscall {
-    pub name: String,
-    pub calls: u64,
-    pub errors: u64,
-    /// Time in the call, as strace's `seconds` column (system time).
-    pub seconds: f64,
-}
-
 /// A whole `strace -c` table: its rows and its `total` line.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct StraceTable {
@@ -394,18 +387,6 @@ fn traced_by(pid: i32, tracer: i32) -> bool {
     }
     any
 }
-
-/// The figures every run has, from its summary (their names are what
-/// report expressions check against before a study runs).
-pub const RUN_FIGURES: [&str; 7] = [
-    "elapsed_ms",
-    "run_ms",
-    "statements",
-    "transactions",
-    "tps",
-    "p50_us",
-    "p99_us",
-];
 
 /// The values of [`RUN_FIGURES`] for one run, in that order: elapsed
 /// (the longest session, first call to end of last) and the run's time
@@ -631,8 +612,8 @@ pub fn maps_file(pid: i32, path: &Path) -> bool {
 /// measurements: `trace_NAME_s`,
 /// `trace_NAME_calls`, `trace_total_s`.
 pub fn trace_profile(dir: &Path) -> Result<BTreeMap<String, f64>, String> {
-    let rows = crate::profile::of_dir(dir, "1")?;
-    Ok(crate::profile::measurements(&rows, "trace_"))
+    let rows = crate::execute::profile::of_dir(dir, "1")?;
+    Ok(crate::execute::profile::measurements(&rows, "trace_"))
 }
 
 /// Stops a tool we started (strace, perf) as a user at a terminal would:

@@ -8,11 +8,11 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
-use crate::measure::Syscall;
+use crate::model::spec::Study;
+use crate::report::svg;
 use crate::report::{esc, fmt_num, tabled, Format, Table};
-use crate::spec::Study;
 use crate::store::StoredRun;
-use crate::svg;
+use crate::store::Syscall;
 
 /// How many of the most different syscalls are marked.
 const MARKED: usize = 5;

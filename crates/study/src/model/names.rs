@@ -6,10 +6,34 @@
 
 use std::collections::BTreeSet;
 
-use crate::columns::compile;
 use crate::error::StudyError;
-use crate::script::{output_names, statements};
-use crate::spec::{Loaded, Sql};
+use crate::model::columns::compile;
+use crate::model::script::{output_names, statements};
+use crate::model::spec::{Loaded, Sql};
+
+/// The figures every run has, from its summary (`execute::measure::run_figures`) (their names are what
+/// report expressions check against before a study runs).
+pub const RUN_FIGURES: [&str; 7] = [
+    "elapsed_ms",
+    "run_ms",
+    "statements",
+    "transactions",
+    "tps",
+    "p50_us",
+    "p99_us",
+];
+
+/// The measurements `execute::server_counters::ServerWatch` gives (`perf_context_switches` only
+/// where perf counts).
+pub const COUNTERS: [&str; 7] = [
+    "voluntary_ctxt_switches",
+    "nonvoluntary_ctxt_switches",
+    "tasks_started",
+    "syscr",
+    "syscw",
+    "server_cpu_ms",
+    "perf_context_switches",
+];
 
 /// What a study's runs will produce.
 struct Produced {
@@ -34,10 +58,7 @@ impl Loaded {
     fn produced(&self) -> Result<Produced, StudyError> {
         let s = &self.study;
         let mut p = Produced {
-            names: crate::measure::RUN_FIGURES
-                .iter()
-                .map(|n| n.to_string())
-                .collect(),
+            names: RUN_FIGURES.iter().map(|n| n.to_string()).collect(),
             prefixes: Vec::new(),
             open: false,
         };
@@ -70,21 +91,19 @@ impl Loaded {
             p.prefixes.push("trace_");
         }
         if s.measure.server_counters {
-            p.names.extend(
-                crate::server_counters::COUNTERS
-                    .iter()
-                    .map(|n| n.to_string()),
-            );
+            p.names.extend(COUNTERS.iter().map(|n| n.to_string()));
         }
         // A proxy in a level's path: its counters and its traces' profile
-        // (crate::proxy::collect); a result cache: Oracle's statistics
-        // (crate::result_cache::measurements).
+        // (crate::execute::proxy::collect); a result cache: Oracle's statistics
+        // (crate::execute::result_cache::measurements).
         if levels.iter().any(|l| l.proxy.is_some()) {
-            p.names.extend(crate::proxy::MEASUREMENTS.map(String::from));
+            p.names
+                .extend(crate::model::proxy::MEASUREMENTS.map(String::from));
             p.prefixes.push("proxy_trace_");
         }
         if levels.iter().any(|l| l.result_cache.is_some()) {
-            p.names.extend(crate::result_cache::measurement_names());
+            p.names
+                .extend(crate::model::result_cache::measurement_names());
         }
         // A preloaded library: the server's processes, and those that
         // mapped it.
@@ -182,7 +201,7 @@ impl Loaded {
 
 #[cfg(test)]
 mod tests {
-    use crate::spec::Loaded;
+    use crate::model::spec::Loaded;
 
     const STUDY: &str = r#"
 name = "t"
@@ -241,8 +260,8 @@ columns = [{ name = "r", label = "r", expr = "EXPR" }]
 
     #[test]
     fn every_built_in_study_names_only_what_it_produces() {
-        for (name, text, _) in crate::builtin::STUDIES {
-            let l = Loaded::parse(name, text, None, crate::builtin::files(name)).unwrap();
+        for (name, text, _) in crate::model::builtin::STUDIES {
+            let l = Loaded::parse(name, text, None, crate::model::builtin::files(name)).unwrap();
             l.check_measurements()
                 .unwrap_or_else(|e| panic!("{name}: {e}"));
         }

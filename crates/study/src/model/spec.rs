@@ -8,6 +8,10 @@ use serde::Deserialize;
 
 use crate::error::StudyError;
 
+/// The most repetitions of a cell a study may ask for: more is a mistake
+/// (`reps = 4294967295` planned runs until memory ran out).
+pub const MAX_REPS: u32 = 1000;
+
 /// A whole study as written.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -50,7 +54,7 @@ pub struct Study {
     pub report: ReportSpec,
     /// A check run after the plan: a writer changes a cached table while
     /// the sessions read, and every result is checked for staleness.
-    pub freshness: Option<crate::freshness::FreshnessSpec>,
+    pub freshness: Option<crate::model::freshness::FreshnessSpec>,
 }
 
 fn three() -> u32 {
@@ -131,10 +135,10 @@ impl TryFrom<BTreeMap<String, toml::Value>> for Settings {
         for (k, v) in m {
             match v {
                 toml::Value::Table(t) => {
-                    if !crate::engine::ENGINES.contains(&k.as_str()) {
+                    if !crate::model::engine::ENGINES.contains(&k.as_str()) {
                         return Err(format!(
                             "`{k}` holds a table: expected `name = value`, or a table of settings per engine ({})",
-                            crate::engine::ENGINES.join(", ")
+                            crate::model::engine::ENGINES.join(", ")
                         ));
                     }
                     let mut e = BTreeMap::new();
@@ -297,9 +301,9 @@ pub struct Level {
     pub engine: Option<String>,
     /// tracelab proxy between the run's sessions and the server, with the
     /// link it emulates; its server-side traces are profiled.
-    pub proxy: Option<crate::proxy::ProxyLevel>,
+    pub proxy: Option<crate::model::proxy::ProxyLevel>,
     /// A client result cache for the run's sessions (`run --result-cache`).
-    pub result_cache: Option<crate::result_cache::CacheLevel>,
+    pub result_cache: Option<crate::model::result_cache::CacheLevel>,
 }
 
 /// `tracelab run` options a level sets for its measured runs.
@@ -389,7 +393,7 @@ pub struct Measure {
     /// Counters of every server process or thread that need no ptrace,
     /// on every run: context switches and read/write syscalls from /proc,
     /// server CPU, tasks started, and `perf stat -e context-switches`
-    /// where perf works (`crate::server_counters`).
+    /// where perf works (`crate::execute::server_counters`).
     #[serde(default)]
     pub server_counters: bool,
     /// The filter (mrskew's `--where`) of the profile tables the report
@@ -487,12 +491,12 @@ pub struct ReportSpec {
     #[serde(default)]
     pub questions: Vec<Question>,
     /// The original study's figures, shown next to these.
-    pub published: Option<crate::published::Published>,
+    pub published: Option<crate::model::published::Published>,
     /// Per-session tables: the tally of each run (sqlrun's rc.log), the
     /// cache statistics, a chart of the sessions' values by cell.
-    pub sessions: Option<crate::sessions::SessionsSpec>,
+    pub sessions: Option<crate::model::sessions::SessionsSpec>,
     /// mrskew's table of the traces of each cell (client and proxy).
-    pub profiles: Option<crate::profile::ProfilesSpec>,
+    pub profiles: Option<crate::model::profiles::ProfilesSpec>,
     /// The System calls section: the strace tables of the runs under
     /// strace (`strace_runs`), side by side per row. `false` leaves it out
     /// (the tables stay in the store) where columns already give the
@@ -714,8 +718,10 @@ impl Loaded {
             Some(Ok(t)) => Ok(t),
             // A copy of a built-in study may keep naming the built-in's
             // SQL files (`tracelab study show redo-undo/debt.sql` prints one).
-            _ if crate::builtin::sql_file(s).is_some() => {
-                Ok(crate::builtin::sql_file(s).unwrap_or_default().to_string())
+            _ if crate::model::builtin::sql_file(s).is_some() => {
+                Ok(crate::model::builtin::sql_file(s)
+                    .unwrap_or_default()
+                    .to_string())
             }
             Some(Err(e)) => Err(self.error(key, format!("cannot read SQL file {s}: {e}"))),
             None => Err(self.error(key, format!("no SQL file {s} in this study"))),
@@ -735,7 +741,7 @@ impl Loaded {
             .iter()
             .find(|(n, _)| *n == name)
             .map(|(_, t)| *t)
-            .or_else(|| crate::builtin::sql_file(name));
+            .or_else(|| crate::model::builtin::sql_file(name));
         match embedded {
             Some(text) => {
                 let path = scratch.join(name.replace('/', "_"));
@@ -757,8 +763,17 @@ impl Loaded {
 
     /// Checks what serde cannot: names that must refer to each other.
     fn check(&self) -> Result<(), StudyError> {
+        self.check_factors()?;
+        self.check_references()?;
+        self.check_measure()?;
+        self.check_report()
+    }
+
+    /// The repetitions, the study's name, the factors and their levels, the
+    /// quick levels.
+    fn check_factors(&self) -> Result<(), StudyError> {
         let s = &self.study;
-        let max = crate::plan::MAX_REPS;
+        let max = MAX_REPS;
         for (key, reps) in [("reps", Some(s.reps)), ("quick_reps", s.quick_reps)] {
             if let Some(r) = reps.filter(|r| !(1..=max).contains(r)) {
                 return Err(self.error(key, format!("{r}: expected 1 to {max} repetitions")));
@@ -789,12 +804,12 @@ impl Loaded {
             }
             if f.name == "engine" {
                 for l in f.level_names() {
-                    if !crate::engine::ENGINES.contains(&l.as_str()) {
+                    if !crate::model::engine::ENGINES.contains(&l.as_str()) {
                         return Err(self.error(
                             "factors.levels.name",
                             format!(
                                 "engine level `{l}`: expected one of {}",
-                                crate::engine::ENGINES.join(", ")
+                                crate::model::engine::ENGINES.join(", ")
                             ),
                         ));
                     }
@@ -825,22 +840,12 @@ impl Loaded {
                 }
             }
         }
-        let factor = |name: &str| s.factors.iter().find(|f| f.name == name);
-        // A factor's name, and optionally one of its levels.
-        let need = |key: &str, name: &str, level: Option<&str>| -> Result<(), StudyError> {
-            let Some(f) = factor(name) else {
-                return Err(self.error(
-                    key,
-                    format!("expected the name of a factor, found `{name}`"),
-                ));
-            };
-            match level {
-                Some(l) if !f.level_names().iter().any(|n| n == l) => {
-                    Err(self.error(key, format!("factor `{}` has no level `{l}`", f.name)))
-                }
-                _ => Ok(()),
-            }
-        };
+        Ok(())
+    }
+
+    /// What levels and the report name: factors, their levels, columns.
+    fn check_references(&self) -> Result<(), StudyError> {
+        let s = &self.study;
         for f in &s.factors {
             for lv in f.all_levels() {
                 for (other, allowed) in &lv.only_with {
@@ -854,7 +859,7 @@ impl Loaded {
                         ));
                     }
                     for a in allowed {
-                        need("factors.levels.only_with", other, Some(&value_text(a)))?;
+                        self.need("factors.levels.only_with", other, Some(&value_text(a)))?;
                     }
                 }
                 if let Some(t) = &lv.run.timer {
@@ -874,13 +879,13 @@ impl Loaded {
             return Err(self.error("report.rows", "expected the name of a factor"));
         }
         for r in &s.report.rows {
-            need("report.rows", r, None)?;
+            self.need("report.rows", r, None)?;
         }
         if let Some(b) = &s.report.baseline {
-            need("report.baseline", &s.report.rows[0], Some(b))?;
+            self.need("report.baseline", &s.report.rows[0], Some(b))?;
         }
         for b in &s.report.baselines {
-            need("report.baselines", &s.report.rows[0], Some(b))?;
+            self.need("report.baselines", &s.report.rows[0], Some(b))?;
         }
         let column = |key: &str, name: &str| -> Result<(), StudyError> {
             if s.report.columns.iter().any(|c| c.name == name) {
@@ -891,47 +896,53 @@ impl Loaded {
         };
         if let Some(c) = &s.report.cells {
             for f in &c.factors {
-                need("report.cells.factors", f, None)?;
+                self.need("report.cells.factors", f, None)?;
             }
             for n in &c.columns {
                 column("report.cells.columns", n)?;
             }
         }
         for a in &s.report.averages {
-            need("report.averages.by", &a.by, None)?;
+            self.need("report.averages.by", &a.by, None)?;
             for f in &a.per {
-                need("report.averages.per", f, None)?;
+                self.need("report.averages.per", f, None)?;
             }
             for n in &a.columns {
                 column("report.averages.columns", n)?;
             }
         }
         for q in &s.report.questions {
-            need("report.questions.baseline", &q.factor, Some(&q.baseline))?;
+            self.need("report.questions.baseline", &q.factor, Some(&q.baseline))?;
             for f in &q.per {
-                need("report.questions.per", f, None)?;
+                self.need("report.questions.per", f, None)?;
             }
             column("report.questions.column", &q.column)?;
         }
         if let Some(f) = s.report.chart.as_ref().and_then(|c| c.series.as_ref()) {
-            need("report.chart.series", f, None)?;
+            self.need("report.chart.series", f, None)?;
         }
         for f in &s.factors {
             for lv in &f.levels {
                 if let Some(e) = &lv.engine {
-                    if !crate::engine::ENGINES.contains(&e.as_str()) {
+                    if !crate::model::engine::ENGINES.contains(&e.as_str()) {
                         return Err(self.error(
                             "factors.levels.engine",
                             format!(
                                 "level `{}`: engine `{e}`: expected one of {}",
                                 lv.name,
-                                crate::engine::ENGINES.join(", ")
+                                crate::model::engine::ENGINES.join(", ")
                             ),
                         ));
                     }
                 }
             }
         }
+        Ok(())
+    }
+
+    /// The measurements asked for, and what they need.
+    fn check_measure(&self) -> Result<(), StudyError> {
+        let s = &self.study;
         if s.measure.strace && s.measure.strace_runs > 0 {
             return Err(self.error(
                 "measure.strace_runs",
@@ -959,8 +970,15 @@ impl Loaded {
                 "vars of the runs under strace are for `strace_runs` (with `strace = true` every run is under strace)",
             ));
         }
+        Ok(())
+    }
+
+    /// Report columns and charts, the workload's protocol, each feature's
+    /// own checks, and the server settings.
+    fn check_report(&self) -> Result<(), StudyError> {
+        let s = &self.study;
         for c in &s.report.columns {
-            crate::columns::compile(&c.expr).map_err(|e| {
+            crate::model::columns::compile(&c.expr).map_err(|e| {
                 self.error(
                     "report.columns.expr",
                     format!("column `{}`: {}", c.name, e.message),
@@ -990,7 +1008,8 @@ impl Loaded {
             }
         }
         if let Some(w) = &s.measure.profile_where {
-            crate::profile::check_where(w).map_err(|e| self.error("measure.profile_where", e))?;
+            crate::model::profiles::check_where(w)
+                .map_err(|e| self.error("measure.profile_where", e))?;
         }
         if let Some(p) = &s.report.published {
             p.check(s).map_err(|e| self.error("report.published", e))?;
@@ -1003,6 +1022,22 @@ impl Loaded {
         }
         self.check_server_settings()?;
         Ok(())
+    }
+
+    /// `name` names a factor, and `level` (when given) one of its levels.
+    fn need(&self, key: &str, name: &str, level: Option<&str>) -> Result<(), StudyError> {
+        let Some(f) = self.study.factors.iter().find(|f| f.name == name) else {
+            return Err(self.error(
+                key,
+                format!("expected the name of a factor, found `{name}`"),
+            ));
+        };
+        match level {
+            Some(l) if !f.level_names().iter().any(|n| n == l) => {
+                Err(self.error(key, format!("factor `{}` has no level `{l}`", f.name)))
+            }
+            _ => Ok(()),
+        }
     }
 
     /// Server settings are written into postgresql.conf, `ALTER SYSTEM
@@ -1061,7 +1096,7 @@ impl Loaded {
         for f in &s.factors {
             for lv in f.all_levels() {
                 for (key, set) in [("server", &lv.server), ("restart", &lv.restart)] {
-                    for engine in crate::engine::ENGINES {
+                    for engine in crate::model::engine::ENGINES {
                         for (k, v) in set.for_engine(engine) {
                             let line = format!(
                                 "factor {} level {}: {key}: {k} = {v:?} ({engine})",

@@ -16,63 +16,14 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
-use serde::Deserialize;
 use tracelab_run::{ResultHook, Rows, Stop};
 
 use crate::error::StudyError;
-use crate::execute::{
-    engine_of, levels_of, num, prepare, ready, run_vars, sql_of, with_tag, Context, Engine,
-};
-use crate::plan::{chosen_levels, Choice};
-use crate::report::{esc, fmt_num, Format, Table};
-use crate::spec::{value_text, Num, Sql, Study};
-
-/// `[freshness]` of a study file.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct FreshnessSpec {
-    /// The cell it runs in: a level of each factor named; the engine is
-    /// each engine of the plan, any other factor its first level run.
-    pub levels: BTreeMap<String, String>,
-    /// Seconds of the run.
-    pub runtime: Num,
-    /// Milliseconds between two changes.
-    pub every_ms: Num,
-    /// Vars of the check over the study's (a shorter lag, say).
-    #[serde(default)]
-    pub vars: BTreeMap<String, toml::Value>,
-    /// The change; `{version}` is its number, from 1.
-    pub write: Sql,
-    /// The result column (from 1) that shows which change a result holds.
-    pub column: usize,
-    /// What that column holds in a row of change N: `fresh {version}`.
-    pub value: String,
-}
-
-impl FreshnessSpec {
-    pub fn check(&self, s: &Study) -> Result<(), String> {
-        let mut cached = false;
-        for (f, l) in &self.levels {
-            let Some(factor) = s.factors.iter().find(|x| &x.name == f) else {
-                return Err(format!("levels: no factor `{f}`"));
-            };
-            let Some(level) = factor.all_levels().into_iter().find(|x| &x.name == l) else {
-                return Err(format!("levels: factor `{f}` has no level `{l}`"));
-            };
-            cached |= level.result_cache.is_some();
-        }
-        if !cached {
-            return Err("levels: expected a level with a result_cache".into());
-        }
-        if self.column == 0 {
-            return Err("column: expected a column number from 1".into());
-        }
-        if !self.value.contains("{version}") {
-            return Err("value: expected `{version}` where the change's number shows".into());
-        }
-        Ok(())
-    }
-}
+use crate::execute::{prepare, ready, with_tag, Context, Engine};
+use crate::model::freshness::FreshnessSpec;
+use crate::model::spec::value_text;
+use crate::plan::cell::sql_of;
+use crate::plan::{chosen_levels, Cell, Choice};
 
 /// Which change a result shows: the number in the first row whose column
 /// holds `prefix NUMBER suffix`; 0 when none does.
@@ -184,7 +135,7 @@ pub(crate) fn run(
 ) -> Result<Vec<(i64, String, f64)>, StudyError> {
     let l = ctx.l;
     // The cell: the levels named, this engine, the first level of the rest.
-    let cell: Vec<(String, String)> = chosen_levels(l, choice)?
+    let factors: Vec<(String, String)> = chosen_levels(l, choice)?
         .into_iter()
         .filter_map(|(f, levels)| {
             let level = if f == "engine" {
@@ -198,22 +149,19 @@ pub(crate) fn run(
             level.map(|lv| (f, lv))
         })
         .collect();
-    let levels = levels_of(l, &cell);
-    let mut vars = run_vars(ctx, &cell, &levels, false);
+    // The check's vars over the cell's.
+    let mut cell = Cell::resolve(l, &factors, false, &ctx.vars);
     for (k, v) in &fr.vars {
-        vars.insert(k.clone(), value_text(v));
+        cell.vars.insert(k.clone(), value_text(v));
     }
-    let e = engine_of(&cell);
-    ctx.obs.note(&format!(
-        "freshness check on {e}: {}",
-        crate::plan::cell_key(&cell)
-    ));
-    ready(ctx, &levels, &vars, eng)?;
-    let prep = prepare(l, &levels, &vars, eng, ctx.scratch)?;
-    let runtime = num(l, "freshness.runtime", &fr.runtime, &vars)?.max(1.0);
-    let every = Duration::from_secs_f64(
-        num(l, "freshness.every_ms", &fr.every_ms, &vars)?.max(1.0) / 1000.0,
-    );
+    let e = cell.engine.clone();
+    ctx.obs
+        .note(&format!("freshness check on {e}: {}", cell.key()));
+    ready(ctx, &cell, eng)?;
+    let prep = prepare(l, &cell, eng, ctx.scratch)?;
+    let runtime = cell.num(l, "freshness.runtime", &fr.runtime)?.max(1.0);
+    let every =
+        Duration::from_secs_f64(cell.num(l, "freshness.every_ms", &fr.every_ms)?.max(1.0) / 1000.0);
     let lag = prep
         .base
         .result_cache
@@ -233,7 +181,7 @@ pub(crate) fn run(
     if eng.kind == tracelab_engine::Engine::Postgres {
         opts.url = with_tag(&eng.url, "tracelab-study-freshness");
     }
-    let in_path = crate::proxy::start_for(&levels, eng.kind, &eng.url, None)?;
+    let in_path = crate::execute::proxy::start_for(&cell.levels, eng.kind, &eng.url, None)?;
     if let Some((px, _)) = &in_path {
         opts.url = px.url(&opts.url)?;
         opts.shown_url = Some(px.url(&eng.url)?);
@@ -247,7 +195,7 @@ pub(crate) fn run(
     let mut writer = Writer::connect(eng.kind, &eng.url)
         .map_err(|why| StudyError::Database(format!("freshness check: the writer: {why}")))?;
     let write_sql = |k: u64| -> Result<Option<String>, StudyError> {
-        let mut v = vars.clone();
+        let mut v = cell.vars.clone();
         v.insert("version".into(), k.to_string());
         sql_of(l, "freshness.write", &fr.write, &e, &v)
     };
@@ -405,116 +353,6 @@ fn values(
     whole.extend(all);
     out.extend(whole.into_iter().map(|(n, v)| (-1, n.to_string(), v)));
     out
-}
-
-/// The report's section: per engine, what the check found.
-pub fn section(st: &crate::store::Stored, study: &Study, format: Format, out: &mut String) {
-    use std::fmt::Write as _;
-    if st.freshness.is_empty() {
-        return;
-    }
-    let title = "Freshness: a writer changes a cached table during a cached run";
-    crate::report::heading(out, format, 2, title);
-    let cell = study
-        .freshness
-        .as_ref()
-        .map(|f| {
-            f.levels
-                .iter()
-                .map(|(k, v)| format!("{k}={v}"))
-                .collect::<Vec<_>>()
-                .join(" ")
-        })
-        .unwrap_or_default();
-    for (engine, by) in &st.freshness {
-        let Some(w) = by.get(&-1) else { continue };
-        let g = |n: &str| w.get(n).copied().unwrap_or(0.0);
-        let lag = g("lag_ms");
-        let stale = g("max_staleness_cached_ms");
-        let ok = stale <= lag && g("unseen") == 0.0 && g("backwards") == 0.0;
-        let text = format!(
-            "engine={engine} {cell}: {} sessions read for {} s (lag {} ms) while a writer made {} change{}, one every {} ms. \
-             {} results checked, {} from the cache. Largest staleness of a cached result: {} ms; of a result from the server \
-             (in flight when the change committed): {} ms. Every session saw every change within {} ms{}. \
-             {}",
-            fmt_num(g("sessions"), 0),
-            fmt_num(g("runtime_s"), 0),
-            fmt_num(lag, 0),
-            fmt_num(g("changes"), 0),
-            if g("changes") == 1.0 { "" } else { "s" },
-            fmt_num(g("every_ms"), 0),
-            fmt_num(g("reads"), 0),
-            fmt_num(g("cached_reads"), 0),
-            fmt_num(stale, 3),
-            fmt_num(g("max_staleness_server_ms"), 3),
-            fmt_num(g("max_visible_ms"), 3),
-            if g("unseen") > 0.0 {
-                format!(
-                    ", except {} times a session read on for a lag without seeing a change",
-                    fmt_num(g("unseen"), 0)
-                )
-            } else {
-                String::new()
-            },
-            if ok {
-                "Within the lag: yes.".to_string()
-            } else {
-                format!(
-                    "Within the lag: NO (staleness {} ms against {} ms; {} results older than one the session had had for the same binds).",
-                    fmt_num(stale, 3),
-                    fmt_num(lag, 0),
-                    fmt_num(g("backwards"), 0)
-                )
-            }
-        );
-        let mut rows = Vec::new();
-        for (s, v) in by.iter().filter(|(s, _)| **s >= 0) {
-            let g = |n: &str| v.get(n).copied().unwrap_or(0.0);
-            rows.push(vec![
-                (s + 1).to_string(),
-                fmt_num(g("reads"), 0),
-                fmt_num(g("cached_reads"), 0),
-                fmt_num(g("highest_change"), 0),
-                fmt_num(g("max_staleness_cached_ms"), 3),
-                fmt_num(g("max_staleness_server_ms"), 3),
-                fmt_num(g("max_visible_ms"), 3),
-                fmt_num(g("unseen"), 0),
-            ]);
-        }
-        let table = Table {
-            head: [
-                "session",
-                "reads",
-                "from cache",
-                "last change seen",
-                "staleness cached (ms)",
-                "staleness server (ms)",
-                "saw each change within (ms)",
-                "unseen",
-            ]
-            .iter()
-            .map(|s| s.to_string())
-            .collect(),
-            rows,
-            left: 1,
-        };
-        match format {
-            Format::Text => {
-                let _ = writeln!(out, "{text}\n");
-                table.text(out);
-                out.push('\n');
-            }
-            Format::Markdown => {
-                let _ = writeln!(out, "{text}\n");
-                table.markdown(out);
-                out.push('\n');
-            }
-            Format::Html => {
-                let _ = writeln!(out, "<p>{}</p>", esc(&text));
-                table.html(out);
-            }
-        }
-    }
 }
 
 #[cfg(test)]

@@ -1,20 +1,12 @@
-//! The engine as a factor: each level names an engine, which gives the
-//! URL the run connects to and a requirement checked before any run.
+//! The requirement of an engine, checked before any run: what is missing
+//! for it here (its client, its server programs), each with how to fix it.
 
 use std::path::Path;
 
 use tracelab_engine::Engine;
 use tracelab_run::{RunOptions, Stop, Workload};
 
-/// The engines a study can name, as its files write them.
-pub const ENGINES: &[&str] = &Engine::NAMES;
-
-/// The engine a URL names, by its scheme (the study's level names).
-pub fn engine_of_url(url: &str) -> Option<&'static str> {
-    Engine::of_url(url).ok().map(Engine::name)
-}
-
-pub use tracelab_engine::redact;
+use crate::model::engine::redact;
 
 /// Whether this build's `tracelab run` can drive `url`: one statement on
 /// it, which fails at once where the scheme is not supported.
@@ -97,22 +89,4 @@ pub fn requirement(engine: &str, db: Option<&str>, scratch: &Path, restarts: boo
         },
     }
     out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn urls_name_engines_and_lose_passwords() {
-        assert_eq!(engine_of_url("postgres://u@h/d"), Some("postgres"));
-        assert_eq!(engine_of_url("sqlite:/tmp/x"), Some("sqlite"));
-        assert_eq!(engine_of_url("mysql://u@h/d"), Some("mariadb"));
-        assert_eq!(engine_of_url("http://x"), None);
-        assert_eq!(
-            redact("postgres://u:secret@h:5/d"),
-            "postgres://u:***@h:5/d"
-        );
-        assert_eq!(redact("postgres://u@h/d"), "postgres://u@h/d");
-    }
 }

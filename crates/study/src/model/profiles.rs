@@ -1,0 +1,64 @@
+//! `[report] profiles` of a study file, the `measure.profile_where`
+//! check, and how a call name becomes a measurement name (profiles are
+//! measured by `execute::profile`, reported by `report::profile`).
+
+use serde::Deserialize;
+use tracelab_skew::SkewOptions;
+
+/// `[report] profiles = { of = ["proxy", "client"], top = 10 }`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProfilesSpec {
+    /// Which traces, in this order: `proxy` (server side) and/or `client`.
+    #[serde(default = "both")]
+    pub of: Vec<String>,
+    /// Rows before the rest fold into `N others` (mrskew's `--top`).
+    #[serde(default = "ten")]
+    pub top: usize,
+}
+
+fn both() -> Vec<String> {
+    vec!["proxy".into(), "client".into()]
+}
+fn ten() -> usize {
+    10
+}
+
+/// Whether `w` is an expression the skew engine takes for `--where`.
+pub fn check_where(w: &str) -> Result<(), String> {
+    tracelab_skew::Query::new(&SkewOptions {
+        where0: w.to_string(),
+        ..SkewOptions::default()
+    })
+    .map(|_| ())
+    .map_err(|e| format!("`{w}`: {e}"))
+}
+
+/// A call name as a measurement name usable in expressions:
+/// "SQL*Net message from client" → `sql_net_message_from_client`.
+pub fn measurement_name(label: &str) -> String {
+    let mut out = String::new();
+    for c in label.trim().chars() {
+        if c.is_ascii_alphanumeric() {
+            out.push(c.to_ascii_lowercase());
+        } else if !out.ends_with('_') {
+            out.push('_');
+        }
+    }
+    out.trim_matches('_').to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_and_filters() {
+        assert_eq!(
+            measurement_name("SQL*Net message from client"),
+            "sql_net_message_from_client"
+        );
+        assert!(check_where("$af < 1").is_ok());
+        assert!(check_where("$af <").is_err());
+    }
+}
