@@ -232,6 +232,10 @@ pub struct FileProfile {
     /// trouble with the input, as warnings are.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// Times the file was read: again for the detail of the statements
+    /// shown when it has many, or with its own top depth.
+    #[serde(skip)]
+    pub readings: usize,
 }
 
 impl FileProfile {
@@ -483,6 +487,7 @@ impl FileProfile {
             timeline,
             warnings,
             notes: Vec::new(),
+            readings: 1,
         }
     }
 }

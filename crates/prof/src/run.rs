@@ -188,6 +188,7 @@ fn profile_file(
     };
     let mut warnings = Vec::new();
     let mut depmin = 0;
+    let mut readings = 1;
     if let Some(min) = col.meta.min_dep.filter(|&d| d > 0) {
         if !again {
             warnings.push(format!(
@@ -196,6 +197,7 @@ fn profile_file(
             ));
         } else {
             depmin = min;
+            readings += 1;
             match read(&source, parts, opts, min, None, keep()) {
                 Ok(r) => (col, summary) = r,
                 Err(why) => return skipped(why),
@@ -206,6 +208,7 @@ fn profile_file(
         let shown = crate::report::rank(&col.stmts, opts.top);
         let keys = Arc::new(col.keys_of(&shown.keep));
         drop(col);
+        readings += 1;
         match read(&source, parts, opts, depmin, None, Keep::Only(keys)) {
             Ok(r) => (col, summary) = r,
             Err(why) => return skipped(why),
@@ -216,7 +219,7 @@ fn profile_file(
         notes.push(format!(
             "{input}: {} distinct statements held whole in memory ({} cannot be read twice; \
              a file past {limit} is read twice, holding whole only the statements shown)",
-            col.stmts.len(),
+            tracelab_skew::number::commify(&col.stmts.len().to_string()),
             what_input(&source)
         ));
     }
@@ -241,6 +244,7 @@ fn profile_file(
         |offset, line| summary.absolute_line(offset, line),
     );
     profile.notes = notes;
+    profile.readings = readings;
     FileOutcome::Profiled(Box::new(profile))
 }
 
