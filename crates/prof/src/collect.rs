@@ -757,6 +757,9 @@ pub(crate) struct Collector {
     pub edges: FxHashMap<(u32, u32), EdgeAgg>,
     /// tkprof's OVERALL TOTALS: statements at depth 0, and deeper.
     pub totals: [TotalsAgg; 2],
+    /// Their waits, by name id (durations, first offset): looked up for
+    /// every wait, where a list would be searched.
+    pub side_waits: [Vec<(Dur, u64)>; 2],
     /// Which statements' detail is kept.
     keep: Keep,
     /// Whether some statement's detail is not kept (the report then needs
@@ -784,6 +787,7 @@ impl Collector {
     pub fn new(thinktime_us: i64, piece: bool, keep: Keep) -> Collector {
         Collector {
             totals: Default::default(),
+            side_waits: Default::default(),
             compact: matches!(keep, Keep::Only(_)),
             keep,
             thinktime_us,
@@ -1323,12 +1327,15 @@ impl Collector {
                 if let Some(s) = self.stmts[sid as usize].detail.as_deref_mut() {
                     add_loose(&mut s.waits, name_id, ela, offset);
                 }
-                add_loose(
-                    &mut totals_of(&mut self.stmts, &mut self.totals, sid).waits,
-                    name_id,
-                    ela,
-                    offset,
-                );
+                match self.stmts[sid as usize].class() {
+                    Some(c) => add_side_wait(&mut self.side_waits[c], name_id, &one(ela), offset),
+                    None => add_loose(
+                        &mut totals_of(&mut self.stmts, &mut self.totals, sid).waits,
+                        name_id,
+                        ela,
+                        offset,
+                    ),
+                }
             }
             None => add_loose(&mut self.loose_waits, name_id, ela, offset),
         }
@@ -1667,6 +1674,13 @@ impl Collector {
         }
         for (mine, theirs) in self.totals.iter_mut().zip(&o.totals) {
             mine.add(theirs, Some(&names));
+        }
+        for (mine, theirs) in self.side_waits.iter_mut().zip(&o.side_waits) {
+            for (n, (d, at)) in theirs.iter().enumerate() {
+                if d.count > 0 {
+                    add_side_wait(mine, names[n], d, *at);
+                }
+            }
         }
         for ((p, c), e) in o.edges {
             add_edge(
@@ -2092,6 +2106,26 @@ fn trim_secs(s: f64) -> String {
     let t = format!("{s:.6}");
     let t = t.trim_end_matches('0').trim_end_matches('.');
     t.to_string()
+}
+
+/// One wait of `us`.
+fn one(us: i64) -> Dur {
+    let mut d = Dur::default();
+    d.add(us);
+    d
+}
+
+/// Adds waits `d` of name `name`, first seen at `at`, to waits by name id
+/// (the first seen is the earliest: waits come in file order, the pieces'
+/// after those before them).
+fn add_side_wait(v: &mut Vec<(Dur, u64)>, name: u32, d: &Dur, at: u64) {
+    let i = name as usize;
+    if v.len() <= i {
+        v.resize(i + 1, (Dur::default(), u64::MAX));
+    }
+    let w = &mut v[i];
+    w.0.merge(d);
+    w.1 = w.1.min(at);
 }
 
 fn add_loose(v: &mut Vec<(u32, Dur, u64)>, name: u32, us: i64, offset: u64) {

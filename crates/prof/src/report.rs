@@ -436,6 +436,13 @@ impl FileProfile {
                 sides[s.final_class()].add(u, None);
             }
         }
+        for (side, waits) in sides.iter_mut().zip(&col.side_waits) {
+            for (n, (d, at)) in waits.iter().enumerate() {
+                if d.count > 0 {
+                    crate::collect::merge_wait(&mut side.waits, n as u32, d, *at);
+                }
+            }
+        }
         let [nr, rc] = sides;
         let mut nr_waits: Vec<(u32, Dur, u64)> = col.loose_waits.clone();
         for (n, d, at) in &nr.waits {
