@@ -15,6 +15,7 @@
 //! under the process and cursor, and they go to the statement the cursor
 //! has when the pieces are added up.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
@@ -22,7 +23,7 @@ use tracelab_trace::{Call, CallKind, DbFields, Statement};
 
 use crate::binds::{BindBuf, BindStats};
 use crate::plan::{add_capture, parse_stat, Plan, StatLine};
-use crate::stats::{CallTable, ChildSums, ChildTable, Dur, P10};
+use crate::stats::{CallSums, CallTable, ChildSums, ChildTable, Dur, P10};
 use crate::timeline::Timeline;
 
 /// Slots of the wait-name cache.
@@ -86,14 +87,90 @@ pub(crate) struct Slowest {
     pub binds: Vec<Option<String>>,
 }
 
-/// Everything kept about one statement.
+/// Everything kept about one statement: the little kept for every
+/// statement however many there are (what ranks it, what it adds to the
+/// folded line and to tkprof's totals, about 200 bytes with its key), and
+/// its detail (tkprof's tables, waits, plans, binds, histograms: some
+/// kilobytes), which a trace of millions of distinct statements keeps only
+/// for those the report shows (see [`Keep`]).
 #[derive(Debug, Clone, Default)]
 pub(crate) struct StmtAgg {
-    pub stmt: Statement,
-    /// Depth learnt from the statement's database calls.
-    pub dep_seen: Option<i64>,
     /// (byte offset, line) where the statement first shows.
     pub first: (u64, u64),
+    pub own: Own,
+    /// `dep=` of the statement's PARSING IN CURSOR.
+    pub dep: Option<i64>,
+    /// Depth learnt from the statement's database calls.
+    pub dep_seen: Option<i64>,
+    hv: Option<i64>,
+    sql_len: usize,
+    pub placeholder: bool,
+    /// What it adds to tkprof's totals while it is not known which of the
+    /// two (depth 0 or deeper) it goes to: a statement with no `dep=` of its
+    /// own, placed by the depth of its calls when the reading ends.
+    pub unclassed: Option<Box<TotalsAgg>>,
+    pub detail: Option<Box<StmtDetail>>,
+}
+
+/// A statement's calls with and without the recursive calls inside them,
+/// in the few sums its rank needs.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Own {
+    /// Database calls of every kind.
+    pub calls: u64,
+    pub elapsed_us: i64,
+    pub cpu_us: i64,
+    /// What the recursive calls inside them took.
+    pub kids_elapsed_us: i64,
+    pub kids_cpu_us: i64,
+}
+
+impl Own {
+    /// Elapsed time less that of the recursive calls inside: the share of R.
+    pub fn self_elapsed_us(&self) -> i64 {
+        self.elapsed_us - self.kids_elapsed_us
+    }
+
+    pub fn self_cpu_us(&self) -> i64 {
+        self.cpu_us - self.kids_cpu_us
+    }
+
+    fn add(&mut self, o: &Own) {
+        self.calls += o.calls;
+        self.elapsed_us += o.elapsed_us;
+        self.cpu_us += o.cpu_us;
+        self.kids_elapsed_us += o.kids_elapsed_us;
+        self.kids_cpu_us += o.kids_cpu_us;
+    }
+}
+
+/// What the statements of one side of tkprof's OVERALL TOTALS (depth 0,
+/// or deeper) add up to: added as the calls come, so that the totals need
+/// nothing per statement.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct TotalsAgg {
+    pub calls: CallTable,
+    pub children: ChildTable,
+    /// Waits on the statements' cursors: name id, durations, first offset.
+    pub waits: Vec<(u32, Dur, u64)>,
+}
+
+impl TotalsAgg {
+    /// Adds `o`, whose wait names are translated by `names`.
+    pub fn add(&mut self, o: &TotalsAgg, names: Option<&[u32]>) {
+        self.calls.add(&o.calls);
+        self.children.add(&o.children);
+        for (n, d, at) in &o.waits {
+            let n = names.map_or(*n, |m| m[*n as usize]);
+            merge_wait(&mut self.waits, n, d, *at);
+        }
+    }
+}
+
+/// The detail of a statement, what its own section of the report shows.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct StmtDetail {
+    pub stmt: Statement,
     pub calls: CallTable,
     pub children: ChildTable,
     pub og: Option<i64>,
@@ -110,28 +187,158 @@ pub(crate) struct StmtAgg {
     pub slowest: Option<Slowest>,
     pub binds: BindStats,
     pub plans: Vec<Plan>,
-    /// In a piece: the process and cursor whose statement was parsed
-    /// before the piece began (the reader gave a placeholder); the figures
-    /// go to that statement when the pieces are added up.
-    inherited: Option<(Option<u64>, u64)>,
 }
 
 impl StmtAgg {
-    fn add_wait(&mut self, name: u32, us: i64, offset: u64) {
-        add_loose(&mut self.waits, name, us, offset);
+    fn new(stmt: &Statement, first: (u64, u64), detail: bool) -> StmtAgg {
+        StmtAgg {
+            first,
+            dep: stmt.dep,
+            hv: stmt.hv,
+            sql_len: stmt.sql.len(),
+            placeholder: stmt.placeholder,
+            detail: detail.then(|| {
+                Box::new(StmtDetail {
+                    stmt: stmt.clone(),
+                    ..StmtDetail::default()
+                })
+            }),
+            ..StmtAgg::default()
+        }
+    }
+
+    /// The same statement with nothing added up yet: what a piece's
+    /// statement new to the pieces before it starts as there.
+    fn blank(&self, detail: bool) -> StmtAgg {
+        StmtAgg {
+            first: self.first,
+            dep: self.dep,
+            hv: self.hv,
+            sql_len: self.sql_len,
+            placeholder: self.placeholder,
+            detail: detail.then(|| {
+                Box::new(StmtDetail {
+                    stmt: self
+                        .detail
+                        .as_ref()
+                        .map(|d| d.stmt.clone())
+                        .unwrap_or_default(),
+                    ..StmtDetail::default()
+                })
+            }),
+            ..StmtAgg::default()
+        }
+    }
+
+    /// Which side of tkprof's totals the statement is on, if known for
+    /// good: a statement parsed with a `dep=` is told apart from the same
+    /// text at another depth; a placeholder is not.
+    fn class(&self) -> Option<usize> {
+        if self.placeholder {
+            return None;
+        }
+        self.dep.map(|d| usize::from(d > 0))
+    }
+
+    /// The side of tkprof's totals, when the reading has ended.
+    pub fn final_class(&self) -> usize {
+        usize::from(self.dep.or(self.dep_seen).unwrap_or(0) > 0)
     }
 
     fn execution_done(&mut self, x: &OpenExec, binds: Option<&BindBuf>) {
-        self.execution_hist.add(x.us);
-        self.executions.add(x.us);
-        if self.slowest.as_ref().is_none_or(|s| x.us > s.elapsed_us) {
-            self.slowest = Some(Slowest {
+        let Some(s) = self.detail.as_deref_mut() else {
+            return;
+        };
+        s.execution_hist.add(x.us);
+        s.executions.add(x.us);
+        if s.slowest.as_ref().is_none_or(|m| x.us > m.elapsed_us) {
+            s.slowest = Some(Slowest {
                 elapsed_us: x.us,
                 offset: x.offset,
                 line: x.line,
                 binds: binds.map(|b| b.values()).unwrap_or_default(),
             });
         }
+    }
+}
+
+/// The totals statement `sid` adds to: its side's, or its own until its
+/// side is known.
+fn totals_of<'a>(
+    stmts: &'a mut [StmtAgg],
+    totals: &'a mut [TotalsAgg; 2],
+    sid: u32,
+) -> &'a mut TotalsAgg {
+    let s = &mut stmts[sid as usize];
+    match s.class() {
+        Some(c) => &mut totals[c],
+        None => s.unclassed.get_or_insert_with(Box::default),
+    }
+}
+
+/// The sums of calls of kind `kind` in a call table.
+fn call_slot(t: &mut CallTable, kind: CallKind) -> &mut CallSums {
+    match kind {
+        CallKind::Parse => &mut t.parse,
+        CallKind::Exec | CallKind::Unmap | CallKind::SortUnmap => &mut t.execute,
+        CallKind::Fetch => &mut t.fetch,
+        _ => &mut t.other,
+    }
+}
+
+/// Which statements a reading keeps the detail of.
+#[derive(Debug, Clone)]
+pub(crate) enum Keep {
+    /// Every statement's: the report shows them all (`--top 0`), or the
+    /// input cannot be read again.
+    All,
+    /// Every statement's up to `limit` distinct statements, then none (the
+    /// reading becomes `compact`, and the file is read again for the
+    /// detail of those the report shows). The pieces of a reading count
+    /// them together in `seen`; the state they are added up in counts its
+    /// own (`None`).
+    Until {
+        limit: usize,
+        seen: Option<Arc<AtomicUsize>>,
+    },
+    /// Only of these statements, by key and depth (those a first reading
+    /// found the report shows), and of those a piece inherited from the
+    /// pieces before it (known only when the pieces are added up).
+    Only(Arc<KeySet>),
+}
+
+/// Statement keys ([`stmt_key`]) and the depths they are told apart by.
+pub(crate) type KeySet = FxHashMap<Box<str>, Vec<Option<i64>>>;
+
+/// Statement ids by key: one depth, or several (the same SQL at depth 0 and
+/// in PL/SQL), without a list per statement.
+#[derive(Debug, Clone)]
+enum Ids {
+    One(Option<i64>, u32),
+    Many(Vec<(Option<i64>, u32)>),
+}
+
+impl Ids {
+    fn find(&self, dep: Option<i64>) -> Option<u32> {
+        match self {
+            Ids::One(d, id) => (*d == dep).then_some(*id),
+            Ids::Many(v) => v.iter().find(|(d, _)| *d == dep).map(|(_, id)| *id),
+        }
+    }
+
+    fn push(&mut self, dep: Option<i64>, id: u32) {
+        match self {
+            Ids::One(d, i) => *self = Ids::Many(vec![(*d, *i), (dep, id)]),
+            Ids::Many(v) => v.push((dep, id)),
+        }
+    }
+
+    fn each(&self) -> impl Iterator<Item = (Option<i64>, u32)> + '_ {
+        let (one, many) = match self {
+            Ids::One(d, id) => (Some((*d, *id)), &[][..]),
+            Ids::Many(v) => (None, &v[..]),
+        };
+        one.into_iter().chain(many.iter().copied())
     }
 }
 
@@ -188,8 +395,10 @@ impl CursorState {
 #[derive(Debug, Clone, Default)]
 struct Pending {
     sums: ChildSums,
-    /// By child statement: calls, elapsed, CPU.
-    edges: Vec<(u32, u64, i64, i64)>,
+    /// By child statement (those whose detail is kept: the edges of the
+    /// tree of recursive statements are shown between those only). A map:
+    /// a PL/SQL block may run millions of distinct statements.
+    edges: FxHashMap<u32, EdgeAgg>,
 }
 
 impl Pending {
@@ -197,15 +406,8 @@ impl Pending {
     /// edges by child statement.
     fn append(&mut self, o: Pending) {
         self.sums.add(&o.sums);
-        for (child, calls, e, c) in o.edges {
-            match self.edges.iter_mut().find(|x| x.0 == child) {
-                Some(x) => {
-                    x.1 += calls;
-                    x.2 += e;
-                    x.3 += c;
-                }
-                None => self.edges.push((child, calls, e, c)),
-            }
+        for (child, e) in o.edges {
+            self.edges.entry(child).or_default().add(&e);
         }
     }
 }
@@ -258,12 +460,52 @@ fn child_slot(t: &mut ChildTable, kind: CallKind) -> &mut ChildSums {
     }
 }
 
+/// The recursive calls a call of statement `sid` and kind `kind` claimed
+/// (`sums`): into the statement's figures and its side of the totals.
+fn claim_children(
+    stmts: &mut [StmtAgg],
+    totals: &mut [TotalsAgg; 2],
+    sid: u32,
+    kind: CallKind,
+    sums: &ChildSums,
+) {
+    let s = &mut stmts[sid as usize];
+    s.own.kids_elapsed_us += sums.elapsed_us;
+    s.own.kids_cpu_us += sums.cpu_us;
+    if let Some(d) = s.detail.as_deref_mut() {
+        child_slot(&mut d.children, kind).add(sums);
+    }
+    child_slot(&mut totals_of(stmts, totals, sid).children, kind).add(sums);
+}
+
 /// A parent statement's recursive children: calls, elapsed and CPU.
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct EdgeAgg {
     pub calls: u64,
     pub elapsed_us: i64,
     pub cpu_us: i64,
+}
+
+impl EdgeAgg {
+    fn add(&mut self, o: &EdgeAgg) {
+        self.calls += o.calls;
+        self.elapsed_us += o.elapsed_us;
+        self.cpu_us += o.cpu_us;
+    }
+}
+
+/// Adds `e` to the edge from `parent` to `child` when both statements' detail
+/// is kept (the report shows the tree between those only).
+fn add_edge(
+    stmts: &[StmtAgg],
+    edges: &mut FxHashMap<(u32, u32), EdgeAgg>,
+    parent: u32,
+    child: u32,
+    e: &EdgeAgg,
+) {
+    if stmts[parent as usize].detail.is_some() && stmts[child as usize].detail.is_some() {
+        edges.entry((parent, child)).or_default().add(e);
+    }
 }
 
 /// A piece's end of an execution begun before the piece, settled when
@@ -505,12 +747,24 @@ pub(crate) struct Collector {
     /// unaccounted-for time).
     pub comps: Vec<Dur>,
     pub stmts: Vec<StmtAgg>,
-    /// Statement ids by sqlid, then by depth.
-    stmt_ids: FxHashMap<Box<str>, Vec<(Option<i64>, u32)>>,
+    /// Statement ids by key ([`stmt_key`]), then by depth.
+    stmt_ids: FxHashMap<Box<str>, Ids>,
     /// In a piece: the statement ids of cursors parsed before it, by
-    /// process and cursor.
-    inherited: FxHashMap<(Option<u64>, u64), u32>,
+    /// process and cursor, with the placeholder's key.
+    inherited: FxHashMap<(Option<u64>, u64), (u32, Box<str>)>,
+    /// Edges of the tree of recursive statements, between statements whose
+    /// detail is kept.
     pub edges: FxHashMap<(u32, u32), EdgeAgg>,
+    /// tkprof's OVERALL TOTALS: statements at depth 0, and deeper.
+    pub totals: [TotalsAgg; 2],
+    /// Their waits, by name id (durations, first offset): looked up for
+    /// every wait, where a list would be searched.
+    pub side_waits: [Vec<(Dur, u64)>; 2],
+    /// Which statements' detail is kept.
+    keep: Keep,
+    /// Whether some statement's detail is not kept (the report then needs
+    /// another reading, with `Keep::Only`, unless it is one).
+    pub compact: bool,
     /// Waits on no statement's cursor (`WAIT #0`), by name id.
     pub loose_waits: Vec<(u32, Dur, u64)>,
     pub timeline: Timeline,
@@ -530,8 +784,12 @@ pub(crate) struct Collector {
 }
 
 impl Collector {
-    pub fn new(thinktime_us: i64, piece: bool) -> Collector {
+    pub fn new(thinktime_us: i64, piece: bool, keep: Keep) -> Collector {
         Collector {
+            totals: Default::default(),
+            side_waits: Default::default(),
+            compact: matches!(keep, Keep::Only(_)),
+            keep,
             thinktime_us,
             think_name: think_name(thinktime_us),
             names: Names::default(),
@@ -636,7 +894,7 @@ impl Collector {
                 if let Some(id) = st.stmt {
                     // The same statement as last time on this cursor: the
                     // address alone could be a new statement's after a free.
-                    if st.stmt_ptr == ptr && same_stmt(&self.stmts[id as usize].stmt, stmt) {
+                    if st.stmt_ptr == ptr && self.same_stmt(id, stmt) {
                         return id;
                     }
                     // A placeholder on a cursor with a statement: the
@@ -654,7 +912,11 @@ impl Collector {
         let id = if stmt.placeholder && self.piece {
             self.inherited_entry(k, stmt, (offset, line))
         } else {
-            self.stmt_entry(stmt, (offset, line))
+            let key = stmt_key(stmt);
+            let first = (offset, line);
+            self.stmt_entry(&key, key_dep(stmt), first, |detail| {
+                StmtAgg::new(stmt, first, detail)
+            })
         };
         if old.is_some() && old != Some(id) {
             // A new statement on a reused cursor ends what the old one did.
@@ -677,14 +939,17 @@ impl Collector {
     /// file for the statements each inherits).
     fn inherited_entry(&mut self, k: u64, stmt: &Statement, first: (u64, u64)) -> u32 {
         let next = self.stmts.len() as u32;
-        let id = *self.inherited.entry((self.pid, k)).or_insert(next);
+        let id = self
+            .inherited
+            .entry((self.pid, k))
+            .or_insert_with(|| (next, stmt.sqlid.as_str().into()))
+            .0;
         if id == next {
-            self.stmts.push(StmtAgg {
-                stmt: stmt.clone(),
-                first,
-                inherited: Some((self.pid, k)),
-                ..StmtAgg::default()
-            });
+            // Its detail is kept whatever the statements kept (but not
+            // when none is): which statement it is is known only when the
+            // pieces are added up.
+            let detail = !self.compact || matches!(self.keep, Keep::Only(_));
+            self.stmts.push(StmtAgg::new(stmt, first, detail));
         }
         id
     }
@@ -699,12 +964,21 @@ impl Collector {
         d.cursors.get(&k)?.stmt
     }
 
-    fn find_stmt(&self, sqlid: &str, dep: Option<i64>) -> Option<u32> {
-        self.stmt_ids
-            .get(sqlid)?
-            .iter()
-            .find(|(d, _)| *d == dep)
-            .map(|(_, id)| *id)
+    fn find_stmt(&self, key: &str, dep: Option<i64>) -> Option<u32> {
+        self.stmt_ids.get(key)?.find(dep)
+    }
+
+    /// Whether `b`, at the address statement `id` was last seen at, is
+    /// still that statement: the reader frees a cursor's statement when
+    /// the cursor is parsed again, so an address can come back with another
+    /// statement. Hash value and text length tell them apart without
+    /// comparing texts (with no hash value, the key does).
+    fn same_stmt(&self, id: u32, b: &Statement) -> bool {
+        let a = &self.stmts[id as usize];
+        a.hv == b.hv
+            && a.sql_len == b.sql.len()
+            && a.placeholder == b.placeholder
+            && (a.hv.is_some() || self.find_stmt(&stmt_key(b), key_dep(b)) == Some(id))
     }
 
     /// Ends the execution open on cursor `k`, if any.
@@ -811,26 +1085,30 @@ impl Collector {
             if f.dep.is_some() {
                 s.dep_seen = f.dep;
             }
-            let sums = match kind {
-                CallKind::Parse => &mut s.calls.parse,
-                CallKind::Exec | CallKind::Unmap | CallKind::SortUnmap => &mut s.calls.execute,
-                CallKind::Fetch => &mut s.calls.fetch,
-                _ => &mut s.calls.other,
-            };
-            sums.add_call(f);
-            if matches!(kind, CallKind::Parse | CallKind::Exec | CallKind::Fetch) {
-                if s.og.is_none() {
-                    s.og = f.og;
+            s.own.calls += 1;
+            s.own.elapsed_us += e;
+            s.own.cpu_us += f.c.unwrap_or(0);
+            if let Some(s) = s.detail.as_deref_mut() {
+                call_slot(&mut s.calls, kind).add_call(f);
+                if matches!(kind, CallKind::Parse | CallKind::Exec | CallKind::Fetch) {
+                    if s.og.is_none() {
+                        s.og = f.og;
+                    }
+                    if s.plh == 0 {
+                        s.plh = f.plh.unwrap_or(0);
+                    }
                 }
-                if s.plh == 0 {
-                    s.plh = f.plh.unwrap_or(0);
+                match kind {
+                    CallKind::Exec => s.exec_hist.add(e),
+                    CallKind::Fetch => s.fetch_hist.add(e),
+                    _ => {}
                 }
             }
-            match kind {
-                CallKind::Exec => s.exec_hist.add(e),
-                CallKind::Fetch => s.fetch_hist.add(e),
-                _ => {}
-            }
+            call_slot(
+                &mut totals_of(&mut self.stmts, &mut self.totals, sid).calls,
+                kind,
+            )
+            .add_call(f);
         }
         self.execution(kind, k, sid, e, f.plh, (offset, line));
         if let Some(d) = f.dep {
@@ -869,7 +1147,9 @@ impl Collector {
                     // replaces is reused for the cursor's next block.
                     st.binds.fresh = false;
                     std::mem::swap(&mut st.exec_binds, &mut st.binds);
-                    self.stmts[sid as usize].binds.add(&st.exec_binds);
+                    if let Some(s) = self.stmts[sid as usize].detail.as_deref_mut() {
+                        s.binds.add(&st.exec_binds);
+                    }
                 }
                 st.exec = ExecState::Open(OpenExec {
                     stmt: sid,
@@ -909,15 +1189,12 @@ impl Collector {
             det.claim(d + 1, Claim::By(sid, kind));
         }
         if let Some(p) = self.d.pending.get_mut(d + 1) {
-            let s = &mut self.stmts[sid as usize];
-            child_slot(&mut s.children, kind).add(&std::mem::take(&mut p.sums));
-            // Drained, not taken: the list keeps its room for the next
+            let sums = std::mem::take(&mut p.sums);
+            claim_children(&mut self.stmts, &mut self.totals, sid, kind, &sums);
+            // Drained, not taken: the map keeps its room for the next
             // parent's children.
-            for (child, calls, e, c) in p.edges.drain(..) {
-                let edge = self.edges.entry((sid, child)).or_default();
-                edge.calls += calls;
-                edge.elapsed_us += e;
-                edge.cpu_us += c;
+            for (child, e) in p.edges.drain() {
+                add_edge(&self.stmts, &mut self.edges, sid, child, &e);
             }
         }
         if d as i64 > depmin {
@@ -926,14 +1203,12 @@ impl Collector {
             }
             let p = &mut self.d.pending[d];
             p.sums.add_call(f);
-            let (e, c) = (f.e.unwrap_or(0), f.c.unwrap_or(0));
-            match p.edges.iter_mut().find(|x| x.0 == sid) {
-                Some(x) => {
-                    x.1 += 1;
-                    x.2 += e;
-                    x.3 += c;
-                }
-                None => p.edges.push((sid, 1, e, c)),
+            if self.stmts[sid as usize].detail.is_some() {
+                p.edges.entry(sid).or_default().add(&EdgeAgg {
+                    calls: 1,
+                    elapsed_us: f.e.unwrap_or(0),
+                    cpu_us: f.c.unwrap_or(0),
+                });
             }
         }
     }
@@ -1049,7 +1324,18 @@ impl Collector {
         match cursor.filter(|&k| k != 0) {
             Some(k) => {
                 let sid = self.stmt_for(k, stmt, offset, line);
-                self.stmts[sid as usize].add_wait(name_id, ela, offset);
+                if let Some(s) = self.stmts[sid as usize].detail.as_deref_mut() {
+                    add_loose(&mut s.waits, name_id, ela, offset);
+                }
+                match self.stmts[sid as usize].class() {
+                    Some(c) => add_side_wait(&mut self.side_waits[c], name_id, &one(ela), offset),
+                    None => add_loose(
+                        &mut totals_of(&mut self.stmts, &mut self.totals, sid).waits,
+                        name_id,
+                        ela,
+                        offset,
+                    ),
+                }
             }
             None => add_loose(&mut self.loose_waits, name_id, ela, offset),
         }
@@ -1191,7 +1477,12 @@ impl Collector {
             .get(&k)
             .and_then(|st| st.stmt.map(|s| (s, st.plh)))
         {
-            Some((sid, plh)) => add_capture(&mut self.stmts[sid as usize].plans, &lines, plh),
+            Some((sid, plh)) => {
+                // (Not kept: the statement's detail is not.)
+                if let Some(s) = self.stmts[sid as usize].detail.as_deref_mut() {
+                    add_capture(&mut s.plans, &lines, plh);
+                }
+            }
             None if self.piece => self.d.orphans.push(Orphan::Plan(k, lines)),
             None => self.meta.stat_unread += lines.len() as u64,
         }
@@ -1305,19 +1596,45 @@ impl Collector {
     /// its state then goes on from where the piece ended.
     pub fn absorb(&mut self, piece: Piece) {
         let start = self.pid;
-        let Piece { heads, col: o, .. } = piece;
+        let Piece {
+            heads, col: mut o, ..
+        } = piece;
+        if o.compact && !self.compact {
+            // The piece kept no detail of some statements: neither does the
+            // sum (the file is read again for the statements shown).
+            self.drop_detail();
+        }
         let names: Vec<u32> = o.names.list.iter().map(|n| self.names.id(n)).collect();
+        // Each statement of the piece: its key and depth, and the process
+        // and cursor it was inherited on.
+        let n = o.stmts.len();
+        let mut keys: Vec<(&str, Option<i64>)> = vec![("", None); n];
+        for (key, ids) in &o.stmt_ids {
+            for (dep, id) in ids.each() {
+                keys[id as usize] = (key, dep);
+            }
+        }
+        let mut inherited: FxHashMap<u32, (Option<u64>, u64)> = FxHashMap::default();
+        for (&(pid, k), (id, key)) in &o.inherited {
+            inherited.insert(*id, (pid, k));
+            keys[*id as usize] = (key, None);
+        }
         // A statement the piece inherited is the one its cursor has here
         // (a cursor never parsed stays a placeholder, as in a whole read).
-        let ids: Vec<u32> = o
-            .stmts
-            .iter()
-            .map(|s| {
-                s.inherited
-                    .and_then(|(pid, k)| self.cursor_stmt(pid.or(start), k))
-                    .unwrap_or_else(|| self.stmt_entry(&s.stmt, s.first))
+        let ids: Vec<u32> = (0..n)
+            .map(|i| {
+                inherited
+                    .get(&(i as u32))
+                    .and_then(|&(pid, k)| self.cursor_stmt(pid.or(start), k))
+                    .unwrap_or_else(|| {
+                        let s = &o.stmts[i];
+                        let (key, dep) = keys[i];
+                        self.stmt_entry(key, dep, s.first, |detail| s.blank(detail))
+                    })
             })
             .collect();
+        drop(keys);
+        let stmts = std::mem::take(&mut o.stmts);
         let mut dyns: FxHashMap<Option<u64>, Dyn> = o.procs;
         dyns.insert(o.pid, o.d);
         // Each process's head, in the state that process had here (the
@@ -1348,17 +1665,31 @@ impl Collector {
             }
             self.comps[id].merge(d);
         }
-        for (i, s) in o.stmts.into_iter().enumerate() {
-            merge_stmt(&mut self.stmts[ids[i] as usize], s, &names);
+        for (i, mut s) in stmts.into_iter().enumerate() {
+            let id = ids[i];
+            if let Some(t) = s.unclassed.take() {
+                totals_of(&mut self.stmts, &mut self.totals, id).add(&t, Some(&names));
+            }
+            merge_stmt(&mut self.stmts[id as usize], s, &names);
+        }
+        for (mine, theirs) in self.totals.iter_mut().zip(&o.totals) {
+            mine.add(theirs, Some(&names));
+        }
+        for (mine, theirs) in self.side_waits.iter_mut().zip(&o.side_waits) {
+            for (n, (d, at)) in theirs.iter().enumerate() {
+                if d.count > 0 {
+                    add_side_wait(mine, names[n], d, *at);
+                }
+            }
         }
         for ((p, c), e) in o.edges {
-            let edge = self
-                .edges
-                .entry((ids[p as usize], ids[c as usize]))
-                .or_default();
-            edge.calls += e.calls;
-            edge.elapsed_us += e.elapsed_us;
-            edge.cpu_us += e.cpu_us;
+            add_edge(
+                &self.stmts,
+                &mut self.edges,
+                ids[p as usize],
+                ids[c as usize],
+                &e,
+            );
         }
         for (n, d, at) in o.loose_waits {
             merge_wait(&mut self.loose_waits, names[n as usize], &d, at);
@@ -1373,11 +1704,16 @@ impl Collector {
         self.capture = o.capture;
     }
 
-    /// The id of a statement, made (empty) if new.
-    fn stmt_entry(&mut self, stmt: &Statement, first: (u64, u64)) -> u32 {
-        let key_dep = if stmt.placeholder { None } else { stmt.dep };
-        let key = stmt_key(stmt);
-        if let Some(id) = self.find_stmt(&key, key_dep) {
+    /// The id of the statement of key `key` at depth `key_dep`, made by
+    /// `make` (empty; with its detail if the argument says so) if new.
+    fn stmt_entry(
+        &mut self,
+        key: &str,
+        key_dep: Option<i64>,
+        first: (u64, u64),
+        make: impl FnOnce(bool) -> StmtAgg,
+    ) -> u32 {
+        if let Some(id) = self.find_stmt(key, key_dep) {
             // A piece's head, added after its statements were, saw it first.
             let s = &mut self.stmts[id as usize];
             if first.0 < s.first.0 {
@@ -1386,16 +1722,65 @@ impl Collector {
             return id;
         }
         let id = self.stmts.len() as u32;
-        self.stmts.push(StmtAgg {
-            stmt: stmt.clone(),
-            first,
-            ..StmtAgg::default()
-        });
-        self.stmt_ids
-            .entry(key.as_ref().into())
-            .or_default()
-            .push((key_dep, id));
+        let detail = self.wants_detail(key, key_dep);
+        self.stmts.push(make(detail));
+        match self.stmt_ids.get_mut(key) {
+            Some(ids) => ids.push(key_dep, id),
+            None => {
+                self.stmt_ids.insert(key.into(), Ids::One(key_dep, id));
+            }
+        }
         id
+    }
+
+    /// Whether a new statement's detail is kept (see [`Keep`]).
+    fn wants_detail(&mut self, key: &str, key_dep: Option<i64>) -> bool {
+        match &self.keep {
+            Keep::All => true,
+            Keep::Only(set) => set.get(key).is_some_and(|d| d.contains(&key_dep)),
+            Keep::Until { limit, seen } => {
+                if self.compact {
+                    return false;
+                }
+                let n = match seen {
+                    Some(c) => c.fetch_add(1, Ordering::Relaxed) + 1,
+                    None => self.stmts.len() + 1,
+                };
+                if n <= *limit {
+                    return true;
+                }
+                self.drop_detail();
+                false
+            }
+        }
+    }
+
+    /// Past the statements whose detail is kept: none is any more (their
+    /// figures that rank them and add up to the totals stay).
+    fn drop_detail(&mut self) {
+        self.compact = true;
+        for s in &mut self.stmts {
+            s.detail = None;
+        }
+        self.edges = FxHashMap::default();
+        for d in std::iter::once(&mut self.d).chain(self.procs.values_mut()) {
+            for p in &mut d.pending {
+                p.edges = FxHashMap::default();
+            }
+        }
+    }
+
+    /// The keys and depths of the statements `keep` says (by id).
+    pub fn keys_of(&self, keep: &[bool]) -> KeySet {
+        let mut set = KeySet::default();
+        for (key, ids) in &self.stmt_ids {
+            for (dep, id) in ids.each() {
+                if keep[id as usize] {
+                    set.entry(key.clone()).or_default().push(dep);
+                }
+            }
+        }
+        set
     }
 
     /// Makes `pid` the current process.
@@ -1459,10 +1844,18 @@ impl Collector {
                 }
             }
         }
+        let stmts = &self.stmts;
         let theirs = o.pending.into_iter().map(|mut p| {
-            for e in &mut p.edges {
-                e.0 = ids[e.0 as usize];
+            // Two of the piece's statements may be one here (a statement
+            // it inherited, and the same parsed again in it).
+            let mut edges = FxHashMap::default();
+            for (child, e) in p.edges {
+                let child = ids[child as usize];
+                if stmts[child as usize].detail.is_some() {
+                    edges.entry(child).or_insert_with(EdgeAgg::default).add(&e);
+                }
             }
+            p.edges = edges;
             p
         });
         match &detached {
@@ -1527,12 +1920,9 @@ impl Collector {
             let p = std::mem::take(p);
             if let Claim::By(sid, kind) = *claim {
                 let sid = ids[sid as usize];
-                child_slot(&mut self.stmts[sid as usize].children, kind).add(&p.sums);
-                for (child, calls, e, c) in p.edges {
-                    let edge = self.edges.entry((sid, child)).or_default();
-                    edge.calls += calls;
-                    edge.elapsed_us += e;
-                    edge.cpu_us += c;
+                claim_children(&mut self.stmts, &mut self.totals, sid, kind, &p.sums);
+                for (child, e) in p.edges {
+                    add_edge(&self.stmts, &mut self.edges, sid, child, &e);
                 }
             }
         }
@@ -1656,10 +2046,18 @@ pub(crate) fn stmt_key(s: &Statement) -> std::borrow::Cow<'_, str> {
     }
 }
 
-/// Whether `b`, at the address `a` was last seen at, is still `a`: the
-/// reader frees a cursor's statement when the cursor is parsed again, so
-/// an address can come back with another statement. Hash value and text
-/// length tell them apart without comparing texts.
+/// The depth that, with its key, makes a statement: a placeholder has none
+/// (its depth is learnt from its calls).
+fn key_dep(s: &Statement) -> Option<i64> {
+    if s.placeholder {
+        None
+    } else {
+        s.dep
+    }
+}
+
+/// Whether `b`, at the address `a` was last seen at, is still `a` (see
+/// [`Collector::same_stmt`]).
 fn same_stmt(a: &Statement, b: &Statement) -> bool {
     a.hv == b.hv
         && a.sql.len() == b.sql.len()
@@ -1710,6 +2108,26 @@ fn trim_secs(s: f64) -> String {
     t.to_string()
 }
 
+/// One wait of `us`.
+fn one(us: i64) -> Dur {
+    let mut d = Dur::default();
+    d.add(us);
+    d
+}
+
+/// Adds waits `d` of name `name`, first seen at `at`, to waits by name id
+/// (the first seen is the earliest: waits come in file order, the pieces'
+/// after those before them).
+fn add_side_wait(v: &mut Vec<(Dur, u64)>, name: u32, d: &Dur, at: u64) {
+    let i = name as usize;
+    if v.len() <= i {
+        v.resize(i + 1, (Dur::default(), u64::MAX));
+    }
+    let w = &mut v[i];
+    w.0.merge(d);
+    w.1 = w.1.min(at);
+}
+
 fn add_loose(v: &mut Vec<(u32, Dur, u64)>, name: u32, us: i64, offset: u64) {
     match v.iter_mut().find(|(n, ..)| *n == name) {
         Some((_, d, _)) => d.add(us),
@@ -1733,6 +2151,9 @@ pub(crate) fn merge_wait(v: &mut Vec<(u32, Dur, u64)>, name: u32, d: &Dur, at: u
 }
 
 fn add_error(s: &mut StmtAgg, err: String) {
+    let Some(s) = s.detail.as_deref_mut() else {
+        return;
+    };
     s.error_count += 1;
     if s.errors.len() < 20 && !s.errors.contains(&err) {
         s.errors.push(err);
@@ -1746,6 +2167,10 @@ fn merge_stmt(s: &mut StmtAgg, o: StmtAgg, names: &[u32]) {
     if o.first.0 < s.first.0 {
         s.first = o.first;
     }
+    s.own.add(&o.own);
+    let (Some(s), Some(o)) = (s.detail.as_deref_mut(), o.detail) else {
+        return;
+    };
     s.calls.add(&o.calls);
     s.children.add(&o.children);
     if s.og.is_none() {
@@ -1855,11 +2280,11 @@ pub(crate) struct Piece {
 }
 
 impl Piece {
-    pub fn new(thinktime_us: i64) -> Piece {
+    pub fn new(thinktime_us: i64, keep: Keep) -> Piece {
         Piece {
             heads: Vec::new(),
             cur: None,
-            col: Collector::new(thinktime_us, true),
+            col: Collector::new(thinktime_us, true, keep),
             last_stmt: None,
         }
     }
@@ -2012,8 +2437,8 @@ impl Piece {
 }
 
 /// Adds up the pieces of one file, in file order, and finishes.
-pub(crate) fn add_up(pieces: Vec<Piece>, thinktime_us: i64) -> Collector {
-    let mut acc = Collector::new(thinktime_us, false);
+pub(crate) fn add_up(pieces: Vec<Piece>, thinktime_us: i64, keep: Keep) -> Collector {
+    let mut acc = Collector::new(thinktime_us, false, keep);
     for p in pieces {
         acc.absorb(p);
     }

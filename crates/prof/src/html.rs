@@ -61,6 +61,9 @@ fn file(o: &mut String, f: usize, p: &FileProfile) {
     for w in &p.warnings {
         let _ = writeln!(o, "<p class=\"note\">warning: {}</p>", esc(w));
     }
+    for n in &p.notes {
+        let _ = writeln!(o, "<p class=\"note\">note: {}</p>", esc(n));
+    }
     let _ = writeln!(
         o,
         "<p>Response time <b>R = {} s</b>: every call and wait, the time the trace does not account for, and think time (SQL*Net message from client of {} s or more).</p>",

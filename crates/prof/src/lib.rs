@@ -31,7 +31,9 @@ pub use report::{
     BindReport, ChildRef, Component, Engine, FileProfile, Folded, Slowest, StatementReport,
     Summary, TimelineReport, Totals, WaitRow,
 };
-pub use run::{profile, FileOutcome, Outcome, ProfError, ProfOptions, DEFAULT_TOP};
+pub use run::{
+    profile, FileOutcome, Outcome, ProfError, ProfOptions, DEFAULT_DETAIL_LIMIT, DEFAULT_TOP,
+};
 pub use stats::{CallSums, CallTable, Dur, P10, P10_BUCKETS};
 pub use text::{profile_table, render, secs6, TextOptions};
 

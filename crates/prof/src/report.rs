@@ -4,9 +4,9 @@
 use serde::Serialize;
 
 use crate::binds::BindSet;
-use crate::collect::{Collector, StmtAgg, BETWEEN, WITHIN};
+use crate::collect::{Collector, StmtAgg, StmtDetail, BETWEEN, WITHIN};
 use crate::plan::Plan;
-use crate::stats::{CallTable, Dur, P10};
+use crate::stats::{CallTable, ChildTable, Dur, P10};
 
 /// Who wrote the trace, which decides which columns mean something.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -227,6 +227,15 @@ pub struct FileProfile {
     pub compatibility: String,
     pub timeline: TimelineReport,
     pub warnings: Vec<String>,
+    /// What reading the trace cost, when the report is whole but the
+    /// reader should know (standard input held whole in memory): not
+    /// trouble with the input, as warnings are.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+    /// Times the file was read: again for the detail of the statements
+    /// shown when it has many, or with its own top depth.
+    #[serde(skip)]
+    pub readings: usize,
 }
 
 impl FileProfile {
@@ -302,66 +311,14 @@ impl FileProfile {
                 })
                 .collect(),
         };
-        // Statements ranked by their own elapsed time.
-        let mut order: Vec<usize> = (0..col.stmts.len()).collect();
-        let self_e = |s: &StmtAgg| {
-            let kids = &s.children;
-            s.calls.total().elapsed_us + s.calls.other.elapsed_us
-                - kids.parse.elapsed_us
-                - kids.execute.elapsed_us
-                - kids.fetch.elapsed_us
-                - kids.other.elapsed_us
-        };
-        // A cursor seen only in WAIT lines has no call to show: it goes
-        // last, so that the ranks of the statements shown run 1, 2, 3, ...
-        let has_calls = |s: &StmtAgg| s.calls.total().count + s.calls.other.count > 0;
-        order.sort_by(|&a, &b| {
-            let (x, y) = (&col.stmts[a], &col.stmts[b]);
-            has_calls(y)
-                .cmp(&has_calls(x))
-                .then_with(|| self_e(y).cmp(&self_e(x)))
-                .then_with(|| x.first.0.cmp(&y.first.0))
-        });
-        let gross_e = |s: &StmtAgg| s.calls.total().elapsed_us + s.calls.other.elapsed_us;
-        // Past `top` by both rankings (own time, and TVD$XTAT's time with
-        // the recursive statements), statements are only added up: a
-        // PL/SQL block whose own time is small but whose recursive
-        // statements take most of R stays in the report.
-        let mut keep = vec![top == 0; col.stmts.len()];
-        if top > 0 {
-            for &i in order.iter().take(top) {
-                keep[i] = true;
-            }
-            let mut by_gross: Vec<usize> = order
-                .iter()
-                .copied()
-                .filter(|&i| has_calls(&col.stmts[i]))
-                .collect();
-            by_gross.sort_by(|&a, &b| {
-                let (x, y) = (&col.stmts[a], &col.stmts[b]);
-                gross_e(y)
-                    .cmp(&gross_e(x))
-                    .then_with(|| x.first.0.cmp(&y.first.0))
-            });
-            for &i in by_gross.iter().take(top) {
-                keep[i] = true;
-            }
-        }
-        let (kept_order, folded_order): (Vec<usize>, Vec<usize>) =
-            order.iter().partition(|&&i| keep[i]);
-        let order = kept_order;
+        let Ranking { shown: order, keep } = rank(&col.stmts, top);
         let kept = order.len();
         let mut folded = Folded::default();
-        for &i in &folded_order {
-            let s = &col.stmts[i];
+        for (s, _) in col.stmts.iter().zip(&keep).filter(|(_, k)| !**k) {
             folded.statements += 1;
-            folded.self_elapsed_us += self_e(s);
-            folded.self_cpu_us += s.calls.total().cpu_us + s.calls.other.cpu_us
-                - s.children.parse.cpu_us
-                - s.children.execute.cpu_us
-                - s.children.fetch.cpu_us
-                - s.children.other.cpu_us;
-            folded.calls += s.calls.total().count + s.calls.other.count;
+            folded.self_elapsed_us += s.own.self_elapsed_us();
+            folded.self_cpu_us += s.own.self_cpu_us();
+            folded.calls += s.own.calls;
         }
         let mut rank_of = vec![usize::MAX; col.stmts.len()];
         for (r, &i) in order[..kept].iter().enumerate() {
@@ -379,46 +336,50 @@ impl FileProfile {
                 })
                 .collect()
         };
+        // (A statement shown has its detail: the reading kept it for the
+        // statements this ranking shows.)
+        let none = StmtDetail::default();
         let mut statements: Vec<StatementReport> = order[..kept]
             .iter()
             .enumerate()
             .map(|(rank, &i)| {
                 let s = &col.stmts[i];
-                let without = net_calls(s);
-                let self_cpu = without.total().cpu_us + without.other.cpu_us;
-                let se = self_e(s);
+                debug_assert!(s.detail.is_some(), "statement {i} shown without its detail");
+                let d = s.detail.as_deref().unwrap_or(&none);
+                let without = net_calls(&d.calls, &d.children);
+                let se = s.own.self_elapsed_us();
                 StatementReport {
                     rank: rank + 1,
-                    sqlid: crate::collect::stmt_key(&s.stmt).into_owned(),
-                    sql: s.stmt.sql.clone(),
-                    placeholder: s.stmt.placeholder,
-                    dep: s.stmt.dep.or(s.dep_seen),
-                    uid: s.stmt.uid,
-                    oct: s.stmt.oct,
-                    hv: s.stmt.hv,
-                    plan_hash: s.plh,
-                    optimizer_goal: s.og,
+                    sqlid: crate::collect::stmt_key(&d.stmt).into_owned(),
+                    sql: d.stmt.sql.clone(),
+                    placeholder: d.stmt.placeholder,
+                    dep: s.dep.or(s.dep_seen),
+                    uid: d.stmt.uid,
+                    oct: d.stmt.oct,
+                    hv: d.stmt.hv,
+                    plan_hash: d.plh,
+                    optimizer_goal: d.og,
                     self_elapsed_us: se,
-                    self_cpu_us: self_cpu,
+                    self_cpu_us: s.own.self_cpu_us(),
                     percent_of_r: pct(se, r),
-                    elapsed_with_recursive_us: gross_e(s),
-                    cpu_with_recursive_us: s.calls.total().cpu_us + s.calls.other.cpu_us,
+                    elapsed_with_recursive_us: s.own.elapsed_us,
+                    cpu_with_recursive_us: s.own.cpu_us,
                     rank_with_recursive: 0,
-                    with_recursive: s.calls.clone(),
+                    with_recursive: d.calls.clone(),
                     without_recursive: without,
-                    waits: wait_rows(&s.waits),
-                    plans: s.plans.clone(),
+                    waits: wait_rows(&d.waits),
+                    plans: d.plans.clone(),
                     binds: BindReport {
-                        executions: s.binds.executions,
-                        distinct: s.binds.distinct.len() as u64,
-                        capped: s.binds.saturated,
-                        sets: s.binds.sets(),
+                        executions: d.binds.executions,
+                        distinct: d.binds.distinct.len() as u64,
+                        capped: d.binds.saturated,
+                        sets: d.binds.sets(),
                     },
-                    exec_histogram: s.exec_hist,
-                    fetch_histogram: s.fetch_hist,
-                    execution_histogram: s.execution_hist,
-                    executions: s.executions,
-                    slowest: s.slowest.as_ref().map(|x| Slowest {
+                    exec_histogram: d.exec_hist,
+                    fetch_histogram: d.fetch_hist,
+                    execution_histogram: d.execution_hist,
+                    executions: d.executions,
+                    slowest: d.slowest.as_ref().map(|x| Slowest {
                         elapsed_us: x.elapsed_us,
                         line: if x.line == 0 {
                             0
@@ -427,8 +388,8 @@ impl FileProfile {
                         },
                         binds: x.binds.clone(),
                     }),
-                    errors: s.errors.clone(),
-                    error_count: s.error_count,
+                    errors: d.errors.clone(),
+                    error_count: d.error_count,
                     first_line: line(s.first.0, s.first.1),
                     children: Vec::new(),
                     parents: Vec::new(),
@@ -438,7 +399,7 @@ impl FileProfile {
         // TVD$XTAT's ranking: statements shown by their time with their
         // recursive statements'.
         let mut by_gross: Vec<usize> = (0..statements.len())
-            .filter(|&i| has_calls(&col.stmts[order[i]]))
+            .filter(|&i| col.stmts[order[i]].own.calls > 0)
             .collect();
         by_gross.sort_by(|&a, &b| {
             statements[b]
@@ -467,32 +428,40 @@ impl FileProfile {
                 statements[c].parents.push(p);
             }
         }
-        // tkprof's overall totals: statements at depth 0, and deeper.
-        let mut non_recursive = Totals::default();
-        let mut recursive = Totals::default();
-        let mut nr_waits: Vec<(u32, Dur, u64)> = col.loose_waits.clone();
-        let mut r_waits: Vec<(u32, Dur, u64)> = Vec::new();
-        let mut by_first: Vec<&StmtAgg> = col.stmts.iter().collect();
-        by_first.sort_by_key(|s| s.first.0);
-        for s in by_first {
-            let deep = s.stmt.dep.or(s.dep_seen).unwrap_or(0) > 0;
-            let (t, w) = if deep {
-                (&mut recursive, &mut r_waits)
-            } else {
-                (&mut non_recursive, &mut nr_waits)
-            };
-            t.with_recursive.add(&s.calls);
-            t.calls.add(&net_calls(s));
-            for (n, d, at) in &s.waits {
-                crate::collect::merge_wait(w, *n, d, *at);
+        // tkprof's overall totals: statements at depth 0, and deeper (added
+        // up as the calls came; those whose side was not known then, now).
+        let mut sides = col.totals.clone();
+        for s in &col.stmts {
+            if let Some(u) = &s.unclassed {
+                sides[s.final_class()].add(u, None);
             }
         }
-        non_recursive.waits = wait_rows(&nr_waits);
-        recursive.waits = wait_rows(&r_waits);
+        for (side, waits) in sides.iter_mut().zip(&col.side_waits) {
+            for (n, (d, at)) in waits.iter().enumerate() {
+                if d.count > 0 {
+                    crate::collect::merge_wait(&mut side.waits, n as u32, d, *at);
+                }
+            }
+        }
+        let [nr, rc] = sides;
+        let mut nr_waits: Vec<(u32, Dur, u64)> = col.loose_waits.clone();
+        for (n, d, at) in &nr.waits {
+            crate::collect::merge_wait(&mut nr_waits, *n, d, *at);
+        }
+        let non_recursive = Totals {
+            calls: net_calls(&nr.calls, &nr.children),
+            with_recursive: nr.calls,
+            waits: wait_rows(&nr_waits),
+        };
+        let recursive = Totals {
+            calls: net_calls(&rc.calls, &rc.children),
+            with_recursive: rc.calls,
+            waits: wait_rows(&rc.waits),
+        };
         let summary = Summary {
             user_statements: meta.pic_user,
             internal_statements: meta.pic_internal,
-            unique_statements: col.stmts.iter().filter(|s| !s.stmt.placeholder).count() as u64,
+            unique_statements: col.stmts.iter().filter(|s| !s.placeholder).count() as u64,
             parse_errors: meta.parse_errors,
             stat_lines_unread: meta.stat_unread,
             elapsed_seconds: match (meta.first_start, meta.last_end) {
@@ -524,18 +493,71 @@ impl FileProfile {
             compatibility: if meta.modern { "11.1.0.7" } else { "10.01.00" }.to_string(),
             timeline,
             warnings,
+            notes: Vec::new(),
+            readings: 1,
         }
     }
 }
 
-/// A statement's calls less the recursive calls made inside them.
-fn net_calls(s: &StmtAgg) -> CallTable {
+/// Calls less the recursive calls made inside them.
+fn net_calls(calls: &CallTable, children: &ChildTable) -> CallTable {
     CallTable {
-        parse: s.calls.parse.net_of(&s.children.parse),
-        execute: s.calls.execute.net_of(&s.children.execute),
-        fetch: s.calls.fetch.net_of(&s.children.fetch),
-        other: s.calls.other.net_of(&s.children.other),
+        parse: calls.parse.net_of(&children.parse),
+        execute: calls.execute.net_of(&children.execute),
+        fetch: calls.fetch.net_of(&children.fetch),
+        other: calls.other.net_of(&children.other),
     }
+}
+
+/// The statements a report shows, in rank order, and whether each (by id)
+/// is one of them.
+pub(crate) struct Ranking {
+    pub shown: Vec<usize>,
+    pub keep: Vec<bool>,
+}
+
+/// Ranks statements by their own elapsed time (their share of R); with
+/// `top` > 0, those past `top` by both rankings (own time, and TVD$XTAT's
+/// time with the recursive statements) are only added up: a PL/SQL block
+/// whose own time is small but whose recursive statements take most of R
+/// stays in the report. Needs only what is kept of every statement, so that
+/// a first reading that kept no detail can say which statements a second
+/// must keep it of.
+pub(crate) fn rank(stmts: &[StmtAgg], top: usize) -> Ranking {
+    let mut order: Vec<usize> = (0..stmts.len()).collect();
+    // A cursor seen only in WAIT lines has no call to show: it goes
+    // last, so that the ranks of the statements shown run 1, 2, 3, ...
+    let has_calls = |s: &StmtAgg| s.own.calls > 0;
+    order.sort_by(|&a, &b| {
+        let (x, y) = (&stmts[a], &stmts[b]);
+        has_calls(y)
+            .cmp(&has_calls(x))
+            .then_with(|| y.own.self_elapsed_us().cmp(&x.own.self_elapsed_us()))
+            .then_with(|| x.first.0.cmp(&y.first.0))
+    });
+    let mut keep = vec![top == 0; stmts.len()];
+    if top > 0 {
+        for &i in order.iter().take(top) {
+            keep[i] = true;
+        }
+        let mut by_gross: Vec<usize> = order
+            .iter()
+            .copied()
+            .filter(|&i| has_calls(&stmts[i]))
+            .collect();
+        by_gross.sort_by(|&a, &b| {
+            let (x, y) = (&stmts[a], &stmts[b]);
+            y.own
+                .elapsed_us
+                .cmp(&x.own.elapsed_us)
+                .then_with(|| x.first.0.cmp(&y.first.0))
+        });
+        for &i in by_gross.iter().take(top) {
+            keep[i] = true;
+        }
+    }
+    order.retain(|&i| keep[i]);
+    Ranking { shown: order, keep }
 }
 
 /// `x` as a percentage of `of` (0 when `of` is 0).

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use tracelab_trace::{open_counted, LineKinds, ReadOptions, Reader, Source};
 
-use crate::collect::{add_up, Piece};
+use crate::collect::{add_up, Keep, Piece};
 use crate::report::FileProfile;
 
 /// What `tracelab prof` was asked.
@@ -23,6 +23,11 @@ pub struct ProfOptions {
     /// Longest line read (bytes); a longer one is warned about and read as
     /// empty.
     pub max_line: usize,
+    /// Distinct statements whose detail a first reading keeps (at least
+    /// twice `top`); past it, only what ranks each statement is kept and
+    /// the file is read again for the detail of the statements the report
+    /// shows (see [`DEFAULT_DETAIL_LIMIT`]).
+    pub detail_limit: usize,
 }
 
 impl Default for ProfOptions {
@@ -32,9 +37,18 @@ impl Default for ProfOptions {
             jobs: 0,
             top: DEFAULT_TOP,
             max_line: tracelab_trace::DEFAULT_MAX_LINE,
+            detail_limit: DEFAULT_DETAIL_LIMIT,
         }
     }
 }
+
+/// Distinct statements whose detail (tkprof's tables, waits, plans, binds,
+/// histograms: 2 to 4 KB each) one reading keeps: up to this, a file is
+/// read once (some 40 MB at most); past it, what is kept of each statement
+/// is what ranks it and adds it to the folded line and the totals (about
+/// 200 bytes), and the file is read a second time for the detail of the
+/// statements the report shows. The report is the same either way.
+pub const DEFAULT_DETAIL_LIMIT: usize = 10_000;
 
 /// Statements in the report unless asked otherwise: a DBA reads the first
 /// few; a trace of millions of distinct statements (literals, no binds)
@@ -149,27 +163,65 @@ fn profile_file(
         why,
     };
     let source = Source::from_arg(input);
+    // A trace of many distinct statements (literals, no binds) is read
+    // twice when it can be: first keeping what ranks each statement, then
+    // the detail of those shown (see `DEFAULT_DETAIL_LIMIT`). Standard
+    // input and pipes cannot be read twice: every statement's detail is
+    // kept, and the report says what that cost.
+    let again = rereadable(&source);
+    let limit = opts.detail_limit.max(opts.top.saturating_mul(2));
+    let keep = || {
+        if again && opts.top > 0 {
+            Keep::Until { limit, seen: None }
+        } else {
+            Keep::All
+        }
+    };
     // Top-level calls are those at depth 0: the reader's own `$depmin` is
     // known only at the end of a file, and a trace that starts with the
     // recursive calls of its first hard parse would see them as top-level
     // until then. A file with no call at depth 0 is read again with its
     // own minimum depth.
-    let (mut col, mut summary) = match read(&source, parts, opts, 0, progress.clone()) {
+    let (mut col, mut summary) = match read(&source, parts, opts, 0, progress.clone(), keep()) {
         Ok(r) => r,
         Err(why) => return skipped(why),
     };
     let mut warnings = Vec::new();
+    let mut depmin = 0;
+    let mut readings = 1;
     if let Some(min) = col.meta.min_dep.filter(|&d| d > 0) {
-        if matches!(source, Source::Stdin) {
+        if !again {
             warnings.push(format!(
-                "{input}: no call at depth 0; standard input cannot be read again with depth {min} as the top"
+                "{input}: no call at depth 0; {} cannot be read again with depth {min} as the top",
+                what_input(&source)
             ));
         } else {
-            match read(&source, parts, opts, min, None) {
+            depmin = min;
+            readings += 1;
+            match read(&source, parts, opts, min, None, keep()) {
                 Ok(r) => (col, summary) = r,
                 Err(why) => return skipped(why),
             }
         }
+    }
+    if col.compact {
+        let shown = crate::report::rank(&col.stmts, opts.top);
+        let keys = Arc::new(col.keys_of(&shown.keep));
+        drop(col);
+        readings += 1;
+        match read(&source, parts, opts, depmin, None, Keep::Only(keys)) {
+            Ok(r) => (col, summary) = r,
+            Err(why) => return skipped(why),
+        }
+    }
+    let mut notes = Vec::new();
+    if !again && opts.top > 0 && col.stmts.len() > limit {
+        notes.push(format!(
+            "{input}: {} distinct statements held whole in memory ({} cannot be read twice; \
+             a file past {limit} is read twice, holding whole only the statements shown)",
+            tracelab_skew::number::commify(&col.stmts.len().to_string()),
+            what_input(&source)
+        ));
     }
     warnings.extend(summary.diagnostics.kept.iter().map(|d| d.to_string()));
     let more = summary.diagnostics.total - summary.diagnostics.kept.len() as u64;
@@ -182,7 +234,7 @@ fn profile_file(
             col.meta.stat_unread
         ));
     }
-    FileOutcome::Profiled(Box::new(FileProfile::build(
+    let mut profile = FileProfile::build(
         input,
         col,
         summary.lines,
@@ -190,7 +242,10 @@ fn profile_file(
         warnings,
         opts.top,
         |offset, line| summary.absolute_line(offset, line),
-    )))
+    );
+    profile.notes = notes;
+    profile.readings = readings;
+    FileOutcome::Profiled(Box::new(profile))
 }
 
 /// One reading of a file with `depmin` as the top depth.
@@ -200,6 +255,7 @@ fn read(
     opts: &ProfOptions,
     depmin: i64,
     progress: Option<Arc<AtomicU64>>,
+    keep: Keep,
 ) -> Result<(crate::collect::Collector, tracelab_trace::ReadSummary), String> {
     let thinktime_us = (opts.thinktime * 1e6).round() as i64;
     let file = open_counted(source, progress).map_err(|e| e.to_string())?;
@@ -228,13 +284,37 @@ fn read(
         max_line: opts.max_line,
         ..ReadOptions::default()
     };
+    // The pieces count their statements together.
+    let piece_keep = match &keep {
+        Keep::Until { limit, .. } => Keep::Until {
+            limit: *limit,
+            seen: Some(Arc::new(AtomicUsize::new(0))),
+        },
+        k => k.clone(),
+    };
     let (pieces, summary) = Reader::new(read_opts)
         .read_split(
             file,
             parts,
-            || Piece::new(thinktime_us),
+            || Piece::new(thinktime_us, piece_keep.clone()),
             |p: &mut Piece, c| p.on_call(c),
         )
         .map_err(|e| e.to_string())?;
-    Ok((add_up(pieces, thinktime_us), summary))
+    Ok((add_up(pieces, thinktime_us, keep), summary))
+}
+
+/// Whether `source` can be read a second time: a file, not standard input
+/// or a pipe (`<(zcat ...)`), whose bytes are gone once read.
+fn rereadable(source: &Source) -> bool {
+    match source {
+        Source::Stdin => false,
+        Source::Path(p) => std::fs::metadata(p).is_ok_and(|m| m.is_file()),
+    }
+}
+
+fn what_input(source: &Source) -> &'static str {
+    match source {
+        Source::Stdin => "standard input",
+        Source::Path(_) => "a pipe",
+    }
 }

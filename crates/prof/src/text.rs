@@ -493,6 +493,9 @@ pub fn render(p: &FileProfile, o: TextOptions) -> String {
     for w in &p.warnings {
         let _ = writeln!(out, "warning: {w}");
     }
+    for n in &p.notes {
+        let _ = writeln!(out, "note: {n}");
+    }
     let _ = writeln!(
         out,
         "\nResponse time R = {} s: every call and wait, the time the trace does not account for, and think time ({} of {} s or more).\n",

@@ -134,4 +134,35 @@ fn a_chain_deeper_than_the_buffer_gives_each_call_its_own_time() {
         .take(5)
         .collect();
     assert!(wrong.is_empty(), "own time not 10 µs: {wrong:?}");
+    // Past the statements whose detail a first reading keeps (forced low),
+    // a second keeps that of the five shown: the same report as one
+    // reading's, the 101,000 statements (placeholders, whose side of the
+    // totals their calls' depth tells) folded and added up alike.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("chain.trc");
+    std::fs::write(&path, chain_trace(n)).unwrap();
+    let top5 = |detail_limit: usize| {
+        let out = profile(
+            &[path.to_string_lossy().into_owned()],
+            &ProfOptions {
+                jobs: 1,
+                top: 5,
+                detail_limit,
+                ..ProfOptions::default()
+            },
+            None,
+        )
+        .unwrap();
+        match out.files.into_iter().next().unwrap() {
+            FileOutcome::Profiled(p) => (to_json(&[&*p]), p.readings),
+            FileOutcome::Skipped { why, .. } => panic!("{why}"),
+        }
+    };
+    let (once, n1) = top5(usize::MAX);
+    let (twice, n2) = top5(1);
+    assert_eq!((n1, n2), (1, 2));
+    assert!(
+        once == twice,
+        "two readings differ from one:\n{twice}\n{once}"
+    );
 }

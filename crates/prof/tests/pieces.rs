@@ -37,11 +37,89 @@ fn json(path: &str, jobs: usize) -> String {
 
 #[test]
 fn pieces_add_up_to_the_whole_read() {
-    // Over 16 MB (the reader's smallest split): eight of the real 19c
-    // traces, with the trcsess merge (four depths, two processes) and the
-    // dblink trace between them.
     let dir = tempfile::tempdir().unwrap();
-    let big = dir.path().join("big.trc");
+    let path = big_file(dir.path());
+    let whole = json(&path, 1);
+    let pieces = json(&path, 4);
+    let v: serde_json::Value = serde_json::from_str(&whole).unwrap();
+    assert!(v[0]["statements"].as_array().unwrap().len() > 20);
+    same(&whole, &pieces, "whole", "pieces");
+}
+
+/// Panics at the first line where two JSON reports differ.
+fn same(a: &str, b: &str, what_a: &str, what_b: &str) {
+    if a != b {
+        let (x, y): (Vec<&str>, Vec<&str>) = (a.lines().collect(), b.lines().collect());
+        let i = x
+            .iter()
+            .zip(&y)
+            .position(|(p, q)| p != q)
+            .unwrap_or(x.len().min(y.len()));
+        panic!(
+            "{what_b} differs from {what_a} at JSON line {i}:\n{what_a}: {}\n{what_b}: {}\n(context: {})",
+            x.get(i).unwrap_or(&""),
+            y.get(i).unwrap_or(&""),
+            x[i.saturating_sub(12)..i].join("\n")
+        );
+    }
+}
+
+/// The report with the first `top` statements, and how many times the file
+/// was read, keeping the detail of `detail_limit` statements in a first
+/// reading.
+fn top_json(path: &str, jobs: usize, top: usize, detail_limit: usize) -> (String, usize) {
+    let out = profile(
+        &[path.to_string()],
+        &ProfOptions {
+            jobs,
+            top,
+            detail_limit,
+            ..ProfOptions::default()
+        },
+        None,
+    )
+    .unwrap();
+    let p = match out.files.into_iter().next().unwrap() {
+        FileOutcome::Profiled(p) => p,
+        FileOutcome::Skipped { why, .. } => panic!("{why}"),
+    };
+    (to_json(&[&*p]), p.readings)
+}
+
+#[test]
+fn a_second_reading_for_the_statements_shown_gives_the_one_readings_report() {
+    // Read in pieces, with recursive statements at four depths, waits,
+    // binds, plans and errors: the first reading keeps the detail of 10
+    // statements only (5 shown, by two rankings), the second that of those
+    // shown; the report is the one a single reading makes keeping all.
+    let dir = tempfile::tempdir().unwrap();
+    let path = big_file(dir.path());
+    let (once, n) = top_json(&path, 4, 5, usize::MAX);
+    assert_eq!(n, 1);
+    for jobs in [4, 1] {
+        let (twice, n) = top_json(&path, jobs, 5, 1);
+        assert_eq!(n, 2, "read twice");
+        same(
+            &once,
+            &twice,
+            "one reading",
+            &format!("two readings, {jobs} jobs"),
+        );
+    }
+    let v: serde_json::Value = serde_json::from_str(&once).unwrap();
+    assert!(v[0]["folded"]["statements"].as_u64().unwrap() > 100);
+    assert!(v[0]["statements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|s| !s["children"].as_array().unwrap().is_empty()));
+}
+
+/// Over 16 MB (the reader's smallest split): eight of the real 19c
+/// traces, with the trcsess merge (four depths, two processes) and the
+/// dblink trace between them.
+fn big_file(dir: &Path) -> String {
+    let big = dir.join("big.trc");
     let mut out = std::fs::File::create(&big).unwrap();
     let mut crc: Vec<_> = std::fs::read_dir(fixtures().join("crc-local-force"))
         .unwrap()
@@ -68,23 +146,5 @@ fn pieces_add_up_to_the_whole_read() {
     }
     drop(out);
     assert!(std::fs::metadata(&big).unwrap().len() > 20 << 20);
-    let path = big.to_string_lossy().into_owned();
-    let whole = json(&path, 1);
-    let pieces = json(&path, 4);
-    let v: serde_json::Value = serde_json::from_str(&whole).unwrap();
-    assert!(v[0]["statements"].as_array().unwrap().len() > 20);
-    if whole != pieces {
-        let (a, b): (Vec<&str>, Vec<&str>) = (whole.lines().collect(), pieces.lines().collect());
-        let i = a
-            .iter()
-            .zip(&b)
-            .position(|(x, y)| x != y)
-            .unwrap_or(a.len().min(b.len()));
-        panic!(
-            "pieces differ from the whole read at JSON line {i}:\nwhole:  {}\npieces: {}\n(context: {})",
-            a.get(i).unwrap_or(&""),
-            b.get(i).unwrap_or(&""),
-            a[i.saturating_sub(12)..i].join("\n")
-        );
-    }
+    big.to_string_lossy().into_owned()
 }

@@ -72,6 +72,11 @@ pub struct Args {
     /// (bytes, or with K, M, G) [default: 64M].
     #[arg(long = "max-line", value_name = "BYTES")]
     max_line: Option<String>,
+    /// Distinct statements past which a file is read twice, the first time
+    /// keeping only what ranks each statement (hidden: for the tests that
+    /// compare the two ways of reading; the report is the same).
+    #[arg(long = "detail-limit", value_name = "N", hide = true)]
+    detail_limit: Option<usize>,
 }
 
 /// How much of each file's own report follows the combined profile of
@@ -111,6 +116,9 @@ fn warnings(o: &Outcome) {
                 for w in &p.warnings {
                     say!("tracelab: warning: {w}");
                 }
+                for n in &p.notes {
+                    say!("tracelab: note: {n}");
+                }
             }
         }
     }
@@ -122,6 +130,9 @@ pub fn run(a: Args) -> Result<i32, Failure> {
         jobs: a.jobs.unwrap_or(0),
         top: a.top.unwrap_or(tracelab_prof::DEFAULT_TOP),
         max_line: crate::skew::max_line(a.max_line.as_deref()).map_err(Failure::Usage)?,
+        detail_limit: a
+            .detail_limit
+            .unwrap_or(tracelab_prof::DEFAULT_DETAIL_LIMIT),
     };
     let total: u64 = a
         .files
