@@ -20,12 +20,14 @@ use std::collections::{HashMap, VecDeque};
 use crate::message::{self, ClientMsg};
 use crate::out::{CallTimes, Lines};
 
-/// A point of the session: `tim` (µs, the trace's clock) and the
-/// backend's CPU clock (µs).
+/// A point of the session: `tim` (µs, the trace's clock), the
+/// backend's CPU clock (µs), and the elapsed time of the waits so far
+/// (µs).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct At {
     pub tim: i64,
     pub cpu: i64,
+    pub waits: i64,
 }
 
 /// Timing state of an execution (Execute or one statement of a Query).
@@ -95,7 +97,10 @@ pub struct Tracer {
     secret: std::collections::HashSet<u64>,
     free: Vec<u64>,
     next_cursor: u64,
+    /// Named portals; the unnamed one, which clients use nearly always,
+    /// is `unnamed` (no hashing of its name per round trip).
     portals: HashMap<String, Portal>,
+    unnamed: Option<Portal>,
     bind_start: Option<At>,
     status: u8,
     xct_written: bool,
@@ -104,10 +109,17 @@ pub struct Tracer {
 
 fn times(start: At, end: At, r: i64) -> CallTimes {
     let e = (end.tim - start.tim).max(0);
+    // The CPU clock is read at the call's ends only (it is a system call,
+    // not in the vDSO): the CPU the backend spent inside the call's waits
+    // (a read from the OS page cache is CPU and a wait) is left out by
+    // bounding `c` with the elapsed time outside the waits, so that `c`
+    // plus the waits never exceed `e`. Where the backend was also off CPU
+    // outside the waits (preempted), `c` may keep up to that much of the
+    // waits' CPU. The bound also covers a CPU clock that ticks at a
+    // coarser step than the monotonic one.
+    let outside = (e - (end.waits - start.waits)).max(0);
     CallTimes {
-        // The CPU clock may tick at a coarser step than the monotonic
-        // one: never more CPU than elapsed.
-        c: (end.cpu - start.cpu).clamp(0, e),
+        c: (end.cpu - start.cpu).clamp(0, outside),
         e,
         r,
         dep: 0,
@@ -177,6 +189,7 @@ impl Tracer {
             free: Vec::new(),
             next_cursor: 2,
             portals: HashMap::new(),
+            unnamed: None,
             bind_start: None,
             status: b'I',
             xct_written: false,
@@ -272,18 +285,24 @@ impl Tracer {
                 let cursor = self.stmt_cursor(&stmt);
                 let values = (self.binds && !values.is_empty() && !self.secret.contains(&cursor))
                     .then_some(values);
-                self.portals.insert(
-                    portal,
-                    Portal {
-                        cursor,
-                        values,
-                        executed: false,
-                    },
-                );
+                let p = Portal {
+                    cursor,
+                    values,
+                    executed: false,
+                };
+                if portal.is_empty() {
+                    self.unnamed = Some(p);
+                } else {
+                    self.portals.insert(portal, p);
+                }
                 OpKind::Bind
             }
             ClientMsg::Describe => OpKind::Describe,
-            ClientMsg::Execute { portal } => match self.portals.get_mut(&portal) {
+            ClientMsg::Execute { portal } => match if portal.is_empty() {
+                self.unnamed.as_mut()
+            } else {
+                self.portals.get_mut(&portal)
+            } {
                 Some(p) => {
                     let first = !p.executed;
                     p.executed = true;
@@ -308,7 +327,11 @@ impl Tracer {
                         name,
                     }
                 } else {
-                    self.portals.remove(&name);
+                    if name.is_empty() {
+                        self.unnamed = None;
+                    } else {
+                        self.portals.remove(&name);
+                    }
                     OpKind::ClosePortal
                 }
             }
