@@ -41,6 +41,7 @@ use std::cell::UnsafeCell;
 use std::ffi::{c_char, c_int, c_long, c_uint, c_void, CStr};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
 
+mod cpu;
 mod md5;
 #[path = "../../proxy/src/message.rs"]
 #[allow(dead_code)]
@@ -60,7 +61,7 @@ type ssize_t = isize;
 type off_t = i64;
 
 #[repr(C)]
-struct Timespec {
+pub(crate) struct Timespec {
     tv_sec: c_long,
     tv_nsec: c_long,
 }
@@ -84,20 +85,24 @@ extern "C" {
 const RTLD_NEXT: *mut c_void = -1isize as *mut c_void;
 const RTLD_DEFAULT: *mut c_void = std::ptr::null_mut();
 const CLOCK_REALTIME: c_int = 0;
-const CLOCK_MONOTONIC: c_int = 1;
-const CLOCK_THREAD_CPUTIME_ID: c_int = 3;
+pub(crate) const CLOCK_MONOTONIC: c_int = 1;
+pub(crate) const CLOCK_THREAD_CPUTIME_ID: c_int = 3;
 const SOL_SOCKET: c_int = 1;
 const SO_TYPE: c_int = 3;
 const SOCK_STREAM: c_int = 1;
 
 fn clock_us(clk: c_int) -> i64 {
+    clock_ns(clk) / 1000
+}
+
+pub(crate) fn clock_ns(clk: c_int) -> i64 {
     let mut ts = Timespec {
         tv_sec: 0,
         tv_nsec: 0,
     };
     // SAFETY: ts is a valid, writable timespec.
     unsafe { clock_gettime(clk, &mut ts) };
-    ts.tv_sec * 1_000_000 + ts.tv_nsec / 1000
+    ts.tv_sec * 1_000_000_000 + ts.tv_nsec
 }
 
 /// The next definition of `name` (libc's), cached in `slot`.
@@ -167,6 +172,7 @@ struct Traced {
     /// The elapsed time of the waits so far, µs: a call's `c` is bounded
     /// by its `e` less the waits inside it (see `session::times`).
     waits: i64,
+    cpu: cpu::ThreadClock,
 }
 
 struct Global(UnsafeCell<Proc>);
@@ -360,11 +366,12 @@ fn traced(phase: &mut Phase) -> Option<&mut Traced> {
 
 impl Traced {
     /// A point of the session: the start or end of a call. The CPU clock
-    /// is read here only, twice per round trip (not at the waits).
-    fn at(&self) -> session::At {
+    /// is read here only, twice per round trip (not at the waits), and a
+    /// system call only after the backend was switched out (see `cpu`).
+    fn at(&mut self) -> session::At {
         session::At {
             tim: clock_us(CLOCK_MONOTONIC) + self.offset,
-            cpu: clock_us(CLOCK_THREAD_CPUTIME_ID),
+            cpu: self.cpu.read() / 1000,
             waits: self.waits,
         }
     }
@@ -470,6 +477,7 @@ fn begin(p: &mut Proc, fd: c_int, bytes: &[u8]) -> Option<Box<Traced>> {
         offset: clock_us(CLOCK_REALTIME) - clock_us(CLOCK_MONOTONIC),
         last_flush: 0,
         waits: 0,
+        cpu: cpu::ThreadClock::open(env("TRACELAB_SERVER_TRACE_CPU").as_deref() == Some("syscall")),
     });
     if let Some(params) = first {
         if !wanted(&dir, &params) {

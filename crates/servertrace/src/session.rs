@@ -689,3 +689,27 @@ impl Tracer {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(tim: i64, cpu: i64, waits: i64) -> At {
+        At { tim, cpu, waits }
+    }
+
+    /// `c` + the waits inside a call never exceed its `e`: the CPU spent
+    /// inside the waits (a read from the page cache) is theirs.
+    #[test]
+    fn the_waits_cpu_is_not_the_calls() {
+        // 100 µs, 90 of them on CPU, 30 of which inside waits of 30 µs.
+        let t = times(at(1000, 500, 7), at(1100, 590, 37), 1);
+        assert_eq!((t.e, t.c, t.r, t.tim), (100, 70, 1, 1100));
+        // Off CPU in the waits: c is the CPU.
+        let t = times(at(1000, 500, 7), at(1100, 540, 57), 0);
+        assert_eq!((t.e, t.c), (100, 40));
+        // A CPU clock that ran ahead of the elapsed time.
+        let t = times(at(1000, 500, 0), at(1010, 520, 0), 0);
+        assert_eq!((t.e, t.c), (10, 10));
+    }
+}
