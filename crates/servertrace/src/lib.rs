@@ -42,6 +42,7 @@ use std::ffi::{c_char, c_int, c_long, c_uint, c_void, CStr};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
 
 mod cpu;
+mod executor;
 mod md5;
 #[path = "../../proxy/src/message.rs"]
 #[allow(dead_code)]
@@ -444,6 +445,8 @@ fn received(fd: c_int, bytes: &[u8]) {
         return;
     }
     let at = t.at();
+    executor::idle();
+    t.tracer.nested_reset();
     let r = t.stream.client(bytes);
     if let Some(params) = r.startup {
         // After a refused SSL request.
@@ -485,6 +488,7 @@ fn begin(p: &mut Proc, fd: c_int, bytes: &[u8]) -> Option<Box<Traced>> {
         }
         open_trace(&mut traced, &dir, &params);
     }
+    executor::install();
     Some(traced)
 }
 

@@ -105,7 +105,16 @@ pub struct Tracer {
     status: u8,
     xct_written: bool,
     wrote: bool,
+    /// Statements run inside the client's (see `executor.rs`): their
+    /// cursors by text, numbered from `NESTED_CURSORS` so that the
+    /// client's cursor numbers stay those of the client's and the proxy's
+    /// traces; and the ones under way, innermost last.
+    nested_cursors: HashMap<String, u64>,
+    nested: Vec<u64>,
 }
+
+/// The first cursor number of the statements inside the client's.
+const NESTED_CURSORS: u64 = 10_000;
 
 fn times(start: At, end: At, r: i64) -> CallTimes {
     let e = (end.tim - start.tim).max(0);
@@ -194,7 +203,44 @@ impl Tracer {
             status: b'I',
             xct_written: false,
             wrote: false,
+            nested_cursors: HashMap::new(),
+            nested: Vec::new(),
         }
+    }
+
+    /// A statement inside the client's begins, at nesting level `dep`:
+    /// its cursor, parsed (a PARSING IN CURSOR with `dep`) the first time
+    /// its text is seen.
+    pub fn nested_begin(&mut self, sql: &str, dep: i64, now: At) -> u64 {
+        let cursor = match self.nested_cursors.get(sql) {
+            Some(&c) => c,
+            None => {
+                let c = NESTED_CURSORS + self.nested_cursors.len() as u64;
+                if self.nested_cursors.len() < 10_000 {
+                    self.nested_cursors.insert(sql.to_string(), c);
+                }
+                let mut t = times(now, now, 0);
+                t.dep = dep;
+                self.w.parse(c, sql, message::oct(sql), t);
+                c
+            }
+        };
+        self.nested.push(cursor);
+        cursor
+    }
+
+    /// Its end: its EXEC line, before the client's statement's own.
+    pub fn nested_end(&mut self, cursor: u64, dep: i64, start: At, now: At) {
+        self.nested.pop();
+        let mut t = times(start, now, 0);
+        t.dep = dep;
+        self.w.call("EXEC", cursor, t);
+    }
+
+    /// The backend is between the client's statements: none is nested
+    /// (an error may have left the ones under way unended).
+    pub fn nested_reset(&mut self) {
+        self.nested.clear();
     }
 
     fn alloc(&mut self, name: &str) -> u64 {
@@ -242,6 +288,9 @@ impl Tracer {
     /// call's (as Oracle writes 'SQL*Net message from client' on the
     /// cursor of the call before it).
     pub fn wait_cursor(&self) -> u64 {
+        if let Some(&c) = self.nested.last() {
+            return c;
+        }
         match self.ops.front().map(|o| &o.kind) {
             Some(OpKind::Parse { cursor, .. })
             | Some(OpKind::Execute { cursor, .. })
