@@ -6,7 +6,15 @@
 #   (a) tps at saturation: pgbench -S -M prepared -c 20 -j 2 (pgbench's
 #       select-only lookup), traced / untraced (goal >= 0.95);
 #   (b) the oltp loop's elapsed time: pgbench's TPC-B-like transaction,
-#       -c 1 -t N, traced / untraced (goal <= 1.05).
+#       -c 1 -t N, traced / untraced (goal <= 1.05);
+#   (c) where perf can count system calls (root, or perf_event_paranoid
+#       <= 1): the system calls per select-only query of all the servers'
+#       processes, traced and untraced, counted by perf's tracepoints
+#       (which do not stop the process, as strace does: the tracer's CPU
+#       clock is read for real only after the backend was switched out,
+#       and a ptrace stop is a switch).
+# The load average is printed at the start and the end: the tps ratios
+# are only as steady as the machine.
 # The traces are removed after each traced run (they grow by ~1 KB per
 # transaction per session).
 #
@@ -50,6 +58,7 @@ tps() { "$pgbench" -n -S -M prepared -c "$CLIENTS" -j 2 -T "$SECONDS_PER_RUN" "$
 elapsed() { local s e; s=$(date +%s.%N); "$pgbench" -n -c 1 -t "$OLTP_TX" "$1" >/dev/null 2>&1; e=$(date +%s.%N);
             python3 -c "print($e - $s)"; }
 
+echo "load average at the start: $(cut -d' ' -f1-3 /proc/loadavg)"
 tps_ratios=(); oltp_ratios=()
 for r in $(seq 1 "$ROUNDS"); do
   a=$(tps "$url_plain"); b=$(tps "$url_traced"); clear_traces
@@ -60,3 +69,22 @@ for r in $(seq 1 "$ROUNDS"); do
 done
 median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 echo "median: select-only tps traced/untraced $(median "${tps_ratios[@]}") (goal >= 0.95); oltp elapsed traced/untraced $(median "${oltp_ratios[@]}") (goal <= 1.05)"
+echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
+
+# (c) System calls per query, 20 clients x 500 select-only queries.
+calls=(clock_gettime gettid sendto recvfrom epoll_wait pread64 write)
+syscalls() {
+  local dir=$1 url=$2 pid events
+  pid=$(head -1 "$dir/data/postmaster.pid")
+  events=$(printf 'syscalls:sys_enter_%s,' "${calls[@]}")
+  perf stat -x, -e "${events%,}" -p "$pid" -o "$OUT/perf.txt" & local perf=$!
+  sleep 1
+  "$pgbench" -n -S -M prepared -c 20 -j 2 -t 500 "$url" >/dev/null 2>&1
+  sleep 0.5; kill -INT "$perf"; wait "$perf" 2>/dev/null || true
+  awk -F, '/sys_enter_/ {sub(/.*sys_enter_/, "", $3); printf " %s %.2f", $3, $1 / 10000}' "$OUT/perf.txt"
+}
+if command -v perf >/dev/null && perf stat -e syscalls:sys_enter_gettid true >/dev/null 2>&1; then
+  echo "system calls per query, untraced:$(syscalls "$OUT/plain" "$url_plain")"
+  echo "system calls per query, traced:  $(syscalls "$OUT/traced" "$url_traced")"
+  clear_traces
+fi

@@ -41,6 +41,8 @@ use std::cell::UnsafeCell;
 use std::ffi::{c_char, c_int, c_long, c_uint, c_void, CStr};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
 
+mod cpu;
+mod executor;
 mod md5;
 #[path = "../../proxy/src/message.rs"]
 #[allow(dead_code)]
@@ -60,7 +62,7 @@ type ssize_t = isize;
 type off_t = i64;
 
 #[repr(C)]
-struct Timespec {
+pub(crate) struct Timespec {
     tv_sec: c_long,
     tv_nsec: c_long,
 }
@@ -72,26 +74,36 @@ extern "C" {
     fn getsockopt(fd: c_int, level: c_int, name: c_int, val: *mut c_void, len: *mut u32) -> c_int;
     fn getpid() -> c_int;
     fn atexit(f: extern "C" fn()) -> c_int;
+    fn pthread_self() -> usize;
+    fn pthread_atfork(
+        prepare: Option<extern "C" fn()>,
+        parent: Option<extern "C" fn()>,
+        child: Option<extern "C" fn()>,
+    ) -> c_int;
 }
 
 /// glibc's RTLD_NEXT and RTLD_DEFAULT.
 const RTLD_NEXT: *mut c_void = -1isize as *mut c_void;
 const RTLD_DEFAULT: *mut c_void = std::ptr::null_mut();
 const CLOCK_REALTIME: c_int = 0;
-const CLOCK_MONOTONIC: c_int = 1;
-const CLOCK_THREAD_CPUTIME_ID: c_int = 3;
+pub(crate) const CLOCK_MONOTONIC: c_int = 1;
+pub(crate) const CLOCK_THREAD_CPUTIME_ID: c_int = 3;
 const SOL_SOCKET: c_int = 1;
 const SO_TYPE: c_int = 3;
 const SOCK_STREAM: c_int = 1;
 
 fn clock_us(clk: c_int) -> i64 {
+    clock_ns(clk) / 1000
+}
+
+pub(crate) fn clock_ns(clk: c_int) -> i64 {
     let mut ts = Timespec {
         tv_sec: 0,
         tv_nsec: 0,
     };
     // SAFETY: ts is a valid, writable timespec.
     unsafe { clock_gettime(clk, &mut ts) };
-    ts.tv_sec * 1_000_000 + ts.tv_nsec / 1000
+    ts.tv_sec * 1_000_000_000 + ts.tv_nsec
 }
 
 /// The next definition of `name` (libc's), cached in `slot`.
@@ -124,14 +136,15 @@ struct Pg {
 /// Per process: the server's symbols, whether tracing is asked for, and
 /// the session being traced. A backend is one thread; the library's state
 /// is touched by the thread that began the session only (others pass
-/// through), and `BUSY` keeps the library's own calls from re-entering it.
+/// through; a process the backend forks stops tracing, see `forked`), and
+/// `BUSY` keeps the library's own calls from re-entering it.
 struct Proc {
     looked: bool,
     pg: Option<Pg>,
     dir: Option<String>,
     phase: Phase,
     /// The wait-event names seen, by their `wait_event_info`.
-    names: Vec<(u32, String)>,
+    names: Vec<(u32, Box<str>)>,
     /// An id of the file behind each descriptor (see `file_id`), +1; 0 is
     /// not known yet.
     files: Vec<i64>,
@@ -147,17 +160,20 @@ enum Phase {
 
 struct Traced {
     fd: c_int,
-    tid: i64,
+    /// The thread that traces (`pthread_self`: no system call, unlike
+    /// gettid, which cost ~6 system calls per query when read at every
+    /// wrapped call).
+    thread: usize,
     stream: stream::Streams,
     tracer: session::Tracer,
     out: Option<std::fs::File>,
     /// `tim` = monotonic µs + this (the wall clock at the start).
     offset: i64,
     last_flush: i64,
-    /// The backend's CPU inside the waits so far, µs: a call's `c` leaves
-    /// it out (a read from the OS page cache is CPU and a wait), so that
-    /// `c` + the waits of a call never exceed its `e`.
-    wait_cpu: i64,
+    /// The elapsed time of the waits so far, µs: a call's `c` is bounded
+    /// by its `e` less the waits inside it (see `session::times`).
+    waits: i64,
+    cpu: cpu::ThreadClock,
 }
 
 struct Global(UnsafeCell<Proc>);
@@ -236,25 +252,29 @@ fn lookup_pg() -> Option<Pg> {
     }
 }
 
-fn gettid() -> i64 {
-    // SAFETY: gettid takes no arguments and cannot fail.
-    #[cfg(target_arch = "x86_64")]
-    const SYS_GETTID: c_long = 186;
-    #[cfg(target_arch = "aarch64")]
-    const SYS_GETTID: c_long = 178;
-    extern "C" {
-        fn syscall(n: c_long, ...) -> c_long;
+fn thread() -> usize {
+    // SAFETY: pthread_self takes no arguments and cannot fail.
+    unsafe { pthread_self() }
+}
+
+/// In the child of a fork (a backend's `COPY ... TO PROGRAM`, say): the
+/// child is not the backend, and its thread has the backend's
+/// `pthread_self`; it passes every call through. Its lines not yet written
+/// are the backend's, which writes them.
+extern "C" fn forked() {
+    let Some(g) = enter() else { return };
+    if matches!(g.0.phase, Phase::Tracing(_)) {
+        // Left as it is, not dropped: no free(3) or close(2) in a child
+        // that may be about to exec (the trace's descriptor is
+        // close-on-exec).
+        std::mem::forget(std::mem::replace(&mut g.0.phase, Phase::Off));
     }
-    unsafe { syscall(SYS_GETTID) as i64 }
 }
 
 impl Proc {
     /// The session being traced, if this thread traces one.
     fn traced(&mut self) -> Option<&mut Traced> {
-        match &mut self.phase {
-            Phase::Tracing(t) if t.tid == gettid() => Some(t),
-            _ => None,
-        }
+        traced(&mut self.phase)
     }
 
     /// The wait event the backend has set (0: none).
@@ -275,14 +295,13 @@ impl Proc {
         }
     }
 
-    /// `Type:Event`, PostgreSQL's own names.
-    fn name(&mut self, info: u32) -> String {
-        if let Some((_, n)) = self.names.iter().find(|(i, _)| *i == info) {
-            return n.clone();
+    /// `Type:Event`, PostgreSQL's own names: the index of the name in
+    /// `names` (`None`: no more room, or not a server).
+    fn name(&mut self, info: u32) -> Option<usize> {
+        if let Some(i) = self.names.iter().position(|(i, _)| *i == info) {
+            return Some(i);
         }
-        let Some(pg) = &self.pg else {
-            return String::new();
-        };
+        let pg = self.pg.as_ref()?;
         // SAFETY: the server's functions; they return static strings.
         let text = |p: *const c_char| unsafe {
             if p.is_null() {
@@ -296,10 +315,11 @@ impl Proc {
             text(unsafe { (pg.event_type)(info) }),
             text(unsafe { (pg.event)(info) })
         );
-        if self.names.len() < 512 {
-            self.names.push((info, n.clone()));
+        if self.names.len() >= 512 {
+            return None;
         }
-        n
+        self.names.push((info, n.into()));
+        Some(self.names.len() - 1)
     }
 
     /// A number for the file behind `fd`: the relfilenode of a data file
@@ -337,11 +357,23 @@ impl Proc {
     }
 }
 
+/// The session being traced, if this thread traces one.
+fn traced(phase: &mut Phase) -> Option<&mut Traced> {
+    match phase {
+        Phase::Tracing(t) if t.thread == thread() => Some(t),
+        _ => None,
+    }
+}
+
 impl Traced {
-    fn at(&self) -> session::At {
+    /// A point of the session: the start or end of a call. The CPU clock
+    /// is read here only, twice per round trip (not at the waits), and a
+    /// system call only after the backend was switched out (see `cpu`).
+    fn at(&mut self) -> session::At {
         session::At {
             tim: clock_us(CLOCK_MONOTONIC) + self.offset,
-            cpu: clock_us(CLOCK_THREAD_CPUTIME_ID) - self.wait_cpu,
+            cpu: self.cpu.read() / 1000,
+            waits: self.waits,
         }
     }
 
@@ -413,6 +445,8 @@ fn received(fd: c_int, bytes: &[u8]) {
         return;
     }
     let at = t.at();
+    executor::idle();
+    t.tracer.nested_reset();
     let r = t.stream.client(bytes);
     if let Some(params) = r.startup {
         // After a refused SSL request.
@@ -439,13 +473,14 @@ fn begin(p: &mut Proc, fd: c_int, bytes: &[u8]) -> Option<Box<Traced>> {
     let dir = p.dir.clone()?;
     let mut traced = Box::new(Traced {
         fd,
-        tid: gettid(),
+        thread: thread(),
         stream: streams,
         tracer: session::Tracer::new(out::Lines::default(), binds_wanted()),
         out: None,
         offset: clock_us(CLOCK_REALTIME) - clock_us(CLOCK_MONOTONIC),
         last_flush: 0,
-        wait_cpu: 0,
+        waits: 0,
+        cpu: cpu::ThreadClock::open(env("TRACELAB_SERVER_TRACE_CPU").as_deref() == Some("syscall")),
     });
     if let Some(params) = first {
         if !wanted(&dir, &params) {
@@ -453,6 +488,7 @@ fn begin(p: &mut Proc, fd: c_int, bytes: &[u8]) -> Option<Box<Traced>> {
         }
         open_trace(&mut traced, &dir, &params);
     }
+    executor::install();
     Some(traced)
 }
 
@@ -508,8 +544,11 @@ fn open_trace(t: &mut Traced, dir: &str, params: &stream::Startup) {
     t.tracer
         .w
         .session(pid, &params.database, &params.user, &params.application);
-    // SAFETY: registering a plain function.
-    unsafe { atexit(at_exit) };
+    // SAFETY: registering plain functions.
+    unsafe {
+        atexit(at_exit);
+        pthread_atfork(None, None, Some(forked));
+    }
 }
 
 /// Bytes the backend hands to send(2) on `fd`.
@@ -529,7 +568,7 @@ fn sending(fd: c_int, bytes: &[u8]) {
         return;
     }
     if !sent.msgs.is_empty() {
-        t.tracer.server_chunk(&sent.msgs, at);
+        t.tracer.server_chunk(sent.msgs, at);
     }
     if t.tracer.w.buf.len() >= BUFFER {
         t.flush();
@@ -539,8 +578,8 @@ fn sending(fd: c_int, bytes: &[u8]) {
 /// After a blocking call that took from `start` to `end` (monotonic µs)
 /// with wait event `info` set: its WAIT line. `io` is (fd, offset,
 /// bytes) for a file's read or write, (fd, -1, 0) for a flush.
-fn waited(info: u32, start: Point, io: Option<(c_int, i64, i64)>, extra: [i64; 2]) {
-    let end = Point::end();
+fn waited(info: u32, start: i64, io: Option<(c_int, i64, i64)>, extra: [i64; 2]) {
+    let end = clock_us(CLOCK_MONOTONIC);
     let Some(g) = enter() else { return };
     let p = &mut *g.0;
     if p.traced().is_none() {
@@ -556,19 +595,17 @@ fn waited(info: u32, start: Point, io: Option<(c_int, i64, i64)>, extra: [i64; 2
         Some((fd, _, _)) => [("file#", p.file_id(fd)), ("p2", 0), ("p3", 0)],
         None => [("timeout", extra[0]), ("events", extra[1]), ("p3", 0)],
     };
-    let Some(t) = p.traced() else { return };
-    t.wait_cpu += (end.cpu - start.cpu).max(0);
+    let Some(t) = traced(&mut p.phase) else {
+        return;
+    };
+    let ela = end - start;
+    t.waits += ela;
     if !t.tracer.started() {
         return;
     }
     let cursor = t.tracer.wait_cursor();
-    t.tracer.w.wait(
-        cursor,
-        &name,
-        end.mono - start.mono,
-        params,
-        end.mono + t.offset,
-    );
+    let name = name.map_or("", |i| &p.names[i].1);
+    t.tracer.w.wait(cursor, name, ela, params, end + t.offset);
     if t.tracer.w.buf.len() >= BUFFER {
         t.flush();
     }
@@ -593,7 +630,9 @@ fn traced_event() -> u32 {
 fn idle_flush(info: u32) -> bool {
     let Some(g) = enter() else { return false };
     let p = &mut *g.0;
-    let idle = p.name(info) == "Client:ClientRead";
+    let idle = p
+        .name(info)
+        .is_some_and(|i| &*p.names[i].1 == "Client:ClientRead");
     let Some(t) = p.traced() else { return false };
     if !idle || t.tracer.busy() || t.tracer.w.buf.is_empty() {
         return false;
@@ -621,34 +660,10 @@ fn forget_fd(fd: c_int) {
     }
 }
 
-/// The two clocks at a wait's start or end (µs).
-#[derive(Clone, Copy)]
-struct Point {
-    mono: i64,
-    cpu: i64,
-}
-
-impl Point {
-    /// A wait's start: the CPU clock first, so that reading it (a system
-    /// call, not in the vDSO as the monotonic clock is) falls outside the
-    /// wait's elapsed time, which then covers the blocking call and no
-    /// more.
-    fn start() -> Point {
-        let cpu = clock_us(CLOCK_THREAD_CPUTIME_ID);
-        Point {
-            mono: clock_us(CLOCK_MONOTONIC),
-            cpu,
-        }
-    }
-
-    /// A wait's end: the monotonic clock first, for the same reason.
-    fn end() -> Point {
-        let mono = clock_us(CLOCK_MONOTONIC);
-        Point {
-            mono,
-            cpu: clock_us(CLOCK_THREAD_CPUTIME_ID),
-        }
-    }
+/// A wait's start, µs on the monotonic clock (in the vDSO: no system
+/// call).
+fn now() -> i64 {
+    clock_us(CLOCK_MONOTONIC)
 }
 
 /// Times `call` if a wait event is set, and writes its WAIT line.
@@ -658,7 +673,7 @@ fn timed<R>(io: Option<(c_int, i64, i64)>, call: impl FnOnce() -> R) -> R {
     if info == 0 {
         return call();
     }
-    let start = Point::start();
+    let start = now();
     let r = call();
     waited(info, start, io, [0, 0]);
     r
@@ -682,7 +697,7 @@ pub unsafe extern "C" fn recv(fd: c_int, buf: *mut c_void, n: usize, flags: c_in
         unsafe extern "C" fn(c_int, *mut c_void, usize, c_int) -> ssize_t
     );
     let info = traced_event();
-    let start = (info != 0).then(Point::start);
+    let start = (info != 0).then(now);
     let r = f(fd, buf, n, flags);
     if let Some(start) = start {
         waited(info, start, None, [0, r as i64]);
@@ -704,7 +719,7 @@ pub unsafe extern "C" fn send(fd: c_int, buf: *const c_void, n: usize, flags: c_
         unsafe extern "C" fn(c_int, *const c_void, usize, c_int) -> ssize_t
     );
     let info = traced_event();
-    let start = (info != 0).then(Point::start);
+    let start = (info != 0).then(now);
     let r = f(fd, buf, n, flags);
     if let Some(start) = start {
         waited(info, start, None, [0, r as i64]);
@@ -735,7 +750,7 @@ pub unsafe extern "C" fn epoll_wait(
     if info == 0 {
         return f(epfd, ev, max, timeout);
     }
-    let start = Point::start();
+    let start = now();
     let mut r;
     if idle_flush(info) && (timeout < 0 || timeout as i64 > FLUSH_US / 1000) {
         // Lines are buffered and the client may not come back soon: wait
@@ -747,7 +762,7 @@ pub unsafe extern "C" fn epoll_wait(
             let rest = if timeout < 0 {
                 -1
             } else {
-                (timeout as i64 - (clock_us(CLOCK_MONOTONIC) - start.mono) / 1000).max(0) as c_int
+                (timeout as i64 - (now() - start) / 1000).max(0) as c_int
             };
             r = f(epfd, ev, max, rest);
         }
@@ -844,7 +859,7 @@ macro_rules! vectored {
             if info == 0 {
                 return f(fd, iov, cnt, off);
             }
-            let start = Point::start();
+            let start = now();
             let r = f(fd, iov, cnt, off);
             waited(info, start, Some((fd, off, r.max(0) as i64)), [0, 0]);
             r

@@ -20,12 +20,14 @@ use std::collections::{HashMap, VecDeque};
 use crate::message::{self, ClientMsg};
 use crate::out::{CallTimes, Lines};
 
-/// A point of the session: `tim` (µs, the trace's clock) and the
-/// backend's CPU clock (µs).
+/// A point of the session: `tim` (µs, the trace's clock), the
+/// backend's CPU clock (µs), and the elapsed time of the waits so far
+/// (µs).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct At {
     pub tim: i64,
     pub cpu: i64,
+    pub waits: i64,
 }
 
 /// Timing state of an execution (Execute or one statement of a Query).
@@ -95,19 +97,38 @@ pub struct Tracer {
     secret: std::collections::HashSet<u64>,
     free: Vec<u64>,
     next_cursor: u64,
+    /// Named portals; the unnamed one, which clients use nearly always,
+    /// is `unnamed` (no hashing of its name per round trip).
     portals: HashMap<String, Portal>,
+    unnamed: Option<Portal>,
     bind_start: Option<At>,
     status: u8,
     xct_written: bool,
     wrote: bool,
+    /// Statements run inside the client's (see `executor.rs`): their
+    /// cursors by text, numbered from `NESTED_CURSORS` so that the
+    /// client's cursor numbers stay those of the client's and the proxy's
+    /// traces; and the ones under way, innermost last.
+    nested_cursors: HashMap<String, u64>,
+    nested: Vec<u64>,
 }
+
+/// The first cursor number of the statements inside the client's.
+const NESTED_CURSORS: u64 = 10_000;
 
 fn times(start: At, end: At, r: i64) -> CallTimes {
     let e = (end.tim - start.tim).max(0);
+    // The CPU clock is read at the call's ends only (it is a system call,
+    // not in the vDSO): the CPU the backend spent inside the call's waits
+    // (a read from the OS page cache is CPU and a wait) is left out by
+    // bounding `c` with the elapsed time outside the waits, so that `c`
+    // plus the waits never exceed `e`. Where the backend was also off CPU
+    // outside the waits (preempted), `c` may keep up to that much of the
+    // waits' CPU. The bound also covers a CPU clock that ticks at a
+    // coarser step than the monotonic one.
+    let outside = (e - (end.waits - start.waits)).max(0);
     CallTimes {
-        // The CPU clock may tick at a coarser step than the monotonic
-        // one: never more CPU than elapsed.
-        c: (end.cpu - start.cpu).clamp(0, e),
+        c: (end.cpu - start.cpu).clamp(0, outside),
         e,
         r,
         dep: 0,
@@ -177,11 +198,49 @@ impl Tracer {
             free: Vec::new(),
             next_cursor: 2,
             portals: HashMap::new(),
+            unnamed: None,
             bind_start: None,
             status: b'I',
             xct_written: false,
             wrote: false,
+            nested_cursors: HashMap::new(),
+            nested: Vec::new(),
         }
+    }
+
+    /// A statement inside the client's begins, at nesting level `dep`:
+    /// its cursor, parsed (a PARSING IN CURSOR with `dep`) the first time
+    /// its text is seen.
+    pub fn nested_begin(&mut self, sql: &str, dep: i64, now: At) -> u64 {
+        let cursor = match self.nested_cursors.get(sql) {
+            Some(&c) => c,
+            None => {
+                let c = NESTED_CURSORS + self.nested_cursors.len() as u64;
+                if self.nested_cursors.len() < 10_000 {
+                    self.nested_cursors.insert(sql.to_string(), c);
+                }
+                let mut t = times(now, now, 0);
+                t.dep = dep;
+                self.w.parse(c, sql, message::oct(sql), t);
+                c
+            }
+        };
+        self.nested.push(cursor);
+        cursor
+    }
+
+    /// Its end: its EXEC line, before the client's statement's own.
+    pub fn nested_end(&mut self, cursor: u64, dep: i64, start: At, now: At) {
+        self.nested.pop();
+        let mut t = times(start, now, 0);
+        t.dep = dep;
+        self.w.call("EXEC", cursor, t);
+    }
+
+    /// The backend is between the client's statements: none is nested
+    /// (an error may have left the ones under way unended).
+    pub fn nested_reset(&mut self) {
+        self.nested.clear();
     }
 
     fn alloc(&mut self, name: &str) -> u64 {
@@ -229,6 +288,9 @@ impl Tracer {
     /// call's (as Oracle writes 'SQL*Net message from client' on the
     /// cursor of the call before it).
     pub fn wait_cursor(&self) -> u64 {
+        if let Some(&c) = self.nested.last() {
+            return c;
+        }
         match self.ops.front().map(|o| &o.kind) {
             Some(OpKind::Parse { cursor, .. })
             | Some(OpKind::Execute { cursor, .. })
@@ -272,18 +334,24 @@ impl Tracer {
                 let cursor = self.stmt_cursor(&stmt);
                 let values = (self.binds && !values.is_empty() && !self.secret.contains(&cursor))
                     .then_some(values);
-                self.portals.insert(
-                    portal,
-                    Portal {
-                        cursor,
-                        values,
-                        executed: false,
-                    },
-                );
+                let p = Portal {
+                    cursor,
+                    values,
+                    executed: false,
+                };
+                if portal.is_empty() {
+                    self.unnamed = Some(p);
+                } else {
+                    self.portals.insert(portal, p);
+                }
                 OpKind::Bind
             }
             ClientMsg::Describe => OpKind::Describe,
-            ClientMsg::Execute { portal } => match self.portals.get_mut(&portal) {
+            ClientMsg::Execute { portal } => match if portal.is_empty() {
+                self.unnamed.as_mut()
+            } else {
+                self.portals.get_mut(&portal)
+            } {
                 Some(p) => {
                     let first = !p.executed;
                     p.executed = true;
@@ -308,7 +376,11 @@ impl Tracer {
                         name,
                     }
                 } else {
-                    self.portals.remove(&name);
+                    if name.is_empty() {
+                        self.unnamed = None;
+                    } else {
+                        self.portals.remove(&name);
+                    }
                     OpKind::ClosePortal
                 }
             }
@@ -664,5 +736,29 @@ impl Tracer {
             }
             self.ops.pop_front();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(tim: i64, cpu: i64, waits: i64) -> At {
+        At { tim, cpu, waits }
+    }
+
+    /// `c` + the waits inside a call never exceed its `e`: the CPU spent
+    /// inside the waits (a read from the page cache) is theirs.
+    #[test]
+    fn the_waits_cpu_is_not_the_calls() {
+        // 100 µs, 90 of them on CPU, 30 of which inside waits of 30 µs.
+        let t = times(at(1000, 500, 7), at(1100, 590, 37), 1);
+        assert_eq!((t.e, t.c, t.r, t.tim), (100, 70, 1, 1100));
+        // Off CPU in the waits: c is the CPU.
+        let t = times(at(1000, 500, 7), at(1100, 540, 57), 0);
+        assert_eq!((t.e, t.c), (100, 40));
+        // A CPU clock that ran ahead of the elapsed time.
+        let t = times(at(1000, 500, 0), at(1010, 520, 0), 0);
+        assert_eq!((t.e, t.c), (10, 10));
     }
 }

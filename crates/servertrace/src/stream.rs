@@ -86,13 +86,16 @@ pub struct Streams {
     started: bool,
     /// An SSL or GSS request was made: the server's next byte answers it.
     answer_pending: bool,
+    /// The messages of the last send(2), the first `sent` of them: kept
+    /// from one send to the next with their bodies' buffers, so that a
+    /// round trip allocates nothing here.
+    sent_msgs: Vec<(u8, Vec<u8>)>,
 }
 
 /// What one send(2) of the backend held.
-#[derive(Default)]
-pub struct Sent {
+pub struct Sent<'a> {
     /// The messages, with the bodies the tracer reads.
-    pub msgs: Vec<(u8, Vec<u8>)>,
+    pub msgs: &'a [(u8, Vec<u8>)],
     /// The server accepted SSL or GSS encryption.
     pub encrypted: bool,
 }
@@ -192,26 +195,48 @@ impl Streams {
     }
 
     /// Bytes the backend sent.
-    pub fn server(&mut self, mut bytes: &[u8]) -> Sent {
-        let mut s = Sent::default();
+    pub fn server(&mut self, mut bytes: &[u8]) -> Sent<'_> {
         if self.answer_pending {
             self.answer_pending = false;
             match bytes.first() {
                 Some(b'S' | b'G') => {
-                    s.encrypted = true;
-                    return s;
+                    return Sent {
+                        msgs: &[],
+                        encrypted: true,
+                    }
                 }
                 Some(_) => bytes = &bytes[1..],
-                None => return s,
+                None => {
+                    return Sent {
+                        msgs: &[],
+                        encrypted: false,
+                    }
+                }
             }
         }
-        self.server.feed(
+        let Streams {
+            server, sent_msgs, ..
+        } = self;
+        let mut n = 0;
+        server.feed(
             bytes,
             || true,
             message::server_traced,
-            |t, body| s.msgs.push((t, body.to_vec())),
+            |t, body| {
+                if n == sent_msgs.len() {
+                    sent_msgs.push((t, Vec::new()));
+                }
+                let m = &mut sent_msgs[n];
+                m.0 = t;
+                m.1.clear();
+                m.1.extend_from_slice(body);
+                n += 1;
+            },
         );
-        s
+        Sent {
+            msgs: &sent_msgs[..n],
+            encrypted: false,
+        }
     }
 }
 
@@ -279,7 +304,7 @@ mod tests {
         answer.extend(typed(b'Z', b"I"));
         let sent = s.server(&answer);
         assert!(!sent.encrypted);
-        assert_eq!(sent.msgs, vec![(b'Z', b"I".to_vec())]);
+        assert_eq!(sent.msgs, &[(b'Z', b"I".to_vec())]);
         assert!(s.client(&startup()).startup.is_some());
         // Accepted: nothing more can be read.
         let mut s = Streams::default();

@@ -90,6 +90,8 @@ struct Line {
     sql: String,
     /// file# of a wait.
     file: i64,
+    /// dep of a call (-1 for a wait).
+    dep: i64,
 }
 
 struct Trace {
@@ -156,6 +158,7 @@ impl Trace {
                 tim: field(l, "tim="),
                 sql: sql.get(&cur).cloned().unwrap_or_default(),
                 file: field(l, "file#="),
+                dep: field(l, "dep="),
             });
         }
         Trace { lines }
@@ -436,6 +439,86 @@ fn a_row_lock_held_500ms_is_a_transactionid_wait_in_the_exec() {
         .sum();
     assert!(lock >= 450_000, "Lock:transactionid {lock} µs");
     assert!(t.lines[i].e >= lock);
+}
+
+/// The statements a PL/pgSQL function runs are dep=1 calls, written
+/// before the EXEC of the client's statement that called it, each inside
+/// it in time and CPU; a wait inside one of them is on its cursor.
+#[test]
+fn plpgsql_statements_are_dep_1_calls_inside_the_callers_exec() {
+    let _serial = serial();
+    let s = Server::start("st-plpgsql", &[]);
+    let mut c = s.connect();
+    c.batch_execute(
+        "create table t (i int);
+         create function f(n int) returns int language plpgsql as $$
+         declare k int;
+         begin
+           insert into t values (n);
+           update t set i = i + 1 where i = n;
+           select count(*) into k from t;
+           perform pg_sleep(0.02);
+           return k;
+         end $$",
+    )
+    .unwrap();
+    let pid = pid(&mut c);
+    for n in 1..=3 {
+        let k: i32 = c.query_one("select f($1)", &[&n]).unwrap().get(0);
+        assert_eq!(k, n);
+    }
+    drop(c);
+    s.stop();
+    let t = s.trace(pid);
+    check_accounting(&t);
+    let parents: Vec<usize> = (0..t.lines.len())
+        .filter(|&i| {
+            let l = &t.lines[i];
+            l.kind == "EXEC" && l.dep == 0 && l.sql.starts_with("select f(")
+        })
+        .collect();
+    assert_eq!(parents.len(), 3);
+    for &i in &parents {
+        let parent = &t.lines[i];
+        let start = parent.tim - parent.e;
+        // The calls since the client's statement began, back to the
+        // previous call of the client's.
+        let nested: Vec<&Line> = t.lines[..i]
+            .iter()
+            .rev()
+            .take_while(|l| l.kind == "WAIT" || l.dep >= 1)
+            .filter(|l| l.kind == "EXEC")
+            .collect();
+        let texts: Vec<&str> = nested.iter().rev().map(|l| l.sql.as_str()).collect();
+        assert_eq!(
+            texts,
+            [
+                "insert into t values (n)",
+                "update t set i = i + 1 where i = n",
+                "select count(*)        from t",
+                "SELECT pg_sleep(0.02)"
+            ],
+            "{nested:?}"
+        );
+        for l in &nested {
+            assert_eq!(l.dep, 1, "{l:?}");
+            assert!(
+                l.tim - l.e >= start && l.tim <= parent.tim,
+                "{l:?} outside {parent:?}"
+            );
+            assert!(l.c <= parent.c, "{l:?} {parent:?}");
+        }
+        let sum: i64 = nested.iter().map(|l| l.e).sum();
+        assert!(sum <= parent.e, "{sum} > {parent:?}");
+        // The sleep is a wait of the sleeping statement's cursor.
+        let sleep = t.lines[..i]
+            .iter()
+            .rev()
+            .find(|l| l.kind == "WAIT" && l.name == "Timeout:PgSleep")
+            .unwrap();
+        assert_eq!(sleep.sql, "SELECT pg_sleep(0.02)");
+        assert!(sleep.e >= 20_000 && nested[0].e >= sleep.e, "{sleep:?}");
+    }
 }
 
 #[test]
