@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde::Deserialize;
-use tracelab_skew::{Agg, Groups, Report, SkewOptions};
+use tracelab_query::{Agg, Groups, Layout, Profiling, Question, Report};
 
 /// One call name of a run's profile.
 #[derive(Debug, Clone, PartialEq)]
@@ -42,9 +42,9 @@ fn ten() -> usize {
 
 /// Whether `w` is an expression the skew engine takes for `--where`.
 pub fn check_where(w: &str) -> Result<(), String> {
-    tracelab_skew::Query::new(&SkewOptions {
+    tracelab_query::Query::new(&Question {
         where0: w.to_string(),
-        ..SkewOptions::default()
+        ..Question::default()
     })
     .map(|_| ())
     .map_err(|e| format!("`{w}`: {e}"))
@@ -70,13 +70,19 @@ fn trace_files(dir: &Path) -> Result<Vec<String>, String> {
 /// (mrskew's accounted-for time: a call's CPU and every wait).
 pub fn of_dir(dir: &Path, filter: &str) -> Result<Vec<ProfileRow>, String> {
     let files = trace_files(dir)?;
-    let opts = SkewOptions {
-        top: 0,
+    let opts = Profiling {
+        question: Question {
+            where0: filter.to_string(),
+            ..Question::default()
+        },
+        layout: Layout {
+            top: 0,
+            ..Layout::default()
+        },
         jobs: 1,
-        where0: filter.to_string(),
-        ..SkewOptions::default()
+        ..Profiling::default()
     };
-    let out = tracelab_skew::profile(&opts, &files, None).map_err(|e| e.to_string())?;
+    let out = tracelab_query::profile(&opts, &files, None).map_err(|e| e.to_string())?;
     Ok(out
         .report
         .rows
@@ -190,9 +196,9 @@ pub fn table(rows: &[&ProfileRow], top: usize) -> String {
             }
         }
     }
-    let o = SkewOptions {
+    let o = Layout {
         top,
-        ..SkewOptions::default()
+        ..Layout::default()
     };
     Report::build(groups, &o, "CALL-NAME", "DURATION").render(&o)
 }

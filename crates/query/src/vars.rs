@@ -1,11 +1,11 @@
-//! mrskew's expression variables (reference §A.5), read off a [`Call`].
+//! mrskew's expression variables, read off a [`Call`].
 
 use std::borrow::Cow;
 
 use tracelab_expr::{Scope, Value, VarId, Vars};
 use tracelab_trace::{format_wall_clock, Call, CallKind};
 
-use crate::options::Units;
+use crate::question::Units;
 
 /// Every scalar variable an expression may read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -212,7 +212,8 @@ impl Conv {
     }
 
     /// Raw units to seconds the way mrskew does it: × 1e-6, not ÷ 1e6
-    /// (reference §A.7: it decides bucket edges and sprintf rounding).
+    /// (the two differ in the last bit of some doubles, which decides
+    /// bucket edges and sprintf's rounding).
     #[inline]
     pub fn secs(&self, raw: i64) -> f64 {
         raw as f64 * self.secs
