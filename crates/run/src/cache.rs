@@ -547,20 +547,14 @@ pub(crate) fn unquote(quoted: &str) -> String {
 
 /// Whether the SQL carries Oracle's `/*+ result_cache */` hint.
 pub fn has_hint(sql: &str) -> bool {
-    let lower = sql.to_ascii_lowercase();
-    let mut rest = lower.as_str();
-    while let Some(p) = rest.find("/*+") {
-        let body = &rest[p + 3..];
-        let end = body.find("*/").unwrap_or(body.len());
-        if body[..end]
-            .split(|c: char| c.is_whitespace() || c == ',')
-            .any(|w| w == "result_cache")
-        {
-            return true;
-        }
-        rest = &body[end..];
-    }
-    false
+    crate::sql::tokens(sql)
+        .filter(|t| t.kind == crate::sql::Kind::Comment)
+        .filter_map(|t| t.text(sql).strip_prefix("/*+"))
+        .any(|body| {
+            body.trim_end_matches("*/")
+                .split(|c: char| c.is_whitespace() || c == ',')
+                .any(|w| w.eq_ignore_ascii_case("result_cache"))
+        })
 }
 
 /// What a statement is to the cache, from its text: a query the server is
@@ -842,6 +836,14 @@ mod tests {
                 ("t".to_string(), false)
             ]
         );
+    }
+
+    #[test]
+    fn the_hint_is_a_comment_not_text_in_a_literal() {
+        assert!(has_hint("select /*+ RESULT_CACHE */ * from t"));
+        assert!(has_hint("select /*+ index(t i), result_cache */ * from t"));
+        assert!(!has_hint("select /* result_cache */ * from t"));
+        assert!(!has_hint("select '/*+ result_cache */' from t"));
     }
 
     #[test]
