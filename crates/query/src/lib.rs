@@ -23,4 +23,4 @@ pub use number::{Num, PercentFormat};
 pub use query::{Hit, NameCache, Query};
 pub use question::{Question, Units};
 pub use report::{Format, Layout, Nums, Report, Row, Sort, Stats};
-pub use vars::{CallVars, Conversions};
+pub use vars::{CallVars, Column, ColumnType, Conversions, Field, Var, Variable, VARIABLES};
