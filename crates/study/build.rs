@@ -1,4 +1,4 @@
-//! Compiles the clock shim (crates/clock, a cdylib of the workspace) into
+//! Compiles the timer shim (crates/timeshim, a cdylib of the workspace) into
 //! OUT_DIR, so that the study crate embeds it: the trace-overhead study
 //! writes it out and sets it as LD_PRELOAD of the server it restarts.
 //!
@@ -14,7 +14,7 @@ use std::process::Command;
 
 fn main() {
     let src = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap_or_default())
-        .join("../clock/src/lib.rs");
+        .join("../timeshim/src/lib.rs");
     println!("cargo:rerun-if-changed={}", src.display());
     let out = PathBuf::from(std::env::var("OUT_DIR").unwrap_or_default());
     let lib = out.join("libtracelab_clock.so");
@@ -40,7 +40,7 @@ fn main() {
             .is_ok_and(|s| s.success());
     if !built {
         if supported {
-            println!("cargo:warning=the clock shim (crates/clock) did not build: the trace-overhead study's timer levels will not run");
+            println!("cargo:warning=the timer shim (crates/timeshim) did not build: the trace-overhead study's timer levels will not run");
         }
         let _ = std::fs::write(&lib, b"");
     }

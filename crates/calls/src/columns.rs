@@ -12,6 +12,7 @@ use arrow_buffer::{
     BooleanBuffer, BooleanBufferBuilder, Buffer, NullBuffer, OffsetBuffer, ScalarBuffer,
 };
 use arrow_schema::{DataType, Field, Schema, SchemaRef, TimeUnit};
+use tracelab_query::{Column, ColumnType, Field as VarField, Var, VARIABLES};
 use tracelab_trace::{Call, CallKind};
 
 use crate::sink::Encodings;
@@ -41,60 +42,29 @@ fn bind_item() -> Field {
     Field::new("item", DataType::Utf8, true)
 }
 
-/// The calls table's schema. `with_file_id`: a column of the file's id,
-/// when all files go to one output file; a directory output holds it in
-/// the partition path (`calls/file_id=N/`) instead.
+/// The calls table's schema: a column for each of the query engine's
+/// variables that has one ([`tracelab_query::VARIABLES`], in its order).
+/// `with_file_id`: a column of the file's id first, when all files go to
+/// one output file; a directory output holds it in the partition path
+/// (`calls/file_id=N/`) instead.
 pub fn schema(with_file_id: bool) -> SchemaRef {
-    use DataType::{Int64, Utf8};
-    let i = |name: &str| Field::new(name, Int64, true);
-    let s = |name: &str| Field::new(name, Utf8, true);
     let mut fields = Vec::new();
     if with_file_id {
         fields.push(Field::new("file_id", DataType::Int32, false));
     }
-    fields.extend([
-        Field::new("file", Utf8, false),
-        Field::new("basename", Utf8, false),
-        Field::new("line", Int64, false),
-        s("session"),
-        Field::new("call", Utf8, false),
-        Field::new("name", Utf8, false),
-        i("dep"),
-        Field::new("depmin", Int64, false),
-        s("cursor"),
-        s("sqlid"),
-        i("hv"),
-        i("oct"),
-        i("uid"),
-        i("lid"),
-        Field::new("parse_id", Int64, false),
-        Field::new("exec_id", Int64, false),
-        Field::new("island_id", Int64, false),
-        Field::new("af", Int64, false),
-        Field::new("dur", Int64, false),
-        i("e"),
-        i("c"),
-        i("ela"),
-        i("tim"),
-        Field::new("start_time", utc(), true),
-        Field::new("end_time", utc(), true),
-        i("r"),
-        i("p"),
-        i("cr"),
-        i("cu"),
-        i("mis"),
-        i("og"),
-        i("plh"),
-        i("type"),
-        i("bytes"),
-        i("rlbk"),
-        i("rd_only"),
-        i("p1"),
-        i("p2"),
-        i("p3"),
-        i("obj"),
-        Field::new("binds", DataType::List(Arc::new(bind_item())), true),
-    ]);
+    fields.extend(VARIABLES.iter().filter_map(|v| match v.column {
+        Column::Of { name, ty, nullable } => Some(Field::new(
+            name,
+            match ty {
+                ColumnType::Int => DataType::Int64,
+                ColumnType::Text => DataType::Utf8,
+                ColumnType::Timestamp => utc(),
+                ColumnType::TextList => DataType::List(Arc::new(bind_item())),
+            },
+            nullable,
+        )),
+        Column::None { .. } => None,
+    }));
     Arc::new(Schema::new(fields))
 }
 
@@ -620,6 +590,77 @@ impl CallColumns {
         self.staged.clear();
     }
 
+    /// The built column of a variable (the staged rows spread), in the
+    /// calls table's order; `None` for one the table has no column for.
+    /// `file`: the file, its basename and session, the same on every row.
+    fn column(
+        &mut self,
+        field: VarField,
+        n: usize,
+        (file, basename, session): (&str, &str, Option<&str>),
+    ) -> Option<ArrayRef> {
+        let (req, null) = (&mut self.required, &mut self.nullable);
+        let var = match field {
+            VarField::Session => return Some(self.sessions.get(session, n)),
+            VarField::Bind => {
+                let offsets =
+                    std::mem::replace(&mut self.bind_offsets, Vec::with_capacity(BATCH_ROWS + 1));
+                self.bind_offsets.push(0);
+                let values = self.bind_values.finish();
+                return Some(Arc::new(ListArray::new(
+                    Arc::new(bind_item()),
+                    OffsetBuffer::new(offsets.into()),
+                    Arc::new(values),
+                    None,
+                )));
+            }
+            VarField::Var(v) => v,
+        };
+        Some(match var {
+            Var::File => self.files.get(Some(file), n),
+            Var::Basename => self.basenames.get(Some(basename), n),
+            Var::Line => req[LINE].finish(),
+            Var::Call => Arc::new(self.call.finish()),
+            Var::Nam => Arc::new(self.name.finish()),
+            Var::Dep => null[DEP].finish(),
+            Var::Depmin => req[DEPMIN].finish(),
+            Var::CursorId => Arc::new(self.cursor.finish()),
+            Var::Sqlid => Arc::new(self.sqlid.finish()),
+            Var::Hv => null[HV].finish(),
+            Var::Oct => null[OCT].finish(),
+            Var::Uid => null[UID].finish(),
+            Var::Lid => null[LID].finish(),
+            Var::ParseId => req[PARSE_ID].finish(),
+            Var::ExecId => req[EXEC_ID].finish(),
+            Var::IslandId => req[ISLAND_ID].finish(),
+            Var::Af => req[AF].finish(),
+            Var::Dur => req[DUR].finish(),
+            Var::E => null[E].finish(),
+            Var::C => null[C].finish(),
+            Var::Ela => null[ELA].finish(),
+            Var::Tim => null[TIM].finish(),
+            Var::Time0 => null[START_TIME].finish_time(),
+            Var::Time1 => null[END_TIME].finish_time(),
+            // The database-call fields, in the order `push` stages them.
+            Var::R => null[DB].finish(),
+            Var::P => null[DB + 1].finish(),
+            Var::Cr => null[DB + 2].finish(),
+            Var::Cu => null[DB + 3].finish(),
+            Var::Mis => null[DB + 4].finish(),
+            Var::Og => null[DB + 5].finish(),
+            Var::Plh => null[DB + 6].finish(),
+            Var::Type => null[DB + 7].finish(),
+            Var::Bytes => null[DB + 8].finish(),
+            Var::Rlbk => null[DB + 9].finish(),
+            Var::RdOnly => null[DB + 10].finish(),
+            Var::P1 => null[WAIT].finish(),
+            Var::P2 => null[WAIT + 1].finish(),
+            Var::P3 => null[WAIT + 2].finish(),
+            Var::Obj => null[WAIT + 3].finish(),
+            Var::Text | Var::Sql | Var::Ad | Var::Ssqlid | Var::Ssql => return None,
+        })
+    }
+
     /// The rows so far as a batch; the columns start empty again.
     pub fn finish(&mut self) -> RecordBatch {
         self.spread();
@@ -629,40 +670,12 @@ impl CallColumns {
         if self.with_file_id {
             cols.push(Arc::new(Int32Array::from(vec![file_id; n])));
         }
-        cols.push(self.files.get(Some(&file), n));
-        cols.push(self.basenames.get(Some(&basename), n));
-        let (req, null) = (&mut self.required, &mut self.nullable);
-        cols.push(req[LINE].finish());
-        cols.push(self.sessions.get(session.as_deref(), n));
-        cols.push(Arc::new(self.call.finish()));
-        cols.push(Arc::new(self.name.finish()));
-        cols.push(null[DEP].finish());
-        cols.push(req[DEPMIN].finish());
-        cols.push(Arc::new(self.cursor.finish()));
-        cols.push(Arc::new(self.sqlid.finish()));
-        for k in [HV, OCT, UID, LID] {
-            cols.push(null[k].finish());
+        let file = (file.as_str(), basename.as_str(), session.as_deref());
+        for v in VARIABLES {
+            if let Column::Of { .. } = v.column {
+                cols.extend(self.column(v.field, n, file));
+            }
         }
-        for k in [PARSE_ID, EXEC_ID, ISLAND_ID, AF, DUR] {
-            cols.push(req[k].finish());
-        }
-        for k in [E, C, ELA, TIM] {
-            cols.push(null[k].finish());
-        }
-        cols.push(null[START_TIME].finish_time());
-        cols.push(null[END_TIME].finish_time());
-        for col in &mut null[DB..] {
-            cols.push(col.finish());
-        }
-        let offsets = std::mem::replace(&mut self.bind_offsets, Vec::with_capacity(n + 1));
-        self.bind_offsets.push(0);
-        let values = self.bind_values.finish();
-        cols.push(Arc::new(ListArray::new(
-            Arc::new(bind_item()),
-            OffsetBuffer::new(offsets.into()),
-            Arc::new(values),
-            None,
-        )));
         // The columns match the schema field for field: a mismatch is a
         // bug in this file, caught by every test that exports a call.
         RecordBatch::try_new(self.schema.clone(), cols).expect("calls columns match their schema")
@@ -725,6 +738,46 @@ mod tests {
         let got: Vec<bool> = (0..expect.len()).map(|i| nulls.is_valid(i)).collect();
         assert_eq!(got, expect);
         assert_eq!(nulls.null_count(), expect.iter().filter(|v| !**v).count());
+    }
+
+    #[test]
+    fn the_schema_is_the_variables_columns_in_their_order() {
+        let names: Vec<String> = schema(true)
+            .fields()
+            .iter()
+            .map(|f| f.name().clone())
+            .collect();
+        // The table as it was written out by hand before the list.
+        let expected = "file_id file basename line session call name dep depmin cursor sqlid hv \
+             oct uid lid parse_id exec_id island_id af dur e c ela tim start_time end_time r p \
+             cr cu mis og plh type bytes rlbk rd_only p1 p2 p3 obj binds";
+        assert_eq!(names.join(" "), expected);
+        // Every column is built, in that order, with its type.
+        let batch = CallColumns::new(true).finish();
+        assert_eq!(batch.schema(), schema(true));
+        let plain = schema(false);
+        let nullable: Vec<&str> = plain
+            .fields()
+            .iter()
+            .filter(|f| !f.is_nullable())
+            .map(|f| f.name().as_str())
+            .collect();
+        assert_eq!(
+            nullable,
+            [
+                "file",
+                "basename",
+                "line",
+                "call",
+                "name",
+                "depmin",
+                "parse_id",
+                "exec_id",
+                "island_id",
+                "af",
+                "dur"
+            ]
+        );
     }
 
     #[test]

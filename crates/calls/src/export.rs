@@ -1,5 +1,5 @@
 //! The export: files read on every core, each file's calls filtered by
-//! skew's query and built into Arrow batches, the batches encoded by
+//! the query engine and built into Arrow batches, the batches encoded by
 //! writer threads while reading goes on.
 //!
 //! Every call of a file is read in order, by one thread: the columns hold
@@ -18,7 +18,7 @@ use std::sync::{Arc, Mutex};
 
 use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
-use tracelab_skew::{CallVars, NameCache, Query, SkewError, SkewOptions};
+use tracelab_query::{CallVars, NameCache, Query, Question};
 use tracelab_trace::{
     open, open_counted, open_raw, Call, Diagnostics, ReadOptions, Reader, Source,
 };
@@ -49,15 +49,13 @@ pub fn export(
     progress: Option<Arc<AtomicU64>>,
 ) -> Result<Outcome, CallsError> {
     if inputs.is_empty() {
-        return Err(SkewError::NoInput.into());
+        return Err(CallsError::NoInput);
     }
-    let query = Query::new(&SkewOptions {
+    let query = Query::new(&Question {
         where0: opts.where0.clone(),
         where1: opts.where1.clone(),
         name: opts.name.clone(),
-        thinktime: opts.thinktime,
-        depmin: opts.depmin,
-        ..SkewOptions::default()
+        ..Question::default()
     })?;
     let read_opts = ReadOptions {
         binds: true,

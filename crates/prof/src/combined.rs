@@ -8,8 +8,8 @@
 use std::collections::HashMap;
 use std::fmt::Write as _;
 
-use tracelab_skew::number::commify;
-use tracelab_skew::{Agg, Groups, Report, SkewOptions};
+use tracelab_query::number::commify;
+use tracelab_query::{Agg, Groups, Layout, Report};
 
 use crate::report::FileProfile;
 use crate::text::{secs6, table};
@@ -69,9 +69,9 @@ pub fn render_combined(profiles: &[&FileProfile]) -> String {
             Agg::micros(i128::from(us), calls, min, max, (0, 0, i as u64)),
         );
     }
-    let o = SkewOptions {
+    let o = Layout {
         top: 0,
-        ..SkewOptions::default()
+        ..Layout::default()
     };
     out.push_str("RESOURCE PROFILE (all files)\n");
     out.push_str(&Report::build(groups, &o, "RESPONSE TIME COMPONENT", "DURATION").render(&o));

@@ -15,10 +15,10 @@
 mod binds;
 mod collect;
 mod combined;
+mod files;
 pub mod html;
 mod plan;
 mod report;
-mod run;
 mod stats;
 mod text;
 mod timeline;
@@ -26,13 +26,13 @@ pub mod tkprof;
 
 pub use binds::{BindSet, DISTINCT_CAP, SHOWN_SETS};
 pub use combined::render_combined;
+pub use files::{
+    profile, FileOutcome, Outcome, ProfError, ProfOptions, DEFAULT_DETAIL_LIMIT, DEFAULT_TOP,
+};
 pub use plan::{Plan, PlanLine};
 pub use report::{
     BindReport, ChildRef, Component, Engine, FileProfile, Folded, Slowest, StatementReport,
     Summary, TimelineReport, Totals, WaitRow,
-};
-pub use run::{
-    profile, FileOutcome, Outcome, ProfError, ProfOptions, DEFAULT_DETAIL_LIMIT, DEFAULT_TOP,
 };
 pub use stats::{CallSums, CallTable, Dur, P10, P10_BUCKETS};
 pub use text::{profile_table, render, secs6, TextOptions};

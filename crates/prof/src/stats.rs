@@ -220,7 +220,7 @@ mod tests {
 
     #[test]
     fn p10_agrees_with_skews_buckets() {
-        let b = tracelab_skew::buckets::Buckets::parse("p10").unwrap();
+        let b = tracelab_query::buckets::Buckets::parse("p10").unwrap();
         for us in [
             0,
             1,

@@ -7,8 +7,8 @@
 
 use std::fmt::Write as _;
 
-use tracelab_skew::number::{commify, fixed};
-use tracelab_skew::{Agg, Groups, Num, Report, SkewOptions};
+use tracelab_query::number::{commify, fixed};
+use tracelab_query::{Agg, Groups, Layout, Num, Report};
 
 use crate::report::{FileProfile, StatementReport};
 use crate::stats::{P10, P10_BUCKETS};
@@ -63,7 +63,7 @@ pub fn table(head: &[&str], rows: &[Vec<String>], right: &[bool]) -> String {
     out
 }
 
-/// The resource profile in mrskew's table (skew's own renderer).
+/// The resource profile in mrskew's table (the query engine's table, as skew prints it).
 pub fn profile_table(p: &FileProfile) -> String {
     let mut groups = Groups::default();
     for (i, c) in p.profile.iter().enumerate() {
@@ -78,9 +78,9 @@ pub fn profile_table(p: &FileProfile) -> String {
             ),
         );
     }
-    let o = SkewOptions {
+    let o = Layout {
         top: 0,
-        ..SkewOptions::default()
+        ..Layout::default()
     };
     Report::build(groups, &o, "RESPONSE TIME COMPONENT", "DURATION").render(&o)
 }
@@ -257,7 +257,7 @@ fn hierarchy(p: &FileProfile) -> String {
 
 /// The p10 labels, as mrskew's p10.rc prints them.
 pub fn p10_labels() -> Vec<String> {
-    tracelab_skew::buckets::Buckets::parse("p10")
+    tracelab_query::buckets::Buckets::parse("p10")
         .map(|b| b.labels().to_vec())
         .unwrap_or_default()
 }

@@ -522,61 +522,39 @@ pub fn identifiers(sql: &str) -> Vec<String> {
 /// The words of `sql` outside quotes and comments, lower case, in order,
 /// each with whether a `(` follows it (a function call).
 pub(crate) fn words(sql: &str) -> Vec<(String, bool)> {
-    let b = sql.as_bytes();
-    let mut out: Vec<(String, bool)> = Vec::new();
-    let mut i = 0;
-    while i < b.len() {
-        if let Some(end) = crate::sql::skip_literal_or_comment(sql, i) {
-            i = end;
-            continue;
-        }
-        let word = match b[i] {
-            b'"' | b'`' => {
-                let q = b[i];
-                let start = i + 1;
-                i += 1;
-                while i < b.len() && b[i] != q {
-                    i += 1;
-                }
-                let w = sql[start..i.min(b.len())].to_ascii_lowercase();
-                i += 1;
-                w
-            }
-            c if c.is_ascii_alphabetic() || c == b'_' => {
-                let start = i;
-                while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_' || b[i] == b'$')
-                {
-                    i += 1;
-                }
-                sql[start..i].to_ascii_lowercase()
-            }
-            _ => {
-                i += 1;
-                continue;
-            }
-        };
-        let call = sql[i.min(b.len())..].trim_start().starts_with('(');
-        out.push((word, call));
-    }
-    out
+    use crate::sql::Kind;
+    crate::sql::tokens(sql)
+        .filter_map(|t| {
+            let word = match t.kind {
+                Kind::Word => t.text(sql).to_ascii_lowercase(),
+                Kind::QuotedName => unquote(t.text(sql)).to_ascii_lowercase(),
+                _ => return None,
+            };
+            let call = sql[t.end..].trim_start().starts_with('(');
+            Some((word, call))
+        })
+        .collect()
+}
+
+/// The name a quoted name (`"a""b"`, `` `a` ``) stands for: its quotes
+/// off, a doubled quote inside made one (unclosed: to the end).
+pub(crate) fn unquote(quoted: &str) -> String {
+    let q = &quoted[..1];
+    let inner = &quoted[1..];
+    let inner = inner.strip_suffix(q).unwrap_or(inner);
+    inner.replace(&q.repeat(2), q)
 }
 
 /// Whether the SQL carries Oracle's `/*+ result_cache */` hint.
 pub fn has_hint(sql: &str) -> bool {
-    let lower = sql.to_ascii_lowercase();
-    let mut rest = lower.as_str();
-    while let Some(p) = rest.find("/*+") {
-        let body = &rest[p + 3..];
-        let end = body.find("*/").unwrap_or(body.len());
-        if body[..end]
-            .split(|c: char| c.is_whitespace() || c == ',')
-            .any(|w| w == "result_cache")
-        {
-            return true;
-        }
-        rest = &body[end..];
-    }
-    false
+    crate::sql::tokens(sql)
+        .filter(|t| t.kind == crate::sql::Kind::Comment)
+        .filter_map(|t| t.text(sql).strip_prefix("/*+"))
+        .any(|body| {
+            body.trim_end_matches("*/")
+                .split(|c: char| c.is_whitespace() || c == ',')
+                .any(|w| w.eq_ignore_ascii_case("result_cache"))
+        })
 }
 
 /// What a statement is to the cache, from its text: a query the server is
@@ -858,6 +836,14 @@ mod tests {
                 ("t".to_string(), false)
             ]
         );
+    }
+
+    #[test]
+    fn the_hint_is_a_comment_not_text_in_a_literal() {
+        assert!(has_hint("select /*+ RESULT_CACHE */ * from t"));
+        assert!(has_hint("select /*+ index(t i), result_cache */ * from t"));
+        assert!(!has_hint("select /* result_cache */ * from t"));
+        assert!(!has_hint("select '/*+ result_cache */' from t"));
     }
 
     #[test]

@@ -146,23 +146,18 @@ pub(crate) fn text_refusal(sql: &str) -> Option<String> {
     None
 }
 
-/// The contents of the single-quoted literals of `sql`.
+/// The contents of the string literals of `sql` (`'...'`, `E'...'`).
 fn literals(sql: &str) -> Vec<&str> {
-    let b = sql.as_bytes();
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < b.len() {
-        match crate::sql::skip_literal_or_comment(sql, i) {
-            Some(end) => {
-                if b[i] == b'\'' {
-                    out.push(&sql[i + 1..end.saturating_sub(1).max(i + 1)]);
-                }
-                i = end;
-            }
-            None => i += 1,
-        }
-    }
-    out
+    crate::sql::tokens(sql)
+        .filter(|t| t.kind == crate::sql::Kind::Literal)
+        .map(|t| {
+            // After the opening quote (and `E`), without the closing
+            // one (an unclosed literal runs to the end of the text).
+            let text = t.text(sql);
+            let body = &text[text.find('\'').map_or(0, |q| q + 1)..];
+            body.strip_suffix('\'').unwrap_or(body)
+        })
+        .collect()
 }
 
 /// A relation the catalog resolved: its kind, the root of its partition
@@ -545,44 +540,19 @@ const MARIA_SYSTEM: &[&str] = &["mysql", "information_schema", "performance_sche
 /// word is qualified, else `db.name` (the connection's database). A
 /// column reference gives a pair that names no table, which is harmless.
 fn maria_names(sql: &str, db: &str) -> BTreeSet<(String, String)> {
+    use crate::sql::{Dialect, Kind, Lexer};
     let b = sql.as_bytes();
-    // Words with the byte after each, so that `a.b` can be seen.
-    let mut ws: Vec<(String, usize, usize)> = Vec::new();
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] != b'`' {
-            if let Some(end) = crate::sql::skip_literal_or_comment(sql, i) {
-                i = end;
-                continue;
-            }
-        }
-        let start = i;
-        let w = match b[i] {
-            b'`' | b'"' => {
-                let q = b[i];
-                i += 1;
-                let s = i;
-                while i < b.len() && b[i] != q {
-                    i += 1;
-                }
-                let w = sql[s..i.min(b.len())].to_ascii_lowercase();
-                i += 1;
-                w
-            }
-            c if c.is_ascii_alphanumeric() || c == b'_' || c == b'$' => {
-                while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_' || b[i] == b'$')
-                {
-                    i += 1;
-                }
-                sql[start..i].to_ascii_lowercase()
-            }
-            _ => {
-                i += 1;
-                continue;
-            }
-        };
-        ws.push((w, start, i.min(b.len())));
-    }
+    // Words with where each starts and ends, so that `a.b` can be seen.
+    let ws: Vec<(String, usize, usize)> = Lexer::new(sql, Dialect::MariaDb, 0)
+        .filter_map(|t| {
+            let w = match t.kind {
+                Kind::Word => t.text(sql).to_ascii_lowercase(),
+                Kind::QuotedName => crate::cache::unquote(t.text(sql)).to_ascii_lowercase(),
+                _ => return None,
+            };
+            Some((w, t.start, t.end))
+        })
+        .collect();
     let db = db.to_ascii_lowercase();
     let mut out = BTreeSet::new();
     for (k, (w, _, end)) in ws.iter().enumerate() {

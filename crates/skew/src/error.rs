@@ -1,5 +1,7 @@
 //! What can stop a profile before it prints anything.
 
+use tracelab_query::QueryError;
+
 /// Errors of `tracelab skew` that leave no report. Damaged lines and
 /// unreadable files are not errors: they are reported per file and the
 /// others are still profiled.
@@ -8,11 +10,9 @@ pub enum SkewError {
     /// A bad option value.
     #[error("{0}")]
     Usage(String),
-    #[error("error in the {option} expression: {error}")]
-    Expression {
-        option: String,
-        error: tracelab_expr::CompileError,
-    },
+    /// The question itself: an expression, `--name`, `--buckets`, no input.
+    #[error(transparent)]
+    Query(#[from] QueryError),
     #[error("{file}:{line}: {message}")]
     Rc {
         file: String,
@@ -21,6 +21,4 @@ pub enum SkewError {
     },
     #[error("{0}")]
     InitRefused(String),
-    #[error("no trace files named (use - for standard input)")]
-    NoInput,
 }

@@ -1,23 +1,32 @@
-//! The mrskew-compatible profiler behind `tracelab skew`: filter calls with
-//! mrskew's expressions, group them, and print mrskew's table (or CSV or
-//! JSON), over any number of plain or compressed trace files, in parallel.
+//! The mrskew front of `tracelab skew`: mrskew's option set and defaults,
+//! its rc files, and the profile they ask for. The engine under it (the
+//! variables, expressions bound to calls, aggregation, number formatting,
+//! buckets, the table, the reader of many files) is `tracelab-query`,
+//! which `prof`, `calls` and `study` use directly.
 
-mod aggregate;
-pub mod buckets;
 mod error;
-pub mod number;
 mod options;
-mod query;
 pub mod rc;
-mod report;
-mod run;
-mod vars;
 
-pub use aggregate::{Agg, Groups, Resolve};
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
+
 pub use error::SkewError;
-pub use number::{Num, PercentFormat};
-pub use options::{Format, SkewOptions, Sort, Units};
-pub use query::{NameCache, Query};
-pub use report::{Nums, Report, Row, Stats};
-pub use run::{profile, FileOutcome, Outcome};
-pub use vars::{CallVars, Conversions};
+pub use options::SkewOptions;
+pub use tracelab_query::{
+    FileOutcome, Format, Num, Outcome, PercentFormat, Report, Row, Sort, Stats, Units,
+};
+
+/// Profiles `inputs` (paths, or `-` for standard input) as `opts` ask.
+/// `progress`, if given, receives the raw bytes read as reading goes.
+pub fn profile(
+    opts: &SkewOptions,
+    inputs: &[String],
+    progress: Option<Arc<AtomicU64>>,
+) -> Result<Outcome, SkewError> {
+    Ok(tracelab_query::profile(
+        &opts.profiling(),
+        inputs,
+        progress,
+    )?)
+}

@@ -1,99 +1,8 @@
-//! The profiler's options, resolved: defaults are mrskew's.
+//! The profiler's options, resolved: defaults are mrskew's. One flat set,
+//! as mrskew's command line and rc files give them; the engine takes them
+//! apart into the question, the table's layout and how files are read.
 
-use crate::number::PercentFormat;
-
-/// How the report is written.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Format {
-    #[default]
-    Text,
-    Csv,
-    Json,
-}
-
-/// `--sort=<col>[n]<a|d>` or `no`; columns are 1 = group label, 2 =
-/// DURATION, 3 = %, 4 = CALLS, 5 = MEAN, 6 = MIN, 7 = MAX.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Sort {
-    /// Order of first appearance.
-    None,
-    By {
-        column: u8,
-        numeric: bool,
-        descending: bool,
-    },
-}
-
-impl Default for Sort {
-    fn default() -> Self {
-        Sort::By {
-            column: 2,
-            numeric: true,
-            descending: true,
-        }
-    }
-}
-
-impl Sort {
-    /// Parses mrskew's sort spec (`2nd`, `1na`, `1a`, `4nd`, `no`).
-    pub fn parse(s: &str) -> Result<Sort, String> {
-        let t = s.trim().to_ascii_lowercase();
-        if t == "no" || t == "none" {
-            return Ok(Sort::None);
-        }
-        let digits: String = t.chars().take_while(|c| c.is_ascii_digit()).collect();
-        let rest = &t[digits.len()..];
-        let column: u8 = digits
-            .parse()
-            .ok()
-            .filter(|c| (1..=7).contains(c))
-            .ok_or_else(|| {
-                format!("--sort={s}: expected a column number 1 to 7, then optional 'n', then 'a' or 'd' (e.g. 2nd, 1na, 1a), or 'no'")
-            })?;
-        let (numeric, dir) = match rest.strip_prefix('n') {
-            Some(d) => (true, d),
-            None => (column != 1, rest),
-        };
-        let descending = match dir {
-            "a" => false,
-            "d" | "" => true,
-            _ => {
-                return Err(format!(
-                    "--sort={s}: expected 'a' (ascending) or 'd' (descending) after the column"
-                ))
-            }
-        };
-        Ok(Sort::By {
-            column,
-            numeric,
-            descending,
-        })
-    }
-}
-
-/// Seconds per unit of the trace's time fields (mrskew's `--timunit`,
-/// `--cpuunit`, `--trcunit`): 1e-6 from Oracle 9i on; 0.01 before (8i
-/// wrote centiseconds); 1.024e-6 for the ports whose "microseconds" are
-/// nanoseconds shifted right by 10.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Units {
-    /// `tim`.
-    pub tim: f64,
-    /// `c`.
-    pub cpu: f64,
-    /// `e` and `ela` (and the unaccounted-for pseudo-calls).
-    pub elapsed: f64,
-}
-
-impl Default for Units {
-    fn default() -> Self {
-        Units {
-            tim: 1e-6,
-            cpu: 1e-6,
-            elapsed: 1e-6,
-        }
-    }
-}
+use tracelab_query::{Format, Layout, PercentFormat, Profiling, Question, Sort, Units};
 
 /// Everything `tracelab skew` was asked, after rc files and defaults.
 #[derive(Debug, Clone)]
@@ -129,7 +38,7 @@ pub struct SkewOptions {
     pub max_line: usize,
     /// A file at least this big is cut into pieces read on several cores
     /// when there are fewer files than cores (see
-    /// [`tracelab_trace::ReadOptions::min_split`]).
+    /// [`tracelab_query::Profiling::min_split`]).
     pub min_split: u64,
     pub commas: bool,
     pub head: bool,
@@ -148,72 +57,90 @@ pub struct SkewOptions {
 
 impl Default for SkewOptions {
     fn default() -> Self {
+        let q = Question::default();
+        let l = Layout::default();
+        let p = Profiling::default();
         SkewOptions {
-            where0: "1".into(),
-            where1: "$dep==$depmin".into(),
-            name: ".+".into(),
-            group: None,
-            buckets: None,
-            group_label: None,
-            select: None,
-            select_label: None,
-            sort: Sort::default(),
-            top: 10,
-            precision: 6,
-            gwidth: None,
-            pfact: 100.0,
-            pform: PercentFormat::default(),
-            plabel: "%".into(),
-            units: Units::default(),
-            max_line: tracelab_trace::DEFAULT_MAX_LINE,
-            min_split: tracelab_trace::MIN_SPLIT,
-            commas: true,
-            head: true,
-            foot: true,
-            dashes: true,
-            format: Format::Text,
-            separator: "  ".into(),
-            thinktime: 1.0,
-            depmin: None,
-            unaccounted: false,
-            verbose: false,
-            jobs: 0,
+            where0: q.where0,
+            where1: q.where1,
+            name: q.name,
+            group: q.group,
+            buckets: q.buckets,
+            group_label: q.group_label,
+            select: q.select,
+            select_label: q.select_label,
+            sort: l.sort,
+            top: l.top,
+            precision: l.precision,
+            gwidth: l.gwidth,
+            pfact: l.pfact,
+            pform: l.pform,
+            plabel: l.plabel,
+            units: q.units,
+            max_line: p.max_line,
+            min_split: p.min_split,
+            commas: l.commas,
+            head: l.head,
+            foot: l.foot,
+            dashes: l.dashes,
+            format: l.format,
+            separator: l.separator,
+            thinktime: p.thinktime,
+            depmin: p.depmin,
+            unaccounted: p.unaccounted,
+            verbose: p.verbose,
+            jobs: p.jobs,
         }
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+impl SkewOptions {
+    /// The question: filters, group, selected value, units.
+    pub fn question(&self) -> Question {
+        Question {
+            where0: self.where0.clone(),
+            where1: self.where1.clone(),
+            name: self.name.clone(),
+            group: self.group.clone(),
+            buckets: self.buckets.clone(),
+            group_label: self.group_label.clone(),
+            select: self.select.clone(),
+            select_label: self.select_label.clone(),
+            units: self.units,
+        }
+    }
 
-    #[test]
-    fn sort_specs() {
-        assert_eq!(Sort::parse("no").unwrap(), Sort::None);
-        assert_eq!(
-            Sort::parse("1na").unwrap(),
-            Sort::By {
-                column: 1,
-                numeric: true,
-                descending: false
-            }
-        );
-        assert_eq!(
-            Sort::parse("1a").unwrap(),
-            Sort::By {
-                column: 1,
-                numeric: false,
-                descending: false
-            }
-        );
-        assert_eq!(
-            Sort::parse("4nd").unwrap(),
-            Sort::By {
-                column: 4,
-                numeric: true,
-                descending: true
-            }
-        );
-        assert!(Sort::parse("9nd").is_err());
-        assert!(Sort::parse("2x").is_err());
+    /// The table's layout.
+    pub fn layout(&self) -> Layout {
+        Layout {
+            sort: self.sort,
+            top: self.top,
+            precision: self.precision,
+            gwidth: self.gwidth,
+            pfact: self.pfact,
+            pform: self.pform.clone(),
+            plabel: self.plabel.clone(),
+            commas: self.commas,
+            head: self.head,
+            foot: self.foot,
+            dashes: self.dashes,
+            format: self.format,
+            separator: self.separator.clone(),
+        }
+    }
+
+    /// Everything the engine's reader of many files takes.
+    pub fn profiling(&self) -> Profiling {
+        Profiling {
+            question: self.question(),
+            layout: self.layout(),
+            max_line: self.max_line,
+            min_split: self.min_split,
+            thinktime: self.thinktime,
+            depmin: self.depmin,
+            unaccounted: self.unaccounted,
+            verbose: self.verbose,
+            jobs: self.jobs,
+        }
     }
 }

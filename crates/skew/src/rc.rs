@@ -67,7 +67,7 @@ const OPTIONS: &[(&str, &[&str], Kind)] = &[
 ];
 
 /// The rc files every install has, so that `--rc=p10.rc` works anywhere.
-/// They do what mrskew's rc files of the same names do (reference §A.8);
+/// They do what mrskew's rc files of the same names do;
 /// where those use Perl `--init` code, these use tracelab's built-ins.
 pub const BUILTIN: &[(&str, &str)] = &[
     (

@@ -186,7 +186,7 @@ fn run(path: &str, base: &SkewOptions, jobs: usize) -> String {
         Ok(o) => o,
         Err(e) => return format!("error: {e}"),
     };
-    let mut s = out.report.render(&opts);
+    let mut s = out.report.render(&opts.layout());
     for f in &out.files {
         s.push_str(&format!(
             "skipped: {:?}\nlines {} calls {} matched {}\n",

@@ -48,7 +48,10 @@ fn skew_csv(files: &[String], jobs: usize, top: usize) -> String {
         format: Format::Csv,
         ..SkewOptions::default()
     };
-    profile(&opts, files, None).unwrap().report.render(&opts)
+    profile(&opts, files, None)
+        .unwrap()
+        .report
+        .render(&opts.layout())
 }
 
 /// The same table, computed by Perl.

@@ -420,7 +420,7 @@ pub fn run(a: Args) -> Result<i32, Failure> {
         );
     }
     if !(none && opts.format == Format::Text) {
-        write_report(a.output.as_deref(), &outcome.report.render(&opts))?;
+        write_report(a.output.as_deref(), &outcome.report.render(&opts.layout()))?;
     }
     Ok(if none || outcome.had_trouble() {
         exit::TROUBLE

@@ -38,7 +38,7 @@ use tracelab_engine::admin::{Admin, AdminError};
 use tracelab_engine::sql::quote_literal;
 use tracelab_engine::Engine as Kind;
 
-/// tracelab's clock shim (crates/clock), built by this crate's build
+/// tracelab's timer shim (crates/timeshim), built by this crate's build
 /// script; empty where it could not be built.
 const CLOCK_LIB: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/libtracelab_clock.so"));
 

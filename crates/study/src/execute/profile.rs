@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use tracelab_skew::SkewOptions;
+use tracelab_query::{Layout, Profiling, Question};
 
 use crate::model::profiles::measurement_name;
 use crate::store::ProfileRow;
@@ -31,13 +31,19 @@ fn trace_files(dir: &Path) -> Result<Vec<String>, String> {
 /// (mrskew's accounted-for time: a call's CPU and every wait).
 pub fn of_dir(dir: &Path, filter: &str) -> Result<Vec<ProfileRow>, String> {
     let files = trace_files(dir)?;
-    let opts = SkewOptions {
-        top: 0,
+    let opts = Profiling {
+        question: Question {
+            where0: filter.to_string(),
+            ..Question::default()
+        },
+        layout: Layout {
+            top: 0,
+            ..Layout::default()
+        },
         jobs: 1,
-        where0: filter.to_string(),
-        ..SkewOptions::default()
+        ..Profiling::default()
     };
-    let out = tracelab_skew::profile(&opts, &files, None).map_err(|e| e.to_string())?;
+    let out = tracelab_query::profile(&opts, &files, None).map_err(|e| e.to_string())?;
     Ok(out
         .report
         .rows

@@ -3,7 +3,7 @@
 //! measured by `execute::profile`, reported by `report::profile`).
 
 use serde::Deserialize;
-use tracelab_skew::SkewOptions;
+use tracelab_query::Question;
 
 /// `[report] profiles = { of = ["proxy", "client"], top = 10 }`.
 #[derive(Debug, Clone, Deserialize)]
@@ -26,9 +26,9 @@ fn ten() -> usize {
 
 /// Whether `w` is an expression the skew engine takes for `--where`.
 pub fn check_where(w: &str) -> Result<(), String> {
-    tracelab_skew::Query::new(&SkewOptions {
+    tracelab_query::Query::new(&Question {
         where0: w.to_string(),
-        ..SkewOptions::default()
+        ..Question::default()
     })
     .map(|_| ())
     .map_err(|e| format!("`{w}`: {e}"))

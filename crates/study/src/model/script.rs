@@ -2,59 +2,35 @@
 //! that each runs on its own: VACUUM and CHECKPOINT refuse to run inside
 //! the implicit transaction of a multi-statement query string.
 //!
-//! Hand-written because the split needs only PostgreSQL's quoting rules
-//! (quotes, dollar quotes, comments: `tracelab_run::sql`), and no crate
-//! does just that.
+//! The text is read by the one SQL lexer of tracelab
+//! (`tracelab_run::sql`, PostgreSQL's rules): quotes, dollar quotes,
+//! comments and quoted names are passed over whole.
 
-/// Calls `visit` with each byte of `sql` from `from` on that lies outside
-/// literals, comments and quoted identifiers, with its position; `visit`
-/// says how many more bytes to pass over (`Some(0)` to go on with the
-/// next), or `None` to stop there. Returns where the scan stopped.
-fn scan(sql: &str, from: usize, mut visit: impl FnMut(usize, u8) -> Option<usize>) -> usize {
-    let b = sql.as_bytes();
-    let mut i = from;
-    while i < b.len() {
-        if let Some(end) = tracelab_run::sql::skip_literal_or_comment(sql, i) {
-            i = end;
-            continue;
-        }
-        if b[i] == b'"' {
-            i += 1;
-            while i < b.len() && b[i] != b'"' {
-                i += 1;
-            }
-            i += 1;
-            continue;
-        }
-        match visit(i, b[i]) {
-            Some(skip) => i += 1 + skip,
-            None => return i,
-        }
-    }
-    b.len()
+use tracelab_run::sql::{tokens, Dialect, Kind, Lexer, Token};
+
+/// The tokens of `sql` from byte `from` on that are code: not literals,
+/// comments, dollar quotes or quoted names.
+fn code(sql: &str, from: usize) -> impl Iterator<Item = Token> + '_ {
+    Lexer::new(sql, Dialect::Postgres, from).filter(|t| !t.is_quoted())
 }
 
 /// The statements of `sql`, trimmed, without empty ones.
 pub fn statements(sql: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut start = 0;
-    scan(sql, 0, |i, c| {
-        if c == b';' {
-            push(&mut out, &sql[start..i]);
-            start = i + 1;
+    for t in code(sql, 0) {
+        if t.text(sql) == ";" {
+            push(&mut out, &sql[start..t.start]);
+            start = t.end;
         }
-        Some(0)
-    });
+    }
     push(&mut out, &sql[start.min(sql.len())..]);
     out
 }
 
 fn push(out: &mut Vec<String>, s: &str) {
     // A statement of comments only is no statement.
-    let meaningful = s
-        .lines()
-        .map(|l| l.split("--").next().unwrap_or("").trim())
-        .any(|l| !l.is_empty());
+    let meaningful = tokens(s).any(|t| !matches!(t.kind, Kind::Space | Kind::Comment));
     if meaningful {
         // Leading comment lines are dropped; the statement keeps the rest.
         let body: Vec<&str> = s
@@ -114,21 +90,14 @@ pub fn substitute(
 /// can name them.
 ///
 /// Hand-written: it needs the select list's top-level commas and
-/// keywords only, with PostgreSQL's quoting (`tracelab_run::sql`); a full
-/// SQL parser would be a large dependency for that.
+/// keywords only, over the tokens of `tracelab_run::sql`; a full SQL
+/// parser would be a large dependency for that.
 pub fn output_names(statement: &str) -> Option<Vec<String>> {
     let b = statement.as_bytes();
     // Skip leading comments and parentheses.
-    let mut i = 0;
-    loop {
-        while i < b.len() && (b[i].is_ascii_whitespace() || b[i] == b'(') {
-            i += 1;
-        }
-        match tracelab_run::sql::skip_literal_or_comment(statement, i) {
-            Some(end) if b[i] == b'-' || b[i] == b'/' => i = end,
-            _ => break,
-        }
-    }
+    let mut i = tokens(statement)
+        .find(|t| !matches!(t.kind, Kind::Space | Kind::Comment) && t.text(statement) != "(")
+        .map_or(statement.len(), |t| t.start);
     let first = word_at(statement, i).to_ascii_lowercase();
     if first == "pragma" || first == "show" {
         // SQLite's PRAGMA and PostgreSQL's SHOW name their column after
@@ -154,16 +123,17 @@ pub fn output_names(statement: &str) -> Option<Vec<String>> {
     // The select list: up to the first top-level clause keyword.
     let mut items: Vec<&str> = Vec::new();
     let (mut depth, mut start) = (0usize, i);
-    let end = scan(statement, i, |i, c| {
-        match c {
-            b'(' => depth += 1,
-            b')' => depth = depth.saturating_sub(1),
-            b',' if depth == 0 => {
-                items.push(&statement[start..i]);
-                start = i + 1;
+    let mut end = statement.len();
+    for t in code(statement, i) {
+        match (t.kind, t.text(statement)) {
+            (_, "(") => depth += 1,
+            (_, ")") => depth = depth.saturating_sub(1),
+            (_, ",") if depth == 0 => {
+                items.push(&statement[start..t.start]);
+                start = t.end;
             }
-            c if depth == 0 && c.is_ascii_alphabetic() && (i == 0 || !is_word(b[i - 1])) => {
-                let w = word_at(statement, i).to_ascii_lowercase();
+            (Kind::Word, _) if depth == 0 && (t.start == 0 || !is_word(b[t.start - 1])) => {
+                let w = word_at(statement, t.start).to_ascii_lowercase();
                 const ENDS: [&str; 14] = [
                     "from",
                     "where",
@@ -181,14 +151,13 @@ pub fn output_names(statement: &str) -> Option<Vec<String>> {
                     "except",
                 ];
                 if ENDS.contains(&w.as_str()) {
-                    return None;
+                    end = t.start;
+                    break;
                 }
-                return Some(w.len() - 1);
             }
             _ => {}
         }
-        Some(0)
-    });
+    }
     items.push(&statement[start..end]);
     let mut names = Vec::new();
     for (k, item) in items.iter().enumerate() {
@@ -341,6 +310,12 @@ mod tests {
         assert_eq!(s[1], "DO $$ BEGIN PERFORM 1; END $$");
         assert_eq!(s[2], "INSERT INTO t VALUES ('a;b')");
         assert_eq!(s[3], "SELECT $1");
+    }
+
+    #[test]
+    fn e_strings_and_nested_comments_hold_their_semicolons() {
+        let s = statements("SELECT E'a\\';b'; /* x /* y */ ; */ SELECT 2;\n/* only a comment */");
+        assert_eq!(s, ["SELECT E'a\\';b'", "/* x /* y */ ; */ SELECT 2"]);
     }
 
     #[test]

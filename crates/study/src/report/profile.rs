@@ -1,7 +1,7 @@
 //! The profiles' section of the report: mrskew's table of each cell's
 //! traces (the proxy's server-side ones, the client's).
 
-use tracelab_skew::{Agg, Groups, Report, SkewOptions};
+use tracelab_query::{Agg, Groups, Layout, Report};
 
 use crate::store::ProfileRow;
 
@@ -28,9 +28,9 @@ pub fn table(rows: &[&ProfileRow], top: usize) -> String {
             }
         }
     }
-    let o = SkewOptions {
+    let o = Layout {
         top,
-        ..SkewOptions::default()
+        ..Layout::default()
     };
     Report::build(groups, &o, "CALL-NAME", "DURATION").render(&o)
 }

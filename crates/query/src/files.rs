@@ -14,11 +14,49 @@ use tracelab_trace::{
 };
 
 use crate::aggregate::{at, Groups, Resolve};
-use crate::error::SkewError;
-use crate::options::SkewOptions;
+use crate::error::QueryError;
 use crate::query::{NameCache, Query};
-use crate::report::Report;
+use crate::question::Question;
+use crate::report::{Layout, Report};
 use crate::vars::CallVars;
+
+/// What [`profile`] is asked: the question, the table's layout, and how
+/// the files are read.
+#[derive(Debug, Clone)]
+pub struct Profiling {
+    pub question: Question,
+    pub layout: Layout,
+    /// `--max-line`: the longest line read, in bytes.
+    pub max_line: usize,
+    /// A file at least this big is cut into pieces read on several cores
+    /// when there are fewer files than cores (see
+    /// [`tracelab_trace::ReadOptions::min_split`]).
+    pub min_split: u64,
+    /// Seconds of SQL*Net message from client that end an island.
+    pub thinktime: f64,
+    pub depmin: Option<i64>,
+    pub unaccounted: bool,
+    /// Keep the names of the calls that passed the filter.
+    pub verbose: bool,
+    /// Worker threads; 0 = one per core.
+    pub jobs: usize,
+}
+
+impl Default for Profiling {
+    fn default() -> Self {
+        Profiling {
+            question: Question::default(),
+            layout: Layout::default(),
+            max_line: tracelab_trace::DEFAULT_MAX_LINE,
+            min_split: tracelab_trace::MIN_SPLIT,
+            thinktime: 1.0,
+            depmin: None,
+            unaccounted: false,
+            verbose: false,
+            jobs: 0,
+        }
+    }
+}
 
 /// What happened to one input file.
 #[derive(Debug, Clone, Default)]
@@ -70,25 +108,25 @@ struct Gathered {
 /// Profiles `inputs` (paths, or `-` for standard input). `progress`, if
 /// given, receives the raw bytes read as reading goes.
 pub fn profile(
-    opts: &SkewOptions,
+    opts: &Profiling,
     inputs: &[String],
     progress: Option<Arc<AtomicU64>>,
-) -> Result<Outcome, SkewError> {
+) -> Result<Outcome, QueryError> {
     if inputs.is_empty() {
-        return Err(SkewError::NoInput);
+        return Err(QueryError::NoInput);
     }
-    if opts.unaccounted && opts.units.cpu != opts.units.elapsed {
-        return Err(SkewError::Usage(format!(
+    if opts.unaccounted && opts.question.units.cpu != opts.question.units.elapsed {
+        return Err(QueryError::Usage(format!(
             "--unaccounted subtracts c from e: it needs --cpuunit ({}) and --trcunit ({}) to be the same unit",
-            opts.units.cpu, opts.units.elapsed
+            opts.question.units.cpu, opts.question.units.elapsed
         )));
     }
-    let query = Query::new(opts)?;
+    let query = Query::new(&opts.question)?;
     let read_opts = ReadOptions {
         binds: query.needs_binds,
         unaccounted: opts.unaccounted,
         // In the trace's own units of `ela`.
-        thinktime_us: (opts.thinktime / opts.units.elapsed).round() as i64,
+        thinktime_us: (opts.thinktime / opts.question.units.elapsed).round() as i64,
         depmin: opts.depmin,
         all_lines: query.all_lines,
         line_kinds: LineKinds::ALL,
@@ -107,7 +145,12 @@ pub fn profile(
         for file in files {
             groups.merge(file);
         }
-        Report::build(groups, opts, &query.group_label, &query.select_label)
+        Report::build(
+            groups,
+            &opts.layout,
+            &query.group_label,
+            &query.select_label,
+        )
     };
     let mut report = build(std::mem::take(&mut first.groups));
     // A figure at a rounding tie the pieces could not settle: read again,
@@ -136,7 +179,7 @@ pub fn profile(
 /// Reads every input, on `opts.jobs` threads; `resolve` names the groups
 /// whose every value is kept (a second read).
 fn gather(
-    opts: &SkewOptions,
+    opts: &Profiling,
     inputs: &[String],
     (query, read_opts): (&Query, &ReadOptions),
     progress: Option<Arc<AtomicU64>>,
@@ -279,7 +322,7 @@ impl Piece {
 fn profile_file(
     index: u32,
     input: &str,
-    (query, opts, read_opts): (&Query, &SkewOptions, &ReadOptions),
+    (query, opts, read_opts): (&Query, &Profiling, &ReadOptions),
     parts: usize,
     progress: Option<Arc<AtomicU64>>,
     (w, groups): (&mut Worker, &mut Groups),

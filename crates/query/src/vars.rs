@@ -1,11 +1,11 @@
-//! mrskew's expression variables (reference §A.5), read off a [`Call`].
+//! mrskew's expression variables, read off a [`Call`].
 
 use std::borrow::Cow;
 
 use tracelab_expr::{Scope, Value, VarId, Vars};
 use tracelab_trace::{format_wall_clock, Call, CallKind};
 
-use crate::options::Units;
+use crate::question::Units;
 
 /// Every scalar variable an expression may read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -58,7 +58,7 @@ pub enum Var {
 }
 
 /// Every variant in declaration order, so that an id indexes it.
-const ALL: [Var; 44] = [
+pub(crate) const ALL: [Var; 44] = [
     Var::Af,
     Var::Dur,
     Var::E,
@@ -105,59 +105,170 @@ const ALL: [Var; 44] = [
     Var::Time1,
 ];
 
-/// Name → variable; several names are synonyms, as in mrskew.
-const SCALARS: &[(&str, Var)] = &[
-    ("af", Var::Af),
-    ("dur", Var::Dur),
-    ("e", Var::E),
-    ("c", Var::C),
-    ("ela", Var::Ela),
-    ("nam", Var::Nam),
-    ("name", Var::Nam),
-    ("call", Var::Call),
-    ("r", Var::R),
-    ("row", Var::R),
-    ("rows", Var::R),
-    ("dep", Var::Dep),
-    ("depmin", Var::Depmin),
-    ("tim", Var::Tim),
-    ("line", Var::Line),
-    ("file", Var::File),
-    ("basename", Var::Basename),
-    ("base", Var::Basename),
-    ("text", Var::Text),
-    ("sqlid", Var::Sqlid),
-    ("sql", Var::Sql),
-    ("hv", Var::Hv),
-    ("oct", Var::Oct),
-    ("uid", Var::Uid),
-    ("lid", Var::Lid),
-    ("ad", Var::Ad),
-    ("cursor_id", Var::CursorId),
-    ("cursor", Var::CursorId),
-    ("parse_id", Var::ParseId),
-    ("exec_id", Var::ExecId),
-    ("p1", Var::P1),
-    ("p2", Var::P2),
-    ("p3", Var::P3),
-    ("obj", Var::Obj),
-    ("p", Var::P),
-    ("cr", Var::Cr),
-    ("cu", Var::Cu),
-    ("mis", Var::Mis),
-    ("og", Var::Og),
-    ("plh", Var::Plh),
-    ("type", Var::Type),
-    ("bytes", Var::Bytes),
-    ("rlbk", Var::Rlbk),
-    ("rd_only", Var::RdOnly),
-    ("island_id", Var::IslandId),
-    ("experience_id", Var::IslandId),
-    ("ssqlid", Var::Ssqlid),
-    ("ssql", Var::Ssql),
-    ("time0", Var::Time0),
-    ("time1", Var::Time1),
-];
+/// What a variable holds: a scalar, `@bind`, or the session (the one
+/// column of the calls table that expressions do not read).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Field {
+    Var(Var),
+    /// `@bind`: the bind values of the call's execution.
+    Bind,
+    /// `*** SESSION ID:(SID.SERIAL)` of the trace's header.
+    Session,
+}
+
+/// The type of a column of the calls table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ColumnType {
+    /// 64-bit integers (times in whole microseconds of the trace's units).
+    Int,
+    Text,
+    /// Microseconds since the epoch, UTC.
+    Timestamp,
+    /// A list of texts.
+    TextList,
+}
+
+/// A variable's column in the calls table (`tracelab calls`), or why it
+/// has none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Column {
+    Of {
+        name: &'static str,
+        ty: ColumnType,
+        /// Whether a row may have no value (the variable is undefined
+        /// for some calls: `$e` of a WAIT, `$dep` of a line without it).
+        nullable: bool,
+    },
+    None {
+        why: &'static str,
+    },
+}
+
+/// One variable: its names in expressions (mrskew's first, then its
+/// synonyms; none for the session) and its column.
+#[derive(Debug, Clone, Copy)]
+pub struct Variable {
+    pub names: &'static [&'static str],
+    pub field: Field,
+    pub column: Column,
+}
+
+const fn of(
+    names: &'static [&'static str],
+    var: Var,
+    name: &'static str,
+    ty: ColumnType,
+    nullable: bool,
+) -> Variable {
+    Variable {
+        names,
+        field: Field::Var(var),
+        column: Column::Of { name, ty, nullable },
+    }
+}
+
+const fn int(names: &'static [&'static str], var: Var, nullable: bool) -> Variable {
+    of(names, var, names[0], ColumnType::Int, nullable)
+}
+
+const fn none(names: &'static [&'static str], var: Var, why: &'static str) -> Variable {
+    Variable {
+        names,
+        field: Field::Var(var),
+        column: Column::None { why },
+    }
+}
+
+/// Every variable of a call, the one list: expressions look names up in
+/// it, and the calls table has one column for each that has one, in this
+/// order.
+pub const VARIABLES: &[Variable] = {
+    use ColumnType::{Text, Timestamp};
+    &[
+        of(&["file"], Var::File, "file", Text, false),
+        of(&["basename", "base"], Var::Basename, "basename", Text, false),
+        int(&["line"], Var::Line, false),
+        Variable {
+            names: &[],
+            field: Field::Session,
+            column: Column::Of {
+                name: "session",
+                ty: Text,
+                nullable: true,
+            },
+        },
+        of(&["call"], Var::Call, "call", Text, false),
+        of(&["nam", "name"], Var::Nam, "name", Text, false),
+        int(&["dep"], Var::Dep, true),
+        int(&["depmin"], Var::Depmin, false),
+        of(&["cursor_id", "cursor"], Var::CursorId, "cursor", Text, true),
+        of(&["sqlid"], Var::Sqlid, "sqlid", Text, true),
+        int(&["hv"], Var::Hv, true),
+        int(&["oct"], Var::Oct, true),
+        int(&["uid"], Var::Uid, true),
+        int(&["lid"], Var::Lid, true),
+        int(&["parse_id"], Var::ParseId, false),
+        int(&["exec_id"], Var::ExecId, false),
+        int(&["island_id", "experience_id"], Var::IslandId, false),
+        int(&["af"], Var::Af, false),
+        int(&["dur"], Var::Dur, false),
+        int(&["e"], Var::E, true),
+        int(&["c"], Var::C, true),
+        int(&["ela"], Var::Ela, true),
+        int(&["tim"], Var::Tim, true),
+        of(&["time0"], Var::Time0, "start_time", Timestamp, true),
+        of(&["time1"], Var::Time1, "end_time", Timestamp, true),
+        int(&["r", "row", "rows"], Var::R, true),
+        int(&["p"], Var::P, true),
+        int(&["cr"], Var::Cr, true),
+        int(&["cu"], Var::Cu, true),
+        int(&["mis"], Var::Mis, true),
+        int(&["og"], Var::Og, true),
+        int(&["plh"], Var::Plh, true),
+        int(&["type"], Var::Type, true),
+        int(&["bytes"], Var::Bytes, true),
+        int(&["rlbk"], Var::Rlbk, true),
+        int(&["rd_only"], Var::RdOnly, true),
+        int(&["p1"], Var::P1, true),
+        int(&["p2"], Var::P2, true),
+        int(&["p3"], Var::P3, true),
+        int(&["obj"], Var::Obj, true),
+        Variable {
+            names: &["bind"],
+            field: Field::Bind,
+            column: Column::Of {
+                name: "binds",
+                ty: ColumnType::TextList,
+                nullable: true,
+            },
+        },
+        none(
+            &["text"],
+            Var::Text,
+            "the call's trace line as written: its fields are the other columns",
+        ),
+        none(
+            &["sql"],
+            Var::Sql,
+            "the statement's text: once per statement in the statements table, joined by sqlid",
+        ),
+        none(
+            &["ad"],
+            Var::Ad,
+            "the statement's address in the shared pool: sqlid and hv name the statement",
+        ),
+        none(
+            &["ssqlid"],
+            Var::Ssqlid,
+            "computed from the statement's text (its literals made binds), which the statements table holds",
+        ),
+        none(
+            &["ssql"],
+            Var::Ssql,
+            "computed from the statement's text (its literals made binds), which the statements table holds",
+        ),
+    ]
+};
 
 /// The only array: `@bind`.
 pub const BIND: VarId = VarId(u16::MAX);
@@ -167,13 +278,16 @@ pub struct MrskewScope;
 
 impl Scope for MrskewScope {
     fn scalar(&self, name: &str) -> Option<VarId> {
-        SCALARS
-            .iter()
-            .find(|(n, _)| *n == name)
-            .map(|(_, v)| VarId(*v as u16))
+        VARIABLES.iter().find_map(|v| match v.field {
+            Field::Var(var) if v.names.contains(&name) => Some(VarId(var as u16)),
+            _ => None,
+        })
     }
     fn array(&self, name: &str) -> Option<VarId> {
-        (name == "bind").then_some(BIND)
+        VARIABLES
+            .iter()
+            .any(|v| v.field == Field::Bind && v.names.contains(&name))
+            .then_some(BIND)
     }
 }
 
@@ -212,7 +326,8 @@ impl Conv {
     }
 
     /// Raw units to seconds the way mrskew does it: × 1e-6, not ÷ 1e6
-    /// (reference §A.7: it decides bucket edges and sprintf rounding).
+    /// (the two differ in the last bit of some doubles, which decides
+    /// bucket edges and sprintf's rounding).
     #[inline]
     pub fn secs(&self, raw: i64) -> f64 {
         raw as f64 * self.secs
@@ -370,5 +485,59 @@ impl Vars for CallVars<'_, '_> {
             .iter()
             .map(|b| b.as_deref().map_or(Value::Undef, str_val))
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_variable_is_listed_once_with_its_column_or_why_not() {
+        for (i, var) in ALL.iter().enumerate() {
+            assert_eq!(*var as usize, i, "ALL is in declaration order");
+            let listed: Vec<&Variable> = VARIABLES
+                .iter()
+                .filter(|v| v.field == Field::Var(*var))
+                .collect();
+            assert_eq!(listed.len(), 1, "{var:?} listed once");
+            match listed[0].column {
+                Column::Of { name, .. } => assert!(!name.is_empty(), "{var:?}"),
+                Column::None { why } => assert!(why.len() > 20, "{var:?}: say why"),
+            }
+            assert!(!listed[0].names.is_empty(), "{var:?} has a name");
+        }
+        // Names and column names are unique.
+        let mut names: Vec<&str> = VARIABLES
+            .iter()
+            .flat_map(|v| v.names.iter().copied())
+            .collect();
+        let n = names.len();
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), n, "a name names one variable");
+        let mut cols: Vec<&str> = VARIABLES
+            .iter()
+            .filter_map(|v| match v.column {
+                Column::Of { name, .. } => Some(name),
+                Column::None { .. } => None,
+            })
+            .collect();
+        let n = cols.len();
+        cols.sort();
+        cols.dedup();
+        assert_eq!(cols.len(), n, "a column holds one variable");
+    }
+
+    #[test]
+    fn expressions_know_every_name_and_synonym() {
+        let s = MrskewScope;
+        assert_eq!(s.scalar("nam"), s.scalar("name"));
+        assert_eq!(s.scalar("r"), s.scalar("rows"));
+        assert_eq!(s.scalar("experience_id"), Some(VarId(Var::IslandId as u16)));
+        assert_eq!(s.scalar("time1"), Some(VarId(Var::Time1 as u16)));
+        assert_eq!(s.scalar("session"), None, "a column, not a variable");
+        assert_eq!(s.scalar("bind"), None);
+        assert_eq!(s.array("bind"), Some(BIND));
     }
 }

@@ -9,8 +9,118 @@ use serde_json::value::RawValue;
 use tracelab_expr::perl_str_to_num;
 
 use crate::aggregate::{Agg, Groups, Resolve};
-use crate::number::{count, fixed, Num};
-use crate::options::{Format, SkewOptions, Sort};
+use crate::number::{count, fixed, Num, PercentFormat};
+
+/// How the table is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Format {
+    #[default]
+    Text,
+    Csv,
+    Json,
+}
+
+/// `--sort=<col>[n]<a|d>` or `no`; columns are 1 = group label, 2 =
+/// DURATION, 3 = %, 4 = CALLS, 5 = MEAN, 6 = MIN, 7 = MAX.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sort {
+    /// Order of first appearance.
+    None,
+    By {
+        column: u8,
+        numeric: bool,
+        descending: bool,
+    },
+}
+
+impl Default for Sort {
+    fn default() -> Self {
+        Sort::By {
+            column: 2,
+            numeric: true,
+            descending: true,
+        }
+    }
+}
+
+impl Sort {
+    /// Parses mrskew's sort spec (`2nd`, `1na`, `1a`, `4nd`, `no`).
+    pub fn parse(s: &str) -> Result<Sort, String> {
+        let t = s.trim().to_ascii_lowercase();
+        if t == "no" || t == "none" {
+            return Ok(Sort::None);
+        }
+        let digits: String = t.chars().take_while(|c| c.is_ascii_digit()).collect();
+        let rest = &t[digits.len()..];
+        let column: u8 = digits
+            .parse()
+            .ok()
+            .filter(|c| (1..=7).contains(c))
+            .ok_or_else(|| {
+                format!("--sort={s}: expected a column number 1 to 7, then optional 'n', then 'a' or 'd' (e.g. 2nd, 1na, 1a), or 'no'")
+            })?;
+        let (numeric, dir) = match rest.strip_prefix('n') {
+            Some(d) => (true, d),
+            None => (column != 1, rest),
+        };
+        let descending = match dir {
+            "a" => false,
+            "d" | "" => true,
+            _ => {
+                return Err(format!(
+                    "--sort={s}: expected 'a' (ascending) or 'd' (descending) after the column"
+                ))
+            }
+        };
+        Ok(Sort::By {
+            column,
+            numeric,
+            descending,
+        })
+    }
+}
+
+/// How the table is laid out: mrskew's table options, its defaults.
+#[derive(Debug, Clone)]
+pub struct Layout {
+    pub sort: Sort,
+    /// Rows shown before the rest fold into `N others`; 0 shows all.
+    pub top: usize,
+    pub precision: usize,
+    /// `--gwidth`: at most this many characters of column 1.
+    pub gwidth: Option<usize>,
+    /// `--pfact`, `--pform`, `--plabel`: the % column is the share times
+    /// this factor, printed with this format, under this header.
+    pub pfact: f64,
+    pub pform: PercentFormat,
+    pub plabel: String,
+    pub commas: bool,
+    pub head: bool,
+    pub foot: bool,
+    pub dashes: bool,
+    pub format: Format,
+    pub separator: String,
+}
+
+impl Default for Layout {
+    fn default() -> Self {
+        Layout {
+            sort: Sort::default(),
+            top: 10,
+            precision: 6,
+            gwidth: None,
+            pfact: 100.0,
+            pform: PercentFormat::default(),
+            plabel: "%".into(),
+            commas: true,
+            head: true,
+            foot: true,
+            dashes: true,
+            format: Format::Text,
+            separator: "  ".into(),
+        }
+    }
+}
 
 /// The numbers of one row; absent for a group with no calls. The `f64`
 /// fields are for programs; the report prints `nums`, which are exact
@@ -270,7 +380,7 @@ impl Report {
     /// calls; a percentage is the duration divided by TOTAL's, times
     /// `--pfact`; every figure is printed by printf, which rounds the
     /// double it is given.
-    pub fn build(groups: Groups, o: &SkewOptions, group_label: &str, select_label: &str) -> Report {
+    pub fn build(groups: Groups, o: &Layout, group_label: &str, select_label: &str) -> Report {
         let n = groups.map.len();
         let total_seq = groups.total;
         let mut all: Vec<(Box<str>, Agg)> = groups.map.into_iter().collect();
@@ -488,7 +598,7 @@ impl Report {
         self.total.stats.map_or(0, |s| s.calls)
     }
 
-    pub fn render(&self, o: &SkewOptions) -> String {
+    pub fn render(&self, o: &Layout) -> String {
         match o.format {
             Format::Text => self.text(o),
             Format::Csv => self.csv(o),
@@ -497,14 +607,14 @@ impl Report {
     }
 
     /// Column 1 as printed: at most `--gwidth` characters.
-    fn label(&self, label: &str, o: &SkewOptions) -> String {
+    fn label(&self, label: &str, o: &Layout) -> String {
         match o.gwidth {
             Some(w) if label.chars().count() > w => label.chars().take(w).collect(),
             _ => label.to_string(),
         }
     }
 
-    fn cells(&self, row: &Row, o: &SkewOptions, sep_commas: bool) -> [String; 7] {
+    fn cells(&self, row: &Row, o: &Layout, sep_commas: bool) -> [String; 7] {
         let p = o.precision;
         let label = self.label(&row.label, o);
         match &row.stats {
@@ -529,7 +639,7 @@ impl Report {
         }
     }
 
-    fn header(&self, o: &SkewOptions) -> [String; 7] {
+    fn header(&self, o: &Layout) -> [String; 7] {
         [
             self.label(&self.group_label, o),
             self.select_label.clone(),
@@ -545,7 +655,7 @@ impl Report {
         self.rows.iter().chain(self.others.iter())
     }
 
-    fn text(&self, o: &SkewOptions) -> String {
+    fn text(&self, o: &Layout) -> String {
         let header = self.header(o);
         let body: Vec<[String; 7]> = self.body().map(|r| self.cells(r, o, o.commas)).collect();
         let total = self.cells(&self.total, o, o.commas);
@@ -596,7 +706,7 @@ impl Report {
         out
     }
 
-    fn csv(&self, o: &SkewOptions) -> String {
+    fn csv(&self, o: &Layout) -> String {
         fn field(s: &str) -> String {
             if s.contains([',', '"', '\n', '\r']) {
                 format!("\"{}\"", s.replace('"', "\"\""))
@@ -623,7 +733,7 @@ impl Report {
 
     /// JSON with the table's numbers, rounded as the table rounds them
     /// (`--precision` decimals, the percentage as `--pform` has it).
-    fn json(&self, o: &SkewOptions) -> String {
+    fn json(&self, o: &Layout) -> String {
         #[derive(Serialize)]
         struct JsonStats {
             duration: Box<RawValue>,
@@ -687,7 +797,6 @@ impl Report {
 mod tests {
     use super::*;
     use crate::aggregate::at;
-    use crate::number::PercentFormat;
 
     fn groups() -> Groups {
         let mut g = Groups::default();
@@ -700,7 +809,7 @@ mod tests {
 
     #[test]
     fn text_table_layout() {
-        let o = SkewOptions::default();
+        let o = Layout::default();
         let r = Report::build(groups(), &o, "CALL-NAME", "DURATION");
         let t = r.render(&o);
         let expected = "\
@@ -717,9 +826,9 @@ TOTAL (3)                    0.003030  100.0%      3  0.001010  0.000030  0.0020
 
     #[test]
     fn top_folds_into_others_and_csv_has_no_separators() {
-        let mut o = SkewOptions {
+        let mut o = Layout {
             top: 1,
-            ..SkewOptions::default()
+            ..Layout::default()
         };
         let r = Report::build(groups(), &o, "CALL-NAME", "DURATION");
         assert_eq!(r.others.as_ref().unwrap().label, "2 others");
@@ -745,16 +854,16 @@ TOTAL (3)                    0.003030  100.0%      3  0.001010  0.000030  0.0020
         g.add("PARSE", 0.0, Some(0), at(0, 20));
         g.add("EXEC", 0.5, Some(500_000), at(0, 40));
         g.add("PARSE", 0.0, Some(0), at(1, 0));
-        let o = SkewOptions::default();
+        let o = Layout::default();
         let r = Report::build(g, &o, "CALL-NAME", "DURATION");
         let labels: Vec<&str> = r.rows.iter().map(|r| r.label.as_str()).collect();
         assert_eq!(labels, ["EXEC", "CLOSE", "PARSE", "FETCH"]);
         // Ascending too, and on equal means (equal doubles too:
         // perl -e 'printf "%.25g\n", $_ for 10*1e-6, (10*1e-6+10*1e-6)/2, (15*1e-6+5*1e-6)/2'
         // prints 9.999999999999999123964645e-06 three times).
-        let o = SkewOptions {
+        let o = Layout {
             sort: Sort::parse("5na").unwrap(),
-            ..SkewOptions::default()
+            ..Layout::default()
         };
         let mut g = Groups::default();
         g.add("b", 10.0 * 1e-6, Some(10), at(0, 2));
@@ -783,7 +892,7 @@ TOTAL (3)                    0.003030  100.0%      3  0.001010  0.000030  0.0020
             );
         }
         g.add("other", 34_593.0 * 1e-6, Some(34_593), at(0, 9));
-        let o = SkewOptions::default();
+        let o = Layout::default();
         let r = Report::build(g, &o, "CALL-NAME", "DURATION");
         let t = r.render(&o);
         assert!(
@@ -794,12 +903,12 @@ TOTAL (3)                    0.003030  100.0%      3  0.001010  0.000030  0.0020
 
     #[test]
     fn gwidth_pform_plabel_pfact() {
-        let o = SkewOptions {
+        let o = Layout {
             gwidth: Some(8),
             pform: PercentFormat::parse("%.3f").unwrap(),
             plabel: "SHARE".into(),
             pfact: 1.0,
-            ..SkewOptions::default()
+            ..Layout::default()
         };
         let r = Report::build(groups(), &o, "CALL-NAME", "DURATION");
         let t = r.render(&o);
@@ -817,9 +926,9 @@ TOTAL (3)                    0.003030  100.0%      3  0.001010  0.000030  0.0020
 
     #[test]
     fn json_numbers_are_the_tables() {
-        let o = SkewOptions {
+        let o = Layout {
             format: Format::Json,
-            ..SkewOptions::default()
+            ..Layout::default()
         };
         let mut g = Groups::default();
         for (i, us) in [5000, 6000, 5593, 6000, 6000, 6000].iter().enumerate() {
@@ -838,5 +947,36 @@ TOTAL (3)                    0.003030  100.0%      3  0.001010  0.000030  0.0020
     fn label_sort_is_numeric_like_perl() {
         assert_eq!(perl_str_to_num(" 3. x"), 3.0);
         assert_eq!(perl_str_to_num("10.   100"), 10.0);
+    }
+
+    #[test]
+    fn sort_specs() {
+        assert_eq!(Sort::parse("no").unwrap(), Sort::None);
+        assert_eq!(
+            Sort::parse("1na").unwrap(),
+            Sort::By {
+                column: 1,
+                numeric: true,
+                descending: false
+            }
+        );
+        assert_eq!(
+            Sort::parse("1a").unwrap(),
+            Sort::By {
+                column: 1,
+                numeric: false,
+                descending: false
+            }
+        );
+        assert_eq!(
+            Sort::parse("4nd").unwrap(),
+            Sort::By {
+                column: 4,
+                numeric: true,
+                descending: true
+            }
+        );
+        assert!(Sort::parse("9nd").is_err());
+        assert!(Sort::parse("2x").is_err());
     }
 }

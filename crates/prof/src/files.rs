@@ -219,7 +219,7 @@ fn profile_file(
         notes.push(format!(
             "{input}: {} distinct statements held whole in memory ({} cannot be read twice; \
              a file past {limit} is read twice, holding whole only the statements shown)",
-            tracelab_skew::number::commify(&col.stmts.len().to_string()),
+            tracelab_query::number::commify(&col.stmts.len().to_string()),
             what_input(&source)
         ));
     }

@@ -1,4 +1,4 @@
-//! tracelab's clock shim, `libtracelab_clock.so`: set as `LD_PRELOAD` of a
+//! tracelab's timer shim, `libtracelab_clock.so`: set as `LD_PRELOAD` of a
 //! server (the trace-overhead study restarts its private server so), it
 //! takes the place of libc's `clock_gettime` and `gettimeofday` in every
 //! process of the server and reads the clock the way `TRACELAB_CLOCK`

@@ -1,5 +1,5 @@
 //! Duration histograms: the built-in p10, disk and ssd bucket sets of
-//! mrskew's rc files (reference §A.8), without their Perl `--init`.
+//! mrskew's rc files, without their Perl `--init`.
 
 use crate::number::{fixed, Num};
 
@@ -91,7 +91,7 @@ mod tests {
         assert_eq!(b.labels()[9], "10.   100.000000 1,000.000000");
         assert_eq!(b.labels()[10], "11. 1,000.000000           +∞");
         // 100 µs × 1e-6 is just below 1e-4, so it lands in the
-        // 0.000010–0.000100 bucket, as in mrskew (reference §F.3).
+        // 0.000010–0.000100 bucket, as in mrskew.
         assert_eq!(b.label_of(100.0 * 1e-6), b.labels()[2].as_str());
         assert_eq!(b.label_of(0.0), b.labels()[0].as_str());
         assert_eq!(b.label_of(5000.0), b.labels()[10].as_str());

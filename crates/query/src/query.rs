@@ -10,8 +10,8 @@ use tracelab_expr::{Program, Value};
 use tracelab_trace::{Call, CallKind};
 
 use crate::buckets::Buckets;
-use crate::error::SkewError;
-use crate::options::SkewOptions;
+use crate::error::QueryError;
+use crate::question::Question;
 use crate::vars::{CallVars, Conversions, MrskewScope, Var, BIND};
 
 enum Cond {
@@ -89,14 +89,14 @@ pub struct Query {
     pub conv: Conversions,
 }
 
-fn compile(what: &str, src: &str) -> Result<Program, SkewError> {
-    Program::compile(src, &MrskewScope).map_err(|e| SkewError::Expression {
+fn compile(what: &str, src: &str) -> Result<Program, QueryError> {
+    Program::compile(src, &MrskewScope).map_err(|e| QueryError::Expression {
         option: what.to_string(),
         error: e,
     })
 }
 
-fn cond(what: &str, src: &str) -> Result<Cond, SkewError> {
+fn cond(what: &str, src: &str) -> Result<Cond, QueryError> {
     let squeezed: String = src.chars().filter(|c| !c.is_whitespace()).collect();
     match squeezed.as_str() {
         "$dep==$depmin" => return Ok(Cond::DepIsMin),
@@ -115,7 +115,7 @@ fn uses(p: &Program, var: Var) -> bool {
 }
 
 impl Query {
-    pub fn new(o: &SkewOptions) -> Result<Query, SkewError> {
+    pub fn new(o: &Question) -> Result<Query, QueryError> {
         let where0 = cond("--where", &o.where0)?;
         let where1 = cond("--where1", &o.where1)?;
         let name =
@@ -125,17 +125,17 @@ impl Query {
                 ":dbcall" => NameFilter::DbCalls,
                 ":oscall" | ":syscall" => NameFilter::OsCalls,
                 pat if pat.starts_with(':') => {
-                    return Err(SkewError::Usage(format!(
+                    return Err(QueryError::Usage(format!(
                     "--name={pat}: unknown call class; expected :all, :dbcall, :oscall or :syscall"
                 )))
                 }
                 pat => NameFilter::Regex(Regex::new(&format!("(?i){pat}")).map_err(|e| {
-                    SkewError::Usage(format!("--name={pat}: not a valid regex: {e}"))
+                    QueryError::Usage(format!("--name={pat}: not a valid regex: {e}"))
                 })?),
             };
         let (group, group_text, default_label) = match (&o.buckets, &o.group) {
             (Some(spec), _) => (
-                Group::Buckets(Buckets::parse(spec).map_err(SkewError::Usage)?),
+                Group::Buckets(Buckets::parse(spec).map_err(QueryError::Usage)?),
                 format!("bucket of $af ({spec})"),
                 "RANGE {min ≤ e < max}".to_string(),
             ),
