@@ -41,6 +41,9 @@ pub struct Listing {
     pub statements: u64,
     /// Distinct `*** SESSION ID`s (more than one: a shared server).
     pub sessions: u64,
+    /// The reader's warnings (damage first), for standard error.
+    #[serde(skip)]
+    pub warnings: Vec<String>,
 }
 
 /// Columns to sort by.
@@ -248,6 +251,12 @@ fn list_one(file: &str) -> Result<Listing, ToolsError> {
         calls,
         statements: statements.len() as u64,
         sessions: sessions.len() as u64,
+        warnings: summary
+            .diagnostics
+            .kept
+            .iter()
+            .map(ToString::to_string)
+            .collect(),
     })
 }
 

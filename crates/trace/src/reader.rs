@@ -600,12 +600,14 @@ fn drive<R: Read>(
         } else {
             String::new()
         };
-        run.warn(
-            no + 1,
-            format!(
-                "read error: {source}: the file is damaged or cut short here; {what}the rest is lost (the lines before were read)"
-            ),
+        // First among the file's warnings: the lines before it were read,
+        // and what is damaged among them is explained by it.
+        let message = format!(
+            "read error: {source}: the file is damaged or cut short here; {what}the rest is lost (the lines before were read)"
         );
+        run.summary
+            .diagnostics
+            .push_first(run.file, no + 1, message);
     }
     Ok(no)
 }
