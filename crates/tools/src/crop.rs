@@ -83,7 +83,7 @@ pub fn crop(
     let mut failed: Option<ToolsError> = None;
     let mut lines = 0u64;
     let summary = {
-        let mut sel = Selector::new(policy, |item: Item| {
+        let mut sel = Selector::new(policy, |item: Item<'_>| {
             if failed.is_some() {
                 return;
             }

@@ -86,7 +86,7 @@ pub struct MergeOutcome {
 }
 
 struct Chunk {
-    items: Vec<Item>,
+    items: Vec<Item<'static>>,
     /// `tim` of the chunk's last (timed) line; the file's latest for a
     /// tail without one.
     tim: Option<i64>,
@@ -130,8 +130,8 @@ fn produce(
     // the merge itself.
     let mut batch: Vec<Chunk> = Vec::with_capacity(BATCH);
     let trace = tracelab_trace::open(&Source::from_arg(&file))?;
-    let mut items: Vec<Item> = Vec::new();
-    let mut header: Vec<Item> = Vec::new();
+    let mut items: Vec<Item<'static>> = Vec::new();
+    let mut header: Vec<Item<'static>> = Vec::new();
     let mut clock: Option<i64> = None;
     let mut last_tim: Option<i64> = None;
     let mut gone = false;
@@ -139,13 +139,13 @@ fn produce(
     let mut facts = scan::HeaderFacts::default();
     let mut pending_process = true;
     let summary = {
-        let mut sel = Selector::new(Policy::Field(key, value), |item: Item| {
+        let mut sel = Selector::new(Policy::Field(key, value), |item: Item<'_>| {
             if gone {
                 return;
             }
             if item.header {
                 facts.see(&item.text);
-                header.push(item);
+                header.push(item.into_owned());
                 return;
             }
             if pending_process {
@@ -164,7 +164,7 @@ fn produce(
                 batch.push(chunk);
             }
             let timed = item.timed;
-            items.push(item);
+            items.push(item.into_owned());
             if let Some(t) = timed {
                 if clock.is_none() {
                     clock = t.wall.map(|w| w.wall_us - w.tim);
@@ -349,7 +349,9 @@ fn write_merged<W: Write>(
                 if let Some((_, pid)) = &processes[i] {
                     sink.write(
                         &Item {
-                            text: format!("*** [ Unix process pid: {pid} ]").into_bytes(),
+                            text: format!("*** [ Unix process pid: {pid} ]")
+                                .into_bytes()
+                                .into(),
                             span: None,
                             timed: None,
                             header: false,
