@@ -97,11 +97,10 @@ struct Chunk {
     process: Option<(String, String)>,
 }
 
-/// The first value of `key` in `file`, for a merge given no value.
+/// The first value of `key` in `file`, for a merge given no value: read
+/// from the file's first MiB (where its first `***` lines are), and from
+/// the whole file only if it is not there.
 fn first_value(file: &str, key: Field) -> Result<Option<String>, ToolsError> {
-    let trace = tracelab_trace::open(&Source::from_arg(file))?;
-    let mut tracker = Tracker::new();
-    let mut found: Option<String> = None;
     let mut reader = Reader::new(ReadOptions {
         all_lines: true,
         line_kinds: LineKinds {
@@ -110,13 +109,21 @@ fn first_value(file: &str, key: Field) -> Result<Option<String>, ToolsError> {
         },
         ..ReadOptions::default()
     });
-    reader.read(trace, |c| {
-        if found.is_none() && c.kind == CallKind::Line && c.text.starts_with(b"***") {
-            tracker.observe(c.line, c.text);
-            found = tracker.value(key).map(str::to_string);
+    for limit in [1 << 20, u64::MAX] {
+        let trace = tracelab_trace::open(&Source::from_arg(file))?;
+        let mut tracker = Tracker::new();
+        let mut found: Option<String> = None;
+        reader.read_before(trace, limit, |c| {
+            if found.is_none() && c.kind == CallKind::Line && c.text.starts_with(b"***") {
+                tracker.observe(c.line, c.text);
+                found = tracker.value(key).map(str::to_string);
+            }
+        })?;
+        if found.is_some() {
+            return Ok(found);
         }
-    })?;
-    Ok(found)
+    }
+    Ok(None)
 }
 
 /// Reads one file on its own thread, sending its chosen lines in chunks.
