@@ -33,18 +33,6 @@ pub struct Item<'a> {
     pub header: bool,
 }
 
-impl Item<'_> {
-    /// The item with its text copied, to outlive the reader's line.
-    pub fn into_owned(self) -> Item<'static> {
-        Item {
-            text: Cow::Owned(self.text.into_owned()),
-            span: self.span,
-            timed: self.timed,
-            header: self.header,
-        }
-    }
-}
-
 #[derive(Debug, Default, Clone)]
 pub struct Attr {
     pub span: Option<Range<usize>>,
