@@ -99,7 +99,15 @@ pub fn crop(
             chained: true,
             ..ReadOptions::default()
         });
-        let summary = reader.read(trace, |c| sel.feed(c))?;
+        // Past the window nothing more is chosen: the rest is not read.
+        let summary = reader.read_until(trace, |c| {
+            sel.feed(c);
+            if sel.done() {
+                std::ops::ControlFlow::Break(())
+            } else {
+                std::ops::ControlFlow::Continue(())
+            }
+        })?;
         sel.finish();
         summary
     };

@@ -376,6 +376,12 @@ impl<F: FnMut(Item<'_>)> Selector<F> {
         }
     }
 
+    /// Whether no later line can be chosen (a window passed): the rest of
+    /// the file need not be read.
+    pub fn done(&self) -> bool {
+        self.stopped
+    }
+
     /// The end of the file: the lines after the last call are in the
     /// window if nothing ended it.
     pub fn finish(&mut self) {
