@@ -317,11 +317,16 @@ impl Reader {
         mut on_call: impl FnMut(&Call<'_>) -> std::ops::ControlFlow<()>,
     ) -> Result<ReadSummary, ReadError> {
         let stop = std::cell::Cell::new(false);
-        self.read_with(file, u64::MAX, Some(&stop), |c| {
-            if on_call(c).is_break() {
-                stop.set(true);
-            }
-        })
+        self.read_with(
+            file,
+            u64::MAX,
+            || stop.get(),
+            |c| {
+                if on_call(c).is_break() {
+                    stop.set(true);
+                }
+            },
+        )
     }
 
     fn read_to(
@@ -330,14 +335,14 @@ impl Reader {
         limit: u64,
         on_call: impl FnMut(&Call<'_>),
     ) -> Result<ReadSummary, ReadError> {
-        self.read_with(file, limit, None, on_call)
+        self.read_with(file, limit, || false, on_call)
     }
 
     fn read_with(
         &mut self,
         file: TraceFile,
         limit: u64,
-        stop: Option<&std::cell::Cell<bool>>,
+        stop: impl Fn() -> bool,
         mut on_call: impl FnMut(&Call<'_>),
     ) -> Result<ReadSummary, ReadError> {
         let whole = limit == u64::MAX;
@@ -353,7 +358,7 @@ impl Reader {
         };
         let mut lines = Lines::new(reader).max_line(self.opts.max_line);
         let mut run = Run::new(&self.opts, &name, FxHashMap::default());
-        let line_no = drive(&mut run, &mut lines, 0, whole, limit, stop, &mut on_call)?;
+        let line_no = drive(&mut run, &mut lines, 0, whole, limit, &stop, &mut on_call)?;
         if whole && run.stopped {
             run.not_a_sql_trace(line_no)?;
         } else if whole {
@@ -490,7 +495,7 @@ impl Reader {
                 first_line,
                 i == 0,
                 u64::MAX,
-                None,
+                &|| false,
                 &mut |c: &Call<'_>| on_call(&mut state, c),
             )?;
             if i == n - 1 {
@@ -584,7 +589,8 @@ fn drive<R: Read>(
     first_line: u64,
     sniff: bool,
     limit: u64,
-    stop: Option<&std::cell::Cell<bool>>,
+    // Monomorphised: the reads that cannot stop test a constant.
+    stop: &impl Fn() -> bool,
     on_call: &mut impl FnMut(&Call<'_>),
 ) -> Result<u64, ReadError> {
     let mut no = first_line;
@@ -609,7 +615,7 @@ fn drive<R: Read>(
             run.overlong(no);
         }
         run.feed(no, &line, on_call);
-        if stop.is_some_and(std::cell::Cell::get) && run.is_sql_trace() {
+        if stop() && run.is_sql_trace() {
             run.stopped = true;
             return Ok(no);
         }
