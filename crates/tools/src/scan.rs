@@ -65,6 +65,14 @@ fn number(digits: &[u8], radix: u32) -> Option<u64> {
     if digits.is_empty() {
         return None;
     }
+    // Up to 19 decimal digits cannot overflow: no checked arithmetic.
+    if radix == 10 && digits.len() <= 19 {
+        return digits.iter().all(u8::is_ascii_digit).then(|| {
+            digits
+                .iter()
+                .fold(0u64, |n, &c| n * 10 + u64::from(c - b'0'))
+        });
+    }
     digits.iter().try_fold(0u64, |n, &c| {
         let d = char::from(c).to_digit(radix)?;
         n.checked_mul(u64::from(radix))?.checked_add(u64::from(d))
@@ -265,6 +273,8 @@ mod tests {
             b"0x7ff2A",
             b"18446744073709551615",
             b"18446744073709551616",
+            b"9999999999999999999",
+            b"99999999999999999999",
             b"0xffffffffffffffff0",
             b"12ab",
             b"0x",
