@@ -10,6 +10,9 @@
 #     BENCH_DIR  scratch/output directory, default bench/out (gitignored)
 #     BENCH_RUNS timed runs per case (median is reported), default 3
 #     BENCH_PREPARE_ONLY=1  only build the input files (no cargo build, no timing)
+#     BENCH_TL   the tracelab binary to time, default target/release/tracelab
+#                (built first); when set, it is used as it is, not built: to
+#                compare two builds, run the script once for each, alternately
 #
 # What it does:
 #   1. cargo build --release -p tracelab
@@ -36,7 +39,7 @@ BENCH_RUNS=${BENCH_RUNS:-3}
 BENCH_TIMEOUT=${BENCH_TIMEOUT:-1800}
 
 FIXTURES=tests/fixtures/crc-local-force
-TL=target/release/tracelab
+TL=${BENCH_TL:-target/release/tracelab}
 TIME=/usr/bin/time
 
 die() { echo "bench/skew.sh: $*" >&2; exit 1; }
@@ -57,10 +60,12 @@ fsize() { stat -c %s "$1"; }
 PREPARE_ONLY=${BENCH_PREPARE_ONLY:-0}
 
 # ---------------------------------------------------------------- 1. build
-if [[ $PREPARE_ONLY != 1 ]]; then
+if [[ $PREPARE_ONLY != 1 && -z ${BENCH_TL:-} ]]; then
     log "cargo build --release -p tracelab"
     cargo build --release -p tracelab
     [[ -x $TL ]] || die "$TL was not produced by the build"
+elif [[ $PREPARE_ONLY != 1 ]]; then
+    [[ -x $TL ]] || die "BENCH_TL=$TL is not an executable"
 fi
 
 # ---------------------------------------------------------------- 2. inputs

@@ -12,6 +12,8 @@
 #     BENCH_GB   size of the generated trace in GB (10^9 bytes), default 0.5
 #     BENCH_DIR  scratch/output directory, default bench/out (gitignored)
 #     BENCH_RUNS timed runs per case (median is reported), default 3
+#     BENCH_TL   the tracelab binary, default target/release/tracelab (built
+#                first); when set, used as it is
 #
 # Input: $BENCH_DIR/utils.trc, the 20 real 19c traces of
 # tests/fixtures/crc-local-force/ concatenated over and over (whole files),
@@ -23,14 +25,17 @@ BENCH_GB=${BENCH_GB:-0.5}
 BENCH_DIR=${BENCH_DIR:-bench/out}
 BENCH_RUNS=${BENCH_RUNS:-3}
 FIXTURES=tests/fixtures/crc-local-force
-TL=target/release/tracelab
+TL=${BENCH_TL:-target/release/tracelab}
 
 die() { echo "bench/utilities.sh: $*" >&2; exit 1; }
 [[ -f Cargo.toml && -d crates/tools ]] || die "run me from the repository root"
 target=$(awk -v gb="$BENCH_GB" 'BEGIN { printf "%.0f", gb * 1e9 }')
 mkdir -p "$BENCH_DIR"
 
-cargo build --release -p tracelab >&2
+if [[ -z ${BENCH_TL:-} ]]; then
+    cargo build --release -p tracelab >&2
+fi
+[[ -x $TL ]] || die "$TL is not an executable"
 
 big=$BENCH_DIR/utils.trc
 if [[ ! -f $big || $(stat -c %s "$big") -lt $target ]]; then
@@ -78,5 +83,5 @@ case[merge]=$(timed "$TL" merge --by service "$BENCH_DIR/utils-1.trc" "$BENCH_DI
         printf '| tracelab %s | %.2f | %.2f | %.2f |\n' "$c" "$(echo "$bytes / 1e9 / $s" | bc -l)" "$(echo "$s / $wc_s" | bc -l)" "$(echo "$s / $skew_s" | bc -l)"
     done
     echo
-    echo "Input: $bytes bytes, $lines lines; median of $BENCH_RUNS runs."
+    echo "Input: $bytes bytes, $lines lines; median of $BENCH_RUNS runs; load average after: $(cut -d' ' -f1-3 /proc/loadavg)."
 } | tee "$BENCH_DIR/utilities.md"

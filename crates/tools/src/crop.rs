@@ -83,7 +83,7 @@ pub fn crop(
     let mut failed: Option<ToolsError> = None;
     let mut lines = 0u64;
     let summary = {
-        let mut sel = Selector::new(policy, |item: Item| {
+        let mut sel = Selector::new(policy, |item: Item<'_>| {
             if failed.is_some() {
                 return;
             }
@@ -99,7 +99,15 @@ pub fn crop(
             chained: true,
             ..ReadOptions::default()
         });
-        let summary = reader.read(trace, |c| sel.feed(c))?;
+        // Past the window nothing more is chosen: the rest is not read.
+        let summary = reader.read_until(trace, |c| {
+            sel.feed(c);
+            if sel.done() {
+                std::ops::ControlFlow::Break(())
+            } else {
+                std::ops::ControlFlow::Continue(())
+            }
+        })?;
         sel.finish();
         summary
     };

@@ -5,7 +5,9 @@
 //! chosen lines arrive in chunks, each ending at a timed line; the chunks
 //! are merged by that line's `tim`.
 
+use std::borrow::Cow;
 use std::io::Write;
+use std::ops::Range;
 use std::sync::mpsc::{sync_channel, Receiver};
 
 use rustc_hash::FxHashMap;
@@ -13,7 +15,7 @@ use tracelab_trace::{CallKind, LineKinds, ReadOptions, Reader, Source};
 
 use crate::error::ToolsError;
 use crate::scan::{self, Field};
-use crate::select::{Item, Policy, Selector, Tracker};
+use crate::select::{Item, Policy, Selector, Timed, Tracker};
 use crate::sink::Sink;
 
 /// The context a logical session is found by.
@@ -53,18 +55,62 @@ const OTHER_CLOCK_US: i64 = 3_600_000_000;
 /// Chunks handed from a file's thread to the merge at a time.
 const BATCH: usize = 512;
 
+/// A file's chosen lines as they arrive: a batch of chunks, their text in
+/// one buffer (one allocation per batch, not one per line).
+#[derive(Default)]
+struct Batch {
+    text: Vec<u8>,
+    lines: Vec<Stored>,
+    chunks: Vec<Chunk>,
+}
+
+/// A line of a batch: where its text is, and what the sink needs of it.
+struct Stored {
+    text: Range<usize>,
+    span: Option<Range<usize>>,
+    timed: Option<Timed>,
+    header: bool,
+}
+
+impl Batch {
+    fn push(&mut self, item: &Item<'_>) {
+        let start = self.text.len();
+        self.text.extend_from_slice(&item.text);
+        self.lines.push(Stored {
+            text: start..self.text.len(),
+            span: item.span.clone(),
+            timed: item.timed,
+            header: item.header,
+        });
+    }
+
+    /// The lines of `chunk`, a chunk of this batch.
+    fn items<'a>(&'a self, chunk: &Chunk) -> impl Iterator<Item = Item<'a>> {
+        self.lines[chunk.lines.clone()].iter().map(|l| Item {
+            text: Cow::Borrowed(&self.text[l.text.clone()]),
+            span: l.span.clone(),
+            timed: l.timed,
+            header: l.header,
+        })
+    }
+}
+
 /// A file's chunks as they arrive in batches.
 struct Stream {
-    rx: Receiver<Vec<Chunk>>,
-    buf: std::collections::VecDeque<Chunk>,
+    rx: Receiver<Batch>,
+    batch: Batch,
+    next: usize,
 }
 
 impl Stream {
+    /// The next chunk; its lines are in `self.batch` until the next call.
     fn next(&mut self) -> Option<Chunk> {
-        if self.buf.is_empty() {
-            self.buf = self.rx.recv().ok()?.into();
+        if self.next == self.batch.chunks.len() {
+            self.batch = self.rx.recv().ok()?;
+            self.next = 0;
         }
-        self.buf.pop_front()
+        self.next += 1;
+        Some(std::mem::take(&mut self.batch.chunks[self.next - 1]))
     }
 }
 
@@ -85,8 +131,10 @@ pub struct MergeOutcome {
     pub warnings: Vec<String>,
 }
 
+#[derive(Default)]
 struct Chunk {
-    items: Vec<Item>,
+    /// Its lines in the batch's.
+    lines: Range<usize>,
     /// `tim` of the chunk's last (timed) line; the file's latest for a
     /// tail without one.
     tim: Option<i64>,
@@ -97,11 +145,10 @@ struct Chunk {
     process: Option<(String, String)>,
 }
 
-/// The first value of `key` in `file`, for a merge given no value.
+/// The first value of `key` in `file`, for a merge given no value: read
+/// from the file's first MiB (where its first `***` lines are), and from
+/// the whole file only if it is not there.
 fn first_value(file: &str, key: Field) -> Result<Option<String>, ToolsError> {
-    let trace = tracelab_trace::open(&Source::from_arg(file))?;
-    let mut tracker = Tracker::new();
-    let mut found: Option<String> = None;
     let mut reader = Reader::new(ReadOptions {
         all_lines: true,
         line_kinds: LineKinds {
@@ -110,13 +157,21 @@ fn first_value(file: &str, key: Field) -> Result<Option<String>, ToolsError> {
         },
         ..ReadOptions::default()
     });
-    reader.read(trace, |c| {
-        if found.is_none() && c.kind == CallKind::Line && c.text.starts_with(b"***") {
-            tracker.observe(c.line, c.text);
-            found = tracker.value(key).map(str::to_string);
+    for limit in [1 << 20, u64::MAX] {
+        let trace = tracelab_trace::open(&Source::from_arg(file))?;
+        let mut tracker = Tracker::new();
+        let mut found: Option<String> = None;
+        reader.read_before(trace, limit, |c| {
+            if found.is_none() && c.kind == CallKind::Line && c.text.starts_with(b"***") {
+                tracker.observe(c.line, c.text);
+                found = tracker.value(key).map(str::to_string);
+            }
+        })?;
+        if found.is_some() {
+            return Ok(found);
         }
-    })?;
-    Ok(found)
+    }
+    Ok(None)
 }
 
 /// Reads one file on its own thread, sending its chosen lines in chunks.
@@ -124,62 +179,67 @@ fn produce(
     file: String,
     key: Field,
     value: String,
-    tx: std::sync::mpsc::SyncSender<Vec<Chunk>>,
+    tx: std::sync::mpsc::SyncSender<Batch>,
 ) -> Result<Vec<String>, ToolsError> {
     // Chunks go in batches: one channel hand-over per call cost more than
     // the merge itself.
-    let mut batch: Vec<Chunk> = Vec::with_capacity(BATCH);
+    let mut batch = Batch::default();
     let trace = tracelab_trace::open(&Source::from_arg(&file))?;
-    let mut items: Vec<Item> = Vec::new();
-    let mut header: Vec<Item> = Vec::new();
+    // Where the chunk being gathered starts in the batch's lines.
+    let mut open = 0usize;
     let mut clock: Option<i64> = None;
     let mut last_tim: Option<i64> = None;
     let mut gone = false;
-    let mut process: Option<(String, String)> = None;
     let mut facts = scan::HeaderFacts::default();
     let mut pending_process = true;
     let summary = {
-        let mut sel = Selector::new(Policy::Field(key, value), |item: Item| {
+        let mut sel = Selector::new(Policy::Field(key, value), |item: Item<'_>| {
             if gone {
                 return;
             }
             if item.header {
                 facts.see(&item.text);
-                header.push(item);
+                batch.push(&item);
                 return;
             }
             if pending_process {
                 pending_process = false;
-                process = facts
+                let process = facts
                     .pid
                     .clone()
                     .map(|pid| (facts.instance.clone().unwrap_or_default(), pid));
-                let chunk = Chunk {
-                    items: std::mem::take(&mut header),
+                batch.chunks.push(Chunk {
+                    lines: open..batch.lines.len(),
                     tim: None,
                     header: true,
                     clock,
-                    process: process.clone(),
-                };
-                batch.push(chunk);
+                    process,
+                });
+                open = batch.lines.len();
             }
             let timed = item.timed;
-            items.push(item);
+            batch.push(&item);
             if let Some(t) = timed {
                 if clock.is_none() {
                     clock = t.wall.map(|w| w.wall_us - w.tim);
                 }
                 last_tim = Some(t.tim);
-                let chunk = Chunk {
-                    items: std::mem::take(&mut items),
+                batch.chunks.push(Chunk {
+                    lines: open..batch.lines.len(),
                     tim: Some(t.tim),
                     header: false,
                     clock,
                     process: None,
-                };
-                batch.push(chunk);
-                if batch.len() >= BATCH {
-                    gone = tx.send(std::mem::take(&mut batch)).is_err();
+                });
+                open = batch.lines.len();
+                if batch.chunks.len() >= BATCH {
+                    let next = Batch {
+                        text: Vec::with_capacity(batch.text.len()),
+                        lines: Vec::with_capacity(batch.lines.len()),
+                        chunks: Vec::with_capacity(BATCH),
+                    };
+                    gone = tx.send(std::mem::replace(&mut batch, next)).is_err();
+                    open = 0;
                 }
             }
         });
@@ -194,16 +254,18 @@ fn produce(
         sel.finish();
         summary
     };
-    if !items.is_empty() {
-        batch.push(Chunk {
-            items,
+    // The lines after the last timed one; a header with no chosen line
+    // after it is not sent.
+    if !pending_process && open < batch.lines.len() {
+        batch.chunks.push(Chunk {
+            lines: open..batch.lines.len(),
             tim: last_tim,
             header: false,
             clock,
             process: None,
         });
     }
-    if !batch.is_empty() && !gone {
+    if !batch.chunks.is_empty() && !gone {
         let _ = tx.send(batch);
     }
     Ok(summary
@@ -246,10 +308,11 @@ pub fn merge(
         let mut rxs: Vec<Stream> = Vec::new();
         let mut handles = Vec::new();
         for f in files {
-            let (tx, rx) = sync_channel::<Vec<Chunk>>(4);
+            let (tx, rx) = sync_channel::<Batch>(4);
             rxs.push(Stream {
                 rx,
-                buf: Default::default(),
+                batch: Batch::default(),
+                next: 0,
             });
             let (f, v) = (f.clone(), value.clone());
             handles.push(s.spawn(move || produce(f, key, v, tx)));
@@ -307,8 +370,8 @@ fn write_merged<W: Write>(
         if head.as_ref().is_some_and(|c| c.header) {
             let c = head.take().unwrap();
             if !header_written {
-                for item in &c.items {
-                    sink.write(item, ns[i])?;
+                for item in rxs[i].batch.items(&c) {
+                    sink.write(&item, ns[i])?;
                 }
                 header_written = true;
             }
@@ -349,7 +412,9 @@ fn write_merged<W: Write>(
                 if let Some((_, pid)) = &processes[i] {
                     sink.write(
                         &Item {
-                            text: format!("*** [ Unix process pid: {pid} ]").into_bytes(),
+                            text: format!("*** [ Unix process pid: {pid} ]")
+                                .into_bytes()
+                                .into(),
                             span: None,
                             timed: None,
                             header: false,
@@ -360,8 +425,8 @@ fn write_merged<W: Write>(
             }
             last_ns = Some(ns[i]);
         }
-        for item in &c.items {
-            sink.write(item, ns[i])?;
+        for item in rxs[i].batch.items(&c) {
+            sink.write(&item, ns[i])?;
             outcome.lines += 1;
         }
         heads[i] = rxs[i].next();

@@ -25,7 +25,7 @@ pub fn number_lines(file: &str, out: impl Write, what: &str) -> Result<Vec<Strin
     let mut failed: Option<std::io::Error> = None;
     let mut prev: Option<i64> = None;
     let mut buf: Vec<u8> = Vec::with_capacity(256);
-    let mut delta = String::with_capacity(24);
+    let mut digits = itoa::Buffer::new();
     // The date and time to the second, formatted once per second.
     let mut second: Option<(i64, String)> = None;
     let summary = reader.read(trace, |c| {
@@ -38,7 +38,8 @@ pub fn number_lines(file: &str, out: impl Write, what: &str) -> Result<Vec<Strin
         } else {
             c.tim_us()
         };
-        let _ = write!(buf, "{:>7} ", c.line);
+        right(&mut buf, digits.format(c.line).as_bytes(), 7);
+        buf.push(b' ');
         match tim {
             Some(t) => {
                 match c.wall_us(t, 1.0) {
@@ -52,21 +53,27 @@ pub fn number_lines(file: &str, out: impl Write, what: &str) -> Result<Vec<Strin
                         if let Some((_, text)) = &second {
                             buf.extend_from_slice(text.as_bytes());
                         }
-                        let _ = write!(buf, ".{us:06}");
+                        buf.push(b'.');
+                        micros(&mut buf, us as u32);
                     }
                     None => buf.extend_from_slice(&[b' '; WALL]),
                 }
                 match prev {
                     Some(p) => {
+                        // ` {sign}{s}.{µs:06}` right-aligned in 12, then a space.
                         let d = t - p;
-                        let sign = if d < 0 { "-" } else { "" };
-                        let d = d.unsigned_abs();
-                        delta.clear();
-                        let _ = std::fmt::Write::write_fmt(
-                            &mut delta,
-                            format_args!("{sign}{}.{:06}", d / 1_000_000, d % 1_000_000),
-                        );
-                        let _ = write!(buf, " {delta:>12} ");
+                        let u = d.unsigned_abs();
+                        let secs = digits.format(u / 1_000_000);
+                        let width = usize::from(d < 0) + secs.len() + 7;
+                        buf.push(b' ');
+                        buf.extend(std::iter::repeat_n(b' ', 12usize.saturating_sub(width)));
+                        if d < 0 {
+                            buf.push(b'-');
+                        }
+                        buf.extend_from_slice(secs.as_bytes());
+                        buf.push(b'.');
+                        micros(&mut buf, (u % 1_000_000) as u32);
+                        buf.push(b' ');
                     }
                     None => buf.extend_from_slice(&[b' '; 14]),
                 }
@@ -90,4 +97,39 @@ pub fn number_lines(file: &str, out: impl Write, what: &str) -> Result<Vec<Strin
         .iter()
         .map(ToString::to_string)
         .collect())
+}
+
+/// `text` right-aligned in `width` (as `{:>width}`).
+fn right(buf: &mut Vec<u8>, text: &[u8], width: usize) {
+    buf.extend(std::iter::repeat_n(b' ', width.saturating_sub(text.len())));
+    buf.extend_from_slice(text);
+}
+
+/// Microseconds as six digits (as `{:06}`).
+fn micros(buf: &mut Vec<u8>, us: u32) {
+    let mut d = [b'0'; 6];
+    let mut v = us;
+    for slot in d.iter_mut().rev() {
+        *slot = b'0' + (v % 10) as u8;
+        v /= 10;
+    }
+    buf.extend_from_slice(&d);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hand_formatting_is_what_format_writes() {
+        let mut b = Vec::new();
+        right(&mut b, b"42", 7);
+        micros(&mut b, 5);
+        micros(&mut b, 999_999);
+        right(&mut b, b"123456789", 7);
+        assert_eq!(
+            b,
+            format!("{:>7}{:06}{:06}{:>7}", 42, 5, 999_999, 123456789).into_bytes()
+        );
+    }
 }

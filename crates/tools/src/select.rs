@@ -5,6 +5,7 @@
 //! was not chosen itself, right before the cursor's first chosen line.
 //! `crop` and `merge` differ only in which lines they choose.
 
+use std::borrow::Cow;
 use std::ops::Range;
 
 use rustc_hash::{FxHashMap, FxHashSet};
@@ -19,10 +20,12 @@ pub struct Timed {
     pub wall: Option<WallClock>,
 }
 
-/// A line to write.
+/// A line to write: the reader's own line while it is being read (crop
+/// writes it with no copy), or a copy (the lines kept for later, those a
+/// merge hands to another thread).
 #[derive(Debug, Clone)]
-pub struct Item {
-    pub text: Vec<u8>,
+pub struct Item<'a> {
+    pub text: Cow<'a, [u8]>,
     /// Where its cursor number is (renumbered by a merge).
     pub span: Option<Range<usize>>,
     pub timed: Option<Timed>,
@@ -239,7 +242,7 @@ pub enum Policy {
     Field(Field, String),
 }
 
-pub struct Selector<F: FnMut(Item)> {
+pub struct Selector<F: FnMut(Item<'_>)> {
     pub tracker: Tracker,
     policy: Policy,
     out: F,
@@ -256,7 +259,7 @@ pub struct Selector<F: FnMut(Item)> {
     pub chosen: u64,
 }
 
-impl<F: FnMut(Item)> Selector<F> {
+impl<F: FnMut(Item<'_>)> Selector<F> {
     pub fn new(policy: Policy, out: F) -> Self {
         Selector {
             tracker: Tracker::new(),
@@ -318,12 +321,12 @@ impl<F: FnMut(Item)> Selector<F> {
                     .and_then(|k| self.tracker.sqlid(k))
                     .is_some_and(|s| s == id.as_slice());
                 if mine || attr.context {
-                    self.emit(line, b.to_vec(), attr, timed);
+                    self.emit(line, Cow::Borrowed(b), attr, timed);
                 }
             }
             Policy::Field(f, v) => {
                 if self.tracker.value(*f) == Some(v.as_str()) {
-                    self.emit(line, b.to_vec(), attr, timed);
+                    self.emit(line, Cow::Borrowed(b), attr, timed);
                 }
             }
         }
@@ -362,15 +365,21 @@ impl<F: FnMut(Item)> Selector<F> {
                     return;
                 }
                 for (l, text, a) in std::mem::take(&mut self.lead) {
-                    self.emit(l, text, a, None);
+                    self.emit(l, Cow::Owned(text), a, None);
                 }
-                self.emit(line, b.to_vec(), attr, Some(t));
+                self.emit(line, Cow::Borrowed(b), attr, Some(t));
             }
             None if (from_time && !self.started) || to_time => {
                 self.lead.push((line, b.to_vec(), attr));
             }
-            None => self.emit(line, b.to_vec(), attr, None),
+            None => self.emit(line, Cow::Borrowed(b), attr, None),
         }
+    }
+
+    /// Whether no later line can be chosen (a window passed): the rest of
+    /// the file need not be read.
+    pub fn done(&self) -> bool {
+        self.stopped
     }
 
     /// The end of the file: the lines after the last call are in the
@@ -380,12 +389,12 @@ impl<F: FnMut(Item)> Selector<F> {
             return;
         }
         for (l, text, a) in std::mem::take(&mut self.lead) {
-            self.emit(l, text, a, None);
+            self.emit(l, Cow::Owned(text), a, None);
         }
     }
 
-    fn push(&mut self, item: Item) {
-        self.last_sep = item.text == SEPARATOR;
+    fn push(&mut self, item: Item<'_>) {
+        self.last_sep = *item.text == *SEPARATOR;
         self.chosen += 1;
         (self.out)(item);
     }
@@ -393,7 +402,7 @@ impl<F: FnMut(Item)> Selector<F> {
     fn separator(&mut self) {
         if !self.last_sep {
             self.push(Item {
-                text: SEPARATOR.to_vec(),
+                text: Cow::Borrowed(SEPARATOR),
                 span: None,
                 timed: None,
                 header: false,
@@ -401,13 +410,13 @@ impl<F: FnMut(Item)> Selector<F> {
         }
     }
 
-    fn emit(&mut self, line: u64, text: Vec<u8>, attr: Attr, timed: Option<Timed>) {
+    fn emit(&mut self, line: u64, text: Cow<'_, [u8]>, attr: Attr, timed: Option<Timed>) {
         if !self.started {
             self.started = true;
             let header: Vec<Vec<u8>> = self.tracker.header.clone();
             for h in header {
                 (self.out)(Item {
-                    text: h,
+                    text: Cow::Owned(h),
                     span: None,
                     timed: None,
                     header: true,
@@ -421,7 +430,7 @@ impl<F: FnMut(Item)> Selector<F> {
                 .collect();
             for c in ctx {
                 self.push(Item {
-                    text: c,
+                    text: Cow::Owned(c),
                     span: None,
                     timed: None,
                     header: false,
@@ -442,7 +451,7 @@ impl<F: FnMut(Item)> Selector<F> {
                         for l in block {
                             let span = scan::cursor_span(&l).filter(|_| scan::is_pic(&l));
                             self.push(Item {
-                                text: l,
+                                text: Cow::Owned(l),
                                 span,
                                 timed: None,
                                 header: false,

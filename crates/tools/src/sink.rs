@@ -43,7 +43,7 @@ impl<W: Write> Sink<W> {
     }
 
     /// Writes one line of cursor namespace `ns` (a process).
-    pub fn write(&mut self, item: &Item, ns: usize) -> Result<(), ToolsError> {
+    pub fn write(&mut self, item: &Item<'_>, ns: usize) -> Result<(), ToolsError> {
         if item.text.starts_with(b"***") {
             if let Some((wall, zone)) = scan::stamp(&item.text) {
                 self.pending = Some(wall);
@@ -67,7 +67,7 @@ impl<W: Write> Sink<W> {
         if renamed.is_some() {
             self.renumbered += 1;
         }
-        let text = renamed.as_deref().unwrap_or(&item.text);
+        let text = renamed.as_deref().unwrap_or(item.text.as_ref());
         self.line(text)
     }
 

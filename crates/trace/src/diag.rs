@@ -41,4 +41,38 @@ impl Diagnostics {
             });
         }
     }
+
+    /// A warning that goes before the others: the damage that ended a
+    /// file early (a broken compressed stream), which explains the
+    /// warnings about the lines before it and must not be the one left
+    /// out as "N more warnings not shown".
+    pub fn push_first(&mut self, file: &str, line: u64, message: impl Into<String>) {
+        self.total += 1;
+        self.kept.insert(
+            0,
+            Diagnostic {
+                file: file.to_string(),
+                line,
+                message: message.into(),
+            },
+        );
+        self.kept.truncate(Self::KEEP);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_damage_goes_first_and_the_count_stays() {
+        let mut d = Diagnostics::default();
+        for i in 1..=7 {
+            d.push("f", i, "bad line");
+        }
+        d.push_first("f", 9, "damaged");
+        assert_eq!(d.total, 8);
+        assert_eq!(d.kept.len(), Diagnostics::KEEP);
+        assert_eq!((d.kept[0].line, d.kept[1].line), (9, 1));
+    }
 }

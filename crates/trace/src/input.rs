@@ -13,6 +13,8 @@ use std::time::{Duration, Instant};
 use nix::fcntl::{fcntl, FcntlArg, OFlag};
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 
+use crate::gzip::GzipText;
+
 /// Where a trace comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Source {
@@ -279,7 +281,7 @@ fn open_stream(
     let compression = Compression::sniff(head);
     let reader: Box<dyn Read + Send> = match compression {
         Compression::None => Box::new(raw),
-        Compression::Gzip => Box::new(flate2::bufread::MultiGzDecoder::new(raw)),
+        Compression::Gzip => Box::new(GzipText::new(raw)),
         Compression::Bzip2 => Box::new(bzip2::bufread::MultiBzDecoder::new(raw)),
         Compression::Xz => Box::new(xz2::bufread::XzDecoder::new_multi_decoder(raw)),
         Compression::Zstd => Box::new(zstd::stream::read::Decoder::with_buffer(raw).map_err(

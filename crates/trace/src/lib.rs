@@ -15,6 +15,7 @@
 mod call;
 mod diag;
 mod fields;
+mod gzip;
 mod input;
 mod lines;
 mod reader;

@@ -264,6 +264,8 @@ struct Run<'f> {
     wall: Option<WallClock>,
     /// Whether the current line was handed out as a call.
     emitted: bool,
+    /// The consumer stopped the read before the end of the file.
+    stopped: bool,
     /// Whether the current line is of a kind [`ReadOptions::line_kinds`]
     /// leaves out.
     unwanted: bool,
@@ -303,10 +305,44 @@ impl Reader {
         self.read_to(file, end, on_call)
     }
 
+    /// Reads `file` until `on_call` says to stop (a consumer that has what
+    /// it wants, such as a crop past its window): the rest is not read. A
+    /// stop is heeded once the file has shown it is a SQL trace (a call or
+    /// a statement read whole); until then reading goes on, so that a file
+    /// that is none is refused as a whole read refuses it. The summary
+    /// counts the lines read.
+    pub fn read_until(
+        &mut self,
+        file: TraceFile,
+        mut on_call: impl FnMut(&Call<'_>) -> std::ops::ControlFlow<()>,
+    ) -> Result<ReadSummary, ReadError> {
+        let stop = std::cell::Cell::new(false);
+        self.read_with(
+            file,
+            u64::MAX,
+            || stop.get(),
+            |c| {
+                if on_call(c).is_break() {
+                    stop.set(true);
+                }
+            },
+        )
+    }
+
     fn read_to(
         &mut self,
         file: TraceFile,
         limit: u64,
+        on_call: impl FnMut(&Call<'_>),
+    ) -> Result<ReadSummary, ReadError> {
+        self.read_with(file, limit, || false, on_call)
+    }
+
+    fn read_with(
+        &mut self,
+        file: TraceFile,
+        limit: u64,
+        stop: impl Fn() -> bool,
         mut on_call: impl FnMut(&Call<'_>),
     ) -> Result<ReadSummary, ReadError> {
         let whole = limit == u64::MAX;
@@ -322,8 +358,10 @@ impl Reader {
         };
         let mut lines = Lines::new(reader).max_line(self.opts.max_line);
         let mut run = Run::new(&self.opts, &name, FxHashMap::default());
-        let line_no = drive(&mut run, &mut lines, 0, whole, limit, &mut on_call)?;
-        if whole {
+        let line_no = drive(&mut run, &mut lines, 0, whole, limit, &stop, &mut on_call)?;
+        if whole && run.stopped {
+            run.not_a_sql_trace(line_no)?;
+        } else if whole {
             run.unended_at_end(line_no);
             run.not_a_sql_trace(line_no)?;
             run.finish(line_no, &mut on_call);
@@ -457,6 +495,7 @@ impl Reader {
                 first_line,
                 i == 0,
                 u64::MAX,
+                &|| false,
                 &mut |c: &Call<'_>| on_call(&mut state, c),
             )?;
             if i == n - 1 {
@@ -550,6 +589,8 @@ fn drive<R: Read>(
     first_line: u64,
     sniff: bool,
     limit: u64,
+    // Monomorphised: the reads that cannot stop test a constant.
+    stop: &impl Fn() -> bool,
     on_call: &mut impl FnMut(&Call<'_>),
 ) -> Result<u64, ReadError> {
     let mut no = first_line;
@@ -574,6 +615,10 @@ fn drive<R: Read>(
             run.overlong(no);
         }
         run.feed(no, &line, on_call);
+        if stop() && run.is_sql_trace() {
+            run.stopped = true;
+            return Ok(no);
+        }
         if sniff && no == SNIFF_LINES && run.recognised == 0 {
             return Err(ReadError::NotATrace {
                 file: run.file.to_string(),
@@ -600,12 +645,14 @@ fn drive<R: Read>(
         } else {
             String::new()
         };
-        run.warn(
-            no + 1,
-            format!(
-                "read error: {source}: the file is damaged or cut short here; {what}the rest is lost (the lines before were read)"
-            ),
+        // First among the file's warnings: the lines before it were read,
+        // and what is damaged among them is explained by it.
+        let message = format!(
+            "read error: {source}: the file is damaged or cut short here; {what}the rest is lost (the lines before were read)"
         );
+        run.summary
+            .diagnostics
+            .push_first(run.file, no + 1, message);
     }
     Ok(no)
 }
@@ -892,6 +939,7 @@ impl<'f> Run<'f> {
             wall_pending: None,
             wall: None,
             emitted: false,
+            stopped: false,
             unwanted: false,
             bind_quote: false,
             offset: 0,
@@ -934,6 +982,12 @@ impl<'f> Run<'f> {
             no,
             format!("the line is longer than {limit} bytes (the limit; raise it with --max-line): read as an empty line"),
         );
+    }
+
+    /// Whether the lines so far show a SQL trace ([`Run::not_a_sql_trace`]
+    /// would pass).
+    fn is_sql_trace(&self) -> bool {
+        self.recognised > 0 && (self.summary.calls > 0 || self.sql_lines > 0) && self.sound > 0
     }
 
     /// A whole file read with no SQL trace line in it is not a SQL trace.

@@ -57,7 +57,12 @@ pub fn run(a: Args) -> Result<i32, Failure> {
     let mut status = exit::OK;
     for r in list(&files, jobs) {
         match r {
-            Ok(l) => rows.push(l),
+            Ok(l) => {
+                for w in &l.warnings {
+                    say!("tracelab: warning: {w}");
+                }
+                rows.push(l)
+            }
             Err(e) => {
                 say!("tracelab: {e}");
                 status = exit::TROUBLE;

@@ -154,6 +154,135 @@ fn a_truncated_compressed_trace_is_profiled_up_to_the_damage() {
     std::fs::remove_dir_all(dir).unwrap();
 }
 
+/// A gzip copy of `text` whose deflate stream breaks right after its first
+/// `good` bytes: a sync flush there, and the block after it given the
+/// reserved block type, which no inflater reads past.
+fn gzip_broken_after(text: &[u8], good: usize) -> Vec<u8> {
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    e.write_all(&text[..good]).unwrap();
+    e.flush().unwrap();
+    let at = e.get_ref().len();
+    e.write_all(&text[good..]).unwrap();
+    let mut gz = e.finish().unwrap();
+    gz[at] |= 0b110;
+    gz
+}
+
+#[test]
+fn a_gzip_damaged_mid_stream_keeps_its_good_lines_and_says_so_first() {
+    let dir = tempdir("gzmid");
+    // 240 good lines (the file had 239), seven of them damaged
+    // calls, so that the damage has other warnings to be buried under.
+    let text = crc(30561);
+    let lines: Vec<&[u8]> = text.split(|&b| b == b'\n').collect();
+    let mut good = Vec::new();
+    for (i, l) in lines[..240].iter().enumerate() {
+        good.extend_from_slice(l);
+        good.push(b'\n');
+        if (100..107).contains(&i) {
+            good.extend_from_slice(b"EXEC #140661336887528:c=oops,e=1,dep=0,tim=x\n");
+        }
+    }
+    let good_lines = good.iter().filter(|&&b| b == b'\n').count() as u64;
+    let mut whole = good.clone();
+    whole.extend_from_slice(
+        &text[text
+            .len()
+            .min(lines[..240].iter().map(|l| l.len() + 1).sum::<usize>())..],
+    );
+    // Paths of one length, one basename: the reports' widths and names
+    // are the same.
+    let gz = write(&dir, "dmg.trc.gz", &gzip_broken_after(&whole, good.len()));
+    std::fs::create_dir_all(dir.join("pp")).unwrap();
+    let plain = write(&dir.join("pp"), "dmg.trc", &good);
+    let first = |err: &str| {
+        err.lines()
+            .find(|l| l.contains("warning"))
+            .unwrap_or("")
+            .to_string()
+    };
+    let csv = |tag: &str| {
+        dir.join(format!("{tag}.csv"))
+            .to_string_lossy()
+            .into_owned()
+    };
+    let (gz_csv, plain_csv) = (csv("gz"), csv("plain"));
+    for args in [
+        vec!["skew", "--csv", "--top=0"],
+        vec!["skew", "--group=$sqlid", "--jobs=1"],
+        vec!["prof"],
+        vec!["calls", "-o", "CSV"],
+        vec!["nl"],
+    ] {
+        let run = |file: &str, out: &str| {
+            let mut a: Vec<&str> = args
+                .iter()
+                .map(|a| if *a == "CSV" { out } else { a })
+                .collect();
+            a.push(file);
+            let (stdout, err, code) = tracelab(&a);
+            let written = std::fs::read_to_string(out).unwrap_or_default();
+            (stdout + &written, err, code)
+        };
+        let (out, err, code) = run(&gz, &gz_csv);
+        let (want, want_err, want_code) = run(&plain, &plain_csv);
+        // What the good prefix gives, line for line (with the file's name
+        // replaced: reports name their file; prof's lists its warnings).
+        let same = |s: &str, f: &str| {
+            s.replace(f, "F")
+                .lines()
+                .filter(|l| !l.starts_with("warning: ") && !l.contains("more damaged lines"))
+                .collect::<Vec<_>>()
+                .join("\n")
+        };
+        assert_eq!(same(&out, &gz), same(&want, &plain), "{args:?}: {err}");
+        assert!(want.lines().count() > 5, "{args:?}: {want}");
+        let line = first(&err);
+        assert!(
+            line.contains(&format!("{gz}:{}: read error: ", good_lines + 1))
+                && line.contains("the gzip stream is damaged near compressed byte"),
+            "{args:?}: the damage is the first warning: {err}"
+        );
+        assert!(want_err.contains("warning"), "{args:?}: {want_err}");
+        // Exit status as for the other damage in the file.
+        assert_eq!(code, want_code, "{args:?}: {err}");
+    }
+    // ls counts the good lines and says why it stopped.
+    let (out, err, _) = tracelab(&["ls", "--json", &gz]);
+    assert!(out.contains(&format!("\"lines\": {good_lines},")), "{out}");
+    assert!(
+        first(&err).contains("read error: the gzip stream is damaged"),
+        "{err}"
+    );
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn a_gzip_checksum_error_comes_before_the_damaged_lines() {
+    let dir = tempdir("gzcrc");
+    let mut text = crc(30561);
+    for _ in 0..8 {
+        text.extend_from_slice(b"EXEC #1:c=oops,e=1,dep=0,tim=x\n");
+    }
+    let mut gz = {
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        e.write_all(&text).unwrap();
+        e.finish().unwrap()
+    };
+    let n = gz.len();
+    gz[n - 8] ^= 0xff;
+    let gz = write(&dir, "crc.trc.gz", &gz);
+    let (_, err, code) = tracelab(&["skew", &gz]);
+    assert_eq!(code, 1, "{err}");
+    let first = err.lines().find(|l| l.contains("warning")).unwrap_or("");
+    assert!(
+        first.contains("the gzip checksum does not match"),
+        "the checksum error is the first warning: {err}"
+    );
+    assert!(err.contains("4 more warnings not shown"), "{err}");
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
 #[test]
 fn oracle_traces_of_other_kinds_are_not_sql_traces() {
     let dir = tempdir("kinds");
