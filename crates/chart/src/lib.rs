@@ -262,8 +262,10 @@ pub fn render(c: &Chart) -> String {
             t += step;
         }
     } else {
+        let slot = (W - L - R) / levels.len().max(1) as f64;
+        let level_names_fit = levels.iter().all(|l| text_width(l) + 6.0 <= slot);
         for l in &levels {
-            if numeric {
+            if numeric || level_names_fit {
                 let _ = writeln!(
                     s,
                     "<text x=\"{:.1}\" y=\"{}\" text-anchor=\"middle\">{}</text>",
@@ -391,23 +393,108 @@ pub fn render(c: &Chart) -> String {
     s
 }
 
-/// A histogram: one bar per bucket (`label`, count), the buckets in order.
-pub fn histogram(title: &str, x_label: &str, y_label: &str, buckets: &[(String, f64)]) -> String {
-    let series = [Series {
-        label: y_label.to_string(),
-        points: buckets
-            .iter()
-            .map(|(l, n)| Point::new(l.clone(), *n))
-            .collect(),
-    }];
-    render(&Chart {
-        title,
-        x_label,
-        y_label,
-        x: XAxis::Categories,
-        y: YScale::Auto,
-        series: &series,
-    })
+/// A histogram: bars side by side over contiguous ranges. `edges` labels
+/// the boundaries (one more than the bins, an empty string for none), so
+/// each label is a short number under the line between two bars ("50",
+/// "100", "200") rather than a range under a bar ("50–100", "100–200"),
+/// which does not fit a bar's width once there are a dozen; each bin is
+/// its count and its exact range in words, shown as the bar's tooltip.
+/// When even the edges would run into each other, every second (third,
+/// ...) edge is labelled.
+pub fn histogram(
+    title: &str,
+    x_label: &str,
+    y_label: &str,
+    edges: &[String],
+    bins: &[(f64, String)],
+) -> String {
+    let n = bins.len().max(1) as f64;
+    let slot = (W - L - R) / n;
+    let px = |i: usize| L + slot * i as f64;
+    let counts: Vec<f64> = bins.iter().map(|(c, _)| *c).collect();
+    let y = YAxis::of(YScale::Auto, &counts, true);
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"chart\" width=\"{W}\" height=\"{H}\" viewBox=\"0 0 {W} {H}\" font-family=\"sans-serif\" font-size=\"12\">"
+    );
+    let _ = writeln!(
+        s,
+        "<rect width=\"{W}\" height=\"{H}\" fill=\"#fff\"/><text x=\"{}\" y=\"20\" text-anchor=\"middle\" font-size=\"14\">{}</text>",
+        (W - R + L) / 2.0,
+        esc(title)
+    );
+    let _ = writeln!(
+        s,
+        "<path d=\"M{L} {T} V{} H{}\" fill=\"none\" stroke=\"#333\"/>",
+        H - B,
+        W - R
+    );
+    for t in y.ticks() {
+        let py = y.px(t);
+        let _ = writeln!(
+            s,
+            "<line x1=\"{L}\" x2=\"{}\" y1=\"{py:.1}\" y2=\"{py:.1}\" stroke=\"#eee\"/><text x=\"{}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>",
+            W - R,
+            L - 6.0,
+            py + 4.0,
+            tick(t)
+        );
+    }
+    let widest = edges.iter().map(|e| text_width(e)).fold(0.0, f64::max);
+    let every = ((widest + 6.0) / slot).ceil().max(1.0) as usize;
+    for (i, e) in edges.iter().enumerate().filter(|(i, _)| i % every == 0) {
+        if e.is_empty() {
+            continue;
+        }
+        let x = px(i);
+        let _ = writeln!(
+            s,
+            "<line x1=\"{x:.1}\" x2=\"{x:.1}\" y1=\"{}\" y2=\"{}\" stroke=\"#333\"/><text x=\"{x:.1}\" y=\"{}\" text-anchor=\"middle\">{}</text>",
+            H - B,
+            H - B + 4.0,
+            // Low enough to clear the y axis's lowest label at the corner.
+            H - B + 20.0,
+            esc(e)
+        );
+    }
+    let _ = writeln!(
+        s,
+        "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>",
+        (W - R + L) / 2.0,
+        H - B + 40.0,
+        esc(x_label)
+    );
+    let _ = writeln!(
+        s,
+        "<text transform=\"translate(16 {}) rotate(-90)\" text-anchor=\"middle\">{}{}</text>",
+        (H - B + T) / 2.0,
+        esc(y_label),
+        if y.log { " (log scale)" } else { "" }
+    );
+    let col = COLOURS[0];
+    for (i, (count, range)) in bins.iter().enumerate() {
+        let top = y.px(*count);
+        let _ = writeln!(
+            s,
+            "<rect x=\"{:.1}\" y=\"{top:.1}\" width=\"{:.1}\" height=\"{:.1}\" fill=\"{col}\"><title>{}: {}</title></rect>",
+            px(i) + 1.0,
+            (slot - 2.0).max(1.0),
+            (H - B - top).max(0.0),
+            esc(range),
+            tick(*count)
+        );
+    }
+    s.push_str("</svg>\n");
+    s
+}
+
+/// About how wide `text` is drawn at the charts' 12 px sans-serif: digits
+/// and most letters are a little over half the font size wide. The charts
+/// place text without measuring it (see the crate's comment), so they
+/// leave a margin around this.
+fn text_width(text: &str) -> f64 {
+    text.chars().count() as f64 * 7.0
 }
 
 /// One column of dots per category (`cats`: (name, values)), each value a
@@ -682,6 +769,28 @@ mod tests {
             assert!(s.contains(&format!(">{t}</text>")), "{t}: {s}");
         }
         assert!(!s.contains(">17</text>"), "{s}");
+    }
+
+    #[test]
+    fn a_histogram_labels_its_edges_and_thins_them_out_when_they_would_touch() {
+        let edges = |n: usize| -> Vec<String> { (0..=n).map(|i| format!("{}k", i * 10)).collect() };
+        let bins = |n: usize| -> Vec<(f64, String)> {
+            (0..n)
+                .map(|i| (i as f64 + 1.0, format!("bin {i}")))
+                .collect()
+        };
+        let few = histogram("t", "x", "n", &edges(4), &bins(4));
+        for e in ["0k", "20k", "40k"] {
+            assert!(few.contains(&format!(">{e}</text>")), "{e}: {few}");
+        }
+        assert!(few.contains("<title>bin 3: 4</title>"), "{few}");
+        // 60 bins over the 462 pixels of the plot: 7.7 pixels apart, so
+        // a 4-character edge (about 28 pixels and a gap) only every fifth.
+        let many = histogram("t", "x", "n", &edges(60), &bins(60));
+        assert!(
+            many.contains(">50k</text>") && !many.contains(">10k</text>"),
+            "{many}"
+        );
     }
 
     #[test]

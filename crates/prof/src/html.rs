@@ -295,46 +295,75 @@ fn ranking(o: &mut String, f: usize, p: &FileProfile) {
     }
 }
 
-fn histogram(o: &mut String, title: &str, h: &P10) {
+/// The p10 buckets' edges as a reader says them: compact enough to sit
+/// under the line between two bars (mrskew's `0.000010` is nine
+/// characters, wider than a bar); the exact range is the bar's tooltip.
+const P10_EDGES: [&str; P10_BUCKETS + 1] = [
+    "0", "1µs", "10µs", "100µs", "1ms", "10ms", "100ms", "1s", "10s", "100s", "1000s", "",
+];
+
+/// A statement's p10 histogram as a small figure: its caption above (the
+/// figure's `figcaption`, which also names the chart for a screen reader),
+/// the count over each bar with room above the tallest, the bucket edges
+/// under the lines between the bars.
+fn histogram(o: &mut String, id: &str, title: &str, h: &P10) {
     if h.count() == 0 {
         return;
     }
     let labels = p10_labels();
-    let max = *h.counts.iter().max().unwrap_or(&1);
-    let (bw, gap, hh) = (60.0, 8.0, 100.0);
+    let max = h.counts.iter().copied().max().unwrap_or(1).max(1);
+    // slot per bar, left and right margins (half an edge label each),
+    // room over the tallest bar for its count, bar height, axis to bottom.
+    let (slot, left, right, head, hh, foot) = (64.0, 14.0, 22.0, 18.0, 100.0, 22.0);
     let _ = writeln!(
         o,
-        "<figure style=\"display:inline-block;margin:0 1.5em 0 0\"><svg width=\"{}\" height=\"{}\" role=\"img\" aria-label=\"{}\">",
-        P10_BUCKETS as f64 * (bw + gap) + 10.0,
-        hh + 40.0,
-        esc(title)
+        "<figure style=\"display:inline-block;margin:0 1.5em 0 0\"><figcaption class=\"note\" id=\"{id}\">{} by elapsed time (p10 buckets)</figcaption><svg width=\"{}\" height=\"{}\" role=\"img\" aria-labelledby=\"{id}\">",
+        esc(title),
+        left + P10_BUCKETS as f64 * slot + right,
+        head + hh + foot,
     );
+    let floor = head + hh;
     for (i, &n) in h.counts.iter().enumerate() {
-        let x = 5.0 + i as f64 * (bw + gap);
-        let bh = if max > 0 {
-            n as f64 / max as f64 * hh
-        } else {
-            0.0
+        let x = left + i as f64 * slot;
+        let bh = n as f64 / max as f64 * hh;
+        // " 3.     0.000010     0.000100": the bucket's bounds in seconds.
+        let bounds: Vec<&str> = labels
+            .get(i)
+            .map_or(Vec::new(), |l| l.split_whitespace().skip(1).collect());
+        let range = match bounds.as_slice() {
+            [lo, hi] => format!("{lo} s to under {hi} s"),
+            _ => String::new(),
         };
-        let label = labels.get(i).map_or("", |l| l.as_str());
-        let edge = label.split_whitespace().nth(2).unwrap_or("");
         let _ = write!(
             o,
-            "<rect x=\"{x}\" y=\"{:.1}\" width=\"{bw}\" height=\"{bh:.1}\" fill=\"#4e79a7\"><title>{}: {n}</title></rect><text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text><text x=\"{}\" y=\"{}\" text-anchor=\"middle\">&lt;{}</text>",
-            10.0 + hh - bh,
-            esc(label),
-            x + bw / 2.0,
-            5.0 + hh - bh,
-            if n > 0 { n.to_string() } else { String::new() },
-            x + bw / 2.0,
-            hh + 26.0,
-            esc(edge)
+            "<rect x=\"{:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{bh:.1}\" fill=\"#4e79a7\"><title>{}: {n}</title></rect>",
+            x + 3.0,
+            floor - bh,
+            slot - 6.0,
+            esc(&range),
+        );
+        if n > 0 {
+            let _ = write!(
+                o,
+                "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{n}</text>",
+                x + slot / 2.0,
+                floor - bh - 4.0
+            );
+        }
+    }
+    for (i, e) in P10_EDGES.iter().enumerate().filter(|(_, e)| !e.is_empty()) {
+        let x = left + i as f64 * slot;
+        let _ = write!(
+            o,
+            "<line x1=\"{x}\" x2=\"{x}\" y1=\"{floor}\" y2=\"{}\" stroke=\"#444\"/><text x=\"{x}\" y=\"{}\" text-anchor=\"middle\">{e}</text>",
+            floor + 4.0,
+            floor + 16.0
         );
     }
     let _ = writeln!(
         o,
-        "</svg><figcaption class=\"note\">{} by elapsed seconds (p10)</figcaption></figure>",
-        esc(title)
+        "<line x1=\"{left}\" x2=\"{}\" y1=\"{floor}\" y2=\"{floor}\" stroke=\"#444\"/></svg></figure>",
+        left + P10_BUCKETS as f64 * slot
     );
 }
 
@@ -390,9 +419,15 @@ fn statement(o: &mut String, f: usize, p: &FileProfile, s: &StatementReport) {
             .collect();
         let _ = writeln!(o, "<p>Run inside {}.</p>", ps.join(", "));
     }
-    histogram(o, "executions (EXEC + FETCHes)", &s.execution_histogram);
-    histogram(o, "EXEC calls", &s.exec_histogram);
-    histogram(o, "FETCH calls", &s.fetch_histogram);
+    let id = anchor(f, s.rank);
+    histogram(
+        o,
+        &format!("{id}-hx"),
+        "executions (EXEC + FETCHes)",
+        &s.execution_histogram,
+    );
+    histogram(o, &format!("{id}-he"), "EXEC calls", &s.exec_histogram);
+    histogram(o, &format!("{id}-hf"), "FETCH calls", &s.fetch_histogram);
     if s.binds.executions > 0 {
         let _ = writeln!(
             o,

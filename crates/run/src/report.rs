@@ -77,13 +77,20 @@ pub fn html(summary: &Summary, what: &str) -> String {
         }));
     }
     if !summary.latency_histogram.is_empty() {
-        let bars: Vec<(String, f64)> = summary
-            .latency_histogram
+        let h = &summary.latency_histogram;
+        // The buckets are contiguous: the edges are each one's lower bound
+        // and the last one's upper bound.
+        let edges: Vec<String> = h
+            .iter()
+            .map(|k| short(k.lo_us))
+            .chain(h.last().map(|k| short(k.hi_us)))
+            .collect();
+        let bins: Vec<(f64, String)> = h
             .iter()
             .map(|k| {
                 (
-                    format!("{}–{}", short(k.lo_us), short(k.hi_us)),
                     k.calls as f64,
+                    format!("{} µs to under {} µs", k.lo_us, k.hi_us),
                 )
             })
             .collect();
@@ -92,7 +99,8 @@ pub fn html(summary: &Summary, what: &str) -> String {
             "Calls by latency",
             "latency (µs)",
             "calls",
-            &bars,
+            &edges,
+            &bins,
         ));
     }
     b.push_str("<h2>Sessions</h2>\n<table>\n<tr><th>session</th><th class=\"n\">transactions</th><th class=\"n\">executions</th><th class=\"n\">errors</th><th class=\"n\">elapsed (s)</th><th>ended early</th></tr>\n");

@@ -144,16 +144,30 @@ fn check_page(f: PathBuf, path: &str) -> (Vec<String>, usize, usize) {
         ));
     }
     let examples = examples(&f, &text);
+    // The docs write under /tmp/ (paths a reader can type); the test runs
+    // them in a fresh directory of the page's own, removed afterwards, so
+    // that no fixed name (/tmp/tracelab-lab, /tmp/x.parquet) is left
+    // behind or shared with another run of the test. The directory's name
+    // is put back to /tmp in what the commands print.
+    let scratch = tempfile::Builder::new()
+        .prefix("tracelab-docs-")
+        .tempdir_in("/tmp")
+        .unwrap();
+    let dir = scratch.path().to_str().unwrap().to_string();
+    let _stop = StopServers(scratch.path());
     for e in &examples {
         let out = Command::new("bash")
             .arg("-c")
-            .arg(format!("exec 2>&1\n{}", e.command))
+            .arg(format!(
+                "exec 2>&1\n{}",
+                e.command.replace("/tmp/", &format!("{dir}/"))
+            ))
             .current_dir(root())
             .env("PATH", path)
             .env("TERM", "dumb")
             .output()
             .expect("bash runs");
-        let got = normalise(&String::from_utf8_lossy(&out.stdout));
+        let got = normalise(&String::from_utf8_lossy(&out.stdout).replace(&dir, "/tmp"));
         let code = out.status.code().unwrap_or(-1);
         if code != e.exit {
             failures.push(format!(
@@ -209,9 +223,100 @@ fn every_example_in_the_docs_runs_as_documented() {
     );
 }
 
+/// Stops the servers a page's examples left running in its directory
+/// (an example that failed before its `db stop`), before the directory
+/// goes.
+struct StopServers<'a>(&'a Path);
+
+impl Drop for StopServers<'_> {
+    fn drop(&mut self) {
+        let Ok(entries) = std::fs::read_dir(self.0) else {
+            return;
+        };
+        for d in entries.filter_map(|e| e.ok().map(|e| e.path())) {
+            if d.join("tracelab-db.json").exists() {
+                let _ = Command::new(common_bin())
+                    .args(["db", "stop", "--dir"])
+                    .arg(&d)
+                    .output();
+            }
+        }
+    }
+}
+
 fn common_bin() -> String {
     std::env::var("TRACELAB_TEST_BIN")
         .unwrap_or_else(|_| env!("CARGO_BIN_EXE_tracelab").to_string())
+}
+
+#[test]
+fn examples_write_their_tmp_files_in_a_directory_removed_afterwards() {
+    // A page whose example makes a file under /tmp/ and prints its path:
+    // the path printed is the documented one, but no such file is left.
+    let name = format!("{}/tracelab-docs-probe-{}", "/tmp", std::process::id());
+    let page = tempfile::Builder::new()
+        .prefix("tracelab-docs-page-")
+        .suffix(".md")
+        .tempfile_in("/tmp")
+        .unwrap();
+    std::fs::write(
+        page.path(),
+        format!("```console\n$ touch {name} && ls {name}\n{name}\n```\n"),
+    )
+    .unwrap();
+    let (failures, count, _) = check_page(page.path().to_path_buf(), "/usr/bin:/bin");
+    assert_eq!((failures, count), (Vec::<String>::new(), 1));
+    let left = Path::new(&name).exists();
+    let _ = std::fs::remove_file(&name);
+    assert!(!left, "the example left {name} behind");
+}
+
+/// Test sources name no fixed path under /tmp: a string that starts with
+/// `/tmp/` or a fixed name joined to the temporary directory is shared by
+/// every run of the test (two checkouts testing at once) and stays behind
+/// when a test fails. Tests use `tempfile` directories, removed on drop.
+/// (`Trace file /tmp/x.trc` inside a trace's text is not a path written.)
+#[test]
+fn no_test_source_names_a_fixed_path_under_tmp() {
+    fn walk(dir: &Path, files: &mut Vec<PathBuf>) {
+        for p in std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()) {
+            if p.is_dir() {
+                walk(&p, files);
+            } else if p.extension().is_some_and(|x| x == "rs" || x == "py") {
+                files.push(p);
+            }
+        }
+    }
+    let mut files = Vec::new();
+    for c in std::fs::read_dir(root().join("crates")).unwrap() {
+        let tests = c.unwrap().path().join("tests");
+        if tests.is_dir() {
+            walk(&tests, &mut files);
+        }
+    }
+    assert!(files.len() > 20, "{} test files", files.len());
+    // Spelt in pieces, so that this file does not name what it looks for.
+    let joined = concat!("temp_dir", "().join(\"");
+    // A string starting with /tmp/ and a name after it (`"/tmp/"` alone
+    // is not a path).
+    let fixed = |l: &str| {
+        l.match_indices("\"/tmp/")
+            .any(|(i, m)| !l[i + m.len()..].starts_with('"'))
+    };
+    let mut bad = Vec::new();
+    for f in &files {
+        let text = std::fs::read_to_string(f).unwrap();
+        for (n, l) in text.lines().enumerate() {
+            if fixed(l) || l.contains(joined) {
+                bad.push(format!("{}:{}: {}", f.display(), n + 1, l.trim()));
+            }
+        }
+    }
+    assert!(
+        bad.is_empty(),
+        "fixed paths under /tmp:\n{}",
+        bad.join("\n")
+    );
 }
 
 #[test]

@@ -3,7 +3,10 @@
 //! headless Chromium (Debian's chromium and chromedriver, installed by
 //! scripts/test.sh, driven by tests/browser/check_pages.py): it loads
 //! without errors, every chart is drawn (a screenshot of each chart shows
-//! its data in colour, not only axes) and every internal link resolves.
+//! its data in colour, not only axes), no text of a chart runs into other
+//! text or out of the chart (the boxes the browser laid the text out in:
+//! prof's p10 labels `<10.000000<100.000000` did), every figure's caption
+//! sits above its chart, and every internal link resolves.
 
 mod common;
 
@@ -143,6 +146,12 @@ fn every_html_page_loads_draws_its_charts_and_its_links_resolve() {
         assert_eq!(r["ready"], "complete", "{key}: {r}");
         assert_eq!(r["errors"].as_array().unwrap().len(), 0, "{key}: {r}");
         assert_eq!(r["broken_links"].as_array().unwrap().len(), 0, "{key}: {r}");
+        assert_eq!(
+            r["captions_below"].as_array().unwrap().len(),
+            0,
+            "{key}: captions under their charts: {}",
+            r["captions_below"]
+        );
         let charts = r["charts"].as_array().unwrap();
         assert!(
             charts.len() >= least_charts,
@@ -157,8 +166,37 @@ fn every_html_page_loads_draws_its_charts_and_its_links_resolve() {
             // chart has about a thousand.
             let coloured = c["coloured"].as_f64().unwrap();
             assert!(coloured >= 400.0, "{key}: chart {i} shows no data: {c}");
+            // Labels, counts and titles each readable: not on top of
+            // another, not cut off at the chart's edge.
+            assert!(c["labels"].as_u64().unwrap() >= 2, "{key}: chart {i}: {c}");
+            assert_eq!(
+                c["overlaps"].as_array().unwrap().len(),
+                0,
+                "{key}: chart {i}: text over text: {}",
+                c["overlaps"]
+            );
+            assert_eq!(
+                c["outside"].as_array().unwrap().len(),
+                0,
+                "{key}: chart {i}: text cut off at the chart's edge: {}",
+                c["outside"]
+            );
         }
     }
+    // prof's duration histograms: a captioned figure each (so the check
+    // of the captions above has figures to look at), their edges in
+    // compact units, the exact range of each bar in its tooltip.
+    let prof = &v[prof_page.to_str().unwrap()];
+    assert!(prof["captioned_figures"].as_u64().unwrap() >= 3, "{prof}");
+    let html = std::fs::read_to_string(&prof_page).unwrap();
+    assert!(
+        html.contains(">100µs</text>") && html.contains(">1ms</text>"),
+        "prof's histogram edges"
+    );
+    assert!(
+        html.contains("<title>0.001000 s to under 0.010000 s: "),
+        "prof's histogram tooltips"
+    );
     // The prof page links its profile rows to its statements.
     assert!(
         v[prof_page.to_str().unwrap()]["internal_links"]

@@ -246,7 +246,7 @@ fn the_html_page_is_self_contained_with_charts_and_links() {
     );
     assert!(html.contains("aria-label=\"resource profile\""));
     assert!(html.contains("aria-label=\"timeline\""));
-    assert!(html.contains("by elapsed seconds (p10)"));
+    assert!(html.contains("by elapsed time (p10 buckets)</figcaption>"));
     // Profile rows link to statements, and every link has its target.
     assert!(html.contains("PL/SQL lock timer</td>"));
     let mut links = 0;

@@ -1,8 +1,10 @@
 """Opens HTML pages tracelab wrote in headless Chromium (Debian's chromium
 and chromedriver, driven by Selenium) and prints, as JSON, per page: the
 browser's errors while loading, each chart's ink (from a screenshot of the
-chart's element: a chart that did not draw is blank there) and the
-internal links whose target is missing.
+chart's element: a chart that did not draw is blank there), the text of
+each chart that overlaps other text or reaches outside the chart, the
+captions drawn below their chart, and the internal links whose target is
+missing.
 
 Usage: check_pages.py PAGE.html...   (used by tests/html_pages.rs)
 """
@@ -48,6 +50,44 @@ def ink(png):
             "coloured": coloured}
 
 
+# Per <svg>: the boxes of its text nodes as the browser laid them out
+# (getBoundingClientRect, so rotation and the font's real widths count),
+# the pairs that overlap by more than half a pixel each way, and the texts
+# that reach outside the <svg>'s own box (a count cut off at the top). Per
+# <figure>: whether its caption sits below the chart it labels.
+LAYOUT = """
+const out = [];
+for (const svg of document.querySelectorAll('svg')) {
+  const box = svg.getBoundingClientRect();
+  const texts = [];
+  for (const t of svg.querySelectorAll('text')) {
+    const r = t.getBoundingClientRect();
+    if (!t.textContent.trim() || r.width === 0 || r.height === 0) continue;
+    texts.push({text: t.textContent, l: r.left, r: r.right, t: r.top, b: r.bottom});
+  }
+  const overlaps = [];
+  for (let i = 0; i < texts.length; i++)
+    for (let j = i + 1; j < texts.length; j++) {
+      const a = texts[i], b = texts[j];
+      const w = Math.min(a.r, b.r) - Math.max(a.l, b.l);
+      const h = Math.min(a.b, b.b) - Math.max(a.t, b.t);
+      if (w > 0.5 && h > 0.5) overlaps.push([a.text, b.text]);
+    }
+  const outside = texts.filter(x => x.l < box.left - 0.5 || x.r > box.right + 0.5
+    || x.t < box.top - 0.5 || x.b > box.bottom + 0.5).map(x => x.text);
+  out.push({labels: texts.length, overlaps: overlaps, outside: outside});
+}
+const below = [];
+for (const f of document.querySelectorAll('figure')) {
+  const c = f.querySelector('figcaption'), g = f.querySelector('svg');
+  if (c && g && c.getBoundingClientRect().top >= g.getBoundingClientRect().bottom - 0.5)
+    below.push(c.textContent);
+}
+return {svgs: out, captions_below: below,
+        figures: document.querySelectorAll('figure > figcaption').length};
+"""
+
+
 def check(d, path):
     d.get("file://" + path)
     state = d.execute_script("return document.readyState")
@@ -57,6 +97,9 @@ def check(d, path):
     for el in d.find_elements(By.CSS_SELECTOR, "svg"):
         d.execute_script("arguments[0].scrollIntoView()", el)
         charts.append(ink(el.screenshot_as_png))
+    layout = d.execute_script(LAYOUT)
+    for c, lay in zip(charts, layout["svgs"]):
+        c.update(lay)
     broken = d.execute_script(
         """
         const out = [];
@@ -69,6 +112,8 @@ def check(d, path):
     links = d.execute_script("return document.querySelectorAll('a[href^=\"#\"]').length")
     return {"ready": state, "errors": errors, "charts": charts,
             "internal_links": links, "broken_links": broken,
+            "captions_below": layout["captions_below"],
+            "captioned_figures": layout["figures"],
             "title": d.title}
 
 

@@ -47,12 +47,35 @@ pub fn db_ping() -> String {
     fixture("db-ping/cdb1_ora_15440_PINGTEST.trc")
 }
 
-/// A fresh directory for one test's files.
+/// A fresh directory for one test's files (`tracelab-TAG-` and a random
+/// suffix in the temporary directory), removed when it goes out of scope,
+/// also when the test fails: a name of the test's own (or its process
+/// id) would be shared with other runs, and stay behind after a panic.
 #[allow(dead_code)]
-pub fn tempdir(tag: &str) -> std::path::PathBuf {
-    let d = std::env::temp_dir().join(format!("tracelab-{tag}-{}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d
+pub fn tempdir(tag: &str) -> Scratch {
+    Scratch(
+        tempfile::Builder::new()
+            .prefix(&format!("tracelab-{tag}-"))
+            .tempdir()
+            .unwrap(),
+    )
+}
+
+/// A test's directory from [`tempdir`]: a path, removed on drop.
+pub struct Scratch(tempfile::TempDir);
+
+impl std::ops::Deref for Scratch {
+    type Target = std::path::Path;
+
+    fn deref(&self) -> &std::path::Path {
+        self.0.path()
+    }
+}
+
+impl AsRef<std::path::Path> for Scratch {
+    fn as_ref(&self) -> &std::path::Path {
+        self.0.path()
+    }
 }
 
 /// A small study file in `dir`: `reps` repetitions of two levels of a
