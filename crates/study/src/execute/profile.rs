@@ -1,7 +1,8 @@
-//! Profiles of a run's traces (the client's, and a proxy's server-side
-//! ones) by call name, through the skew engine: as measurements
-//! (`trace_NAME_s`, `trace_NAME_calls`, ...), and as rows kept in the
-//! store from which the report prints mrskew's table for each cell.
+//! Profiles of a run's traces (the client's, a proxy's server-side ones,
+//! and the server tracer's from inside PostgreSQL) by call name, through
+//! the skew engine: as measurements (`trace_NAME_s`, `trace_NAME_calls`,
+//! ...), and as rows kept in the store from which the report prints
+//! mrskew's table for each cell.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -30,14 +31,20 @@ fn trace_files(dir: &Path) -> Result<Vec<String>, String> {
 /// passes (`1`: all), as `tracelab skew --where=... --top=0` computes it
 /// (mrskew's accounted-for time: a call's CPU and every wait).
 pub fn of_dir(dir: &Path, filter: &str) -> Result<Vec<ProfileRow>, String> {
-    let files = trace_files(dir)?;
+    of_files(&trace_files(dir)?, filter, ".+")
+}
+
+/// The profile by call name of `files`, of the calls `filter` passes and
+/// whose name `name` matches (skew's `--name`: a regex, or `:dbcall`).
+pub fn of_files(files: &[String], filter: &str, name: &str) -> Result<Vec<ProfileRow>, String> {
     let opts = SkewOptions {
         top: 0,
         jobs: 1,
         where0: filter.to_string(),
+        name: name.to_string(),
         ..SkewOptions::default()
     };
-    let out = tracelab_skew::profile(&opts, &files, None).map_err(|e| e.to_string())?;
+    let out = tracelab_skew::profile(&opts, files, None).map_err(|e| e.to_string())?;
     Ok(out
         .report
         .rows
@@ -83,6 +90,33 @@ pub fn measurements(rows: &[ProfileRow], prefix: &str) -> BTreeMap<String, f64> 
     m
 }
 
+/// The server tracer's profile as measurements: `server_trace_NAME_s` and
+/// `_calls` per call or wait name (`rows`, mrskew's default profile, where
+/// a database call's row is its own CPU), and the time accounting of the
+/// backends: `server_trace_cpu_s`, the database calls' rows (`db`: the
+/// profile of the database calls alone, which names them);
+/// `server_trace_idle_s`, the wait for the client between calls
+/// (`Client:ClientRead`, told from the other waits by the rule skew and
+/// prof take think time by, `tracelab_trace::is_client_wait`: the round
+/// trips and the client's think time); `server_trace_waits_s`, every other
+/// wait; and `server_trace_total_s`, their sum.
+pub fn server_sums(rows: &[ProfileRow], db: &[ProfileRow]) -> BTreeMap<String, f64> {
+    let mut m = measurements(rows, "server_trace_");
+    let is_db = |r: &ProfileRow| db.iter().any(|d| d.name == r.name);
+    let is_idle = |r: &ProfileRow| tracelab_trace::is_client_wait(r.name.as_bytes());
+    let sum = |f: &dyn Fn(&ProfileRow) -> bool| -> f64 {
+        rows.iter().filter(|r| f(r)).map(|r| r.duration).sum()
+    };
+    let cpu = sum(&is_db);
+    let idle = sum(&|r| !is_db(r) && is_idle(r));
+    let waits = sum(&|r| !is_db(r) && !is_idle(r));
+    m.insert("server_trace_cpu_s".into(), cpu);
+    m.insert("server_trace_waits_s".into(), waits);
+    m.insert("server_trace_idle_s".into(), idle);
+    m.insert("server_trace_total_s".into(), cpu + waits + idle);
+    m
+}
+
 /// Bytes of the files in `dir`.
 pub fn dir_bytes(dir: &Path) -> u64 {
     std::fs::read_dir(dir)
@@ -111,5 +145,49 @@ pub fn keep_or_remove(dir: &Path, keep: Option<&Path>, notes: &mut Vec<String>) 
         None => {
             let _ = std::fs::remove_dir_all(dir);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A server trace by hand: a PARSE and an EXEC (100 and 300 µs of
+    /// CPU), the commit's waits (IO:WALSync 500 µs, LWLock:WALWrite 100
+    /// µs), an XCTEND, and two waits for the client (a 2 ms round trip,
+    /// 3 s of think time).
+    const TRACE: &str = "\
+PARSING IN CURSOR #1 len=8 dep=0 uid=0 oct=2 lid=0 tim=1000 hv=1 ad='0' sqlid='a'
+insert 1
+END OF STMT
+PARSE #1:c=100,e=200,p=0,cr=0,cu=0,mis=0,r=0,dep=0,og=1,plh=0,tim=1200
+WAIT #1: nam='IO:WALSync' ela= 500 file#=0 tim=1800
+WAIT #1: nam='LWLock:WALWrite' ela= 100 tim=1900
+EXEC #1:c=300,e=900,p=0,cr=0,cu=0,mis=0,r=1,dep=0,og=1,plh=0,tim=2100
+WAIT #0: nam='Client:ClientRead' ela= 2000 tim=4200
+WAIT #0: nam='Client:ClientRead' ela= 3000000 tim=3004200
+XCTEND rlbk=0, rd_only=0, tim=3004300
+";
+
+    #[test]
+    fn a_server_traces_time_is_cpu_waits_and_idle() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("tracelab_server_1.trc");
+        std::fs::write(&f, TRACE).unwrap();
+        let files = vec![f.to_string_lossy().into_owned()];
+        let all = of_files(&files, "1", ".+").unwrap();
+        let db = of_files(&files, "1", ":dbcall").unwrap();
+        let m = server_sums(&all, &db);
+        let near = |k: &str, v: f64| {
+            assert!((m[k] - v).abs() < 1e-9, "{k} = {} not {v}: {m:?}", m[k]);
+        };
+        near("server_trace_cpu_s", 0.000400);
+        near("server_trace_waits_s", 0.000600);
+        near("server_trace_idle_s", 3.002);
+        near("server_trace_total_s", 3.003);
+        near("server_trace_io_walsync_s", 0.000500);
+        near("server_trace_io_walsync_calls", 1.0);
+        near("server_trace_client_clientread_calls", 2.0);
+        near("server_trace_exec_s", 0.000300);
     }
 }
