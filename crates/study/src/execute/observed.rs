@@ -163,6 +163,7 @@ pub(crate) fn observed_run(
     ServerTraces {
         filter,
         keep: kept("server").as_deref(),
+        untraced: untraced(s, cell, eng),
     }
     .take(eng, &summary, &mut m, &mut profiles, &mut notes);
     m.extend(crate::execute::result_cache::measurements(&summary));
@@ -403,6 +404,9 @@ fn client_traces(
 struct ServerTraces<'a> {
     filter: &'a str,
     keep: Option<&'a Path>,
+    /// Why the run's server is not traced when the study reports on its
+    /// traces.
+    untraced: Option<String>,
 }
 
 impl ServerTraces<'_> {
@@ -415,6 +419,9 @@ impl ServerTraces<'_> {
         notes: &mut Vec<String>,
     ) {
         let Some(dir) = eng.env.get("TRACELAB_SERVER_TRACE_DIR") else {
+            if let Some(why) = &self.untraced {
+                notes.push(why.clone());
+            }
             return;
         };
         let dir = Path::new(dir);
@@ -442,9 +449,15 @@ impl ServerTraces<'_> {
             use crate::execute::profile::{of_files, server_sums, tagged};
             let all = of_files(&files, "1", ".+");
             let db = of_files(&files, "1", ":dbcall");
-            match (all, db) {
-                (Ok(all), Ok(db)) => m.extend(server_sums(&all, &db)),
-                (Err(e), _) | (_, Err(e)) => notes.push(format!("server traces not profiled: {e}")),
+            let exit: Result<f64, String> = files
+                .iter()
+                .map(|f| crate::execute::profile::exit_wait_s(f))
+                .sum();
+            match (all, db, exit) {
+                (Ok(all), Ok(db), Ok(exit)) => m.extend(server_sums(&all, &db, exit)),
+                (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => {
+                    notes.push(format!("server traces not profiled: {e}"))
+                }
             }
             match of_files(&files, self.filter, ".+") {
                 Ok(rows) => profiles.extend(tagged(rows, "server")),
@@ -464,6 +477,35 @@ impl ServerTraces<'_> {
         }
         clear_traces(dir);
     }
+}
+
+/// Why the run's server is not traced, when the study's report columns
+/// use the server's traces (they print `—` for this run): the engine is
+/// not PostgreSQL, or the server is not the private one.
+fn untraced(s: &Study, cell: &Cell, eng: &Engine) -> Option<String> {
+    if !s
+        .report
+        .columns
+        .iter()
+        .any(|c| c.expr.contains("$server_trace_"))
+    {
+        return None;
+    }
+    let wanted = cell.levels.iter().any(|l| {
+        l.env
+            .for_engine(&eng.name)
+            .contains_key("TRACELAB_SERVER_TRACE_DIR")
+    });
+    Some(if eng.kind != Kind::Postgres {
+        format!(
+            "server trace not taken: tracelab's server tracer runs inside PostgreSQL only, not {}",
+            eng.name
+        )
+    } else if wanted && eng.private.is_none() {
+        "server trace not taken: the server tracer is preloaded at the private server's start (run without --db)".to_string()
+    } else {
+        "server trace not taken: no level of this run preloads the server tracer".to_string()
+    })
 }
 
 /// The `.trc` files of `dir`, in name order.

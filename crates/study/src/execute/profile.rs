@@ -99,8 +99,11 @@ pub fn measurements(rows: &[ProfileRow], prefix: &str) -> BTreeMap<String, f64> 
 /// (`Client:ClientRead`, told from the other waits by the rule skew and
 /// prof take think time by, `tracelab_trace::is_client_wait`: the round
 /// trips and the client's think time); `server_trace_waits_s`, every other
-/// wait; and `server_trace_total_s`, their sum.
-pub fn server_sums(rows: &[ProfileRow], db: &[ProfileRow]) -> BTreeMap<String, f64> {
+/// wait; and `server_trace_total_s`, their sum. `exit` (seconds) is the
+/// backends' last waits for their client, after their last calls (see
+/// [`exit_wait_s`]): kept out of the idle time and the total, as
+/// `server_trace_exit_s`.
+pub fn server_sums(rows: &[ProfileRow], db: &[ProfileRow], exit: f64) -> BTreeMap<String, f64> {
     let mut m = measurements(rows, "server_trace_");
     let is_db = |r: &ProfileRow| db.iter().any(|d| d.name == r.name);
     let is_idle = |r: &ProfileRow| tracelab_trace::is_client_wait(r.name.as_bytes());
@@ -108,13 +111,34 @@ pub fn server_sums(rows: &[ProfileRow], db: &[ProfileRow]) -> BTreeMap<String, f
         rows.iter().filter(|r| f(r)).map(|r| r.duration).sum()
     };
     let cpu = sum(&is_db);
-    let idle = sum(&|r| !is_db(r) && is_idle(r));
+    let idle = (sum(&|r| !is_db(r) && is_idle(r)) - exit).max(0.0);
     let waits = sum(&|r| !is_db(r) && !is_idle(r));
     m.insert("server_trace_cpu_s".into(), cpu);
     m.insert("server_trace_waits_s".into(), waits);
     m.insert("server_trace_idle_s".into(), idle);
     m.insert("server_trace_total_s".into(), cpu + waits + idle);
+    m.insert("server_trace_exit_s".into(), exit);
     m
+}
+
+/// The last wait of a backend's trace when it is a wait for its client
+/// after the last call, in seconds (else 0): the session waiting to close,
+/// not a round trip (a study run's sessions pause at their exit while
+/// their CPU is read, 100 ms or more).
+pub fn exit_wait_s(file: &str) -> Result<f64, String> {
+    use tracelab_trace::{CallKind, ReadOptions, Reader, Source};
+    let f = tracelab_trace::open(&Source::Path(file.into())).map_err(|e| format!("{file}: {e}"))?;
+    let mut last: Option<i64> = None;
+    Reader::new(ReadOptions::default())
+        .read(f, |c| {
+            if c.kind == CallKind::Wait {
+                last = tracelab_trace::is_client_wait(c.name.as_bytes()).then_some(c.wait.ela);
+            } else if c.kind.is_dbcall() {
+                last = None;
+            }
+        })
+        .map_err(|e| e.to_string())?;
+    Ok(last.unwrap_or(0) as f64 / 1e6)
 }
 
 /// Bytes of the files in `dir`.
@@ -177,7 +201,10 @@ XCTEND rlbk=0, rd_only=0, tim=3004300
         let files = vec![f.to_string_lossy().into_owned()];
         let all = of_files(&files, "1", ".+").unwrap();
         let db = of_files(&files, "1", ":dbcall").unwrap();
-        let m = server_sums(&all, &db);
+        let exit = exit_wait_s(&files[0]).unwrap();
+        // The 3 s wait comes before the XCTEND: not the exit's.
+        assert_eq!(exit, 0.0);
+        let m = server_sums(&all, &db, exit);
         let near = |k: &str, v: f64| {
             assert!((m[k] - v).abs() < 1e-9, "{k} = {} not {v}: {m:?}", m[k]);
         };
@@ -189,5 +216,20 @@ XCTEND rlbk=0, rd_only=0, tim=3004300
         near("server_trace_io_walsync_calls", 1.0);
         near("server_trace_client_clientread_calls", 2.0);
         near("server_trace_exec_s", 0.000300);
+
+        // Ending on a wait for the client: the session's exit, out of the
+        // idle time and the total.
+        std::fs::write(
+            &f,
+            format!("{TRACE}WAIT #0: nam='Client:ClientRead' ela= 150000 tim=3154300\n"),
+        )
+        .unwrap();
+        let exit = exit_wait_s(&files[0]).unwrap();
+        assert!((exit - 0.15).abs() < 1e-9, "{exit}");
+        let all = of_files(&files, "1", ".+").unwrap();
+        let m = server_sums(&all, &db, exit);
+        assert!((m["server_trace_idle_s"] - 3.002).abs() < 1e-9, "{m:?}");
+        assert!((m["server_trace_total_s"] - 3.003).abs() < 1e-9, "{m:?}");
+        assert!((m["server_trace_exit_s"] - 0.15).abs() < 1e-9, "{m:?}");
     }
 }

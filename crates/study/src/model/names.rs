@@ -38,12 +38,13 @@ pub const COUNTERS: [&str; 7] = [
 /// The measurements of a run whose server preloads tracelab's server
 /// tracer (`execute::profile::server_sums`), beside its profile's
 /// `server_trace_NAME_s` and `_calls`.
-pub const SERVER_TRACE: [&str; 5] = [
+pub const SERVER_TRACE: [&str; 6] = [
     "server_trace_bytes",
     "server_trace_cpu_s",
     "server_trace_waits_s",
     "server_trace_idle_s",
     "server_trace_total_s",
+    "server_trace_exit_s",
 ];
 
 /// What a study's runs will produce.
