@@ -193,6 +193,21 @@ fn each_model_is_in_effect_the_strace_tables_add_up_and_the_report_rebuilds() {
         stdout.contains("pool-of-threads (1 run under strace"),
         "{stdout}"
     );
+    // The leader's per-call waits from the server tracer, per PostgreSQL
+    // cell: the parallel leader waits for its workers (IPC events).
+    let server = stdout
+        .split("Profiles of the server's traces")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no server profiles: {stdout}"));
+    let parallel = server
+        .split("engine=postgres model=parallel")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no parallel cell: {server}"));
+    let parallel = parallel.split("\n\n").next().unwrap_or_default();
+    assert!(
+        parallel.contains("EXEC") && parallel.contains("IPC:"),
+        "{parallel}"
+    );
     // Rebuilt byte for byte from the store alone, in every format.
     let (again, err, code) = tracelab(&["study", "report", out_s]);
     assert_eq!(code, 0, "{err}");

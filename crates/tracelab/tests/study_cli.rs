@@ -110,6 +110,25 @@ fn commit_batch_response_falls_then_flattens_and_the_report_rebuilds() {
         Some(m.get("wal_sync")? / m.get("transactions")?)
     });
     assert!(syncs["1"] > 0.5, "{syncs:?}");
+    // The server tracer's time accounting: every commit waits for its WAL
+    // flush (IO:WALSync), so the queue per insert falls with the batch;
+    // CPU, waits and round trips add up to most of the elapsed time.
+    let walsyncs = means(&out, "batch", &[], |m| {
+        Some(m.get("server_trace_io_walsync_calls")? / m.get("transactions")?)
+    });
+    assert!(walsyncs["1"] > 0.5, "{walsyncs:?}");
+    let queue = means(&out, "batch", &[], |m| {
+        Some(m.get("server_trace_waits_s")? / m.get("statements")?)
+    });
+    assert!(queue["32"] < 0.5 * queue["1"], "{queue:?}");
+    let accounted = means(&out, "batch", &[], |m| {
+        Some(1000.0 * m.get("server_trace_total_s")? / m.get("elapsed_ms")?)
+    });
+    assert!(
+        accounted.values().all(|a| *a > 0.5 && *a < 1.05),
+        "{accounted:?}"
+    );
+    assert!(stdout.contains("round trips (ms/insert)"), "{stdout}");
 
     // The report rebuilt from the store alone is the one printed.
     let (again, err, code) = tracelab(&["study", "report", out_s]);
@@ -248,7 +267,7 @@ fn a_report_expression_naming_an_unknown_measurement_is_refused_before_any_run()
     assert_eq!(code, 2, "{err}");
     assert!(
         err.contains(
-            "key `report.columns.expr`: column `response`: `$elapsed_msx` is not a measurement"
+            "key `report.columns.expr`: column `elapsed`: `$elapsed_msx` is not a measurement"
         ) && err.contains("did you mean `$elapsed_ms`?"),
         "{err}"
     );
@@ -319,6 +338,10 @@ fn a_study_on_your_database_names_what_it_changes_and_needs_yes() {
         "log sync not measured: {sync}"
     );
     assert!(!sync.contains("0.0000"), "{sync}");
+    assert!(
+        report.contains("server trace not taken: the server tracer is preloaded at the private server's start (run without --db)"),
+        "{report}"
+    );
     assert!(
         report.contains("probe wal_timing not taken: it needs track_wal_io_timing = on")
             && report.contains("the server has track_wal_io_timing = off"),

@@ -148,7 +148,9 @@ fn uses_restart(l: &Loaded, planned: &[Planned], engine: &str) -> bool {
         .filter(|p| engine_of(&p.cell) == engine)
         .any(|p| {
             levels_of(l, &p.cell).iter().any(|lv| {
-                !lv.restart.for_engine(engine).is_empty() || !lv.env.for_engine(engine).is_empty()
+                let env = lv.env.for_engine(engine);
+                !lv.restart.for_engine(engine).is_empty()
+                    || !(env.is_empty() || only_server_tracer(&env, &BTreeMap::new()))
             })
         })
 }
@@ -430,6 +432,12 @@ fn apply_server(
         // In process: no server to set or restart.
         return Ok(());
     }
+    // The server tracer is an instrument, not a factor: on a server that
+    // is not the private one (no restart with it preloaded) the run goes
+    // on untraced, and its report says so (`observed`).
+    if eng.private.is_none() && only_server_tracer(&env, vars) {
+        env.clear();
+    }
     if want == eng.applied && env == eng.env {
         return Ok(());
     }
@@ -511,6 +519,17 @@ fn apply_server(
     }
     eng.applied = want;
     Ok(())
+}
+
+/// Whether an environment only preloads tracelab's server tracer (as the
+/// level writes it, or with `vars` substituted).
+fn only_server_tracer(env: &BTreeMap<String, String>, vars: &BTreeMap<String, String>) -> bool {
+    !env.is_empty()
+        && env.iter().all(|(k, v)| {
+            k == "TRACELAB_SERVER_TRACE_DIR"
+                || (k == "LD_PRELOAD"
+                    && (v == "{server_trace_lib}" || vars.get("server_trace_lib") == Some(v)))
+        })
 }
 
 /// Restarts the private server with `env` (and MariaDB with the restart

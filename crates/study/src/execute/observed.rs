@@ -27,7 +27,7 @@ pub(crate) struct Observed {
     pub(crate) notes: Vec<String>,
     /// The server's strace table, of a run under strace.
     pub(crate) syscalls: Vec<Syscall>,
-    /// The profile of its traces (client and proxy), for the report.
+    /// The profile of its traces (client, proxy, server), for the report.
     pub(crate) profiles: Vec<ProfileRow>,
 }
 
@@ -87,6 +87,11 @@ pub(crate) fn observed_run(
         opts.shown_url = Some(px.url(&eng.url)?);
     }
     let logs = server_logs(s, eng, &mut notes);
+    // The server tracer's traces of what ran before (setup, scripts,
+    // probes) go: the run's are profiled after it.
+    if let Some(dir) = eng.env.get("TRACELAB_SERVER_TRACE_DIR") {
+        clear_traces(Path::new(dir));
+    }
 
     let cpu0 = measure::self_cpu_ns();
     let ran = tracelab_run::run(&opts, &prep.workload);
@@ -155,7 +160,12 @@ pub(crate) fn observed_run(
             &mut notes,
         );
     }
-    server_traces(eng, &mut m);
+    ServerTraces {
+        filter,
+        keep: kept("server").as_deref(),
+        untraced: untraced(s, cell, eng),
+    }
+    .take(eng, &summary, &mut m, &mut profiles, &mut notes);
     m.extend(crate::execute::result_cache::measurements(&summary));
 
     // The run's own figures.
@@ -386,16 +396,134 @@ fn client_traces(
 }
 
 /// The server tracer's traces (a level preloading `{server_trace_lib}`):
-/// their size, then they go, so that each run counts its own.
-fn server_traces(eng: &Engine, m: &mut BTreeMap<String, f64>) {
-    let Some(dir) = eng.env.get("TRACELAB_SERVER_TRACE_DIR") else {
-        return;
-    };
-    let dir = Path::new(dir);
-    m.insert(
-        "server_trace_bytes".into(),
-        crate::execute::profile::dir_bytes(dir) as f64,
-    );
+/// their size and their profile, the run's sessions' only (a trace per
+/// backend, `tracelab_server_PID.trc`: the watcher's and the probes'
+/// backends are traced too), as measurements and as the report's rows of
+/// source `server`; then they are kept (`--keep-traces`) or go, so that
+/// each run counts its own.
+struct ServerTraces<'a> {
+    filter: &'a str,
+    keep: Option<&'a Path>,
+    /// Why the run's server is not traced when the study reports on its
+    /// traces.
+    untraced: Option<String>,
+}
+
+impl ServerTraces<'_> {
+    fn take(
+        &self,
+        eng: &Engine,
+        summary: &Summary,
+        m: &mut BTreeMap<String, f64>,
+        profiles: &mut Vec<ProfileRow>,
+        notes: &mut Vec<String>,
+    ) {
+        let Some(dir) = eng.env.get("TRACELAB_SERVER_TRACE_DIR") else {
+            if let Some(why) = &self.untraced {
+                notes.push(why.clone());
+            }
+            return;
+        };
+        let dir = Path::new(dir);
+        m.insert(
+            "server_trace_bytes".into(),
+            crate::execute::profile::dir_bytes(dir) as f64,
+        );
+        let pids: Option<Vec<i32>> = summary.per_session.iter().map(|s| s.backend_pid).collect();
+        let files: Vec<String> = match pids {
+            Some(pids) => pids
+                .iter()
+                .map(|p| dir.join(format!("tracelab_server_{p}.trc")))
+                .filter(|f| f.exists())
+                .map(|f| f.to_string_lossy().into_owned())
+                .collect(),
+            // A session's backend unknown: every trace of the directory.
+            None => trace_files_in(dir),
+        };
+        if files.is_empty() {
+            notes.push(format!(
+                "server traces not profiled: no trace of the run's sessions in {}",
+                dir.display()
+            ));
+        } else {
+            use crate::execute::profile::{of_files, server_sums, tagged};
+            let all = of_files(&files, "1", ".+");
+            let db = of_files(&files, "1", ":dbcall");
+            let exit: Result<f64, String> = files
+                .iter()
+                .map(|f| crate::execute::profile::exit_wait_s(f))
+                .sum();
+            match (all, db, exit) {
+                (Ok(all), Ok(db), Ok(exit)) => m.extend(server_sums(&all, &db, exit)),
+                (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => {
+                    notes.push(format!("server traces not profiled: {e}"))
+                }
+            }
+            match of_files(&files, self.filter, ".+") {
+                Ok(rows) => profiles.extend(tagged(rows, "server")),
+                Err(e) => notes.push(format!("server traces not profiled: {e}")),
+            }
+            if let Some(to) = self.keep {
+                let kept = std::fs::create_dir_all(to).and_then(|()| {
+                    files.iter().try_for_each(|f| {
+                        let f = Path::new(f);
+                        std::fs::rename(f, to.join(f.file_name().unwrap_or_default()))
+                    })
+                });
+                if let Err(e) = kept {
+                    notes.push(format!("server traces not kept in {}: {e}", to.display()));
+                }
+            }
+        }
+        clear_traces(dir);
+    }
+}
+
+/// Why the run's server is not traced, when the study's report columns
+/// use the server's traces (they print `—` for this run): the engine is
+/// not PostgreSQL, or the server is not the private one.
+fn untraced(s: &Study, cell: &Cell, eng: &Engine) -> Option<String> {
+    if !s
+        .report
+        .columns
+        .iter()
+        .any(|c| c.expr.contains("$server_trace_"))
+    {
+        return None;
+    }
+    let wanted = cell.levels.iter().any(|l| {
+        l.env
+            .for_engine(&eng.name)
+            .contains_key("TRACELAB_SERVER_TRACE_DIR")
+    });
+    Some(if eng.kind != Kind::Postgres {
+        format!(
+            "server trace not taken: tracelab's server tracer runs inside PostgreSQL only, not {}",
+            eng.name
+        )
+    } else if wanted && eng.private.is_none() {
+        "server trace not taken: the server tracer is preloaded at the private server's start (run without --db)".to_string()
+    } else {
+        "server trace not taken: no level of this run preloads the server tracer".to_string()
+    })
+}
+
+/// The `.trc` files of `dir`, in name order.
+fn trace_files_in(dir: &Path) -> Vec<String> {
+    let mut files: Vec<String> = std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.filter_map(|e| e.ok())
+                .map(|e| e.path().to_string_lossy().into_owned())
+                .filter(|p| p.ends_with(".trc"))
+                .collect()
+        })
+        .unwrap_or_default();
+    files.sort();
+    files
+}
+
+/// Removes the files of the server tracer's directory.
+fn clear_traces(dir: &Path) {
     if let Ok(rd) = std::fs::read_dir(dir) {
         for f in rd.filter_map(|e| e.ok()) {
             let _ = std::fs::remove_file(f.path());

@@ -35,6 +35,18 @@ pub const COUNTERS: [&str; 7] = [
     "perf_context_switches",
 ];
 
+/// The measurements of a run whose server preloads tracelab's server
+/// tracer (`execute::profile::server_sums`), beside its profile's
+/// `server_trace_NAME_s` and `_calls`.
+pub const SERVER_TRACE: [&str; 6] = [
+    "server_trace_bytes",
+    "server_trace_cpu_s",
+    "server_trace_waits_s",
+    "server_trace_idle_s",
+    "server_trace_total_s",
+    "server_trace_exit_s",
+];
+
 /// What a study's runs will produce.
 struct Produced {
     names: BTreeSet<String>,
@@ -118,7 +130,11 @@ impl Loaded {
             .iter()
             .any(|l| l.env.names().any(|n| n == "TRACELAB_SERVER_TRACE_DIR"))
         {
-            p.names.insert("server_trace_bytes".into());
+            // The tracer's traces: their size, the time accounting of the
+            // run's backends, and their profile by call or wait name
+            // (crate::execute::profile::server_sums).
+            p.names.extend(SERVER_TRACE.map(String::from));
+            p.prefixes.push("server_trace_");
         }
         p.names.extend(s.vars.keys().cloned());
         p.names.extend(s.quick.vars.keys().cloned());

@@ -9,7 +9,9 @@ use tracelab_query::Question;
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ProfilesSpec {
-    /// Which traces, in this order: `proxy` (server side) and/or `client`.
+    /// Which traces, in this order: `proxy` (the proxy's, of the server
+    /// side of the wire), `client` (`run --trace`'s), `server` (the server
+    /// tracer's, from inside PostgreSQL).
     #[serde(default = "both")]
     pub of: Vec<String>,
     /// Rows before the rest fold into `N others` (mrskew's `--top`).
@@ -22,6 +24,22 @@ fn both() -> Vec<String> {
 }
 fn ten() -> usize {
     10
+}
+
+/// The traces a profile can be of.
+pub const SOURCES: [&str; 3] = ["proxy", "client", "server"];
+
+impl ProfilesSpec {
+    /// Every source named is one of [`SOURCES`].
+    pub fn check(&self) -> Result<(), String> {
+        match self.of.iter().find(|o| !SOURCES.contains(&o.as_str())) {
+            Some(o) => Err(format!(
+                "`{o}`: expected traces of {}",
+                SOURCES.map(|s| format!("`{s}`")).join(", ")
+            )),
+            None => Ok(()),
+        }
+    }
 }
 
 /// Whether `w` is an expression the skew engine takes for `--where`.

@@ -1011,6 +1011,9 @@ impl Loaded {
             crate::model::profiles::check_where(w)
                 .map_err(|e| self.error("measure.profile_where", e))?;
         }
+        if let Some(p) = &s.report.profiles {
+            p.check().map_err(|e| self.error("report.profiles.of", e))?;
+        }
         if let Some(p) = &s.report.published {
             p.check(s).map_err(|e| self.error("report.published", e))?;
         }

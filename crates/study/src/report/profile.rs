@@ -1,5 +1,6 @@
 //! The profiles' section of the report: mrskew's table of each cell's
-//! traces (the proxy's server-side ones, the client's).
+//! traces (the proxy's server-side ones, the client's, the server
+//! tracer's).
 
 use tracelab_query::{Agg, Groups, Layout, Report};
 
@@ -58,10 +59,10 @@ pub fn section(
         )
     });
     for source in &spec.of {
-        let what = if source == "proxy" {
-            "the proxy's server-side traces"
-        } else {
-            "the client's traces"
+        let what = match source.as_str() {
+            "proxy" => "the proxy's server-side traces",
+            "server" => "the server's traces (from inside PostgreSQL)",
+            _ => "the client's traces",
         };
         let title = if filter == "1" {
             format!("Profiles of {what}")

@@ -1,0 +1,133 @@
+//! A study whose PostgreSQL level preloads tracelab's server tracer: each
+//! run's sessions' traces are profiled (the time accounting of the
+//! backends: CPU, waits, the wait for the client), printed as mrskew's
+//! table of source `server`, and kept with `--keep-traces`.
+
+mod common;
+use common::tracelab;
+
+use std::collections::BTreeMap;
+
+/// The measurements of the run of each level, by level.
+fn by_level(store: &std::path::Path) -> BTreeMap<String, BTreeMap<String, f64>> {
+    let c = rusqlite::Connection::open(store.join("results.sqlite")).unwrap();
+    let mut st = c
+        .prepare("SELECT p.levels, m.name, m.value FROM measurements m JOIN plan p USING (seq)")
+        .unwrap();
+    let mut out: BTreeMap<String, BTreeMap<String, f64>> = BTreeMap::new();
+    let rows = st
+        .query_map([], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, f64>(2)?,
+            ))
+        })
+        .unwrap();
+    for row in rows {
+        let (levels, name, v) = row.unwrap();
+        let cell: Vec<(String, String)> = serde_json::from_str(&levels).unwrap();
+        out.entry(cell[0].1.clone()).or_default().insert(name, v);
+    }
+    out
+}
+
+/// One session, 50 one-row INSERTs each committed (a WAL flush each).
+const STUDY: &str = r#"
+name = "server-trace-check"
+reps = 1
+[vars]
+n = 50
+[server]
+autovacuum = "off"
+[setup]
+postgres = "DROP TABLE IF EXISTS st_t; CREATE TABLE st_t (id int)"
+[workload]
+sql = "INSERT INTO st_t VALUES (1)"
+sessions = 1
+statements = "{n}"
+tx_per_commit = 1
+[[factors]]
+name = "tracer"
+levels = [
+  { name = "off" },
+  { name = "on", settings = { synchronous_commit = "on" }, env = { LD_PRELOAD = "{server_trace_lib}", TRACELAB_SERVER_TRACE_DIR = "{server_trace_dir}" } },
+]
+[report]
+rows = "tracer"
+columns = [
+  { name = "queue", label = "queue ms/insert", expr = "1000 * $server_trace_waits_s / $statements" },
+]
+profiles = { of = ["server"], top = 20 }
+"#;
+
+#[test]
+fn a_traced_servers_time_is_its_cpu_its_waits_and_the_wait_for_the_client() {
+    let dir = tempfile::Builder::new()
+        .prefix("tracelab-study-srvtrace-")
+        .tempdir_in("/tmp")
+        .unwrap();
+    let file = dir.path().join("s.toml");
+    std::fs::write(&file, STUDY).unwrap();
+    let out = dir.path().join("out");
+    let (stdout, err, code) = tracelab(&[
+        "study",
+        "run",
+        file.to_str().unwrap(),
+        "--keep-traces",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}\n{stdout}");
+    let m = by_level(&out);
+    assert!(
+        !m["off"].keys().any(|k| k.starts_with("server_trace_")),
+        "{:?}",
+        m["off"]
+    );
+    let on = &m["on"];
+    let get = |k: &str| *on.get(k).unwrap_or_else(|| panic!("no {k}: {on:?}"));
+    // Every commit waits for its WAL flush.
+    assert!(get("server_trace_waits_s") > 0.0, "{on:?}");
+    assert!(get("server_trace_io_walsync_calls") >= 50.0, "{on:?}");
+    assert!(get("server_trace_io_walsync_s") > 0.0, "{on:?}");
+    assert!(get("server_trace_cpu_s") > 0.0, "{on:?}");
+    // Between the calls, the backend waits for its client.
+    assert!(get("server_trace_idle_s") > 0.0, "{on:?}");
+    assert!(
+        get("server_trace_client_clientread_calls") >= 50.0,
+        "{on:?}"
+    );
+    let sum = get("server_trace_cpu_s") + get("server_trace_waits_s") + get("server_trace_idle_s");
+    assert!(
+        (sum - get("server_trace_total_s")).abs() < 1e-6,
+        "{sum} vs {}",
+        get("server_trace_total_s")
+    );
+    assert!(
+        get("server_trace_waits_s") >= get("server_trace_io_walsync_s"),
+        "{on:?}"
+    );
+    // mrskew's table of the server's traces, in the report.
+    let section = stdout
+        .split("Profiles of the server's traces")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no server profile: {stdout}"));
+    assert!(section.contains("IO:WALSync"), "{section}");
+    assert!(section.contains("EXEC"), "{section}");
+    // The run's backend's trace, kept.
+    let kept: Vec<String> = std::fs::read_dir(out.join("traces"))
+        .expect("--keep-traces keeps DIR/traces")
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    let server: Vec<_> = kept.iter().filter(|k| k.ends_with("-server")).collect();
+    assert_eq!(server.len(), 1, "{kept:?}");
+    let files: Vec<String> = std::fs::read_dir(out.join("traces").join(server[0]))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        files.len() == 1 && files[0].starts_with("tracelab_server_"),
+        "{files:?}"
+    );
+}
