@@ -815,6 +815,58 @@ columns = [{ name = "e", label = "elapsed ms", expr = "$elapsed_ms" }]
     assert!(err.contains("0 runs done now, 4 before"), "{err}");
 }
 
+/// A `--resume` that comes after a first run made the store but before
+/// it wrote its study row: the resume once opened and read the store
+/// before it took the lock, and failed with "no study recorded" instead
+/// of naming the run that holds the directory. Made certain here: an
+/// empty store whose lock this test holds, as a first run does in that
+/// moment.
+#[test]
+fn a_resume_of_a_store_being_made_is_refused_by_the_lock() {
+    use std::io::Write;
+    use std::os::fd::AsRawFd;
+    let dir = tmp("tracelab-study-lock-early-");
+    let file = dir.path().join("lock.toml");
+    std::fs::write(
+        &file,
+        r#"
+name = "lock"
+[workload]
+sql = "SELECT 1"
+runtime = 1
+[[factors]]
+name = "engine"
+levels = [{ name = "sqlite" }]
+[report]
+rows = "engine"
+columns = [{ name = "e", label = "elapsed ms", expr = "$elapsed_ms" }]
+"#,
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    std::fs::write(out.join("results.sqlite"), b"").unwrap();
+    let mut lock = std::fs::File::create(out.join("results.lock")).unwrap();
+    writeln!(lock, "{}", std::process::id()).unwrap();
+    // SAFETY: flock on a descriptor this test owns and keeps open.
+    let held = unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+    assert_eq!(held, 0, "the test holds the lock");
+    let (_, err, code) = tracelab(&[
+        "study",
+        "run",
+        file.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--resume",
+    ]);
+    assert_eq!(code, 3, "{err}");
+    assert!(
+        err.contains(&format!("pid {}", std::process::id())) && !err.contains("no study recorded"),
+        "the holder is named: {err}"
+    );
+    drop(lock);
+}
+
 /// The freshness check when the writer's change breaks the readers' query
 /// (an `ALTER ... TYPE` the query's predicate cannot take): every read
 /// fails from the first change on. The check once saw no stale result

@@ -36,6 +36,9 @@ struct Start {
     loaded: Loaded,
     planned: Vec<Planned>,
     store: Option<Store>,
+    /// The results directory's lock, taken before a resumed store is
+    /// read: a run still writing it refuses this one at once.
+    lock: Option<StoreLock>,
     quick: bool,
     overrides: BTreeMap<String, String>,
     seed: u64,
@@ -89,7 +92,11 @@ pub fn run_study(given: &Loaded, o: &Options, obs: &dyn Observer) -> Result<Outc
     // One `study run` at a time per results directory, held to the end;
     // taken once the study is known to be runnable (a mistake leaves no
     // directory behind), before any server starts.
-    let _lock = StoreLock::take(&o.out)?;
+    // A resumed store's lock was taken before the store was read.
+    let _lock = match start.lock.take() {
+        Some(held) => held,
+        None => StoreLock::take(&o.out)?,
+    };
 
     let mut facts = measure::machine_facts(scratch.path());
     facts.extend(
@@ -146,11 +153,18 @@ fn start(given: &Loaded, o: &Options) -> Result<Start, StudyError> {
             planned: plan(given, &o.choice, seed)?,
             loaded: given.clone(),
             store: None,
+            lock: None,
             quick: o.choice.quick,
             overrides: o.choice.vars.clone(),
             seed,
         });
     }
+    // The lock first: a run that made the store may not have written its
+    // study yet, and is refused rather than read half-written.
+    if !o.out.join(crate::store::FILE).exists() {
+        Store::open(&o.out, false)?;
+    }
+    let lock = StoreLock::take(&o.out)?;
     let store = Store::open(&o.out, false)?;
     let st = store.load()?;
     // The stored study decides, --quick or not, and its vars.
@@ -177,6 +191,7 @@ fn start(given: &Loaded, o: &Options) -> Result<Start, StudyError> {
         planned: store.plan()?,
         loaded,
         store: Some(store),
+        lock: Some(lock),
         quick: st.quick,
         overrides,
         seed,
