@@ -128,6 +128,13 @@ impl Observer for Bar {
             self.0.println(format!("tracelab: {msg}"));
         }
     }
+    fn tell(&self, msg: &str) {
+        if self.0.is_hidden() {
+            say!("tracelab: {msg}");
+        } else {
+            self.0.println(format!("tracelab: {msg}"));
+        }
+    }
 }
 
 pub fn run(a: Args) -> Result<i32, Failure> {

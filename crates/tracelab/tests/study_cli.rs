@@ -867,6 +867,84 @@ columns = [{ name = "e", label = "elapsed ms", expr = "$elapsed_ms" }]
     drop(lock);
 }
 
+/// Issue 35: a `--resume` after the user fixed the study file went on
+/// with the text stored at the start and failed again the same way. It
+/// now goes on with the file as it is, says what changed and keeps the
+/// new text in the store; a change to a level the runs done ran is
+/// refused, naming it.
+#[test]
+fn a_resume_takes_the_fixed_study_file_when_the_runs_done_allow() {
+    let dir = tmp("tracelab-study-revise-");
+    let file = dir.path().join("revise.toml");
+    let text = |label: &str, values: &str| {
+        format!(
+            r#"
+name = "revise"
+reps = 1
+[workload]
+sql = "SELECT 1"
+runtime = 1
+[[factors]]
+name = "engine"
+levels = [{{ name = "sqlite" }}]
+[[factors]]
+name = "n"
+values = [{values}]
+[report]
+rows = "n"
+columns = [{{ name = "e", label = "{label}", expr = "$elapsed_ms" }}]
+"#
+        )
+    };
+    std::fs::write(&file, text("elapsed ms", "1, 2")).unwrap();
+    let out = dir.path().join("out");
+    let run = || {
+        tracelab(&[
+            "study",
+            "run",
+            file.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--resume",
+        ])
+    };
+    let (_, err, code) = tracelab(&[
+        "study",
+        "run",
+        file.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    std::fs::write(&file, text("wall ms", "1, 2")).unwrap();
+    let (stdout, err, code) = run();
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains(
+            "the study file changed since the runs stored: report; the runs done are kept"
+        ),
+        "{err}"
+    );
+    assert!(
+        stdout.contains("wall ms") && !stdout.contains("elapsed ms"),
+        "{stdout}"
+    );
+    let c = rusqlite::Connection::open(out.join("results.sqlite")).unwrap();
+    let (now, before): (String, String) = c
+        .query_row(
+            "SELECT s.text, e.text FROM study s, earlier_texts e",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    assert!(now.contains("wall ms") && before.contains("elapsed ms"));
+    // A level the runs done ran, gone from the file: refused by name.
+    std::fs::write(&file, text("wall ms", "1, 3")).unwrap();
+    let (_, err, code) = run();
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("factor `n`: level `2`"), "{err}");
+}
+
 /// The freshness check when the writer's change breaks the readers' query
 /// (an `ALTER ... TYPE` the query's predicate cannot take): every read
 /// fails from the first change on. The check once saw no stale result
