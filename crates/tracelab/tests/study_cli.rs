@@ -945,6 +945,69 @@ columns = [{{ name = "e", label = "{label}", expr = "$elapsed_ms" }}]
     assert!(err.contains("factor `n`: level `2`"), "{err}");
 }
 
+/// Issue 35: `study report DIR --study FILE` lays the stored runs out by
+/// FILE's `[report]` without running again, and refuses a FILE whose
+/// workload or levels differ from the stored study's, naming the part.
+#[test]
+fn a_report_takes_a_layout_edit_from_a_given_study_file() {
+    let dir = tmp("tracelab-study-relayout-");
+    let file = dir.path().join("relayout.toml");
+    let text = |label: &str, sql: &str| {
+        format!(
+            r#"
+name = "relayout"
+reps = 1
+[workload]
+sql = "{sql}"
+runtime = 1
+[[factors]]
+name = "engine"
+levels = [{{ name = "sqlite" }}]
+[report]
+rows = "engine"
+columns = [{{ name = "e", label = "{label}", expr = "$elapsed_ms" }}]
+"#
+        )
+    };
+    std::fs::write(&file, text("elapsed ms", "SELECT 1")).unwrap();
+    let out = dir.path().join("out");
+    let (_, err, code) = tracelab(&[
+        "study",
+        "run",
+        file.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let report = || {
+        tracelab(&[
+            "study",
+            "report",
+            out.to_str().unwrap(),
+            "--study",
+            file.to_str().unwrap(),
+        ])
+    };
+    std::fs::write(&file, text("time per run (ms)", "SELECT 1")).unwrap();
+    let (stdout, err, code) = report();
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        stdout.contains("time per run (ms)") && !stdout.contains("elapsed ms"),
+        "{stdout}"
+    );
+    assert!(
+        err.contains("differs from the stored study in: report"),
+        "{err}"
+    );
+    // The store is not changed: a plain report keeps the stored label.
+    let (stdout, _, _) = tracelab(&["study", "report", out.to_str().unwrap()]);
+    assert!(stdout.contains("elapsed ms"), "{stdout}");
+    std::fs::write(&file, text("elapsed ms", "SELECT 2")).unwrap();
+    let (_, err, code) = report();
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("`workload` changed"), "{err}");
+}
+
 /// The freshness check when the writer's change breaks the readers' query
 /// (an `ALTER ... TYPE` the query's predicate cannot take): every read
 /// fails from the first change on. The check once saw no stale result
