@@ -134,7 +134,10 @@ fn commit_batch_response_falls_then_flattens_and_the_report_rebuilds() {
         cmp.starts_with(&format!("A: {out_s}\nB: {out_s}\n")),
         "{cmp}"
     );
-    assert!(cmp.contains("no detectable difference"), "{cmp}");
+    assert!(
+        cmp.contains("no detectable difference") || cmp.contains("too few runs to tell"),
+        "{cmp}"
+    );
 }
 
 #[test]
