@@ -217,15 +217,20 @@ fn start(given: &Loaded, o: &Options) -> Result<Start, StudyError> {
             &given.study,
             &cells(&|_| true),
             &cells(&|p| done.contains(&p.seq)),
-        )
-        .map_err(|why| {
-            StudyError::Usage(format!(
-                "{}: the study file changed since the runs stored in {}: {why}; nothing was run (put it back as it was, or run the study into another --out)",
-                given.file,
-                store.path().display()
-            ))
-        })?;
-        (given.clone(), Some(changed))
+        );
+        match changed {
+            Ok(changed) => (given.clone(), Some(changed)),
+            // A built-in study a newer tracelab changed: the user cannot
+            // put it back, and the stored one is what the runs ran.
+            Err(_) if given.dir.is_none() => (stored, None),
+            Err(why) => {
+                return Err(StudyError::Usage(format!(
+                    "{}: the study file changed since the runs stored in {}: {why}; nothing was run (put it back as it was, or run the study into another --out)",
+                    given.file,
+                    store.path().display()
+                )))
+            }
+        }
     };
     Ok(Start {
         planned,
