@@ -225,6 +225,11 @@ impl Compare {
             },
             Some(_) => match self.test {
                 Test::LogRatio => {
+                    // Issue 34: every comparison says what its runs
+                    // could detect.
+                    let could = self
+                        .detectable()
+                        .map_or(String::new(), |d| format!("; could detect ×{d:.2}"));
                     let pct = (self.ratio - 1.0) * 100.0;
                     let word = if pct >= 0.0 { "higher" } else { "lower" };
                     // Small differences keep a decimal: "higher by 0.2%".
@@ -233,9 +238,12 @@ impl Compare {
                         Some((lo, hi)) => {
                             let (a, b) = ((lo - 1.0) * 100.0, (hi - 1.0) * 100.0);
                             let (a, b) = if pct >= 0.0 { (a, b) } else { (-b, -a) };
-                            format!("{word} by {:.d$}% (95% CI {a:.d$}..{b:.d$}%)", pct.abs())
+                            format!(
+                                "{word} by {:.d$}% (95% CI {a:.d$}..{b:.d$}%){could}",
+                                pct.abs()
+                            )
                         }
-                        None => format!("{word} by {:.d$}%", pct.abs()),
+                        None => format!("{word} by {:.d$}%{could}", pct.abs()),
                     }
                 }
                 Test::Difference => {
@@ -443,7 +451,8 @@ mod tests {
         let (lo, hi) = c.ci.unwrap();
         assert!(lo < c.ratio && c.ratio < hi && hi < 0.6);
         assert!(
-            c.verdict().starts_with("lower by 50% (95% CI"),
+            c.verdict().starts_with("lower by 50% (95% CI")
+                && c.verdict().contains("; could detect ×"),
             "{}",
             c.verdict()
         );
