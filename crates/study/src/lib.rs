@@ -44,3 +44,39 @@ pub use store::{Store, Stored, FILE as STORE_FILE};
 pub fn report_dir(dir: &std::path::Path, format: Format) -> Result<String, StudyError> {
     render(&Store::open(dir, false)?.load()?, format)
 }
+
+/// The report of the store in `dir` laid out by `study`'s `[report]` (and
+/// its title, about and freshness words): layout edits without running
+/// again. Refused, naming the difference, when `study` is not the stored
+/// study with the same factors, levels, workload and measurements (the
+/// rule of `--resume` with a changed file, `model/revision.rs`). Returns
+/// the report and the parts that differ.
+pub fn report_dir_as(
+    dir: &std::path::Path,
+    study: &Loaded,
+    format: Format,
+) -> Result<(String, Vec<&'static str>), StudyError> {
+    let store = Store::open(dir, false)?;
+    let mut st = store.load()?;
+    let refuse = |why: String| {
+        StudyError::Usage(format!(
+            "{}: not a layout of the study stored in {}: {why}",
+            study.file,
+            store.path().display()
+        ))
+    };
+    if study.study.name != st.name {
+        return Err(refuse(format!(
+            "it is study `{}`, the store holds `{}`",
+            study.study.name, st.name
+        )));
+    }
+    let stored = Loaded::parse(&st.file, &st.text, None, model::builtin::files(&st.name))?;
+    let planned: Vec<Vec<(String, String)>> = store.plan()?.into_iter().map(|p| p.cell).collect();
+    let done: Vec<Vec<(String, String)>> = st.runs.iter().map(|r| r.cell.clone()).collect();
+    let changed =
+        model::revision::revise(&stored.study, &study.study, &planned, &done).map_err(refuse)?;
+    st.file = study.file.clone();
+    st.text = study.text.clone();
+    Ok((render(&st, format)?, changed))
+}

@@ -6,8 +6,8 @@ use std::path::PathBuf;
 
 use indicatif::{ProgressBar, ProgressStyle};
 use tracelab_study::{
-    builtin, compare_stores, dry_run, load, render, report_dir, run_study, Choice, Format,
-    Observer, Options, Store, StudyError,
+    builtin, compare_stores, dry_run, load, render, report_dir, report_dir_as, run_study, Choice,
+    Format, Observer, Options, Store, StudyError,
 };
 
 use crate::exit::{self, Failure};
@@ -40,6 +40,13 @@ enum Command {
         /// a self-contained page with charts.
         #[arg(long, default_value = "text", value_parser = ["text", "markdown", "html"])]
         format: String,
+        /// Lay the report out by this study file's `[report]` (columns,
+        /// charts, questions, title) instead of the stored one's, without
+        /// running again; refused, naming the difference, when its
+        /// factors, levels, workload or measurements differ from the
+        /// stored study's.
+        #[arg(long, value_name = "FILE")]
+        study: Option<String>,
     },
     /// Compare two results directories of the same study, cell by cell:
     /// B against A (ratios B/A with 95 % intervals).
@@ -128,6 +135,13 @@ impl Observer for Bar {
             self.0.println(format!("tracelab: {msg}"));
         }
     }
+    fn tell(&self, msg: &str) {
+        if self.0.is_hidden() {
+            say!("tracelab: {msg}");
+        } else {
+            self.0.println(format!("tracelab: {msg}"));
+        }
+    }
 }
 
 pub fn run(a: Args) -> Result<i32, Failure> {
@@ -150,8 +164,29 @@ pub fn run(a: Args) -> Result<i32, Failure> {
             }
             None => Err(Failure::Study(StudyError::NoStudy(name))),
         },
-        Command::Report { dir, format } => {
+        Command::Report {
+            dir,
+            format,
+            study: None,
+        } => {
             out(&report_dir(&dir, parse_format(&format))?)?;
+            Ok(exit::OK)
+        }
+        Command::Report {
+            dir,
+            format,
+            study: Some(file),
+        } => {
+            let study = tracelab_study::load(&file)?;
+            let (report, changed) = report_dir_as(&dir, &study, parse_format(&format))?;
+            if !changed.is_empty() {
+                say!(
+                    "tracelab: laid out by {}, which differs from the stored study in: {}",
+                    study.file,
+                    changed.join(", ")
+                );
+            }
+            out(&report)?;
             Ok(exit::OK)
         }
         Command::Compare { a, b } => {

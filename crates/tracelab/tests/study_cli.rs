@@ -153,7 +153,10 @@ fn commit_batch_response_falls_then_flattens_and_the_report_rebuilds() {
         cmp.starts_with(&format!("A: {out_s}\nB: {out_s}\n")),
         "{cmp}"
     );
-    assert!(cmp.contains("no detectable difference"), "{cmp}");
+    assert!(
+        cmp.contains("no detectable difference") || cmp.contains("too few runs to tell"),
+        "{cmp}"
+    );
 }
 
 #[test]
@@ -836,6 +839,199 @@ columns = [{ name = "e", label = "elapsed ms", expr = "$elapsed_ms" }]
     ]);
     assert_eq!(code, 0, "{err}");
     assert!(err.contains("0 runs done now, 4 before"), "{err}");
+}
+
+/// A `--resume` that comes after a first run made the store but before
+/// it wrote its study row: the resume once opened and read the store
+/// before it took the lock, and failed with "no study recorded" instead
+/// of naming the run that holds the directory. Made certain here: an
+/// empty store whose lock this test holds, as a first run does in that
+/// moment.
+#[test]
+fn a_resume_of_a_store_being_made_is_refused_by_the_lock() {
+    use std::io::Write;
+    use std::os::fd::AsRawFd;
+    let dir = tmp("tracelab-study-lock-early-");
+    let file = dir.path().join("lock.toml");
+    std::fs::write(
+        &file,
+        r#"
+name = "lock"
+[workload]
+sql = "SELECT 1"
+runtime = 1
+[[factors]]
+name = "engine"
+levels = [{ name = "sqlite" }]
+[report]
+rows = "engine"
+columns = [{ name = "e", label = "elapsed ms", expr = "$elapsed_ms" }]
+"#,
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    std::fs::write(out.join("results.sqlite"), b"").unwrap();
+    let mut lock = std::fs::File::create(out.join("results.lock")).unwrap();
+    writeln!(lock, "{}", std::process::id()).unwrap();
+    // SAFETY: flock on a descriptor this test owns and keeps open.
+    let held = unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+    assert_eq!(held, 0, "the test holds the lock");
+    let (_, err, code) = tracelab(&[
+        "study",
+        "run",
+        file.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--resume",
+    ]);
+    assert_eq!(code, 3, "{err}");
+    assert!(
+        err.contains(&format!("pid {}", std::process::id())) && !err.contains("no study recorded"),
+        "the holder is named: {err}"
+    );
+    drop(lock);
+}
+
+/// Issue 35: a `--resume` after the user fixed the study file went on
+/// with the text stored at the start and failed again the same way. It
+/// now goes on with the file as it is, says what changed and keeps the
+/// new text in the store; a change to a level the runs done ran is
+/// refused, naming it.
+#[test]
+fn a_resume_takes_the_fixed_study_file_when_the_runs_done_allow() {
+    let dir = tmp("tracelab-study-revise-");
+    let file = dir.path().join("revise.toml");
+    let text = |label: &str, values: &str| {
+        format!(
+            r#"
+name = "revise"
+reps = 1
+[workload]
+sql = "SELECT 1"
+runtime = 1
+[[factors]]
+name = "engine"
+levels = [{{ name = "sqlite" }}]
+[[factors]]
+name = "n"
+values = [{values}]
+[report]
+rows = "n"
+columns = [{{ name = "e", label = "{label}", expr = "$elapsed_ms" }}]
+"#
+        )
+    };
+    std::fs::write(&file, text("elapsed ms", "1, 2")).unwrap();
+    let out = dir.path().join("out");
+    let run = || {
+        tracelab(&[
+            "study",
+            "run",
+            file.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--resume",
+        ])
+    };
+    let (_, err, code) = tracelab(&[
+        "study",
+        "run",
+        file.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    std::fs::write(&file, text("wall ms", "1, 2")).unwrap();
+    let (stdout, err, code) = run();
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains(
+            "the study file changed since the runs stored: report; the runs done are kept"
+        ),
+        "{err}"
+    );
+    assert!(
+        stdout.contains("wall ms") && !stdout.contains("elapsed ms"),
+        "{stdout}"
+    );
+    let c = rusqlite::Connection::open(out.join("results.sqlite")).unwrap();
+    let (now, before): (String, String) = c
+        .query_row(
+            "SELECT s.text, e.text FROM study s, earlier_texts e",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    assert!(now.contains("wall ms") && before.contains("elapsed ms"));
+    // A level the runs done ran, gone from the file: refused by name.
+    std::fs::write(&file, text("wall ms", "1, 3")).unwrap();
+    let (_, err, code) = run();
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("factor `n`: level `2`"), "{err}");
+}
+
+/// Issue 35: `study report DIR --study FILE` lays the stored runs out by
+/// FILE's `[report]` without running again, and refuses a FILE whose
+/// workload or levels differ from the stored study's, naming the part.
+#[test]
+fn a_report_takes_a_layout_edit_from_a_given_study_file() {
+    let dir = tmp("tracelab-study-relayout-");
+    let file = dir.path().join("relayout.toml");
+    let text = |label: &str, sql: &str| {
+        format!(
+            r#"
+name = "relayout"
+reps = 1
+[workload]
+sql = "{sql}"
+runtime = 1
+[[factors]]
+name = "engine"
+levels = [{{ name = "sqlite" }}]
+[report]
+rows = "engine"
+columns = [{{ name = "e", label = "{label}", expr = "$elapsed_ms" }}]
+"#
+        )
+    };
+    std::fs::write(&file, text("elapsed ms", "SELECT 1")).unwrap();
+    let out = dir.path().join("out");
+    let (_, err, code) = tracelab(&[
+        "study",
+        "run",
+        file.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let report = || {
+        tracelab(&[
+            "study",
+            "report",
+            out.to_str().unwrap(),
+            "--study",
+            file.to_str().unwrap(),
+        ])
+    };
+    std::fs::write(&file, text("time per run (ms)", "SELECT 1")).unwrap();
+    let (stdout, err, code) = report();
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        stdout.contains("time per run (ms)") && !stdout.contains("elapsed ms"),
+        "{stdout}"
+    );
+    assert!(
+        err.contains("differs from the stored study in: report"),
+        "{err}"
+    );
+    // The store is not changed: a plain report keeps the stored label.
+    let (stdout, _, _) = tracelab(&["study", "report", out.to_str().unwrap()]);
+    assert!(stdout.contains("elapsed ms"), "{stdout}");
+    std::fs::write(&file, text("elapsed ms", "SELECT 2")).unwrap();
+    let (_, err, code) = report();
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("`workload` changed"), "{err}");
 }
 
 /// The freshness check when the writer's change breaks the readers' query

@@ -79,6 +79,9 @@ pub trait Observer {
     fn begin(&self, total: usize, done: usize);
     fn run_done(&self, cell: &str);
     fn note(&self, msg: &str);
+    /// A line the user must see whether or not progress is shown (what a
+    /// `--resume` takes from a changed study file).
+    fn tell(&self, msg: &str);
 }
 
 /// What a `run` did.
@@ -1000,6 +1003,7 @@ columns = [{ name = "r", label = "r", expr = "$elapsed_ms" }]
         fn begin(&self, _: usize, _: usize) {}
         fn run_done(&self, _: &str) {}
         fn note(&self, _: &str) {}
+        fn tell(&self, _: &str) {}
     }
 
     #[test]

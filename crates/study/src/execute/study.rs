@@ -19,6 +19,7 @@ use crate::execute::{
     Observer, Options, Outcome, CLOCK_LIB, SERVER_TRACER,
 };
 use crate::model::engine::{engine_of_url, redact};
+use crate::model::revision::revise;
 use crate::model::spec::Loaded;
 use crate::plan::cell::{engine_of, levels_of};
 use crate::plan::{cell_key, plan, Cell, Planned, VarSource};
@@ -36,6 +37,12 @@ struct Start {
     loaded: Loaded,
     planned: Vec<Planned>,
     store: Option<Store>,
+    /// The results directory's lock, taken before a resumed store is
+    /// read: a run still writing it refuses this one at once.
+    lock: Option<StoreLock>,
+    /// On `--resume` with a study file changed since the runs stored
+    /// (and compatible with them): the parts that changed.
+    revised: Option<Vec<&'static str>>,
     quick: bool,
     overrides: BTreeMap<String, String>,
     seed: u64,
@@ -56,6 +63,12 @@ pub fn run_study(given: &Loaded, o: &Options, obs: &dyn Observer) -> Result<Outc
     let mut start = start(given, o)?;
     let resumed = start.store.take();
     check_cells(&start)?;
+    if let Some(changed) = &start.revised {
+        obs.tell(&format!(
+            "the study file changed since the runs stored: {}; the runs done are kept, the store now holds the file as it is",
+            if changed.is_empty() { "layout only".to_string() } else { changed.join(", ") }
+        ));
+    }
     // The study's private servers live here, marked as this process's:
     // should it be killed, the next tracelab to start a server removes
     // them.
@@ -89,7 +102,11 @@ pub fn run_study(given: &Loaded, o: &Options, obs: &dyn Observer) -> Result<Outc
     // One `study run` at a time per results directory, held to the end;
     // taken once the study is known to be runnable (a mistake leaves no
     // directory behind), before any server starts.
-    let _lock = StoreLock::take(&o.out)?;
+    // A resumed store's lock was taken before the store was read.
+    let _lock = match start.lock.take() {
+        Some(held) => held,
+        None => StoreLock::take(&o.out)?,
+    };
 
     let mut facts = measure::machine_facts(scratch.path());
     facts.extend(
@@ -146,11 +163,19 @@ fn start(given: &Loaded, o: &Options) -> Result<Start, StudyError> {
             planned: plan(given, &o.choice, seed)?,
             loaded: given.clone(),
             store: None,
+            lock: None,
+            revised: None,
             quick: o.choice.quick,
             overrides: o.choice.vars.clone(),
             seed,
         });
     }
+    // The lock first: a run that made the store may not have written its
+    // study yet, and is refused rather than read half-written.
+    if !o.out.join(crate::store::FILE).exists() {
+        Store::open(&o.out, false)?;
+    }
+    let lock = StoreLock::take(&o.out)?;
     let store = Store::open(&o.out, false)?;
     let st = store.load()?;
     // The stored study decides, --quick or not, and its vars.
@@ -164,19 +189,55 @@ fn start(given: &Loaded, o: &Options) -> Result<Start, StudyError> {
         .iter()
         .filter_map(|(k, v)| k.strip_prefix("var.").map(|n| (n.to_string(), v.clone())))
         .collect();
-    let loaded = Loaded::parse(&st.file, &st.text, given.dir.clone(), given.embedded)?;
-    if loaded.study.name != given.study.name {
+    let stored = Loaded::parse(&st.file, &st.text, given.dir.clone(), given.embedded)?;
+    if stored.study.name != given.study.name {
         return Err(StudyError::Usage(format!(
             "{} holds study `{}`, not `{}`",
             store.path().display(),
-            loaded.study.name,
+            stored.study.name,
             given.study.name
         )));
     }
+    let planned = store.plan()?;
+    // The file as it is now, when the runs stored can be kept with it (a
+    // mistake the user fixed as told); the stored text when unchanged.
+    let (loaded, revised) = if stored.text == given.text {
+        (stored, None)
+    } else {
+        let done = store.done()?;
+        let cells = |keep: &dyn Fn(&Planned) -> bool| {
+            planned
+                .iter()
+                .filter(|p| keep(p))
+                .map(|p| p.cell.clone())
+                .collect::<Vec<_>>()
+        };
+        let changed = revise(
+            &stored.study,
+            &given.study,
+            &cells(&|_| true),
+            &cells(&|p| done.contains(&p.seq)),
+        );
+        match changed {
+            Ok(changed) => (given.clone(), Some(changed)),
+            // A built-in study a newer tracelab changed: the user cannot
+            // put it back, and the stored one is what the runs ran.
+            Err(_) if given.dir.is_none() => (stored, None),
+            Err(why) => {
+                return Err(StudyError::Usage(format!(
+                    "{}: the study file changed since the runs stored in {}: {why}; nothing was run (put it back as it was, or run the study into another --out)",
+                    given.file,
+                    store.path().display()
+                )))
+            }
+        }
+    };
     Ok(Start {
-        planned: store.plan()?,
+        planned,
+        revised,
         loaded,
         store: Some(store),
+        lock: Some(lock),
         quick: st.quick,
         overrides,
         seed,
@@ -318,8 +379,11 @@ fn open_store(
     o: &Options,
     facts: &BTreeMap<String, String>,
 ) -> Result<Store, StudyError> {
-    if let Some(s) = resumed {
+    if let Some(mut s) = resumed {
         s.facts(facts)?;
+        if start.revised.is_some() {
+            s.revise(&start.loaded.file, &start.loaded.text)?;
+        }
         return Ok(s);
     }
     let mut s = Store::open(&o.out, true)?;

@@ -13,6 +13,7 @@ pub mod profiles;
 pub mod proxy;
 pub mod published;
 pub mod result_cache;
+pub mod revision;
 pub mod script;
 pub mod sessions;
 pub mod spec;

@@ -294,20 +294,99 @@ fn groups(study: &Study, cols: &[(String, Expr)], runs: &[StoredRun]) -> Vec<Gro
         .collect()
 }
 
+/// Why a cell of the table is to be read with care; the notes under a
+/// table are grouped by cause (`grouped`), one line each, so that many
+/// unstable cells on a busy machine do not drown the table.
+enum Note {
+    /// The runs vary by more than [`UNSTABLE_CV`]: the cell and column,
+    /// the CV, and the repetitions that would hold its interval within
+    /// ±10 %.
+    Spread {
+        at: String,
+        cv: f64,
+        reps: Option<usize>,
+    },
+    /// A run far off the others: the cell and column, which run, and the
+    /// repetitions to see whether it recurs.
+    Outlier {
+        at: String,
+        run: String,
+        more: usize,
+    },
+    /// A value below what the quantity can be, said in full.
+    Below(String),
+}
+
+/// The notes of a table, one line per cause: every cell whose runs vary,
+/// then every outlier, then each value below its floor.
+fn grouped(notes: Vec<Note>) -> Vec<String> {
+    let mut spread = Vec::new();
+    let mut reps = Some(0usize);
+    let mut outliers = Vec::new();
+    let mut more = 0;
+    let mut lines = Vec::new();
+    for n in notes {
+        match n {
+            Note::Spread { at, cv, reps: r } => {
+                spread.push(format!("{at} at {:.0}%", cv * 100.0));
+                reps = reps.zip(r).map(|(a, b)| a.max(b));
+            }
+            Note::Outlier { at, run, more: m } => {
+                outliers.push(format!("{at}: {run}"));
+                more = more.max(m);
+            }
+            Note::Below(text) => lines.push(text),
+        }
+    }
+    let mut out = Vec::new();
+    if !spread.is_empty() {
+        let advice = match reps {
+            Some(n) if n <= 30 => format!(
+                "about {n} repetitions would hold their 95% intervals within ±10% (--reps {n})"
+            ),
+            _ => {
+                "more repetitions than 30 would be needed to hold their 95% intervals within ±10%; \
+                  look at what else ran on the machine"
+                    .to_string()
+            }
+        };
+        out.push(format!(
+            "unstable, runs vary by more than {:.0}% (CV) in {} cell(s): {}; {advice}",
+            UNSTABLE_CV * 100.0,
+            spread.len(),
+            spread.join(", ")
+        ));
+    }
+    if !outliers.is_empty() {
+        out.push(format!(
+            "unstable, an outlier run in {} cell(s): {}; repeat with more repetitions (--reps {more}) \
+             to see whether it recurs, and look at what else ran on the machine",
+            outliers.len(),
+            outliers.join("; ")
+        ));
+    }
+    out.extend(lines);
+    out
+}
+
 /// Why one cell of the table is to be read with care: its runs disagree
 /// (a coefficient of variation above 25 %, an outlier), or a value is
 /// below what the quantity can be, with how that arose. Empty when the
 /// cell is sound.
-fn cell_notes(cell: &str, c: &Column, e: &Expr, values: &[f64]) -> Vec<String> {
+fn cell_notes(cell: &str, c: &Column, e: &Expr, values: &[f64]) -> Vec<Note> {
     let Some(d) = describe(values) else {
         return Vec::new();
     };
     let dg = c.digits + 1;
     let mut notes = Vec::new();
+    let at = format!("{cell}, {}", c.label);
     if c.stats && d.unstable() {
-        let mut why = Vec::new();
         if let Some(cv) = d.cv.filter(|cv| *cv > UNSTABLE_CV) {
-            why.push(format!("its runs vary by {:.0}% (CV)", cv * 100.0));
+            notes.push(Note::Spread {
+                at: at.clone(),
+                cv,
+                reps: d.reps_for_ten_percent(),
+            });
         }
         for &i in &d.outliers {
             let x = values[i];
@@ -321,29 +400,18 @@ fn cell_notes(cell: &str, c: &Column, e: &Expr, values: &[f64]) -> Vec<String> {
             } else {
                 String::new()
             };
-            why.push(format!(
-                "run {} of {} is an outlier ({} against a median of {}{times})",
-                i + 1,
-                d.n,
-                fmt_num(x, dg),
-                fmt_num(d.median, dg)
-            ));
+            notes.push(Note::Outlier {
+                at: at.clone(),
+                run: format!(
+                    "run {} of {} ({} against a median of {}{times})",
+                    i + 1,
+                    d.n,
+                    fmt_num(x, dg),
+                    fmt_num(d.median, dg)
+                ),
+                more: (d.n * 2).max(6),
+            });
         }
-        let more = (d.n * 2).max(6);
-        let advice = match d.reps_for_ten_percent() {
-            Some(n) if d.outliers.is_empty() && n <= 30 => format!(
-                "about {n} repetitions would hold its 95% interval within ±10% (--reps {n})"
-            ),
-            _ => format!(
-                "repeat with more repetitions (--reps {more}) to see whether it recurs, and look at \
-                 what else ran on the machine"
-            ),
-        };
-        notes.push(format!(
-            "{cell}, {}: unstable: {}; {advice}",
-            c.label,
-            why.join("; ")
-        ));
     }
     if let Some(min) = c.min {
         let below: Vec<f64> = values.iter().copied().filter(|x| *x < min).collect();
@@ -362,7 +430,7 @@ fn cell_notes(cell: &str, c: &Column, e: &Expr, values: &[f64]) -> Vec<String> {
                     names.join(", ")
                 )
             };
-            notes.push(format!(
+            notes.push(Note::Below(format!(
                 "{cell}, {}: {} of {} runs below {floor} ({}), which the quantity cannot be: its \
                  expression `{}` {how}; read it as {floor} within that error",
                 c.label,
@@ -374,7 +442,7 @@ fn cell_notes(cell: &str, c: &Column, e: &Expr, values: &[f64]) -> Vec<String> {
                     .collect::<Vec<_>>()
                     .join(", "),
                 c.expr,
-            ));
+            )));
         }
     }
     notes
@@ -547,7 +615,7 @@ fn group_section(
     }
     let mut rows = Vec::new();
     // Cells to read with care, said under the table.
-    let mut careful: Vec<String> = Vec::new();
+    let mut careful: Vec<Note> = Vec::new();
     for (level, vals) in &g.cells {
         let mut r = level.clone();
         let at = spec
@@ -577,6 +645,7 @@ fn group_section(
         }
         rows.push(r);
     }
+    let careful = grouped(careful);
     let table = Table {
         head,
         rows,
@@ -903,6 +972,29 @@ columns = [
         }
     }
 
+    /// Issue 35: ten cells of wide spread on a busy machine made ten
+    /// notes that drowned the table; they are one line per cause.
+    #[test]
+    fn notes_of_many_unstable_cells_are_one_line_per_cause() {
+        let mut runs = Vec::new();
+        for lv in ["a", "b", "c", "d", "e", "f"] {
+            for x in [1.0, 2.0, 3.0] {
+                runs.push((lv, x, 0.1 * x, 0.0));
+            }
+        }
+        let text = render(&stored(&runs), Format::Text).unwrap();
+        let unstable: Vec<&str> = text
+            .lines()
+            .filter(|l| l.starts_with("* unstable"))
+            .collect();
+        assert_eq!(unstable.len(), 1, "{text}");
+        assert!(
+            unstable[0].contains("in 12 cell(s): lv=a, time (ms) at 50%")
+                && unstable[0].contains("lv=f, queue (ms) at 50%"),
+            "{text}"
+        );
+    }
+
     /// The issue's figures: a run 10x off its cell's others passed
     /// without a word, a time's interval went below zero, queue time went
     /// below zero without a note, and the ratio's interval and the verdict
@@ -919,9 +1011,14 @@ columns = [
         ]);
         let text = render(&st, Format::Text).unwrap();
         // The unstable cell is marked and explained, with advice.
-        assert!(text.contains("lv=b, time (ms): unstable"), "{text}");
         assert!(
-            text.contains("run 3 of 3 is an outlier (1.10 against a median of 10.60"),
+            text.contains("unstable, an outlier run in 1 cell(s): lv=b, time (ms): run 3 of 3 (1.10 against a median of 10.60"),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "unstable, runs vary by more than 25% (CV) in 2 cell(s): lv=b, time (ms) at 74%"
+            ),
             "{text}"
         );
         assert!(text.contains("--reps 6"), "{text}");
@@ -953,8 +1050,9 @@ columns = [
             t_b.contains(&c.shown(2)) && t_b.contains(&c.verdict()),
             "{t_b}"
         );
+        let v = c.verdict();
         assert_eq!(
-            c.verdict() == "no detectable difference",
+            v.starts_with("no detectable difference") || v.starts_with("too few runs to tell"),
             (lo..=hi).contains(&1.0)
         );
     }

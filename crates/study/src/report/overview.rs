@@ -9,7 +9,7 @@ use std::fmt::Write as _;
 
 use crate::model::columns::Expr;
 use crate::model::spec::{value_text, Study};
-use crate::report::stats::compare;
+use crate::report::stats::{compare, TOO_WIDE};
 use crate::report::svg;
 use crate::report::{esc, fmt_num, heading, level_pos, mean, put_table, Format, Table};
 use crate::store::StoredRun;
@@ -301,6 +301,7 @@ fn questions(
         let mut rows = Vec::new();
         let mut tested = 0;
         let mut differ = 0;
+        let mut too_wide = 0;
         let mut fewest = usize::MAX;
         for (context, by) in contexts {
             let Some(base) = by.get(q.baseline.as_str()) else {
@@ -318,6 +319,8 @@ fn questions(
                 fewest = fewest.min(v.len()).min(base.len());
                 if c.p.is_some_and(|p| p < 0.05) {
                     differ += 1;
+                } else if c.detectable().is_some_and(|d| d > TOO_WIDE) {
+                    too_wide += 1;
                 }
                 let ctx: Vec<String> = context.iter().map(|(f, l)| format!("{f}={l}")).collect();
                 rows.push(vec![
@@ -340,8 +343,14 @@ fn questions(
         let answer = match differ {
             // Absence of evidence, not evidence of absence: the runs per
             // cell say how much a test could see.
+            // Every comparison too wide to tell: the runs cannot answer.
+            0 if too_wide == tested => format!(
+                "cannot tell: the runs are too few to tell any of the {tested} comparisons \
+                 from {} ({fewest} runs a cell; the table says how many would tell)",
+                q.baseline
+            ),
             0 => format!(
-                "not shown: none of the {tested} comparisons differs from {} at the 5 % level \
+                "no difference found: none of the {tested} comparisons differs from {} at the 5 % level \
                  ({fewest} runs a cell: differences within the intervals below are not ruled out)",
                 q.baseline
             ),
@@ -595,7 +604,8 @@ questions = [{ title = "Does tracing cost?", factor = "tracing", baseline = "off
                 .to_string()
         };
         assert!(line("timer=a").contains("×2.000") && line("timer=a").contains("higher by 100%"));
-        assert!(line("timer=b").contains("no detectable difference"));
+        // Three runs of 50 % spread cannot tell: said so, not "no difference".
+        assert!(line("timer=b").contains("too few runs to tell"), "{r}");
         // Nothing detected is said as such, with the runs per cell.
         let st = stored(&[
             ("a", "off", &[100.0, 50.0, 150.0]),
@@ -604,7 +614,7 @@ questions = [{ title = "Does tracing cost?", factor = "tracing", baseline = "off
         let r = render(&st, Format::Text).unwrap();
         assert!(
             r.contains(
-                "not shown: none of the 1 comparisons differs from off at the 5 % level (3 runs a cell"
+                "cannot tell: the runs are too few to tell any of the 1 comparisons from off (3 runs a cell"
             ),
             "{r}"
         );

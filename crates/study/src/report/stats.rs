@@ -165,6 +165,39 @@ pub struct Compare {
     /// The test's two-sided p-value; `None` when it cannot be computed
     /// (fewer than two values on a side).
     pub p: Option<f64>,
+    /// The test's standard error and Welch degrees of freedom (`None`
+    /// with fewer than two values on a side or no spread).
+    pub se: Option<(f64, f64)>,
+    /// CV²ₐ + CV²_b, the squared spreads of the two sides (log-ratio
+    /// test): what the repetitions needed to tell are computed from.
+    pub cv2: f64,
+}
+
+/// Above this smallest detectable ratio (at 80 % power) a comparison's
+/// interval is too wide to tell a difference: "no difference" would claim
+/// what the runs cannot show.
+pub const TOO_WIDE: f64 = 2.0;
+/// The power the detectable ratio is given at.
+pub const POWER: f64 = 0.80;
+
+/// The smallest ratio a two-sided log-ratio t-test at the 5 % level
+/// detects with probability `power`, given the standard error `se` of
+/// the log-ratio and `df` degrees of freedom:
+/// exp((t_{0.975,df} + t_{power,df})·se).
+pub fn detectable_ratio(se: f64, df: f64, power: f64) -> Option<f64> {
+    let t = StudentsT::new(0.0, 1.0, df).ok()?;
+    Some(((t.inverse_cdf(0.975) + t.inverse_cdf(power)) * se).exp())
+}
+
+/// Runs per side (2 to 1000) at which the detectable ratio (80 % power)
+/// reaches `ratio`, for sides of squared CVs adding to `cv2`: se =
+/// √(cv2/n), df = 2n − 2. A ratio within 10 % of 1 is taken as ±10 %.
+pub fn runs_to_tell(ratio: f64, cv2: f64) -> Option<usize> {
+    let effect = ratio.ln().abs().max(1.1f64.ln());
+    (2..=1000).find(|&n| {
+        let se = (cv2 / n as f64).sqrt();
+        detectable_ratio(se, (2 * n - 2) as f64, POWER).is_some_and(|d| d.ln() <= effect)
+    })
 }
 
 impl Compare {
@@ -174,9 +207,29 @@ impl Compare {
     pub fn verdict(&self) -> String {
         match self.p {
             None => "too few runs to test".into(),
-            Some(p) if p >= 0.05 => "no detectable difference".into(),
+            Some(p) if p >= 0.05 => match (self.test, self.detectable()) {
+                (Test::LogRatio, Some(d)) if d > TOO_WIDE => {
+                    let more = runs_to_tell(self.ratio, self.cv2)
+                        .map_or("more runs".to_string(), |n| {
+                            format!("about {n} runs a side")
+                        });
+                    format!(
+                        "too few runs to tell: only a ratio beyond ×{d:.2} could be detected; {more} would tell ×{:.2}",
+                        if (self.ratio.ln()).abs() < 1.1f64.ln() { 1.1 } else { self.ratio }
+                    )
+                }
+                (Test::LogRatio, Some(d)) => {
+                    format!("no detectable difference (could detect ×{d:.2} or beyond)")
+                }
+                _ => "no detectable difference".into(),
+            },
             Some(_) => match self.test {
                 Test::LogRatio => {
+                    // Issue 34: every comparison says what its runs
+                    // could detect.
+                    let could = self
+                        .detectable()
+                        .map_or(String::new(), |d| format!("; could detect ×{d:.2}"));
                     let pct = (self.ratio - 1.0) * 100.0;
                     let word = if pct >= 0.0 { "higher" } else { "lower" };
                     // Small differences keep a decimal: "higher by 0.2%".
@@ -185,9 +238,12 @@ impl Compare {
                         Some((lo, hi)) => {
                             let (a, b) = ((lo - 1.0) * 100.0, (hi - 1.0) * 100.0);
                             let (a, b) = if pct >= 0.0 { (a, b) } else { (-b, -a) };
-                            format!("{word} by {:.d$}% (95% CI {a:.d$}..{b:.d$}%)", pct.abs())
+                            format!(
+                                "{word} by {:.d$}% (95% CI {a:.d$}..{b:.d$}%){could}",
+                                pct.abs()
+                            )
                         }
-                        None => format!("{word} by {:.d$}%", pct.abs()),
+                        None => format!("{word} by {:.d$}%{could}", pct.abs()),
                     }
                 }
                 Test::Difference => {
@@ -212,6 +268,16 @@ impl Compare {
                 }
             },
         }
+    }
+
+    /// The smallest ratio (or its inverse, either way) these runs could
+    /// have detected at the 5 % level with 80 % power, from the observed
+    /// spread (log-ratio test only).
+    pub fn detectable(&self) -> Option<f64> {
+        let (se, df) = self.se?;
+        (self.test == Test::LogRatio)
+            .then(|| detectable_ratio(se, df, POWER))
+            .flatten()
     }
 
     /// The quantity and its interval as the statistics table shows them:
@@ -258,6 +324,8 @@ pub fn compare(a: &[f64], base: &[f64]) -> Option<Compare> {
         diff,
         ci: None,
         p: None,
+        se: None,
+        cv2: da.cv.unwrap_or(0.0).powi(2) + db.cv.unwrap_or(0.0).powi(2),
     };
     if da.n < 2 || db.n < 2 {
         return Some(c);
@@ -283,7 +351,9 @@ pub fn compare(a: &[f64], base: &[f64]) -> Option<Compare> {
         c.p = Some(if da.mean == db.mean { 1.0 } else { 0.0 });
         return Some(c);
     }
-    let dist = StudentsT::new(0.0, 1.0, welch_df(ua, na, ub, nb)).ok()?;
+    let df = welch_df(ua, na, ub, nb);
+    c.se = Some((se, df));
+    let dist = StudentsT::new(0.0, 1.0, df).ok()?;
     let q = dist.inverse_cdf(0.975);
     c.ci = Some((back(est - q * se), back(est + q * se)));
     c.p = Some(2.0 * (1.0 - dist.cdf((est / se).abs())));
@@ -293,6 +363,48 @@ pub fn compare(a: &[f64], base: &[f64]) -> Option<Compare> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Hand-computed: df = 2, t_{0.975,2} = 4.302653, t_{0.80,2} =
+    /// 1.060660; se = 0.2 gives exp(5.363313 × 0.2) = exp(1.0726626) =
+    /// 2.923. df = 10: 2.228139 + 0.879058 = 3.107197; se = 0.05 gives
+    /// exp(0.15536) = 1.1681.
+    #[test]
+    fn the_detectable_ratio_is_the_two_quantiles_times_the_error() {
+        let d = detectable_ratio(0.2, 2.0, 0.80).unwrap();
+        assert!((d - 2.9231).abs() < 1e-3, "{d}");
+        let d = detectable_ratio(0.05, 10.0, 0.80).unwrap();
+        assert!((d - 1.1681).abs() < 1e-3, "{d}");
+    }
+
+    /// CVs of 10 % a side (cv2 = 0.02), a ratio of 1.2 (ln 0.18232): n =
+    /// 6 gives se 0.05774, df 10, detectable exp(3.1072 × 0.05774) =
+    /// 1.1964 ≤ 1.2; n = 5 gives se 0.06325, df 8, (2.3060 + 0.8889) ×
+    /// 0.06325 = 0.2021 > 0.18232.
+    #[test]
+    fn the_runs_to_tell_reach_the_observed_ratio() {
+        assert_eq!(runs_to_tell(1.2, 0.02), Some(6));
+        // A ratio near 1 is taken as a 10 % effect: more runs.
+        assert!(runs_to_tell(1.01, 0.02).unwrap() > 6);
+    }
+
+    /// Issue 35: two runs a side, a ×13.9 gain with a wide spread was
+    /// "no detectable difference"; it says the runs cannot tell.
+    #[test]
+    fn two_runs_of_wide_spread_are_too_few_to_tell_not_no_difference() {
+        let c = compare(&[10.0, 268.0], &[10.0, 11.0]).unwrap();
+        assert!(c.p.unwrap() >= 0.05, "{c:?}");
+        let v = c.verdict();
+        assert!(v.starts_with("too few runs to tell"), "{v}");
+        assert!(!v.contains("no detectable difference"), "{v}");
+        // A tight comparison still says no difference, beside its figure.
+        let c = compare(&[100.0, 101.0, 99.0], &[100.0, 100.5, 99.5]).unwrap();
+        assert!(
+            c.verdict()
+                .starts_with("no detectable difference (could detect ×1.0"),
+            "{}",
+            c.verdict()
+        );
+    }
 
     #[test]
     fn describes_a_sample() {
@@ -339,13 +451,17 @@ mod tests {
         let (lo, hi) = c.ci.unwrap();
         assert!(lo < c.ratio && c.ratio < hi && hi < 0.6);
         assert!(
-            c.verdict().starts_with("lower by 50% (95% CI"),
+            c.verdict().starts_with("lower by 50% (95% CI")
+                && c.verdict().contains("; could detect ×"),
             "{}",
             c.verdict()
         );
         let noisy = [8.0, 12.0, 9.0, 11.5, 10.0];
         let c = compare(&noisy, &base).unwrap();
-        assert_eq!(c.verdict(), "no detectable difference");
+        assert_eq!(
+            c.verdict(),
+            "no detectable difference (could detect ×1.32 or beyond)"
+        );
     }
 
     /// The issue's case: a ratio of 5.0 whose interval (1.7..14.5) left
@@ -378,7 +494,10 @@ mod tests {
             let (lo, hi) = c.ci.unwrap();
             let significant = c.p.unwrap() < 0.05;
             assert_eq!(significant, !(lo..=hi).contains(&1.0), "{a:?} {b:?} {c:?}");
-            assert_eq!(significant, c.verdict() != "no detectable difference");
+            let v = c.verdict();
+            let none =
+                v.starts_with("no detectable difference") || v.starts_with("too few runs to tell");
+            assert_eq!(significant, !none, "{v}");
         }
         // A difference test when a value is not positive: its interval is
         // the difference's, and it agrees with its verdict too.

@@ -121,6 +121,11 @@ CREATE TABLE IF NOT EXISTS study (
     tracelab_version TEXT NOT NULL,
     started TEXT NOT NULL        -- UTC, RFC 3339
 );
+CREATE TABLE IF NOT EXISTS earlier_texts ( -- study files a --resume replaced
+    replaced TEXT NOT NULL,      -- UTC, RFC 3339
+    file TEXT NOT NULL,
+    text TEXT NOT NULL
+);
 CREATE TABLE IF NOT EXISTS facts (     -- machine and engine facts
     key TEXT PRIMARY KEY,
     value TEXT NOT NULL
@@ -345,6 +350,24 @@ impl Store {
                     )?;
                 }
             }
+            Ok(())
+        })
+    }
+
+    /// Replaces the study file kept (a `--resume` with the file changed,
+    /// compatible with the runs stored); the text it replaces is kept in
+    /// `earlier_texts`, so the store still says what the runs done ran.
+    pub fn revise(&mut self, file: &str, text: &str) -> Result<(), StudyError> {
+        self.in_transaction(|tx| {
+            tx.execute(
+                "INSERT INTO earlier_texts (replaced, file, text)
+                 SELECT strftime('%Y-%m-%dT%H:%M:%SZ', 'now'), file, text FROM study WHERE id = 1",
+                [],
+            )?;
+            tx.execute(
+                "UPDATE study SET file = ?1, text = ?2 WHERE id = 1",
+                params![file, text],
+            )?;
             Ok(())
         })
     }
