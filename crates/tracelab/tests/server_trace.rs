@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use common::{tempdir, tracelab};
+use common::{tempdir, tracelab, Scratch};
 
 /// A private server started with `db start --server-trace`; stopped (and
 /// its directory removed) when dropped.
@@ -15,6 +15,9 @@ struct Server {
     dir: PathBuf,
     traces: PathBuf,
     url: String,
+    /// The server's and its traces' directory, removed after the server
+    /// stops (see `Drop`): held here, as a running server lives in it.
+    _base: Scratch,
 }
 
 impl Server {
@@ -41,6 +44,7 @@ impl Server {
             dir,
             traces,
             url: out.trim().to_string(),
+            _base: base,
         }
     }
 
@@ -60,8 +64,8 @@ impl Server {
 
 impl Drop for Server {
     fn drop(&mut self) {
+        // The directory goes with `_base`, after the server has stopped.
         self.stop();
-        let _ = std::fs::remove_dir_all(self.dir.parent().unwrap());
     }
 }
 
