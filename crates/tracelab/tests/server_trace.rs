@@ -347,7 +347,12 @@ fn commit_waits_for_the_wal_flush_that_strace_times() {
         );
         std::thread::sleep(Duration::from_millis(100));
     };
-    let s = Server { dir, traces, url };
+    let s = Server {
+        dir,
+        traces,
+        url,
+        _base: base,
+    };
     let mut c = s.connect();
     c.batch_execute("create table t (a int, pad text)").unwrap();
     let pid = pid(&mut c);
@@ -403,12 +408,16 @@ fn commit_waits_for_the_wal_flush_that_strace_times() {
     let traced: i64 = timed[timed.len() - in_commit.len()..].iter().sum();
     let ratio = sync as f64 / traced as f64;
     println!("COMMIT: IO:WALSync {in_commit:?} = {sync} µs, strace's fdatasync {:?} = {traced} µs, ratio {ratio:.3}", &timed[timed.len() - in_commit.len()..]);
+    // The wait's window holds strace's and the two ptrace stops around
+    // it: under load they add 3-4 % to a 4-6 ms flush, but on an idle
+    // 2-core VM each stop waits for strace's vCPU to wake (measured here:
+    // 0.9 to 2.2 ms more in all, whatever the tracer reads of its CPU
+    // clock), so the excess is held to 10 % or 3 ms.
     assert!(
-        (0.9..=1.1).contains(&ratio),
+        ratio >= 0.9 && (ratio <= 1.1 || sync - traced <= 3000),
         "IO:WALSync {sync} µs, strace's fdatasync {traced} µs"
     );
     let _ = std::fs::remove_file(&log);
-    let _ = std::fs::remove_dir_all(&base);
 }
 
 #[test]
@@ -658,7 +667,6 @@ fn think_time_is_the_client_waits_and_profiles_add_up() {
         .unwrap();
     let r = (r.parse::<f64>().unwrap() * 1e6).round() as i64;
     assert_eq!(r, wall, "prof's R against the backend's wall time (µs)");
-    let _ = std::fs::remove_dir_all(&base);
 }
 
 /// A child process killed (if still running) when the test ends, even by
