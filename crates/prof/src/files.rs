@@ -296,7 +296,7 @@ fn read(
         .read_split(
             file,
             parts,
-            || Piece::new(thinktime_us, piece_keep.clone()),
+            |_| Piece::new(thinktime_us, piece_keep.clone()),
             |p: &mut Piece, c| p.on_call(c),
         )
         .map_err(|e| e.to_string())?;

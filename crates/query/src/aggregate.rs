@@ -10,17 +10,22 @@
 //!   wraparound, however large the values); it decides every printed
 //!   figure that is not at or next to a rounding tie (see
 //!   [`crate::report`]);
-//! - Perl's running double sum ([`SeqSum`]), exact while the group's calls
-//!   came through one piece, or while each later piece had at most
-//!   [`LOG`] of them (their values are kept and replayed onto the earlier
-//!   pieces' sum). Pieces are merged in read order for that.
+//! - Perl's running double sum ([`SeqSum`]). The piece read first begins
+//!   the sums; every later piece logs each whole-microsecond value with its
+//!   group, 8 bytes a call ([`Anchor::Logged`]), and merging in read order
+//!   replays the log onto the sums read before it, so the sums come out as
+//!   one reader in read order leaves them, at one double addition a call.
+//!   The logs of one reading share a budget ([`LOG_BUDGET`] entries); past
+//!   it a piece keeps only its sum and its first [`LOG`] values per group.
 //!
 //! Where a figure is at or next to a tie and the running sum is not known
-//! exactly, the report names the group, and the files are read again
-//! keeping every value of those groups (see [`Groups::resolving`]).
+//! exactly (a log given up), the report names the group, and the files are
+//! read again keeping every value of those groups (see
+//! [`Groups::resolving`]).
 //! Values that are not whole microseconds (`--select`) are summed in
 //! 128-bit fixed point, independent of the order.
 
+use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
 use std::sync::Arc;
 
 use indexmap::IndexMap;
@@ -38,6 +43,58 @@ const FIXED_ONE: f64 = 18_446_744_073_709_551_616.0;
 /// two values is a tie one time in two); a bigger group that is at a tie
 /// and spans pieces is resolved by reading again.
 pub const LOG: usize = 8;
+
+/// Log entries all the pieces of one reading may hold at once: 16 Mi
+/// entries, 128 MiB, the calls of about 1.5 GB of trace. Past it, a
+/// figure at a rounding tie costs a second read instead of memory.
+pub const LOG_BUDGET: usize = 1 << 24;
+
+/// Entries a log takes from the budget at a time (one atomic operation per
+/// 64 Ki calls).
+const LOG_GRANT: usize = 1 << 16;
+
+/// A log entry holds the group's index in its top 24 bits and the value
+/// in whole microseconds in the low 40 (12.7 days).
+const LOG_US_BITS: u32 = 40;
+
+/// The log budget of one reading, shared by its pieces.
+#[derive(Debug)]
+pub struct LogBudget(AtomicUsize);
+
+impl LogBudget {
+    pub fn new(entries: usize) -> Arc<LogBudget> {
+        Arc::new(LogBudget(AtomicUsize::new(entries)))
+    }
+
+    /// Takes up to `n` entries; how many it got.
+    fn take(&self, n: usize) -> usize {
+        let mut got = 0;
+        let _ = self
+            .0
+            .fetch_update(AtomicOrdering::Relaxed, AtomicOrdering::Relaxed, |left| {
+                got = left.min(n);
+                Some(left - got)
+            });
+        got
+    }
+}
+
+/// Where a [`Groups`]' running sums stand in the read order of the whole
+/// input.
+#[derive(Debug, Clone)]
+pub enum Anchor {
+    /// They began with the input's first value (or nothing was read
+    /// before them): they are Perl's sums.
+    Start,
+    /// They began at zero after values read elsewhere: every
+    /// whole-microsecond value is logged (group index, µs), to be replayed
+    /// onto the sums read before these.
+    Logged(Vec<u64>),
+    /// They began after values read elsewhere and no log is kept (over the
+    /// budget, a value the log cannot hold, or a second read, whose
+    /// groups keep their values themselves): merged as sums.
+    Unlogged,
+}
 
 /// Perl's running double sum of a run of values, in read order.
 #[derive(Debug, Clone)]
@@ -294,6 +351,11 @@ impl Agg {
     /// Adds `o`, whose calls were read after this group's.
     pub fn merge(&mut self, o: &Agg) {
         self.seq.merge(&o.seq);
+        self.merge_but_seq(o);
+    }
+
+    /// As [`Self::merge`], but the running sum, which the caller replays.
+    fn merge_but_seq(&mut self, o: &Agg) {
         self.sum_us += o.sum_us;
         self.min_us = self.min_us.min(o.min_us);
         self.max_us = self.max_us.max(o.max_us);
@@ -328,6 +390,11 @@ pub struct Groups {
     pub total: SeqSum,
     /// On a second read: the groups whose every value is kept.
     resolve: Option<Arc<Resolve>>,
+    /// Whether the running sums began the input, or what replays them.
+    pub anchor: Anchor,
+    /// The budget a log grows from, and the entries it was granted.
+    budget: Option<Arc<LogBudget>>,
+    granted: usize,
 }
 
 impl Default for Groups {
@@ -338,6 +405,9 @@ impl Default for Groups {
             last: None,
             total: SeqSum::new(false),
             resolve: None,
+            anchor: Anchor::Start,
+            budget: None,
+            granted: 0,
         }
     }
 }
@@ -351,16 +421,75 @@ impl Groups {
         Groups {
             total: SeqSum::new(r.total),
             resolve: Some(r),
+            anchor: Anchor::Unlogged,
             ..Groups::default()
         }
     }
 
-    /// Empty groups gathered the same way as these.
+    /// Empty groups of a first reading whose later pieces log their
+    /// values, from `budget`.
+    pub fn logging(budget: Arc<LogBudget>) -> Groups {
+        Groups {
+            budget: Some(budget),
+            ..Groups::default()
+        }
+    }
+
+    /// Empty groups gathered the same way as these, for what is read
+    /// after them (another piece of the file, another file) unless these
+    /// are empty and began the input.
     pub fn fresh(&self) -> Groups {
+        let begins = matches!(self.anchor, Anchor::Start) && self.total.n == 0;
+        self.fresh_at(begins)
+    }
+
+    /// As [`Self::fresh`], for a piece that begins the input when `first`
+    /// and these begin it (the first piece of the first file).
+    pub fn fresh_at(&self, first: bool) -> Groups {
+        let anchor = match (&self.anchor, &self.budget) {
+            (Anchor::Start, _) if first => Anchor::Start,
+            (Anchor::Unlogged, _) | (_, None) => Anchor::Unlogged,
+            _ => Anchor::Logged(Vec::new()),
+        };
         match &self.resolve {
             Some(r) => Groups::resolving(r.clone()),
-            None => Groups::default(),
+            None => Groups {
+                anchor,
+                budget: self.budget.clone(),
+                ..Groups::default()
+            },
         }
+    }
+
+    /// Logs a whole-microsecond value of group `i`, or gives the log up.
+    #[inline(always)]
+    fn log(&mut self, i: usize, value: f64, us: i64) {
+        if let Anchor::Logged(log) = &mut self.anchor {
+            let fits = (0..1 << LOG_US_BITS).contains(&us)
+                && i < 1 << (64 - LOG_US_BITS)
+                && (us as f64 * 1e-6).to_bits() == value.to_bits();
+            if fits && log.len() < self.granted {
+                log.push((i as u64) << LOG_US_BITS | us as u64);
+            } else {
+                self.log_slow(i, value, us, fits);
+            }
+        }
+    }
+
+    /// A log at its grant asks the budget for more; a value the log cannot
+    /// hold (not µs / 1e6, out of range), or an empty budget, ends it.
+    #[cold]
+    fn log_slow(&mut self, i: usize, value: f64, us: i64, fits: bool) {
+        let more = match (&self.budget, fits) {
+            (Some(b), true) => b.take(LOG_GRANT),
+            _ => 0,
+        };
+        if more == 0 {
+            self.anchor = Anchor::Unlogged;
+            return;
+        }
+        self.granted += more;
+        self.log(i, value, us);
     }
 
     /// A new group's statistics.
@@ -395,8 +524,16 @@ impl Groups {
                 i
             }
         };
-        if us.is_some() {
+        self.add_at(i, value, us);
+    }
+
+    /// Adds a value to the group at index `i`, to TOTAL's running sum and
+    /// to the log.
+    #[inline(always)]
+    fn add_at(&mut self, i: usize, value: f64, us: Option<i64>) {
+        if let Some(us) = us {
             self.total.add(value);
+            self.log(i, value, us);
         }
         if let Some((_, a)) = self.map.get_index_mut(i) {
             a.add(value, us);
@@ -408,12 +545,9 @@ impl Groups {
     /// with the map's look-up.
     #[inline(always)]
     pub fn add(&mut self, group: &str, value: f64, us: Option<i64>, first: First) {
-        if us.is_some() {
-            self.total.add(value);
-        }
-        if let Some((k, a)) = self.last.and_then(|i| self.map.get_index_mut(i)) {
-            if **k == *group {
-                a.add(value, us);
+        if let Some(i) = self.last {
+            if self.map.get_index(i).is_some_and(|(k, _)| **k == *group) {
+                self.add_at(i, value, us);
                 return;
             }
         }
@@ -425,9 +559,7 @@ impl Groups {
             }
         };
         self.last = Some(i);
-        if let Some((_, a)) = self.map.get_index_mut(i) {
-            a.add(value, us);
-        }
+        self.add_at(i, value, us);
     }
 
     /// Makes a group exist without a call in it.
@@ -443,19 +575,66 @@ impl Groups {
 
     /// Adds `other`, whose calls were read after these (running sums
     /// depend on the order).
+    ///
+    /// Sums that began the input take a later log by replaying it, value
+    /// by value, as Perl's loop would have added them; a log is carried
+    /// on, after this one's, by groups that did not begin the input.
     pub fn merge(&mut self, other: Groups) {
         // Merged groups come from other readers: their labels' addresses
         // mean nothing here.
         self.by_addr.clear();
         self.last = None;
-        self.total.merge(&other.total);
-        for (k, v) in other.map {
-            match self.map.get_mut(&k) {
-                Some(a) => a.merge(&v),
-                None => {
-                    self.map.insert(k, v);
+        let Groups {
+            map, total, anchor, ..
+        } = other;
+        let later_log = match anchor {
+            Anchor::Logged(log) => Some(log),
+            Anchor::Start | Anchor::Unlogged => None,
+        };
+        let replay = later_log.is_some() && matches!(self.anchor, Anchor::Start);
+        if !replay {
+            self.total.merge(&total);
+        }
+        // Each of the later groups' index here.
+        let mut at = Vec::with_capacity(map.len());
+        for (k, mut v) in map {
+            if replay {
+                v.seq = SeqSum::new(false);
+            }
+            let i = match self.map.get_full_mut(&k) {
+                Some((i, _, a)) => {
+                    if replay {
+                        a.merge_but_seq(&v);
+                    } else {
+                        a.merge(&v);
+                    }
+                    i
+                }
+                None => self.map.insert_full(k, v).0,
+            };
+            at.push(i);
+        }
+        match (&mut self.anchor, later_log) {
+            (Anchor::Start, Some(log)) => {
+                let mask = (1u64 << LOG_US_BITS) - 1;
+                for e in log {
+                    let v = (e & mask) as f64 * 1e-6;
+                    self.total.add(v);
+                    if let Some((_, a)) = self.map.get_index_mut(at[(e >> LOG_US_BITS) as usize]) {
+                        a.seq.add(v);
+                    }
                 }
             }
+            (Anchor::Logged(mine), Some(log)) => {
+                let mask = (1u64 << LOG_US_BITS) - 1;
+                mine.extend(
+                    log.into_iter().map(|e| {
+                        (at[(e >> LOG_US_BITS) as usize] as u64) << LOG_US_BITS | (e & mask)
+                    }),
+                );
+            }
+            (Anchor::Logged(_), None) => self.anchor = Anchor::Unlogged,
+            _ => {}
         }
     }
 }
@@ -552,5 +731,71 @@ mod tests {
         }
         let (f, b) = (&fwd.map["y"], &back.map["y"]);
         assert_eq!(f.sum().to_f64().to_bits(), b.sum().to_f64().to_bits());
+    }
+
+    /// Values cut into pieces, each piece's groups made as the reader
+    /// makes them, merged in order: the running sums come out bit for bit
+    /// as one pass in read order leaves them, while the log's budget
+    /// lasts; past it they are marked inexact (a second read settles them).
+    #[test]
+    fn logged_pieces_replay_to_the_sequential_sums() {
+        // Values whose running sum drifts from the exact one.
+        let values: Vec<(usize, i64)> = (0..20_000u64)
+            .map(|k| {
+                (
+                    (k * 7 % 5) as usize,
+                    ((k * 2_654_435_761) % 1_000_003) as i64,
+                )
+            })
+            .collect();
+        let labels = ["a", "bb", "c", "dd", "e"];
+        let mut one = Groups::default();
+        for (k, &(g, us)) in values.iter().enumerate() {
+            one.add(labels[g], us as f64 * 1e-6, Some(us), at(0, k as u64));
+        }
+        let cut = |budget: usize| -> Groups {
+            let template = Groups::logging(LogBudget::new(budget));
+            let mut files = Vec::new();
+            for (f, file) in values.chunks(7_000).enumerate() {
+                let mut acc = template.fresh_at(f == 0);
+                for (p, piece) in file.chunks(2_000).enumerate() {
+                    let mut g = acc.fresh_at(p == 0);
+                    for &(l, us) in piece {
+                        g.add_stable(labels[l], us as f64 * 1e-6, Some(us), at(f as u32, 0));
+                    }
+                    acc.merge(g);
+                }
+                files.push(acc);
+            }
+            let mut all = Groups::default();
+            for f in files {
+                all.merge(f);
+            }
+            all
+        };
+        let pieces = cut(LOG_BUDGET);
+        assert!(one.total.exact && pieces.total.exact);
+        assert_eq!(pieces.total.sum.to_bits(), one.total.sum.to_bits());
+        assert_eq!(pieces.total.n, one.total.n);
+        let mut drifted = 0;
+        for l in labels {
+            let (a, b) = (&one.map[l], &pieces.map[l]);
+            assert!(b.seq.exact, "{l}");
+            assert_eq!(
+                (b.seq.sum.to_bits(), b.seq.n),
+                (a.seq.sum.to_bits(), a.seq.n),
+                "{l}"
+            );
+            assert_eq!((b.calls, b.sum()), (a.calls, a.sum()), "{l}");
+            drifted += usize::from(a.seq.sum != a.sum_us as f64 * 1e-6);
+        }
+        // The case is one where order matters: summed any other way, the
+        // doubles differ.
+        assert!(drifted > 0);
+        // A budget too small for the logs: the sums are known not exact.
+        let short = cut(1_000);
+        assert!(!short.total.exact);
+        assert_eq!(short.total.n, one.total.n);
+        assert_eq!(short.map["a"].sum(), one.map["a"].sum());
     }
 }

@@ -13,7 +13,7 @@ use tracelab_trace::{
     open_counted, Diagnostics, LineKinds, ReadOptions, ReadSummary, Reader, Source, Timeline,
 };
 
-use crate::aggregate::{at, Groups, Resolve};
+use crate::aggregate::{at, Groups, LogBudget, Resolve, LOG_BUDGET};
 use crate::error::QueryError;
 use crate::query::{NameCache, Query};
 use crate::question::Question;
@@ -82,6 +82,10 @@ pub struct Outcome {
     /// Call names that passed the filter (only with `--verbose`).
     pub matched_names: BTreeSet<String>,
     pub query: Query,
+    /// Times the inputs were read: 2 when a figure at a rounding tie
+    /// needed values the first reading could not keep (see
+    /// [`crate::aggregate::LOG_BUDGET`]).
+    pub reads: u32,
 }
 
 impl Outcome {
@@ -153,6 +157,7 @@ pub fn profile(
         )
     };
     let mut report = build(std::mem::take(&mut first.groups));
+    let mut reads = 1;
     // A figure at a rounding tie the pieces could not settle: read again,
     // keeping every value of the groups it depends on. Standard input
     // cannot be read twice: its figures stay as the pieces gave them.
@@ -160,6 +165,7 @@ pub fn profile(
         let resolve = Arc::new(std::mem::take(&mut report.resolve));
         let second = gather(opts, inputs, (&query, &read_opts), None, Some(resolve));
         report = build(second.groups);
+        reads = 2;
     }
     let Gathered {
         files,
@@ -173,6 +179,7 @@ pub fn profile(
         matched,
         matched_names: names,
         query,
+        reads,
     })
 }
 
@@ -187,7 +194,7 @@ fn gather(
 ) -> Gathered {
     let template = match resolve {
         Some(r) => Groups::resolving(r),
-        None => Groups::default(),
+        None => Groups::logging(LogBudget::new(LOG_BUDGET)),
     };
     let jobs = match opts.jobs {
         0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
@@ -218,7 +225,9 @@ fn gather(
                     loop {
                         let i = next.fetch_add(1, Ordering::Relaxed);
                         let Some(input) = inputs.get(i) else { break };
-                        let mut groups = template.fresh();
+                        // The first file's sums begin the input; later
+                        // files' log their values for the merge.
+                        let mut groups = template.fresh_at(i == 0);
                         let out = profile_file(
                             i as u32,
                             input,
@@ -382,7 +391,7 @@ fn profile_file(
     let (pieces, summary) = match Reader::new(read_opts.clone()).read_split(
         file,
         parts,
-        || Piece::new(groups.fresh()),
+        |i| Piece::new(groups.fresh_at(i == 0)),
         on_call,
     ) {
         Ok(r) => r,

@@ -318,7 +318,7 @@ fn list_in_pieces(file: &str, parts: usize, min_split: u64) -> Result<Listing, T
         min_split,
         ..ReadOptions::default()
     });
-    let (pieces, summary) = reader.read_split(trace, parts, Piece::default, Piece::see)?;
+    let (pieces, summary) = reader.read_split(trace, parts, |_| Piece::default(), Piece::see)?;
     let mut chain = Chain::default();
     let mut facts = HeaderFacts::default();
     let mut values: [Option<String>; 5] = Default::default();

@@ -384,8 +384,8 @@ impl Reader {
     }
 
     /// Reads `file` in up to `parts` pieces on as many threads, each piece
-    /// with its own consumer state made by `new_state`; returns the states
-    /// in file order. A file that cannot be split is read whole, with one
+    /// with its own consumer state made by `new_state` (given the piece's
+    /// index in file order); returns the states in file order. A file that cannot be split is read whole, with one
     /// state.
     ///
     /// Pieces start after a `=====================` separator, where the
@@ -404,11 +404,11 @@ impl Reader {
     ) -> Result<(Vec<S>, ReadSummary), ReadError>
     where
         S: Send,
-        N: Fn() -> S + Sync,
+        N: Fn(usize) -> S + Sync,
         F: Fn(&mut S, &Call<'_>) + Sync,
     {
         if parts < 2 || !self.can_split(&file) {
-            let mut state = new_state();
+            let mut state = new_state(0);
             let summary = self.read(file, |c| on_call(&mut state, c))?;
             return Ok((vec![state], summary));
         }
@@ -475,7 +475,7 @@ impl Reader {
             if depmin.is_some() {
                 piece_opts.depmin = depmin;
             }
-            let mut state = new_state();
+            let mut state = new_state(i);
             let (first_line, cursors) = starts[i].clone();
             let mut run = Run::new(&piece_opts, &name, cursors);
             let mut lines = range(

@@ -65,9 +65,12 @@ fn pieces_read_like_the_whole() {
         let mut reader = Reader::new(ReadOptions::default());
         assert!(reader.can_split(&file));
         let (states, summary) = reader
-            .read_split(file, parts, Vec::new, |v: &mut Vec<Seen>, c| {
-                v.push(seen(c))
-            })
+            .read_split(
+                file,
+                parts,
+                |_| Vec::new(),
+                |v: &mut Vec<Seen>, c| v.push(seen(c)),
+            )
             .unwrap();
         assert!(states.len() > 1, "{parts} parts were made");
         let pieced: Vec<Seen> = states.into_iter().flatten().collect();
@@ -89,7 +92,7 @@ fn pieces_read_like_the_whole() {
         .read_split(
             file,
             4,
-            Vec::new,
+            |_| Vec::new(),
             |v: &mut Vec<(u64, u64, String, i64)>, c| {
                 v.push((c.offset, c.line, c.name.to_string(), c.af_us()))
             },
@@ -142,7 +145,12 @@ fn pieces_that_guess_depmin_wrong_are_read_again() {
     .unwrap();
     let file = open(&Source::Path(path.clone())).unwrap();
     let (states, summary) = Reader::new(ReadOptions::default())
-        .read_split(file, 4, Vec::new, |v: &mut Vec<Seen>, c| v.push(seen(c)))
+        .read_split(
+            file,
+            4,
+            |_| Vec::new(),
+            |v: &mut Vec<Seen>, c| v.push(seen(c)),
+        )
         .unwrap();
     assert!(states.len() > 1);
     let pieced: Vec<Seen> = states.into_iter().flatten().collect();
