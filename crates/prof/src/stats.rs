@@ -187,7 +187,8 @@ pub struct P10 {
 
 impl P10 {
     /// The bucket of a duration, as mrskew's p10.rc puts it: seconds are
-    /// µs × 1e-6 (so 100 µs falls in 10–100 µs, reference §F.3).
+    /// µs × 1e-6 (so 100 µs, 100 × 1e-6 = 9.99...e-5 as a double, falls
+    /// in 10–100 µs, as in mrskew's published p10 tables).
     #[inline]
     pub fn bucket(us: i64) -> usize {
         let s = us as f64 * 1e-6;

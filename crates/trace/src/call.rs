@@ -312,7 +312,8 @@ pub struct Call<'a> {
 
 impl Call<'_> {
     /// mrskew's accounted-for duration in microseconds: a database call's
-    /// CPU `c`, a WAIT's `ela` (reference §A.7).
+    /// CPU `c`, a WAIT's `ela` (mrskew's `$af`:
+    /// `c` for a dbcall, `ela` for a syscall).
     pub fn af_us(&self) -> i64 {
         match self.kind {
             CallKind::Line => 0,
@@ -342,7 +343,8 @@ impl Call<'_> {
 
     /// The wall clock (microseconds since 1970, local time) at `tim`, a
     /// value of the trace's `tim` clock, through the latest `***` timestamp
-    /// (reference §C.2); `tim_unit_us` is microseconds per `tim` unit.
+    /// (a `*** YYYY-MM-DD hh:mm:ss.ffffff` line pairs a wall-clock time
+    /// with the `tim` of the lines after it); `tim_unit_us` is microseconds per `tim` unit.
     pub fn wall_us(&self, tim: i64, tim_unit_us: f64) -> Option<i64> {
         let w = self.wall?;
         let delta = (tim - w.tim) as f64 * tim_unit_us;

@@ -1,6 +1,6 @@
 //! The trace state machine: lines in, [`Call`]s out.
 //!
-//! States (reference §C.15): normal lines; the SQL text of a PARSING IN
+//! States, as in every 10046 reader: normal lines; the SQL text of a PARSING IN
 //! CURSOR (until `END OF STMT`); a BINDS block (lines that start with a
 //! space); the text after PARSE ERROR (until the next recognised line).
 

@@ -1,5 +1,6 @@
 //! A mock host for the tests: the variable names of mrskew's expression
-//! language (reference §A.5) and a record to evaluate against.
+//! language (`$af`, `$e`, `$c`, `$nam`, `$sqlid`, ... as mrskew's manual
+//! names them) and a record to evaluate against.
 
 #![allow(dead_code)]
 
