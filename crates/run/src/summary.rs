@@ -405,8 +405,8 @@ impl Summary {
     pub fn text(&self) -> String {
         let l = &self.latency_us;
         let mut t = format!(
-            "sessions: {}\nruntime: {:.3} s\ntransactions: {}\nexecutions: {}\ntps: {:.1}\nlatency (µs): p50 {}  p90 {}  p99 {}  p99.9 {}  max {}\nerrors: {}\n",
-            self.sessions, self.runtime_s, self.transactions, self.executions, self.tps, l.p50, l.p90, l.p99, l.p99_9, l.max, self.errors
+            "sessions: {}\nruntime: {:.3} s\ntransactions: {}\nexecutions: {}\ntps: {:.1}\nlatency (µs): p50 {}  p90 {}  p99 {}  p99.9 {}  max {}\n",
+            self.sessions, self.runtime_s, self.transactions, self.executions, self.tps, l.p50, l.p90, l.p99, l.p99_9, l.max
         );
         // Transactions of several calls (BEGIN ... COMMIT): their own
         // latency and their COMMIT's, which the statements' leaves out.
@@ -422,6 +422,7 @@ impl Summary {
                 ));
             }
         }
+        t.push_str(&format!("errors: {}\n", self.errors));
         if let Some(l) = &self.schedule_lag_us {
             t.push_str(&format!(
                 "schedule lag (µs): p50 {}  p90 {}  p99 {}  p99.9 {}  max {}\n",
