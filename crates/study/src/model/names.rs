@@ -302,4 +302,49 @@ columns = [{ name = "r", label = "r", expr = "EXPR" }]
                 .unwrap_or_else(|e| panic!("{name}: {e}"));
         }
     }
+
+    #[test]
+    fn docs_define_every_fixed_measurement_name() {
+        // docs/study.md's Measurements table says what each name times;
+        // a name added in the code without a row there fails here.
+        let doc = include_str!("../../../../docs/study.md");
+        let table = doc
+            .split("### Measurements")
+            .nth(1)
+            .and_then(|t| t.split("\n## ").next())
+            .expect("docs/study.md has a Measurements section");
+        let mut names: Vec<String> = super::RUN_FIGURES
+            .iter()
+            .chain(&super::TX_FIGURES)
+            .chain(&super::COUNTERS)
+            .chain(&super::SERVER_TRACE)
+            .chain(&crate::model::proxy::MEASUREMENTS)
+            .map(|n| n.to_string())
+            .collect();
+        names.extend(crate::model::result_cache::measurement_names());
+        names.extend(
+            [
+                "backend_cpu_ms",
+                "syscalls",
+                "syscall_errors",
+                "syscall_seconds",
+                "client_syscalls",
+                "server_log_bytes",
+                "server_log_lines",
+                "trace_bytes",
+                "server_processes",
+                "preload_processes",
+                "proxy_trace_bytes",
+            ]
+            .map(String::from),
+        );
+        let missing: Vec<&String> = names
+            .iter()
+            .filter(|n| !table.contains(&format!("`{n}`")))
+            .collect();
+        assert!(
+            missing.is_empty(),
+            "not in docs/study.md's Measurements: {missing:?}"
+        );
+    }
 }
