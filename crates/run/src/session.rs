@@ -858,6 +858,9 @@ struct Call {
     through_cache: bool,
 }
 
+/// The session on its connection: its settings, its statements prepared,
+/// the loop of calls (`Session::work`), a batch left open ended, and its
+/// end (`Session::finish`).
 async fn drive<C: Conn>(
     conn: C,
     env: Env<'_>,
