@@ -28,7 +28,7 @@ pub use clock::Timer;
 pub use error::RunError;
 pub use invalidate::setup_sql as result_cache_setup_sql;
 pub use live::Second;
-pub use summary::{Bucket, Latency, SessionSummary, StatementSummary, Summary};
+pub use summary::{Bucket, Counted, Latency, SessionSummary, StatementSummary, Summary};
 pub use tracelab_engine::sql::{
     cast_placeholders, inline_binds, placeholder_count, postgres_placeholders,
 };

@@ -23,7 +23,22 @@ pub fn html(summary: &Summary, what: &str) -> String {
         summary.sessions, summary.runtime_s, summary.transactions, summary.executions, summary.tps, summary.errors
     );
     b.push_str("<h2>Latency (µs)</h2>\n<table>\n<tr><th></th><th class=\"n\">p50</th><th class=\"n\">p90</th><th class=\"n\">p99</th><th class=\"n\">p99.9</th><th class=\"n\">max</th></tr>\n");
-    latency_row(&mut b, "all calls", &summary.latency_us);
+    latency_row(&mut b, "all statements", &summary.latency_us);
+    // Transactions of several calls: their own latency (BEGIN to the end
+    // of COMMIT) and their COMMIT's, which the statements' leaves out.
+    let (tx, commit) = (&summary.transaction_latency_us, &summary.commit_latency_us);
+    if commit.count > 0 {
+        latency_row(
+            &mut b,
+            &format!("transactions, BEGIN to end of COMMIT ({})", tx.count),
+            &tx.latency,
+        );
+        latency_row(
+            &mut b,
+            &format!("COMMIT calls ({})", commit.count),
+            &commit.latency,
+        );
+    }
     if let Some(l) = &summary.schedule_lag_us {
         latency_row(&mut b, "schedule lag", l);
     }

@@ -45,6 +45,16 @@ enum Plan {
     },
 }
 
+impl Plan {
+    /// The engine's handle of the statement prepared (a cursor's DECLARE).
+    fn handle(&self) -> usize {
+        match self {
+            Plan::Whole(h) => *h,
+            Plan::Cursor { declare, .. } => *declare,
+        }
+    }
+}
+
 /// A session between its connection and its end.
 struct Session<C> {
     conn: C,
@@ -340,7 +350,8 @@ impl<C: Conn> Session<C> {
 
     /// Sends BEGIN, COMMIT or ROLLBACK; traced as an EXEC of its own
     /// cursor, a commit or rollback preceded by XCTEND as Oracle writes it.
-    async fn control(&mut self, sql: &'static str) -> Result<(), DbError> {
+    /// Returns when the call started and ended.
+    async fn control(&mut self, sql: &'static str) -> Result<(i64, i64), DbError> {
         let (cursor, slot) = if sql == "BEGIN" {
             (CURSOR_BEGIN, 0)
         } else {
@@ -368,7 +379,7 @@ impl<C: Conn> Session<C> {
             let _ = t.exec(cursor, times);
             trace_error(t, cursor, &r.result, r.end);
         }
-        r.result
+        r.result.map(|()| (r.start, r.end))
     }
 
     /// Executes statement `cursor` by its plan: BINDS and EXEC, then one
@@ -652,6 +663,15 @@ impl SessionSummary {
         let _ = counts.latency.record(latency.max(1) as u64);
     }
 
+    /// A transaction is counted: it began at `tx_start` (its BEGIN's
+    /// start) and the call that ended it (its COMMIT) ran from `start` to
+    /// `end`; the latency of both is recorded.
+    fn committed(&mut self, tx_start: i64, (start, end): (i64, i64)) {
+        self.transactions += 1;
+        let _ = self.tx_latency.record((end - tx_start).max(1) as u64);
+        let _ = self.commit_latency.record((end - start).max(1) as u64);
+    }
+
     /// Statement `k` (`sql`, with bind row `row_no`) failed with `e`:
     /// ignored (`--ignore-errors`), or counted and said.
     fn failed_call(
@@ -755,6 +775,92 @@ fn is_query(sql: &str) -> bool {
     matches!(word.as_str(), "select" | "with" | "values" | "table")
 }
 
+/// What a session's loop works with, fixed once it is connected and has
+/// prepared its statements.
+struct Work<'a> {
+    index: usize,
+    opts: &'a RunOptions,
+    w: &'a Workload,
+    clock: Clock,
+    live: &'a Live,
+    worker: usize,
+    cache: Option<&'a ResultCache>,
+    /// What each statement is to the result cache, by its text.
+    candidates: Vec<Candidate>,
+    plans: Vec<Plan>,
+    /// COMMIT, or ROLLBACK with `--rollback`: how a transaction ends.
+    end_sql: &'static str,
+    /// With `--runtime`: when the session stops, µs on the run's clock.
+    deadline: Option<i64>,
+    /// With `--rate`: this session's share of it.
+    rate: Option<f64>,
+    /// Think time or a rate: the session waits between calls.
+    paced: bool,
+}
+
+impl Work<'_> {
+    /// Whether statement `k` runs in a transaction of its own that the
+    /// session opens and ends around it: a cursor lives in a transaction,
+    /// so in autocommit each cursor query gets one, as psql's FETCH_COUNT
+    /// does.
+    fn wrapped(&self, k: usize) -> bool {
+        self.opts.per_commit == 0 && matches!(self.plans[k], Plan::Cursor { .. })
+    }
+}
+
+/// What a session's loop carries from one call to the next.
+struct Walk {
+    rng: fastrand::Rng,
+    /// Per statement, the position of its next bind row in its walk.
+    next_row: Vec<usize>,
+    /// With shuffled binds each session walks its own random order of the
+    /// rows, so that sessions do not run the same values in lockstep: an
+    /// order computed row by row, not a copy per session (crate::binds).
+    orders: Vec<Option<Shuffle>>,
+    /// With `--rate`: when the latest call was due.
+    intended: i64,
+    pacer: Option<crate::pace::Pacer>,
+    /// Statements done in the open transaction (`--tx-per-commit`).
+    in_batch: u64,
+    /// When the open transaction's BEGIN started.
+    tx_start: i64,
+    /// Turns of the loop: the statement picked follows it.
+    turn: u64,
+    /// End of the latest cache hit (hits leave `last_end` alone: they are
+    /// not calls to the server).
+    hit_end: i64,
+    /// Names of tables this session's open transaction wrote (None: none):
+    /// its queries bypass the cache until it ends.
+    written: Option<Vec<String>>,
+}
+
+impl Walk {
+    /// The bind row at position `n` of statement `k`'s walk.
+    fn row_at(&self, w: &Workload, k: usize, n: usize) -> usize {
+        let n = n % w.statements[k].binds.len().max(1);
+        self.orders[k].as_ref().map_or(n, |s| s.at(n))
+    }
+}
+
+/// One statement's call as the loop made it.
+struct Call {
+    k: usize,
+    /// Its position in the statement's walk of bind rows.
+    bind_row: usize,
+    /// When it was due (`--rate`).
+    due: Option<i64>,
+    /// In a transaction of its own (see `Work::wrapped`).
+    wrapped: bool,
+    /// When the loop took it up: a cache hit's and a wrapped query's
+    /// latency count from here.
+    began: i64,
+    /// It went through the result cache.
+    through_cache: bool,
+}
+
+/// The session on its connection: its settings, its statements prepared,
+/// the loop of calls (`Session::work`), a batch left open ended, and its
+/// end (`Session::finish`).
 async fn drive<C: Conn>(
     conn: C,
     env: Env<'_>,
@@ -801,9 +907,6 @@ async fn drive<C: Conn>(
         .iter()
         .map(|st| cache::candidate(&st.sql, is_query(&st.sql)))
         .collect();
-    // Names of tables this session's open transaction wrote (None: none):
-    // its queries bypass the cache until it ends.
-    let mut written: Option<Vec<String>> = None;
     let session_start = clock.now();
     ss.last_end = session_start;
     // Every statement prepared once; its trace cursor is its position + 1.
@@ -811,9 +914,6 @@ async fn drive<C: Conn>(
         ss.conn.close().await;
         return ss.s;
     };
-    // A cursor lives in a transaction: in autocommit, each cursor query
-    // gets one of its own, as psql's FETCH_COUNT does.
-    let wrap = |plan: &Plan| opts.per_commit == 0 && matches!(plan, Plan::Cursor { .. });
     if opts.connect == ConnectMode::Tsunami {
         // Every session connected and prepared: all start at once.
         arrival.arrive();
@@ -822,11 +922,6 @@ async fn drive<C: Conn>(
         }
     }
     let mut rng = fastrand::Rng::with_seed(0x7ace_1ab0 + index as u64);
-    // Each statement walks its own bind rows.
-    let mut next_row = vec![0usize; w.statements.len()];
-    // With shuffled binds each session walks its own random order of the
-    // rows, so that sessions do not run the same values in lockstep: an
-    // order computed row by row, not a copy per session (crate::binds).
     let orders: Vec<Option<Shuffle>> = w
         .statements
         .iter()
@@ -835,11 +930,6 @@ async fn drive<C: Conn>(
                 .then(|| Shuffle::new(st.binds.len(), &mut rng))
         })
         .collect();
-    // The row at position `n` of statement `k`'s walk.
-    let row_at = |k: usize, n: usize| {
-        let n = n % w.statements[k].binds.len().max(1);
-        orders[k].as_ref().map_or(n, |s| s.at(n))
-    };
     ss.s.statements = w
         .statements
         .iter()
@@ -851,253 +941,340 @@ async fn drive<C: Conn>(
     } else {
         session_start
     };
-    let deadline = match opts.stop {
-        Stop::Runtime(d) => Some(own_start + d.as_micros() as i64),
-        Stop::Transactions(_) => None,
-    };
-    let end_sql = if opts.rollback { "ROLLBACK" } else { "COMMIT" };
-    let per_session_rate = opts
+    let rate = opts
         .rate
         .map(|r| r / opts.sessions as f64)
         .filter(|r| *r > 0.0);
-    let mut intended = own_start;
-    let mut pacer = per_session_rate.map(|_| crate::pace::Pacer::new());
-    let mut in_batch = 0u64;
-    let mut i = 0usize;
-    let mut values: Vec<Option<&str>> = Vec::new();
-    let paced = !opts.exe_delay.is_zero() || per_session_rate.is_some();
-    // End of the latest cache hit (hits leave `last_end` alone: they are
-    // not calls to the server).
-    let mut hit_end = 0i64;
-    loop {
-        // Flat out, the end of the latest call is "now" closely enough:
-        // one clock read per call saved (they add up at 80,000 calls/s).
-        let now = if paced {
-            clock.now()
-        } else {
-            ss.last_end.max(hit_end)
-        };
-        if ss.s.done(opts, deadline, now) {
-            break;
+    let work = Work {
+        index,
+        opts,
+        w,
+        clock,
+        live,
+        worker,
+        cache,
+        candidates,
+        plans,
+        end_sql: if opts.rollback { "ROLLBACK" } else { "COMMIT" },
+        deadline: match opts.stop {
+            Stop::Runtime(d) => Some(own_start + d.as_micros() as i64),
+            Stop::Transactions(_) => None,
+        },
+        rate,
+        paced: !opts.exe_delay.is_zero() || rate.is_some(),
+    };
+    let mut walk = Walk {
+        rng,
+        next_row: vec![0usize; w.statements.len()],
+        orders,
+        intended: own_start,
+        pacer: rate.map(|_| crate::pace::Pacer::new()),
+        in_batch: 0,
+        tx_start: 0,
+        turn: 0,
+        hit_end: 0,
+        written: None,
+    };
+    ss.work(&work, &mut walk).await;
+    // A batch left open at the end is ended the way batches end.
+    if opts.per_commit > 0 && walk.in_batch > 0 && !ss.conn.is_closed() {
+        if let Ok(call) = ss.control(work.end_sql).await {
+            ss.s.committed(walk.tx_start, call);
         }
-        if opts.per_commit > 0 && in_batch == 0 {
-            if let Err(e) = ss.control("BEGIN").await {
-                ss.s.error(&e.code, e.message);
-                live.errors.fetch_add(1, Ordering::Relaxed);
-                if ss.lost() {
+    }
+    // Cache hits count: they are the session's work too.
+    ss.s.elapsed_us = ss.last_end.max(walk.hit_end) - session_start;
+    ss.finish(opts, live, paused, trace_path).await
+}
+
+/// The session's loop: a call after another until told to stop.
+impl<C: Conn> Session<C> {
+    async fn work<'a>(&mut self, work: &Work<'a>, walk: &mut Walk) {
+        let (opts, live) = (work.opts, work.live);
+        let mut values: Vec<Option<&'a str>> = Vec::new();
+        loop {
+            // Flat out, the end of the latest call is "now" closely enough:
+            // one clock read per call saved (they add up at 80,000 calls/s).
+            let now = if work.paced {
+                work.clock.now()
+            } else {
+                self.last_end.max(walk.hit_end)
+            };
+            if self.s.done(opts, work.deadline, now) {
+                break;
+            }
+            if opts.per_commit > 0 && walk.in_batch == 0 {
+                match self.control("BEGIN").await {
+                    Ok((start, _)) => walk.tx_start = start,
+                    Err(e) => {
+                        self.s.error(&e.code, e.message);
+                        live.errors.fetch_add(1, Ordering::Relaxed);
+                        if self.lost() {
+                            break;
+                        }
+                        continue;
+                    }
+                }
+            }
+            // With --rate, calls arrive as a Poisson process: the next one is
+            // due an exponential gap after the previous one was due, and its
+            // latency counts from when it was due (pgbench's -R), so a driver
+            // that falls behind shows it.
+            let due = match (work.rate, walk.pacer.as_mut()) {
+                (Some(rate), Some(pacer)) => {
+                    walk.intended += (-(1.0 - walk.rng.f64()).ln() / rate * 1e6) as i64;
+                    pacer.sleep_until(&work.clock, walk.intended).await;
+                    Some(walk.intended)
+                }
+                _ => None,
+            };
+            let k = work.w.pick(walk.turn, &mut walk.rng);
+            let st = &work.w.statements[k];
+            let bind_row = walk.next_row[k];
+            walk.next_row[k] += 1;
+            values.clear();
+            if !st.binds.is_empty() {
+                values.extend(st.binds.row(walk.row_at(work.w, k, bind_row)));
+            }
+            let wrapped = work.wrapped(k);
+            let mut call = Call {
+                k,
+                bind_row,
+                due,
+                wrapped,
+                // Only a cache hit and a wrapped cursor query count their
+                // latency from here; a plain call from its own round trip's
+                // start.
+                began: if wrapped || work.cache.is_some() {
+                    work.clock.now()
+                } else {
+                    0
+                },
+                through_cache: false,
+            };
+            let r = self.make_call(work, walk, &mut call, &values).await;
+            let r = self.retry_stale(work, &call, &values, r).await;
+            if !self.tally(work, walk, &call, r).await {
+                break;
+            }
+            if opts.per_commit > 0 && walk.in_batch >= opts.per_commit {
+                match self.control(work.end_sql).await {
+                    Ok(ended) => self.s.committed(walk.tx_start, ended),
+                    Err(e) => {
+                        self.s.error(&e.code, e.message);
+                        live.errors.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+                walk.in_batch = 0;
+                end_of_transaction(work.cache, &mut walk.written);
+                if self.lost() {
                     break;
                 }
-                continue;
+            }
+            walk.turn += 1;
+            if !opts.exe_delay.is_zero() {
+                tokio::time::sleep(opts.exe_delay).await;
             }
         }
-        // With --rate, calls arrive as a Poisson process: the next one is
-        // due an exponential gap after the previous one was due, and its
-        // latency counts from when it was due (pgbench's -R), so a driver
-        // that falls behind shows it.
-        let due = match (per_session_rate, pacer.as_mut()) {
-            (Some(rate), Some(pacer)) => {
-                intended += (-(1.0 - rng.f64()).ln() / rate * 1e6) as i64;
-                pacer.sleep_until(&clock, intended).await;
-                Some(intended)
-            }
-            _ => None,
-        };
-        let k = w.pick(i as u64, &mut rng);
-        let st = &w.statements[k];
+    }
+
+    /// Makes `call`: through the result cache (a hit, or a miss that
+    /// brings the rows), or to the server by the statement's plan (in a
+    /// transaction of its own when wrapped). Returns when it started and
+    /// ended.
+    async fn make_call(
+        &mut self,
+        work: &Work<'_>,
+        walk: &mut Walk,
+        call: &mut Call,
+        values: &[Option<&str>],
+    ) -> Result<(i64, i64), DbError> {
+        let (opts, k) = (work.opts, call.k);
+        let st = &work.w.statements[k];
         let cursor = k as u64 + 1;
-        let bind_row = next_row[k];
-        next_row[k] += 1;
-        values.clear();
-        if !st.binds.is_empty() {
-            values.extend(st.binds.row(row_at(k, bind_row)));
-        }
-        let wrapped = wrap(&plans[k]);
-        // Only a cache hit and a wrapped cursor query count their latency
-        // from here; a plain call from its own round trip's start.
-        let began = if wrapped || cache.is_some() {
-            clock.now()
-        } else {
-            0
-        };
-        let mut r: Result<(i64, i64), DbError>;
         // A query the cache may take goes through it; one it may not
         // (now: the channel decides, see crate::resolve) still brings its
         // rows, for `on_result`.
-        let cached = match (cache, &plans[k]) {
-            (Some(c), &Plan::Whole(h)) if candidates[k] == Candidate::Query => {
+        let cached = match (work.cache, &work.plans[k]) {
+            (Some(c), &Plan::Whole(h)) if work.candidates[k] == Candidate::Query => {
                 Some((c, c.plan(k), h))
             }
             _ => None,
         };
-        let through_cache = cached.is_some();
+        call.through_cache = cached.is_some();
         if let Some((c, plan, handle)) = cached {
             // A hit costs no round trip and leaves no trace: the trace
             // shows only what reached the server.
-            let key = cache::key(&st.sql, &values, &opts.settings);
+            let key = cache::key(&st.sql, values, &opts.settings);
             // The session's open transaction wrote: it must see its own
             // change, which no one else may see yet.
-            let bypass = written.is_some();
+            let bypass = walk.written.is_some();
             // Results are kept and served only while the invalidation
             // channel vouches for freshness.
-            let serving = plan.is_some() && c.serving(began) && !bypass;
+            let serving = plan.is_some() && c.serving(call.began) && !bypass;
             let hit = if serving { c.find(&key) } else { None };
-            r = match hit {
-                Some(rows) => {
-                    seen(opts, index, cursor, &values, &rows, true);
-                    let end = clock.now();
-                    hit_end = end;
-                    // A hit awaits nothing: yield, or a session serving
-                    // itself from memory would starve the others of its
-                    // thread (and their connections' I/O).
-                    tokio::task::yield_now().await;
-                    Ok((began, end))
-                }
-                None => {
-                    let before = plan
-                        .as_ref()
-                        .map(|(state, tables)| state.generations(tables));
-                    match ss.execute_rows(cursor, handle, &values).await {
-                        Ok((start, end, rows)) => {
-                            seen(opts, index, cursor, &values, &rows, false);
-                            if let (true, Some((state, tables)), Some(before)) =
-                                (serving, plan, before)
-                            {
-                                c.create(key, rows, &state, tables, &before);
-                            }
-                            Ok((start, end))
-                        }
-                        Err(e) => Err(e),
-                    }
-                }
-            };
+            if let Some(rows) = hit {
+                seen(opts, work.index, cursor, values, &rows, true);
+                let end = work.clock.now();
+                walk.hit_end = end;
+                // A hit awaits nothing: yield, or a session serving
+                // itself from memory would starve the others of its
+                // thread (and their connections' I/O).
+                tokio::task::yield_now().await;
+                return Ok((call.began, end));
+            }
+            let before = plan
+                .as_ref()
+                .map(|(state, tables)| state.generations(tables));
+            let (start, end, rows) = self.execute_rows(cursor, handle, values).await?;
+            seen(opts, work.index, cursor, values, &rows, false);
+            if let (true, Some((state, tables)), Some(before)) = (serving, plan, before) {
+                c.create(key, rows, &state, tables, &before);
+            }
+            return Ok((start, end));
+        }
+        let mut r = if call.wrapped {
+            self.control("BEGIN").await.map(|_| (0, 0))
         } else {
-            r = if wrapped {
-                ss.control("BEGIN").await.map(|()| (0, 0))
-            } else {
-                Ok((0, 0))
-            };
-            if r.is_ok() {
-                r = ss
-                    .execute(cursor, &plans[k], &values, opts.fetch_size)
-                    .await;
-            }
-            if wrapped {
-                r = match r {
-                    Ok((start, _)) => ss.control(end_sql).await.map(|()| (start, ss.last_end)),
-                    Err(e) => {
-                        let _ = ss.control("ROLLBACK").await;
-                        Err(e)
-                    }
-                };
-            }
-            // A session's own change invalidates at once (DDL: every
-            // entry); in an open transaction its queries bypass the cache.
-            if let (Ok(_), Candidate::Write { ddl, names }, Some(c)) = (&r, &candidates[k], cache) {
-                if *ddl {
-                    c.invalidate_all();
-                } else {
-                    c.invalidate_names(names);
-                }
-                if opts.per_commit > 0 {
-                    written
-                        .get_or_insert_with(Vec::new)
-                        .extend(names.iter().cloned());
-                }
-            }
-        }
-        // A plan gone stale (a column's type altered during the run):
-        // prepared again, as JDBC does. In autocommit the call is made
-        // again, once, and its latency counts from the failed attempt; in
-        // a transaction (aborted by the error) it counts as an error, and
-        // the statement is prepared again after the rollback, below.
-        let handle = match &plans[k] {
-            Plan::Whole(h) => *h,
-            Plan::Cursor { declare, .. } => *declare,
+            Ok((0, 0))
         };
-        let mut stale = ss.stale.take().filter(|_| r.is_err());
-        if let Some(first_start) = stale.filter(|_| opts.per_commit == 0 && !wrapped) {
-            stale = None;
-            if ss.reprepare(cursor, handle, &st.sql).await.is_ok() {
-                r = if through_cache {
-                    ss.execute_rows(cursor, handle, &values)
-                        .await
-                        .map(|(_, end, rows)| {
-                            seen(opts, index, cursor, &values, &rows, false);
-                            (first_start, end)
-                        })
-                } else {
-                    ss.execute(cursor, &plans[k], &values, opts.fetch_size)
-                        .await
-                        .map(|(_, end)| (first_start, end))
-                };
-                ss.stale = None;
+        if r.is_ok() {
+            r = self
+                .execute(cursor, &work.plans[k], values, opts.fetch_size)
+                .await;
+        }
+        if call.wrapped {
+            r = match r {
+                Ok((start, _)) => self.control(work.end_sql).await.map(|ended| {
+                    // Counted as a transaction, with its COMMIT, if the
+                    // call stands (see `tally`).
+                    let _ = self
+                        .s
+                        .commit_latency
+                        .record((ended.1 - ended.0).max(1) as u64);
+                    (start, ended.1)
+                }),
+                Err(e) => {
+                    let _ = self.control("ROLLBACK").await;
+                    Err(e)
+                }
+            };
+        }
+        // A session's own change invalidates at once (DDL: every entry);
+        // in an open transaction its queries bypass the cache.
+        if let (Ok(_), Candidate::Write { ddl, names }, Some(c)) =
+            (&r, &work.candidates[k], work.cache)
+        {
+            if *ddl {
+                c.invalidate_all();
+            } else {
+                c.invalidate_names(names);
+            }
+            if opts.per_commit > 0 {
+                walk.written
+                    .get_or_insert_with(Vec::new)
+                    .extend(names.iter().cloned());
             }
         }
+        r
+    }
+
+    /// A plan gone stale (a column's type altered during the run):
+    /// prepared again, as JDBC does. In autocommit the call is made again,
+    /// once, and its latency counts from the failed attempt; in a
+    /// transaction (aborted by the error) it counts as an error, and the
+    /// statement is prepared again after the rollback (`tally`).
+    async fn retry_stale(
+        &mut self,
+        work: &Work<'_>,
+        call: &Call,
+        values: &[Option<&str>],
+        r: Result<(i64, i64), DbError>,
+    ) -> Result<(i64, i64), DbError> {
+        let Some(first_start) = self.stale.filter(|_| r.is_err()) else {
+            self.stale = None;
+            return r;
+        };
+        if work.opts.per_commit > 0 || call.wrapped {
+            return r;
+        }
+        self.stale = None;
+        let (k, st) = (call.k, &work.w.statements[call.k]);
+        let cursor = k as u64 + 1;
+        let handle = work.plans[k].handle();
+        if self.reprepare(cursor, handle, &st.sql).await.is_err() {
+            return r;
+        }
+        let again = if call.through_cache {
+            self.execute_rows(cursor, handle, values)
+                .await
+                .map(|(_, end, rows)| {
+                    seen(work.opts, work.index, cursor, values, &rows, false);
+                    (first_start, end)
+                })
+        } else {
+            self.execute(cursor, &work.plans[k], values, work.opts.fetch_size)
+                .await
+                .map(|(_, end)| (first_start, end))
+        };
+        self.stale = None;
+        again
+    }
+
+    /// Counts `call`'s outcome `r`: its latency, or its error (a
+    /// transaction aborted by it rolled back, a stale plan prepared
+    /// again). False when the connection is lost.
+    async fn tally(
+        &mut self,
+        work: &Work<'_>,
+        walk: &mut Walk,
+        call: &Call,
+        r: Result<(i64, i64), DbError>,
+    ) -> bool {
+        let (opts, live, k) = (work.opts, work.live, call.k);
         match r {
             Ok((start, end)) => {
-                let start = if wrapped { began } else { start };
-                let latency = end - due.unwrap_or(start);
-                ss.s.executed(k, start, latency, due);
-                live.record(worker, latency as u64);
+                let start = if call.wrapped { call.began } else { start };
+                let latency = end - call.due.unwrap_or(start);
+                self.s.executed(k, start, latency, call.due);
+                live.record(work.worker, latency as u64);
                 live.transactions.fetch_add(1, Ordering::Relaxed);
                 if opts.per_commit == 0 {
-                    ss.s.transactions += 1;
+                    // In autocommit the statement is the transaction.
+                    self.s.transactions += 1;
+                    let _ = self.s.tx_latency.record(latency.max(1) as u64);
                 } else {
-                    in_batch += 1;
+                    walk.in_batch += 1;
                 }
             }
             Err(e) => {
-                let row_no = row_at(k, bind_row) + 1;
-                ss.s.failed_call(opts, k, &e, &st.sql, row_no, live);
-                if ss.lost() {
-                    break;
+                let st = &work.w.statements[k];
+                // A stale plan left for after the rollback (`retry_stale`).
+                let stale = self.stale.take();
+                let row_no = walk.row_at(work.w, k, call.bind_row) + 1;
+                self.s.failed_call(opts, k, &e, &st.sql, row_no, live);
+                if self.lost() {
+                    return false;
                 }
                 if opts.per_commit > 0 {
                     // PostgreSQL aborts the transaction: end it and start
                     // the next batch afresh.
-                    let _ = ss.control("ROLLBACK").await;
-                    in_batch = 0;
-                    end_of_transaction(cache, &mut written);
+                    let _ = self.control("ROLLBACK").await;
+                    walk.in_batch = 0;
+                    end_of_transaction(work.cache, &mut walk.written);
                 }
                 if stale.is_some() {
                     // Outside the aborted transaction now.
-                    let _ = ss.reprepare(cursor, handle, &st.sql).await;
-                    if ss.lost() {
-                        break;
+                    let handle = work.plans[k].handle();
+                    let _ = self.reprepare(k as u64 + 1, handle, &st.sql).await;
+                    if self.lost() {
+                        return false;
                     }
                 }
             }
         }
-        if opts.per_commit > 0 && in_batch >= opts.per_commit {
-            match ss.control(end_sql).await {
-                Ok(()) => ss.s.transactions += 1,
-                Err(e) => {
-                    ss.s.error(&e.code, e.message);
-                    live.errors.fetch_add(1, Ordering::Relaxed);
-                }
-            }
-            in_batch = 0;
-            end_of_transaction(cache, &mut written);
-            if ss.lost() {
-                break;
-            }
-        }
-        i += 1;
-        if !opts.exe_delay.is_zero() {
-            tokio::time::sleep(opts.exe_delay).await;
-        }
+        true
     }
-    // A batch left open at the end is ended the way batches end.
-    if opts.per_commit > 0
-        && in_batch > 0
-        && !ss.conn.is_closed()
-        && ss.control(end_sql).await.is_ok()
-    {
-        ss.s.transactions += 1;
-    }
-    // Cache hits count: they are the session's work too.
-    ss.s.elapsed_us = ss.last_end.max(hit_end) - session_start;
-    ss.finish(opts, live, paused, trace_path).await
 }
 
 /// The session's client trace, `n`th of the run, with its header; a trace

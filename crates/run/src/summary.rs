@@ -31,6 +31,26 @@ impl Latency {
     }
 }
 
+/// The latency of the calls of one kind (whole transactions, COMMITs):
+/// how many there were, their mean and percentiles, µs.
+#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq)]
+pub struct Counted {
+    pub count: u64,
+    pub mean: f64,
+    #[serde(flatten)]
+    pub latency: Latency,
+}
+
+impl Counted {
+    fn of(h: &Histogram<u64>) -> Counted {
+        Counted {
+            count: h.len(),
+            mean: if h.is_empty() { 0.0 } else { h.mean() },
+            latency: Latency::of(h),
+        }
+    }
+}
+
 /// One session's counts.
 #[derive(Debug, Clone, Serialize)]
 pub struct SessionSummary {
@@ -61,6 +81,15 @@ pub struct SessionSummary {
     pub trace_error: Option<String>,
     #[serde(skip)]
     pub latency: Histogram<u64>,
+    /// Each transaction counted in `transactions`, from the start of its
+    /// BEGIN to the end of its COMMIT (pgbench's latency); in autocommit,
+    /// its one statement's latency.
+    #[serde(skip)]
+    pub tx_latency: Histogram<u64>,
+    /// The call that ended each transaction counted in `transactions`
+    /// (COMMIT, or ROLLBACK with `--rollback`), alone.
+    #[serde(skip)]
+    pub commit_latency: Histogram<u64>,
     /// With `--rate`: how late each call started after it was due, µs.
     #[serde(skip)]
     pub lag: Histogram<u64>,
@@ -115,6 +144,8 @@ impl SessionSummary {
             result_cache: None,
             trace_error: None,
             latency: Histogram::new(3).expect("3 significant digits is valid"),
+            tx_latency: Histogram::new(3).expect("3 significant digits is valid"),
+            commit_latency: Histogram::new(3).expect("3 significant digits is valid"),
             lag: Histogram::new(3).expect("3 significant digits is valid"),
             errors_by_code: BTreeMap::new(),
             statements: Vec::new(),
@@ -156,7 +187,17 @@ pub struct Summary {
     pub transactions: u64,
     pub executions: u64,
     pub tps: f64,
+    /// Each statement's execution (BEGIN and COMMIT, sent by the session
+    /// around a batch, are not in it).
     pub latency_us: Latency,
+    /// Each transaction counted in `transactions`, from the start of its
+    /// BEGIN to the end of its COMMIT, as pgbench times a transaction; in
+    /// autocommit a transaction is one statement, and this is its latency.
+    pub transaction_latency_us: Counted,
+    /// The COMMIT (or `--rollback`'s ROLLBACK) that ended each of those
+    /// transactions, alone; none in autocommit, where the commit is inside
+    /// the statement.
+    pub commit_latency_us: Counted,
     /// With `--rate`: how late calls started after they were due
     /// (pgbench's schedule lag), µs; their latency counts from the due
     /// time, so it includes this.
@@ -261,10 +302,14 @@ impl Summary {
             .collect();
         let mut all = Histogram::<u64>::new(3).expect("3 significant digits is valid");
         let mut lag = Histogram::<u64>::new(3).expect("3 significant digits is valid");
+        let mut tx = Histogram::<u64>::new(3).expect("3 significant digits is valid");
+        let mut commit = Histogram::<u64>::new(3).expect("3 significant digits is valid");
         let mut by_code: BTreeMap<String, (u64, String)> = BTreeMap::new();
         for s in &per_session {
             let _ = all.add(&s.latency);
             let _ = lag.add(&s.lag);
+            let _ = tx.add(&s.tx_latency);
+            let _ = commit.add(&s.commit_latency);
             for (k, (n, m)) in &s.errors_by_code {
                 by_code.entry(k.clone()).or_insert((0, m.clone())).0 += n;
             }
@@ -282,6 +327,8 @@ impl Summary {
                 0.0
             },
             latency_us: Latency::of(&all),
+            transaction_latency_us: Counted::of(&tx),
+            commit_latency_us: Counted::of(&commit),
             schedule_lag_us: (!lag.is_empty()).then(|| Latency::of(&lag)),
             errors: per_session.iter().map(|s| s.errors).sum(),
             ignored_errors: per_session.iter().map(|s| s.ignored).sum(),
@@ -358,9 +405,24 @@ impl Summary {
     pub fn text(&self) -> String {
         let l = &self.latency_us;
         let mut t = format!(
-            "sessions: {}\nruntime: {:.3} s\ntransactions: {}\nexecutions: {}\ntps: {:.1}\nlatency (µs): p50 {}  p90 {}  p99 {}  p99.9 {}  max {}\nerrors: {}\n",
-            self.sessions, self.runtime_s, self.transactions, self.executions, self.tps, l.p50, l.p90, l.p99, l.p99_9, l.max, self.errors
+            "sessions: {}\nruntime: {:.3} s\ntransactions: {}\nexecutions: {}\ntps: {:.1}\nlatency (µs): p50 {}  p90 {}  p99 {}  p99.9 {}  max {}\n",
+            self.sessions, self.runtime_s, self.transactions, self.executions, self.tps, l.p50, l.p90, l.p99, l.p99_9, l.max
         );
+        // Transactions of several calls (BEGIN ... COMMIT): their own
+        // latency and their COMMIT's, which the statements' leaves out.
+        if self.commit_latency_us.count > 0 {
+            for (what, c, unit) in [
+                ("transaction", &self.transaction_latency_us, "transactions"),
+                ("commit", &self.commit_latency_us, "commits"),
+            ] {
+                let l = &c.latency;
+                t.push_str(&format!(
+                    "{what} latency (µs): p50 {}  p90 {}  p99 {}  p99.9 {}  max {}  ({} {unit})\n",
+                    l.p50, l.p90, l.p99, l.p99_9, l.max, c.count
+                ));
+            }
+        }
+        t.push_str(&format!("errors: {}\n", self.errors));
         if let Some(l) = &self.schedule_lag_us {
             t.push_str(&format!(
                 "schedule lag (µs): p50 {}  p90 {}  p99 {}  p99.9 {}  max {}\n",

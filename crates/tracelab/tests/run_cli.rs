@@ -1084,3 +1084,94 @@ fn a_trace_or_tally_that_cannot_be_written_is_exit_3_naming_the_file() {
         "{err}"
     );
 }
+
+#[test]
+fn a_transactions_latency_runs_from_begin_to_the_end_of_commit() {
+    // Five statements of at least 2 ms per transaction: a transaction's
+    // latency holds its statements' (and its BEGIN and COMMIT), and every
+    // transaction counted has one, and one COMMIT.
+    let dir = tempfile::Builder::new()
+        .prefix("tracelab-runtx-")
+        .tempdir_in("/tmp")
+        .unwrap();
+    let report = dir.path().join("run.html");
+    let (out, err, code) = tracelab(&[
+        "run",
+        "--sql",
+        "select pg_sleep(0.002)",
+        "--sessions",
+        "2",
+        "--transactions",
+        "6",
+        "--tx-per-commit",
+        "5",
+        "--json",
+        "--report",
+        report.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).expect("JSON summary");
+    assert_eq!(v["transactions"], 12, "{out}");
+    assert_eq!(v["executions"], 60, "{out}");
+    let (tx, commit, st) = (
+        &v["transaction_latency_us"],
+        &v["commit_latency_us"],
+        &v["latency_us"],
+    );
+    assert_eq!(tx["count"], 12, "{out}");
+    assert_eq!(commit["count"], 12, "{out}");
+    let n = |x: &serde_json::Value, k: &str| x[k].as_f64().unwrap_or_else(|| panic!("{k}: {x}"));
+    assert!(n(st, "p50") >= 2000.0, "{st}");
+    // Five statements back to back, each at least its p50 half the time:
+    // the median transaction holds about five statement medians.
+    assert!(
+        n(tx, "p50") >= 4.5 * n(st, "p50") && n(tx, "p50") >= 10_000.0,
+        "transaction {tx} against statement {st}"
+    );
+    assert!(
+        n(tx, "mean") >= 10_000.0 && n(tx, "max") >= n(tx, "p99"),
+        "{tx}"
+    );
+    // The COMMIT of a read-only transaction: a round trip, far less
+    // than the transaction around it.
+    assert!(
+        n(commit, "p50") >= 1.0 && n(commit, "p50") < n(tx, "p50") / 5.0,
+        "{commit}"
+    );
+    let page = std::fs::read_to_string(&report).unwrap();
+    assert!(
+        page.contains("transactions, BEGIN to end of COMMIT (12)")
+            && page.contains("COMMIT calls (12)"),
+        "the report's latency table"
+    );
+
+    // The text summary says them; in autocommit a transaction is one
+    // statement, and there is no COMMIT call.
+    let (text, err, code) = tracelab(&[
+        "run",
+        "--sql",
+        "select 1",
+        "--transactions",
+        "5",
+        "--tx-per-commit",
+        "4",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        text.contains("transaction latency (µs): p50 ")
+            && text.contains("(5 transactions)\n")
+            && text.contains("commit latency (µs): p50 ")
+            && text.contains("(5 commits)\n"),
+        "{text}"
+    );
+    let (out, err, code) =
+        tracelab(&["run", "--sql", "select 1", "--transactions", "20", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["transaction_latency_us"]["count"], 20, "{out}");
+    assert_eq!(
+        v["transaction_latency_us"]["p50"], v["latency_us"]["p50"],
+        "{out}"
+    );
+    assert_eq!(v["commit_latency_us"]["count"], 0, "{out}");
+}

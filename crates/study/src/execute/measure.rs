@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::model::names::RUN_FIGURES;
+use crate::model::names::{RUN_FIGURES, TX_FIGURES};
 use crate::store::Syscall;
 
 /// CPU a process has used, ns (`/proc/PID/schedstat`, field 1: time on
@@ -391,8 +391,9 @@ fn traced_by(pid: i32, tracer: i32) -> bool {
 /// The values of [`RUN_FIGURES`] for one run, in that order: elapsed
 /// (the longest session, first call to end of last) and the run's time
 /// with connecting, in ms; statements; transactions; tps; p50 and p99
-/// latency in µs.
-pub fn run_figures(summary: &tracelab_run::Summary) -> impl Iterator<Item = (&'static str, f64)> {
+/// latency in µs; then those of [`TX_FIGURES`] the run had calls for:
+/// its transactions' and its COMMITs' p50, p99 and mean latency, µs.
+pub fn run_figures(summary: &tracelab_run::Summary) -> Vec<(&'static str, f64)> {
     let elapsed_us = summary
         .per_session
         .iter()
@@ -408,7 +409,18 @@ pub fn run_figures(summary: &tracelab_run::Summary) -> impl Iterator<Item = (&'s
         summary.latency_us.p50 as f64,
         summary.latency_us.p99 as f64,
     ];
-    RUN_FIGURES.into_iter().zip(values)
+    let mut out: Vec<(&'static str, f64)> = RUN_FIGURES.into_iter().zip(values).collect();
+    for (names, c) in TX_FIGURES
+        .chunks(3)
+        .zip([&summary.transaction_latency_us, &summary.commit_latency_us])
+    {
+        // None of the calls: no figure (a report shows —), not a 0.
+        if c.count > 0 {
+            let values = [c.latency.p50 as f64, c.latency.p99 as f64, c.mean];
+            out.extend(names.iter().copied().zip(values));
+        }
+    }
+    out
 }
 
 /// The `strace -c` table: `% time seconds usecs/call calls [errors]

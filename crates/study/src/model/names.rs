@@ -23,6 +23,20 @@ pub const RUN_FIGURES: [&str; 7] = [
     "p99_us",
 ];
 
+/// The latency figures of a run's transactions (BEGIN to the end of
+/// COMMIT; in autocommit, a statement's) and of its COMMIT calls alone,
+/// from its summary (`execute::measure::run_figures`): each where the run
+/// had such calls (no `commit_` in autocommit, where the commit is inside
+/// the statement).
+pub const TX_FIGURES: [&str; 6] = [
+    "tx_p50_us",
+    "tx_p99_us",
+    "tx_mean_us",
+    "commit_p50_us",
+    "commit_p99_us",
+    "commit_mean_us",
+];
+
 /// The measurements `execute::server_counters::ServerWatch` gives (`perf_context_switches` only
 /// where perf counts).
 pub const COUNTERS: [&str; 7] = [
@@ -70,7 +84,11 @@ impl Loaded {
     fn produced(&self) -> Result<Produced, StudyError> {
         let s = &self.study;
         let mut p = Produced {
-            names: RUN_FIGURES.iter().map(|n| n.to_string()).collect(),
+            names: RUN_FIGURES
+                .iter()
+                .chain(&TX_FIGURES)
+                .map(|n| n.to_string())
+                .collect(),
             prefixes: Vec::new(),
             open: false,
         };
@@ -253,6 +271,8 @@ columns = [{ name = "r", label = "r", expr = "EXPR" }]
             "$wal_bytes / $rows",
             "$heap_bytes * $batch",
             "$p99_us",
+            "$tx_p99_us / $p99_us",
+            "$commit_p50_us",
         ] {
             assert_eq!(check(good), Ok(()), "{good}");
         }
@@ -281,5 +301,50 @@ columns = [{ name = "r", label = "r", expr = "EXPR" }]
             l.check_measurements()
                 .unwrap_or_else(|e| panic!("{name}: {e}"));
         }
+    }
+
+    #[test]
+    fn docs_define_every_fixed_measurement_name() {
+        // docs/study.md's Measurements table says what each name times;
+        // a name added in the code without a row there fails here.
+        let doc = include_str!("../../../../docs/study.md");
+        let table = doc
+            .split("### Measurements")
+            .nth(1)
+            .and_then(|t| t.split("\n## ").next())
+            .expect("docs/study.md has a Measurements section");
+        let mut names: Vec<String> = super::RUN_FIGURES
+            .iter()
+            .chain(&super::TX_FIGURES)
+            .chain(&super::COUNTERS)
+            .chain(&super::SERVER_TRACE)
+            .chain(&crate::model::proxy::MEASUREMENTS)
+            .map(|n| n.to_string())
+            .collect();
+        names.extend(crate::model::result_cache::measurement_names());
+        names.extend(
+            [
+                "backend_cpu_ms",
+                "syscalls",
+                "syscall_errors",
+                "syscall_seconds",
+                "client_syscalls",
+                "server_log_bytes",
+                "server_log_lines",
+                "trace_bytes",
+                "server_processes",
+                "preload_processes",
+                "proxy_trace_bytes",
+            ]
+            .map(String::from),
+        );
+        let missing: Vec<&String> = names
+            .iter()
+            .filter(|n| !table.contains(&format!("`{n}`")))
+            .collect();
+        assert!(
+            missing.is_empty(),
+            "not in docs/study.md's Measurements: {missing:?}"
+        );
     }
 }
