@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 use tracelab_db::{
     start_mariadb_with_env, start_postgres_with_env, stop, MariaOptions, PgOptions, ServerState,
 };
-use tracelab_run::{read_binds, RunOptions, Stop, Timer, Workload};
+use tracelab_run::{read_binds, RunOptions, Stop, Workload};
 
 use crate::error::{admin_error, StudyError};
 use crate::execute::server_counters::Server;
@@ -675,20 +675,16 @@ pub(crate) fn prepare(
         settings.extend(lv.settings.for_engine(e));
     }
     let mut fetch = num(l, "workload.fetch_size", &w.fetch_size, vars)?;
-    let mut timer = Timer::Vdso;
     let mut trace = s.measure.trace;
     for lv in levels {
         if let Some(f) = &lv.run.fetch_size {
             fetch = num(l, "factors.levels.run.fetch_size", f, vars)?;
         }
-        timer = match lv.run.timer.as_deref() {
-            Some("syscall") => Timer::Syscall,
-            Some("coarse") => Timer::Coarse,
-            Some(_) => Timer::Vdso,
-            None => timer,
-        };
         trace |= lv.run.trace;
     }
+    // `tracelab run`'s options by their own names; the study's keys below
+    // over them.
+    let options = cell.run_options(l)?;
     let result_cache = crate::execute::result_cache::options(levels, |k, n| num(l, k, n, vars))?;
     let base = RunOptions {
         url: if k == Kind::Postgres {
@@ -702,14 +698,13 @@ pub(crate) fn prepare(
         stop,
         per_commit,
         simple,
-        timer,
         fetch_size: fetch.max(0.0) as u32,
         settings,
         // In force from each backend's start, as libpq's `options` would
         // put them, and no statement of their own for a proxy to trace.
         settings_at_connect: true,
         result_cache,
-        ..RunOptions::default()
+        ..options
     };
     Ok(Prepared {
         base,
@@ -928,6 +923,7 @@ fn wait_gone(eng: &mut Engine, tag: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tracelab_run::Timer;
 
     const STUDY: &str = r#"
 name = "t"

@@ -14,6 +14,7 @@ pub mod proxy;
 pub mod published;
 pub mod result_cache;
 pub mod revision;
+pub mod run_options;
 pub mod script;
 pub mod sessions;
 pub mod spec;

@@ -188,9 +188,10 @@ pub enum Num {
     Text(String),
 }
 
-/// The `tracelab run` specification of one measured run.
+/// The `tracelab run` specification of one measured run: the study's own
+/// keys below (they take vars and engines), and every other option of
+/// `tracelab run` under its own name (`run`).
 #[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct WorkloadSpec {
     /// The statement(s) every session executes; with `protocol = "simple"`
     /// several statements separated by `;` go in one call.
@@ -230,6 +231,13 @@ pub struct WorkloadSpec {
     /// SQL after each run, before the `after` probes (e.g. the deferred
     /// work a load left behind).
     pub after: Option<Sql>,
+    /// Every other key: an option of `tracelab run` under its own name
+    /// (`rate = 50`, `exe_delay = "10ms"`, `connect_mode = "tsunami"`),
+    /// read into `tracelab_run::RunOptions` for each cell once its vars
+    /// are in (`crate::model::run_options`); an unknown key is refused
+    /// there, by name, when the study is read.
+    #[serde(flatten)]
+    pub run: toml::Table,
 }
 
 fn one() -> Num {
@@ -306,19 +314,20 @@ pub struct Level {
     pub result_cache: Option<crate::model::result_cache::CacheLevel>,
 }
 
-/// `tracelab run` options a level sets for its measured runs.
+/// `tracelab run` options a level sets for its measured runs: any option
+/// of the workload's that `tracelab run` has (`rate`, `timer`,
+/// `exe_delay`, ...), over the workload's, and these.
 #[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct RunLevel {
-    /// The clock the driver reads for its timestamps (`run --timer`):
-    /// `vdso`, `syscall` or `coarse`.
-    pub timer: Option<String>,
     /// A client-side 10046 trace per session (`run --trace`), profiled as
     /// `trace_*` measurements, its size as `trace_bytes`.
     #[serde(default)]
     pub trace: bool,
     /// Rows per fetch round trip (over the workload's `fetch_size`).
     pub fetch_size: Option<Num>,
+    /// `tracelab run`'s other options, as the workload's `run`.
+    #[serde(flatten)]
+    pub options: toml::Table,
 }
 
 /// A query whose columns become measurements, before and/or after a run.
@@ -846,6 +855,8 @@ impl Loaded {
     /// What levels and the report name: factors, their levels, columns.
     fn check_references(&self) -> Result<(), StudyError> {
         let s = &self.study;
+        crate::model::run_options::check(&s.workload.run)
+            .map_err(|(k, e)| self.error(&format!("workload.{k}"), e))?;
         for f in &s.factors {
             for lv in f.all_levels() {
                 for (other, allowed) in &lv.only_with {
@@ -862,17 +873,12 @@ impl Loaded {
                         self.need("factors.levels.only_with", other, Some(&value_text(a)))?;
                     }
                 }
-                if let Some(t) = &lv.run.timer {
-                    if !["vdso", "syscall", "coarse"].contains(&t.as_str()) {
-                        return Err(self.error(
-                            "factors.levels.run.timer",
-                            format!(
-                                "level `{}`: timer `{t}`: expected vdso, syscall or coarse",
-                                lv.name
-                            ),
-                        ));
-                    }
-                }
+                crate::model::run_options::check(&lv.run.options).map_err(|(k, e)| {
+                    self.error(
+                        &format!("factors.levels.run.{k}"),
+                        format!("level `{}`: {e}", lv.name),
+                    )
+                })?;
             }
         }
         if s.report.rows.is_empty() {
