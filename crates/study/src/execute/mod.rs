@@ -1,11 +1,13 @@
 //! Running a study: check the engines, start the private server, then for
 //! each planned run apply its levels, warm up, measure and store it.
 
+mod command;
 pub mod dry_run;
 pub mod freshness;
 pub mod mariadb;
 pub mod measure;
 mod observed;
+pub mod perf;
 pub mod profile;
 pub mod proxy;
 pub mod requirement;
@@ -111,6 +113,9 @@ pub(crate) struct Engine {
     /// What every run's notes say about this engine (settings the study
     /// wanted and a database of the user's does not have).
     notes: Vec<String>,
+    /// What the study has told the user about this engine once (perf
+    /// cannot count here): a note of the first run, not of every run.
+    told: BTreeSet<String>,
 }
 
 impl Engine {
@@ -226,6 +231,7 @@ fn open_engine(
         probe: None,
         skipped_probes: BTreeSet::new(),
         notes: Vec::new(),
+        told: BTreeSet::new(),
     };
     // A database that cannot be reached fails the study before any run.
     if k == Kind::Postgres {
@@ -979,6 +985,7 @@ columns = [{ name = "r", label = "r", expr = "$elapsed_ms" }]
             probe: Some(Box::new(FakeAdmin::connect(kind, &server))),
             skipped_probes: BTreeSet::new(),
             notes: Vec::new(),
+            told: BTreeSet::new(),
         };
         (eng, server)
     }

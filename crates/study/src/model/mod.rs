@@ -9,6 +9,7 @@ pub mod columns;
 pub mod engine;
 pub mod freshness;
 pub mod names;
+pub mod outside;
 pub mod profiles;
 pub mod proxy;
 pub mod published;

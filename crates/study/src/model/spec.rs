@@ -410,6 +410,14 @@ pub struct Measure {
     /// leave out the long idle waits; the `trace_*` measurements are of
     /// every call.
     pub profile_where: Option<String>,
+    /// Commands run beside (or after) each measured run, whose output
+    /// lines `NAME VALUE` are measurements `{name}_NAME`.
+    #[serde(default)]
+    pub command: Vec<crate::model::outside::CommandSpec>,
+    /// `perf stat` counters of the server's processes over each measured
+    /// run, as `perf_EVENT`; where perf cannot count, the study says so
+    /// once and goes on without them.
+    pub perf: Option<crate::model::outside::PerfSpec>,
 }
 
 impl Default for Measure {
@@ -425,6 +433,8 @@ impl Default for Measure {
             strace_vars: BTreeMap::new(),
             server_counters: false,
             profile_where: None,
+            command: Vec::new(),
+            perf: None,
         }
     }
 }
@@ -970,6 +980,8 @@ impl Loaded {
                 }
             }
         }
+        crate::model::outside::check(&m.command, m.perf.as_ref())
+            .map_err(|(key, e)| self.error(key, e))?;
         if m.strace && !m.strace_vars.is_empty() {
             return Err(self.error(
                 "measure.strace_vars",
