@@ -176,3 +176,70 @@ fn a_bad_line_of_a_command_is_named_with_the_command_and_line() {
         "{err}"
     );
 }
+
+/// Runs stored, and the repetitions the store's header says.
+fn runs_and_reps(store: &std::path::Path) -> (i64, i64) {
+    let c = rusqlite::Connection::open(store.join("results.sqlite")).unwrap();
+    let runs = c
+        .query_row("SELECT count(*) FROM runs", [], |r| r.get(0))
+        .unwrap();
+    let reps = c
+        .query_row("SELECT reps FROM study", [], |r| r.get(0))
+        .unwrap();
+    (runs, reps)
+}
+
+const TWO_LEVELS: &str = r#"
+name = "auto-check"
+reps = 1
+[workload]
+sql = "SELECT pg_sleep({ms} / 1000.0)"
+statements = 10
+[[factors]]
+name = "ms"
+values = [1, 2]
+[report]
+rows = "ms"
+baseline = "1"
+columns = [{ name = "e", label = "elapsed ms", expr = "$elapsed_ms" }]
+"#;
+
+/// `--reps auto` adds rounds of every cell until the comparison's
+/// interval is as narrow as asked, or the cap: an impossible width runs
+/// to the cap, a generous one stops at two repetitions (the fewest that
+/// give an interval, above the file's one).
+#[test]
+fn reps_auto_adds_rounds_until_the_interval_is_narrow_or_the_cap() {
+    let (dir, stdout, err, code) = study(
+        TWO_LEVELS,
+        &[
+            "--reps",
+            "auto",
+            "--target-width",
+            "0.001",
+            "--max-reps",
+            "3",
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(runs_and_reps(&dir.join("out")), (6, 3), "{err}");
+    assert!(
+        err.contains("--reps auto: stopped at the cap of 3 repetitions with an interval wider than 0.001 % (widest ")
+            && err.contains("`e`, 2 against 1"),
+        "{err}"
+    );
+    assert!(stdout.contains("3 repetitions per cell"), "{stdout}");
+    let report = std::fs::read_to_string(dir.join("out/report.md")).unwrap();
+    assert!(report.contains("6 of 6 runs"), "{report}");
+
+    let (dir, _, err, code) = study(TWO_LEVELS, &["--target-width", "1000"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(runs_and_reps(&dir.join("out")), (4, 2), "{err}");
+    assert!(
+        err.contains("--reps auto: 2 repetitions; every 95 % interval is within 1000 %"),
+        "{err}"
+    );
+    let (_, _, err, code) = study(TWO_LEVELS, &["--reps", "3", "--max-reps", "5"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("go with --reps auto"), "{err}");
+}
