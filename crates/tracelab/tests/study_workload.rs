@@ -49,16 +49,16 @@ fn study(text: &str, args: &[&str]) -> (common::Scratch, String, String, i32) {
 }
 
 /// `rate` is `tracelab run --rate`: a level sets it through a var, and
-/// each cell's throughput follows it; one session serving a 2 ms
-/// statement (and the round trip) queues at 200 arrivals a second and
-/// hardly at 50, so the latency (counted from each arrival) follows it too.
+/// each cell's throughput follows it; one session serving a 4 ms
+/// statement (some 200 a second at most) queues at 200 arrivals a second
+/// and hardly at 50, so the latency (counted from each arrival) follows it too.
 #[test]
 fn a_level_sets_the_arrival_rate_and_throughput_and_latency_follow_it() {
     let text = r#"
 name = "rate-check"
 reps = 1
 [workload]
-sql = "SELECT pg_sleep(0.002)"
+sql = "SELECT pg_sleep(0.004)"
 sessions = 1
 runtime = 3
 rate = "{rate}"
@@ -242,4 +242,67 @@ fn reps_auto_adds_rounds_until_the_interval_is_narrow_or_the_cap() {
     let (_, _, err, code) = study(TWO_LEVELS, &["--reps", "3", "--max-reps", "5"]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("go with --reps auto"), "{err}");
+}
+
+/// An sqlrun kit as the workload (`sqldir`, `exe_mode`): the sessions
+/// pick its statements by the kit's weights, 3 to 1.
+#[test]
+fn a_kit_with_weights_is_a_workload() {
+    let text = r#"
+name = "kit-check"
+reps = 1
+setup = "CREATE TABLE t (v int)"
+[workload]
+sqldir = "kit"
+exe_mode = "semi-random"
+statements = 400
+before = "TRUNCATE t"
+[[probes]]
+name = "rows"
+when = "after"
+sql = "SELECT count(*) FILTER (WHERE v = 1) AS ones, count(*) FILTER (WHERE v = 2) AS twos FROM t"
+[[factors]]
+name = "n"
+values = [1]
+[report]
+rows = "n"
+columns = [{ name = "o", label = "ones", expr = "$ones" }]
+"#;
+    let dir = common::tempdir("study-kit");
+    std::fs::create_dir(dir.join("kit")).unwrap();
+    std::fs::write(dir.join("kit/sqlfile.conf"), ",\n3,one.sql\n1,two.sql\n").unwrap();
+    std::fs::write(dir.join("kit/one.sql"), "INSERT INTO t VALUES (1)").unwrap();
+    std::fs::write(dir.join("kit/two.sql"), "INSERT INTO t VALUES (2)").unwrap();
+    let file = dir.join("s.toml");
+    std::fs::write(&file, text).unwrap();
+    let out = dir.join("out");
+    let (_, err, code) = tracelab(&[
+        "study",
+        "run",
+        file.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let (ones, twos) = (by_level(&out, "ones")["1"], by_level(&out, "twos")["1"]);
+    assert_eq!(ones + twos, 400.0);
+    assert!(ones > 2.0 * twos && twos > 0.0, "{ones} {twos}");
+    // A kit and SQL at once is refused by name.
+    std::fs::write(
+        &file,
+        text.replace("sqldir = \"kit\"", "sqldir = \"kit\"\nsql = \"SELECT 1\""),
+    )
+    .unwrap();
+    let (_, err, code) = tracelab(&[
+        "study",
+        "run",
+        file.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("key `workload.sqldir`: expected either `sql` or `sqldir`"),
+        "{err}"
+    );
 }

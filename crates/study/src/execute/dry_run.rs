@@ -303,7 +303,14 @@ fn cell_section(
             sql_spec = x;
         }
     }
-    if let Some(t) = cell.sql(l, "workload.sql", sql_spec)? {
+    if let (Some(kit), true) = (&s.workload.sqldir, sql_spec.is_empty()) {
+        let sessions = vars_text(&s.workload.sessions, vars);
+        let _ = writeln!(
+            out,
+            "  workload ({sessions} sessions, each): the statements of sqlrun kit {kit} ({})",
+            s.workload.exe_mode.as_deref().unwrap_or("sequential")
+        );
+    } else if let Some(t) = cell.sql(l, "workload.sql", sql_spec)? {
         let sessions = vars_text(&s.workload.sessions, vars);
         let _ = writeln!(out, "  workload ({sessions} sessions, each):");
         list_sql(out, "    ", &t);

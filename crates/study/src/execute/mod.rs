@@ -639,47 +639,13 @@ pub(crate) fn prepare(
     let (levels, vars) = (&cell.levels, &cell.vars);
     let s = &l.study;
     let w = &s.workload;
-    let e = eng.name.as_str();
-    let k = eng.kind;
-    let mut sql_spec = &w.sql;
-    for lv in levels {
-        if let Some(x) = &lv.sql {
-            sql_spec = x;
-        }
-    }
-    let sql = sql_of(l, "workload.sql", sql_spec, e, vars)?
-        .ok_or_else(|| l.error("workload.sql", format!("no SQL for engine {e}")))?;
-    let binds = match &w.binds {
-        Some(b) => {
-            let path = l.data_file("workload.binds", b, scratch)?;
-            read_binds(&path).map_err(|e| l.error("workload.binds", e.to_string()))?
-        }
-        None => Default::default(),
-    };
-    let simple = w.protocol == "simple";
-    // Several statements with prepared statements: each its own
-    // execution, in turn (sqlrun's sequential mode).
-    let pieces = if simple { Vec::new() } else { statements(&sql) };
-    let workload = if pieces.len() > 1 {
-        let mut wl = Workload::with_binds(&pieces[0], binds.clone());
-        for p in &pieces[1..] {
-            wl.statements
-                .extend(Workload::with_binds(p, binds.clone()).statements);
-        }
-        wl
-    } else {
-        Workload::with_binds(&sql, binds)
-    };
+    let workload = workload_of(l, cell, eng, scratch)?;
     let Amounts {
         sessions,
         per_commit,
         stop,
         warmup,
     } = cell.workload(l)?;
-    let mut settings: Vec<(String, String)> = w.settings.for_engine(e).into_iter().collect();
-    for lv in levels {
-        settings.extend(lv.settings.for_engine(e));
-    }
     let mut fetch = num(l, "workload.fetch_size", &w.fetch_size, vars)?;
     let mut trace = s.measure.trace;
     for lv in levels {
@@ -688,12 +654,16 @@ pub(crate) fn prepare(
         }
         trace |= lv.run.trace;
     }
-    // `tracelab run`'s options by their own names; the study's keys below
+    // `tracelab run`'s options by their own names; the study's keys
     // over them.
-    let options = cell.run_options(l)?;
-    let result_cache = crate::execute::result_cache::options(levels, |k, n| num(l, k, n, vars))?;
-    let base = RunOptions {
-        url: if k == Kind::Postgres {
+    let mut base = cell.run_options(l)?;
+    let mut settings: Vec<(String, String)> =
+        w.settings.for_engine(&eng.name).into_iter().collect();
+    for lv in levels {
+        settings.extend(lv.settings.for_engine(&eng.name));
+    }
+    base = RunOptions {
+        url: if eng.kind == Kind::Postgres {
             with_tag(&eng.url, "tracelab-study")
         } else {
             eng.url.clone()
@@ -703,14 +673,14 @@ pub(crate) fn prepare(
         sessions,
         stop,
         per_commit,
-        simple,
+        simple: w.protocol == "simple",
         fetch_size: fetch.max(0.0) as u32,
         settings,
         // In force from each backend's start, as libpq's `options` would
         // put them, and no statement of their own for a proxy to trace.
         settings_at_connect: true,
-        result_cache,
-        ..options
+        result_cache: crate::execute::result_cache::options(levels, |k, n| num(l, k, n, vars))?,
+        ..base
     };
     Ok(Prepared {
         base,
@@ -719,6 +689,55 @@ pub(crate) fn prepare(
         per_commit,
         warmup,
         trace,
+    })
+}
+
+/// What a cell's sessions execute: the workload's (or a level's) SQL with
+/// the bind file, or an sqlrun kit (`workload.sqldir`, as `tracelab run
+/// --sqldir` reads it, from its directory next to the study file).
+fn workload_of(
+    l: &Loaded,
+    cell: &Cell,
+    eng: &Engine,
+    scratch: &std::path::Path,
+) -> Result<Workload, StudyError> {
+    let w = &l.study.workload;
+    let e = eng.name.as_str();
+    let own = cell.levels.iter().rev().find_map(|lv| lv.sql.as_ref());
+    if let (Some(kit), None) = (&w.sqldir, own) {
+        let dir =
+            l.dir.as_ref().map(|d| d.join(kit)).ok_or_else(|| {
+                l.error("workload.sqldir", "a built-in study has no kit directory")
+            })?;
+        let mode = crate::model::spec::exe_mode(w.exe_mode.as_deref()).unwrap_or_default();
+        return Workload::from_sqldir(&dir, mode)
+            .map_err(|e| l.error("workload.sqldir", e.to_string()));
+    }
+    let sql = sql_of(l, "workload.sql", own.unwrap_or(&w.sql), e, &cell.vars)?
+        .ok_or_else(|| l.error("workload.sql", format!("no SQL for engine {e}")))?;
+    let binds = match &w.binds {
+        Some(b) => {
+            let path = l.data_file("workload.binds", b, scratch)?;
+            read_binds(&path).map_err(|e| l.error("workload.binds", e.to_string()))?
+        }
+        None => Default::default(),
+    };
+    // Several statements with prepared statements: each its own
+    // execution, in turn (sqlrun's sequential mode).
+    let pieces = if w.protocol == "simple" {
+        Vec::new()
+    } else {
+        statements(&sql)
+    };
+    Ok(if pieces.len() > 1 {
+        let mut wl = Workload::with_binds(&pieces[0], binds.clone());
+        for p in &pieces[1..] {
+            wl.statements
+                .extend(Workload::with_binds(p, binds.clone()).statements);
+        }
+        wl
+    } else {
+        Workload::with_binds(&sql, binds)
     })
 }
 

@@ -194,8 +194,18 @@ pub enum Num {
 #[derive(Debug, Clone, Deserialize)]
 pub struct WorkloadSpec {
     /// The statement(s) every session executes; with `protocol = "simple"`
-    /// several statements separated by `;` go in one call.
+    /// several statements separated by `;` go in one call. Either this or
+    /// `sqldir`.
+    #[serde(default = "no_sql")]
     pub sql: Sql,
+    /// An sqlrun kit, as `tracelab run --sqldir`: a directory next to the
+    /// study file whose `sqlfile.conf` lists `weight,sqlfile[,bindfile]`
+    /// records; instead of `sql`.
+    pub sqldir: Option<String>,
+    /// How each session picks a kit's next statement (`run --exe-mode`):
+    /// `sequential` (the default), `semi-random` (by the kit's weights)
+    /// or `truly-random`.
+    pub exe_mode: Option<String>,
     /// Bind values file (as `tracelab run --binds`), next to the study.
     pub binds: Option<String>,
     #[serde(default = "one")]
@@ -238,6 +248,28 @@ pub struct WorkloadSpec {
     /// there, by name, when the study is read.
     #[serde(flatten)]
     pub run: toml::Table,
+}
+
+/// No SQL: the workload is a kit (`sqldir`).
+fn no_sql() -> Sql {
+    Sql::Many(Vec::new())
+}
+
+impl Sql {
+    /// No piece at all (a workload that names a kit instead).
+    pub fn is_empty(&self) -> bool {
+        self.pieces().is_empty()
+    }
+}
+
+/// A kit's `exe_mode` as the driver takes it.
+pub fn exe_mode(name: Option<&str>) -> Option<tracelab_run::ExeMode> {
+    match name.unwrap_or("sequential") {
+        "sequential" => Some(tracelab_run::ExeMode::Sequential),
+        "semi-random" | "semi_random" => Some(tracelab_run::ExeMode::SemiRandom),
+        "truly-random" | "truly_random" => Some(tracelab_run::ExeMode::TrulyRandom),
+        _ => None,
+    }
 }
 
 fn one() -> Num {
@@ -1009,6 +1041,34 @@ impl Loaded {
                     return Err(self.error("report.chart.lines", format!("no column named `{l}`")));
                 }
             }
+        }
+        let w = &s.workload;
+        match (&w.sqldir, w.sql.is_empty()) {
+            (Some(_), false) => {
+                return Err(self.error(
+                    "workload.sqldir",
+                    "expected either `sql` or `sqldir` (a kit), not both",
+                ))
+            }
+            (None, true) => {
+                return Err(self.error(
+                    "workload",
+                    "expected `sql` (the statements) or `sqldir` (an sqlrun kit)",
+                ))
+            }
+            _ => {}
+        }
+        if w.exe_mode.is_some() && w.sqldir.is_none() {
+            return Err(self.error(
+                "workload.exe_mode",
+                "picks a kit's statements: give the kit with `sqldir`",
+            ));
+        }
+        if exe_mode(w.exe_mode.as_deref()).is_none() {
+            return Err(self.error(
+                "workload.exe_mode",
+                "expected `sequential`, `semi-random` or `truly-random`",
+            ));
         }
         if !["extended", "prepared", "simple"].contains(&s.workload.protocol.as_str()) {
             return Err(self.error("workload.protocol", "expected `extended` or `simple`"));

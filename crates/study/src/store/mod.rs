@@ -396,17 +396,19 @@ impl Store {
             .map(|p| p.rep + 1)
             .max()
             .unwrap_or(0);
-        let first: Vec<&Planned> = plan.iter().filter(|p| !p.strace && p.rep == 0).collect();
-        let mut seq = plan.iter().map(|p| p.seq + 1).max().unwrap_or(0);
-        let mut rows = Vec::new();
-        for p in first {
-            rows.push((
-                seq,
-                cell_key(&p.cell),
-                serde_json::to_string(&p.cell).unwrap_or_default(),
-            ));
-            seq += 1;
-        }
+        let next = plan.iter().map(|p| p.seq + 1).max().unwrap_or(0);
+        let rows: Vec<(usize, String, String)> = plan
+            .iter()
+            .filter(|p| !p.strace && p.rep == 0)
+            .zip(next..)
+            .map(|(p, seq)| {
+                (
+                    seq,
+                    cell_key(&p.cell),
+                    serde_json::to_string(&p.cell).unwrap_or_default(),
+                )
+            })
+            .collect();
         self.in_transaction(|tx| {
             for (seq, key, levels) in &rows {
                 tx.execute(
