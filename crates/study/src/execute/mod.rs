@@ -679,7 +679,11 @@ pub(crate) fn prepare(
         // In force from each backend's start, as libpq's `options` would
         // put them, and no statement of their own for a proxy to trace.
         settings_at_connect: true,
-        result_cache: crate::execute::result_cache::options(levels, |k, n| num(l, k, n, vars))?,
+        result_cache: crate::execute::result_cache::options(
+            levels,
+            w.result_cache.as_ref(),
+            |k, n| num(l, k, n, vars),
+        )?,
         ..base
     };
     Ok(Prepared {
@@ -1287,5 +1291,49 @@ columns = [{ name = "r", label = "r", expr = "$elapsed_ms" }]
         );
         assert_eq!(prep.base.shown_url.as_deref(), Some("postgres://u@h/d"));
         assert!(prep.base.result_cache.is_none());
+        assert_eq!(prep.base.rate, None);
+    }
+
+    /// `tracelab run`'s options by their own names in the workload, a
+    /// level's `run` over them, and the workload's own result cache.
+    #[test]
+    fn prepare_takes_run_options_by_name_and_the_workloads_cache() {
+        let text = CELL_STUDY
+            .replace(
+                "tx_per_commit = 3\n",
+                "tx_per_commit = 3\nrate = \"{rows}\"\nexe-delay = \"10ms\"\ntx_behavior = \"rollback\"\nresult_cache = { tables = [\"t:force\"], lag = 500 }\n",
+            )
+            .replace("timer = \"syscall\"", "timer = \"syscall\", connect_mode = \"tsunami\", rate = 7.5");
+        let l = Loaded::parse("t", &text, None, &[]).unwrap();
+        let scratch = tempfile::tempdir().unwrap();
+        let empty = (BTreeSet::new(), BTreeMap::new());
+        let ctx = cell_ctx(&l, scratch.path(), &empty);
+        let cell = Cell::resolve(&l, &[("n".into(), "a".into())], false, &ctx.vars);
+        let (eng, _) = fake_engine(Kind::Postgres, "postgres://u@h/d", vec![]);
+        let prep = prepare(&l, &cell, &eng, scratch.path()).unwrap();
+        assert_eq!(prep.base.rate, Some(7.5), "the level's over the workload's");
+        assert_eq!(prep.base.exe_delay, Duration::from_millis(10));
+        assert!(prep.base.rollback);
+        assert_eq!(prep.base.connect, tracelab_run::ConnectMode::Tsunami);
+        assert_eq!(prep.base.timer, Timer::Syscall);
+        let c = prep.base.result_cache.expect("the workload's cache");
+        assert_eq!(c.lag, Duration::from_millis(500));
+        // Without the level's rate, the workload's with the cell's var.
+        let plain = text.replace(", rate = 7.5", "");
+        let l = Loaded::parse("t", &plain, None, &[]).unwrap();
+        let cell = Cell::resolve(&l, &[("n".into(), "a".into())], false, &ctx.vars);
+        assert_eq!(
+            prepare(&l, &cell, &eng, scratch.path()).unwrap().base.rate,
+            Some(5.0)
+        );
+        // A level's option `run` does not have: named with the level.
+        let bad = text.replace("connect_mode", "conect_mode");
+        let e = Loaded::parse("t", &bad, None, &[]).unwrap_err().to_string();
+        assert!(
+            e.contains(
+                "key `factors.levels.run.conect_mode`: level `a`: unknown field `conect_mode`"
+            ),
+            "{e}"
+        );
     }
 }

@@ -123,7 +123,7 @@ impl Loaded {
                 .extend(crate::model::proxy::MEASUREMENTS.map(String::from));
             p.prefixes.push("proxy_trace_".into());
         }
-        if levels.iter().any(|l| l.result_cache.is_some()) {
+        if s.workload.result_cache.is_some() || levels.iter().any(|l| l.result_cache.is_some()) {
             p.names
                 .extend(crate::model::result_cache::measurement_names());
         }

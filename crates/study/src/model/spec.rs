@@ -241,6 +241,9 @@ pub struct WorkloadSpec {
     /// SQL after each run, before the `after` probes (e.g. the deferred
     /// work a load left behind).
     pub after: Option<Sql>,
+    /// A client result cache for every run (`run --result-cache`), as a
+    /// level's `result_cache`; a level's own wins.
+    pub result_cache: Option<crate::model::result_cache::CacheLevel>,
     /// Every other key: an option of `tracelab run` under its own name
     /// (`rate = 50`, `exe_delay = "10ms"`, `connect_mode = "tsunami"`),
     /// read into `tracelab_run::RunOptions` for each cell once its vars
@@ -1072,6 +1075,10 @@ impl Loaded {
         }
         if !["extended", "prepared", "simple"].contains(&s.workload.protocol.as_str()) {
             return Err(self.error("workload.protocol", "expected `extended` or `simple`"));
+        }
+        if let Some(c) = &w.result_cache {
+            c.check()
+                .map_err(|e| self.error("workload.result_cache", e))?;
         }
         for f in &s.factors {
             for lv in &f.levels {
