@@ -161,6 +161,16 @@ fn a_command_beside_and_after_each_run_and_perf_give_measurements() {
 
 #[test]
 fn a_bad_line_of_a_command_is_named_with_the_command_and_line() {
+    // The dry run lists the commands, vars filled in, as reaching outside.
+    let (_, stdout, err, code) = study(OUTSIDE, &["--dry-run"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        stdout.contains(
+            "  command after (after each run), sh -c:\n    echo rows 7; echo '# a comment'"
+        ) && stdout.contains("^ runs a program on this machine")
+            && stdout.contains("perf stat -e context-switches,instructions"),
+        "{stdout}"
+    );
     let bad = OUTSIDE.replace("echo rows {rows};", "echo rows {rows}; echo hello;");
     let (_, _, err, code) = study(&bad, &[]);
     assert_ne!(code, 0, "{err}");

@@ -336,11 +336,33 @@ fn cell_section(
     if m.server_counters {
         commands.push("perf stat -e context-switches, attached to the server's processes");
     }
+    let perf = m.perf.as_ref().map(|p| {
+        format!(
+            "perf stat -e {}, attached to the server's processes",
+            p.events.join(",")
+        )
+    });
+    commands.extend(perf.as_deref());
     if !commands.is_empty() {
         let _ = writeln!(out, "  commands (tracelab's own):");
         for c in commands {
             let _ = writeln!(out, "    {c}");
         }
+    }
+    // The study's own commands run on this machine, as this user.
+    for c in &m.command {
+        let text = crate::model::script::substitute(&c.run, vars)
+            .map_err(|e| l.error("measure.command.run", format!("command `{}`: {e}", c.name)))?;
+        let when = match c.when {
+            crate::model::outside::CommandWhen::Beside => "beside each run, stopped by SIGTERM",
+            crate::model::outside::CommandWhen::After => "after each run",
+        };
+        let _ = writeln!(out, "  command {} ({when}), sh -c:", c.name);
+        let _ = writeln!(out, "    {}", text.replace('\n', "\n    "));
+        let _ = writeln!(
+            out,
+            "      ^ runs a program on this machine, as this user (outside the database)"
+        );
     }
     Ok(())
 }
