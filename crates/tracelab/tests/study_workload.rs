@@ -70,6 +70,14 @@ values = [50, 200]
 rows = "rate"
 columns = [{ name = "tps", label = "tps", expr = "$tps" }]
 "#;
+    // The dry run shows each cell's rate.
+    let (_, stdout, err, code) = study(text, &["--dry-run"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        stdout.contains("  run options (tracelab run's): exe-delay = \"0s\", rate = 50\n")
+            && stdout.contains("rate = 200\n"),
+        "{stdout}"
+    );
     let (dir, _, err, code) = study(text, &[]);
     assert_eq!(code, 0, "{err}");
     let out = dir.join("out");

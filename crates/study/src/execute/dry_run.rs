@@ -315,6 +315,16 @@ fn cell_section(
         let _ = writeln!(out, "  workload ({sessions} sessions, each):");
         list_sql(out, "    ", &t);
     }
+    let mut tables = vec![&s.workload.run];
+    tables.extend(levels.iter().map(|lv| &lv.run.options));
+    let options = crate::model::run_options::shown(&tables, vars);
+    if !options.is_empty() {
+        let _ = writeln!(
+            out,
+            "  run options (tracelab run's): {}",
+            options.join(", ")
+        );
+    }
     let after = cell.scripts(l, Phase::After)?;
     if !after.is_empty() {
         let _ = writeln!(out, "  after each run:");

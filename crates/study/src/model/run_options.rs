@@ -105,6 +105,28 @@ pub fn read(
         .map_err(|e| (String::new(), 0, e.message().to_string()))
 }
 
+/// The options `tables` set, later tables over earlier ones, as `name =
+/// value` with the vars filled in (a reference to no var left as
+/// written): what the dry run shows of a cell.
+pub fn shown(tables: &[&toml::Table], vars: &BTreeMap<String, String>) -> Vec<String> {
+    let mut merged: BTreeMap<String, (String, toml::Value)> = BTreeMap::new();
+    for t in tables {
+        for (k, v) in t.iter() {
+            let v = match v {
+                toml::Value::String(s) if s.contains('{') => {
+                    value_of(substitute(s, vars).unwrap_or_else(|_| s.clone()))
+                }
+                other => other.clone(),
+            };
+            merged.insert(snake(k), (k.clone(), v));
+        }
+    }
+    merged
+        .into_values()
+        .map(|(k, v)| format!("{k} = {v}"))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -125,6 +147,15 @@ mod tests {
         assert_eq!(o.exe_delay, Duration::from_millis(10));
         assert_eq!(o.connect, ConnectMode::Tsunami);
         assert_eq!(o.timer, Timer::Coarse);
+        assert_eq!(
+            shown(&[&w, &lv], &vars),
+            [
+                "connect_mode = \"tsunami\"",
+                "exe-delay = \"10ms\"",
+                "rate = 50",
+                "timer = \"coarse\""
+            ]
+        );
         let e = read(&[&w], &BTreeMap::new()).unwrap_err();
         assert_eq!((e.0.as_str(), e.1), ("rate", 0));
         assert!(e.2.contains("no var `rate`"), "{e:?}");
