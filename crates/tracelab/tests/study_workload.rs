@@ -193,6 +193,19 @@ fn a_bad_line_of_a_command_is_named_with_the_command_and_line() {
         err.contains("command `after` failed (exit status: 3): oops"),
         "{err}"
     );
+    // One that does not end in its time is killed, and said.
+    let slow = OUTSIDE
+        .replace(
+            "when = \"after\"\n",
+            "when = \"after\"\ntimeout = \"500ms\"\n",
+        )
+        .replace("echo rows {rows};", "sleep 30;");
+    let (_, _, err, code) = study(&slow, &[]);
+    assert_ne!(code, 0, "{err}");
+    assert!(
+        err.contains("key `measure.command.timeout`: command `after` did not end within 0.5 s of its start: killed"),
+        "{err}"
+    );
 }
 
 /// Runs stored, and the repetitions the store's header says.

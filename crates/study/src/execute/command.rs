@@ -25,6 +25,24 @@ pub(crate) struct Running {
     out: PathBuf,
     err: PathBuf,
     timeout: Duration,
+    /// Waited for: nothing left to stop when dropped.
+    ended: bool,
+}
+
+impl Drop for Running {
+    /// A command never stopped (a run that failed, another command that
+    /// could not start) is killed with its processes, not left running.
+    fn drop(&mut self) {
+        if !self.ended {
+            // SAFETY: a signal to the process group our child leads.
+            unsafe {
+                libc::kill(-(self.child.id() as i32), libc::SIGKILL);
+            }
+            let _ = self.child.wait();
+        }
+        let _ = std::fs::remove_file(&self.out);
+        let _ = std::fs::remove_file(&self.err);
+    }
 }
 
 /// Starts `spec` with the cell's `vars` filled in and the server's
@@ -65,6 +83,7 @@ pub(crate) fn start(
         out,
         err,
         timeout,
+        ended: false,
     })
 }
 
@@ -74,6 +93,7 @@ impl Running {
     /// as it is).
     pub(crate) fn stop(mut self, l: &Loaded) -> Result<BTreeMap<String, f64>, StudyError> {
         let early = self.child.try_wait().ok().flatten();
+        self.ended |= early.is_some();
         if early.is_none() {
             // SAFETY: a signal to the process group this command leads.
             unsafe {
@@ -100,6 +120,7 @@ impl Running {
         let deadline = Instant::now() + self.timeout;
         loop {
             if let Ok(Some(s)) = self.child.try_wait() {
+                self.ended = true;
                 return Ok(s);
             }
             if Instant::now() >= deadline {
@@ -108,6 +129,7 @@ impl Running {
                     libc::kill(-(self.child.id() as i32), libc::SIGKILL);
                 }
                 let _ = self.child.wait();
+                self.ended = true;
                 return Err(l.error(
                     "measure.command.timeout",
                     format!(
