@@ -3,7 +3,8 @@
 
 /// Which clock read stamps every call (the trace-overhead study varies
 /// it, as Oracle's vsyscall64 setting did).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Timer {
     /// CLOCK_MONOTONIC through the vDSO: no system call.
     #[default]

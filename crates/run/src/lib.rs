@@ -8,9 +8,11 @@
 mod binds;
 mod cache;
 mod clock;
+pub mod duration;
 mod error;
 mod invalidate;
 mod live;
+mod named;
 mod pace;
 pub mod report;
 mod resolve;
@@ -49,8 +51,11 @@ pub enum Stop {
     Transactions(u64),
 }
 
-/// How sessions connect (sqlrun's `--connect-mode`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// How sessions connect (sqlrun's `--connect-mode`). In a file:
+/// `"flood"`, `"tsunami"`, `"trickle"` (logons 0.25 s apart, as `run
+/// --connect-delay`'s default) or `"trickle 100ms"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize)]
+#[serde(try_from = "String")]
 pub enum ConnectMode {
     /// All at once: a logon storm.
     #[default]
@@ -63,60 +68,90 @@ pub enum ConnectMode {
 
 /// A run, resolved. Build it with `..RunOptions::default()` so that new
 /// options do not break callers.
-#[derive(Debug, Clone)]
+///
+/// It also reads from a file under `tracelab run`'s option names (snake
+/// case: `rate`, `exe_delay = "10ms"`, `connect_mode`, `tx_behavior`,
+/// `binds_order`, `ignore_errors`, `timer`): a study's workload and its
+/// levels' `run` tables are these options, so that a new option here is a
+/// study option with no more code. The fields marked `skip` are the
+/// caller's (where to connect, live output) or a study key of their own
+/// that takes vars and engines (`sessions`, `statements`, `protocol`,
+/// `fetch_size`, `settings`, `result_cache`, `trace`).
+#[derive(Debug, Clone, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct RunOptions {
     /// Where to connect; the scheme names the engine: `postgres://` or
     /// `postgresql://`, `mysql://` or `mariadb://`, `sqlite:PATH` or
     /// `sqlite::memory:`. A password in it never reaches any output.
+    #[serde(skip)]
     pub url: String,
     /// The URL as the user gave it, shown in messages instead of `url`
     /// when the caller added parameters of its own to it (a study's
     /// `application_name` and `options`); its password is masked too.
+    #[serde(skip)]
     pub shown_url: Option<String>,
+    #[serde(skip)]
     pub sessions: usize,
+    #[serde(skip)]
     pub stop: Stop,
     /// Think time between calls.
+    #[serde(deserialize_with = "named::seconds")]
     pub exe_delay: Duration,
     /// Write one trace per session here.
+    #[serde(skip)]
     pub trace_dir: Option<PathBuf>,
     /// The trace directory may hold traces this run would not replace:
     /// keep them, and number this run's after them. Without it such a
     /// directory is refused, so that one profile never mixes two runs.
+    #[serde(skip)]
     pub trace_append: bool,
     /// Statements per transaction; 0 is autocommit (each statement its
     /// own transaction).
+    #[serde(skip)]
     pub per_commit: u64,
     /// End each batch with ROLLBACK instead of COMMIT.
+    #[serde(rename = "tx_behavior", deserialize_with = "named::tx_behavior")]
     pub rollback: bool,
     /// Set (by Ctrl-C) to make every session stop after its current call.
+    #[serde(skip)]
     pub interrupt: Option<Arc<AtomicBool>>,
     /// Show a live progress line on a terminal.
+    #[serde(skip)]
     pub progress: bool,
     /// Keep throughput and latency percentiles of every second and the
     /// latency histogram in the summary (`run --report`).
+    #[serde(skip)]
     pub timeline: bool,
+    #[serde(rename = "connect_mode")]
     pub connect: ConnectMode,
     /// SQLSTATEs of statement errors that are counted apart, not as errors.
+    #[serde(deserialize_with = "named::error_codes")]
     pub ignore_errors: Vec<String>,
     /// The clock read for each timestamp.
     pub timer: Timer,
     /// Each session walks the bind rows in its own random order.
+    #[serde(rename = "binds_order", deserialize_with = "named::binds_order")]
     pub shuffle_binds: bool,
     /// Keep every session connected after its work until released: by
     /// creating this file (`Some(Some(path))`) or by Enter on a terminal
     /// (`Some(None)`). With `progress` on, a note on stderr says how.
+    #[serde(skip)]
     pub pause_at_exit: Option<Option<PathBuf>>,
     /// Use the simple query protocol (values inlined as literals, no
     /// prepared statement) instead of the extended one.
+    #[serde(skip)]
     pub simple: bool,
     /// Target transactions per second of the whole run (Poisson arrivals,
     /// latency from the intended start); `None` runs flat out.
+    #[serde(deserialize_with = "named::rate")]
     pub rate: Option<f64>,
     /// Rows per round trip of a query's fetches (PostgreSQL portals);
     /// 0 fetches every row in one go.
+    #[serde(skip)]
     pub fetch_size: u32,
     /// Session parameters set on every connection before the work
     /// (`SET name = value` on PostgreSQL and MariaDB, `PRAGMA` on SQLite).
+    #[serde(skip)]
     pub settings: Vec<(String, String)>,
     /// On PostgreSQL, send `settings` in each connection's startup packet
     /// (`-c name=value`, as libpq's `options` does) instead of setting
@@ -126,12 +161,15 @@ pub struct RunOptions {
     /// are set so; `tracelab run -s` sets them after connecting, with a
     /// message naming the setting when the server refuses it. The other
     /// engines set them after connecting either way.
+    #[serde(skip)]
     pub settings_at_connect: bool,
     /// A client result cache shared by the sessions (Oracle's Client
     /// Result Cache semantics).
+    #[serde(skip)]
     pub result_cache: Option<CacheOptions>,
     /// Called with every result a session receives (from the server or
     /// the cache), for tests and for embedding tracelab.
+    #[serde(skip)]
     pub on_result: Option<ResultHook>,
 }
 

@@ -34,11 +34,102 @@ pub use model::builtin;
 pub use model::engine::{redact, ENGINES};
 pub use model::load;
 pub use model::script::statements;
-pub use model::spec::{Loaded, Study};
+pub use model::spec::{Loaded, Study, MAX_REPS};
 pub use plan::Choice;
 pub use report::stats::{compare, describe, Compare, Describe};
 pub use report::{compare_stores, render, Format};
 pub use store::{Store, Stored, FILE as STORE_FILE};
+
+/// `study run --reps auto`: repetitions are added, a round of every cell
+/// at a time, until the widest 95 % interval of the report's comparisons
+/// is at most `target_pct` % wide, or the cell has `max_reps`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Auto {
+    pub target_pct: f64,
+    pub max_reps: u32,
+}
+
+impl Auto {
+    /// The default target: intervals at most 10 % wide (about ±5 %).
+    pub const TARGET_PCT: f64 = 10.0;
+    /// The default cap of repetitions per cell.
+    pub const MAX_REPS: u32 = 20;
+}
+
+/// Runs a study as [`run_study`], then adds rounds (each cell once more)
+/// while its widest comparison interval is wider than `auto` asks and the
+/// cap is not reached. Starts from the study's repetitions (`--reps`,
+/// `quick_reps`, `reps`), at least 2, the fewest that give an interval.
+/// Returns the outcome of all its runs and a line saying where it
+/// stopped and why.
+pub fn run_study_auto(
+    given: &Loaded,
+    o: &Options,
+    auto: Auto,
+    obs: &dyn Observer,
+) -> Result<(Outcome, String), StudyError> {
+    let s = &given.study;
+    let first = o
+        .choice
+        .reps
+        .or(if o.choice.quick { s.quick_reps } else { None })
+        .unwrap_or(s.reps)
+        .clamp(2, auto.max_reps.max(2));
+    let mut opts = o.clone();
+    if !o.resume {
+        opts.choice.reps = Some(first);
+    }
+    let mut total = run_study(given, &opts, obs)?;
+    // Later rounds go on from the store (its vars among its facts).
+    opts.resume = true;
+    opts.choice.vars.clear();
+    loop {
+        if total.interrupted {
+            return Ok((total, "--reps auto: interrupted".into()));
+        }
+        let st = Store::open(&o.out, false)?.load()?;
+        let widest = report::widths::widest(&st)?;
+        let said = |w: &report::widths::Widest| {
+            if w.pct.is_finite() {
+                format!("{:.1} %, {}", w.pct, w.what)
+            } else {
+                format!("no interval yet, {}", w.what)
+            }
+        };
+        let Some(w) = widest.clone().filter(|w| w.pct > auto.target_pct) else {
+            let how = widest
+                .as_ref()
+                .map_or("nothing to compare".to_string(), |w| {
+                    format!("widest {}", said(w))
+                });
+            return Ok((
+                total,
+                format!(
+                    "--reps auto: {} repetitions; every 95 % interval is within {} % ({how})",
+                    st.reps, auto.target_pct
+                ),
+            ));
+        };
+        if st.reps >= auto.max_reps {
+            return Ok((
+                total,
+                format!(
+                    "--reps auto: stopped at the cap of {} repetitions with an interval wider than {} % (widest {})",
+                    auto.max_reps,
+                    auto.target_pct,
+                    said(&w)
+                ),
+            ));
+        }
+        {
+            let _lock = store::StoreLock::take(&o.out)?;
+            Store::open(&o.out, false)?.add_round()?;
+        }
+        let more = run_study(given, &opts, obs)?;
+        total.ran += more.ran;
+        total.interrupted = more.interrupted;
+    }
+}
 
 /// The report of the store in `dir`.
 pub fn report_dir(dir: &std::path::Path, format: Format) -> Result<String, StudyError> {

@@ -46,7 +46,7 @@ pub struct Args {
     /// The SQL*Net message from client (seconds, or 500ms) that end an island
     /// (island_id) [default: 1].
     #[arg(long, value_name = "TIME", allow_hyphen_values = true,
-          value_parser = crate::duration::seconds)]
+          value_parser = tracelab_run::duration::seconds)]
     thinktime: Option<std::time::Duration>,
     /// Minimum depth of every file, instead of each file's own.
     #[arg(long, value_name = "N")]

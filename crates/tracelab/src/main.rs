@@ -6,7 +6,6 @@ mod calls;
 mod completions;
 mod crop;
 mod db;
-mod duration;
 mod exit;
 mod ls;
 mod man;

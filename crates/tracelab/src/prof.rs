@@ -51,7 +51,7 @@ pub struct Args {
     /// The SQL*Net message from client (seconds, or 500ms) that count as think time
     /// [default: 1].
     #[arg(long, value_name = "TIME", allow_hyphen_values = true,
-          value_parser = crate::duration::seconds)]
+          value_parser = tracelab_run::duration::seconds)]
     thinktime: Option<std::time::Duration>,
     /// Write the text or JSON report to this file (- for standard output)
     /// instead of standard output.

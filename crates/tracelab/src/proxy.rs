@@ -9,8 +9,8 @@ use tracelab_proxy::{
     parse_rate, Config, Direction, Distribution, Protocol, Proxy, ProxyError, Upstream,
 };
 
-use crate::duration;
 use crate::exit::{self, Failure};
+use tracelab_run::duration;
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug)]
 enum Dist {

@@ -14,10 +14,10 @@ use tracelab_run::{
     RunOptions, Stop, Timer, Workload,
 };
 
-use crate::duration;
 use crate::exit::{self, Failure};
 use crate::output::{out, say};
 use crate::signals;
+use tracelab_run::duration;
 
 /// Options of `tracelab run`.
 #[derive(clap::Args, Debug)]

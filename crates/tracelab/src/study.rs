@@ -65,9 +65,19 @@ struct RunArgs {
     /// Fewer levels, rows and repetitions: well under 3 minutes.
     #[arg(long)]
     quick: bool,
-    /// Repetitions of every cell (overrides the file).
+    /// Repetitions of every cell (overrides the file), or `auto`: rounds
+    /// of every cell are added until each comparison's 95 % interval is
+    /// narrower than --target-width, or --max-reps is reached.
+    #[arg(long, value_name = "N|auto", value_parser = reps_parser)]
+    reps: Option<Reps>,
+    /// With --reps auto: the widest a comparison's 95 % interval may be,
+    /// in % of the ratio (10: about ±5 %) [default: 10; implies --reps auto].
+    #[arg(long, value_name = "PCT")]
+    target_width: Option<f64>,
+    /// With --reps auto: the most repetitions of a cell [default: 20;
+    /// implies --reps auto].
     #[arg(long, value_name = "N")]
-    reps: Option<u32>,
+    max_reps: Option<u32>,
     /// Run on this database instead of a private server; the URL's scheme
     /// names the engine (postgres://, sqlite:PATH, mysql://). Repeatable,
     /// one per engine.
@@ -109,6 +119,23 @@ struct RunArgs {
     /// preload library given by path, ...): refused without it.
     #[arg(long)]
     allow_server_programs: bool,
+}
+
+/// `--reps`: a number, or `auto`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Reps {
+    Fixed(u32),
+    Auto,
+}
+
+fn reps_parser(s: &str) -> Result<Reps, String> {
+    match s.trim() {
+        "auto" => Ok(Reps::Auto),
+        n => n
+            .parse::<u32>()
+            .map(Reps::Fixed)
+            .map_err(|_| format!("`{s}`: expected a number of repetitions or `auto`")),
+    }
 }
 
 impl From<StudyError> for Failure {
@@ -234,12 +261,41 @@ fn run_one(r: RunArgs) -> Result<i32, Failure> {
         };
         vars.insert(k.trim().to_string(), x.trim().to_string());
     }
-    if r.reps == Some(0) {
+    if r.reps == Some(Reps::Fixed(0)) {
         return Err(Failure::Usage("--reps: expected at least 1".into()));
+    }
+    let auto = (r.reps == Some(Reps::Auto) || r.target_width.is_some() || r.max_reps.is_some())
+        .then(|| tracelab_study::Auto {
+            target_pct: r.target_width.unwrap_or(tracelab_study::Auto::TARGET_PCT),
+            max_reps: r.max_reps.unwrap_or(tracelab_study::Auto::MAX_REPS),
+        });
+    if let Some(a) = auto {
+        if matches!(r.reps, Some(Reps::Fixed(_))) {
+            return Err(Failure::Usage(
+                "--target-width and --max-reps go with --reps auto, not a number of repetitions"
+                    .into(),
+            ));
+        }
+        if !(a.target_pct > 0.0 && a.target_pct.is_finite()) {
+            return Err(Failure::Usage(format!(
+                "--target-width {}: expected a width in % above 0",
+                a.target_pct
+            )));
+        }
+        if !(2..=tracelab_study::MAX_REPS).contains(&a.max_reps) {
+            return Err(Failure::Usage(format!(
+                "--max-reps {}: expected 2 to {} (an interval needs two runs)",
+                a.max_reps,
+                tracelab_study::MAX_REPS
+            )));
+        }
     }
     let choice = Choice {
         quick: r.quick,
-        reps: r.reps,
+        reps: match r.reps {
+            Some(Reps::Fixed(n)) => Some(n),
+            _ => None,
+        },
         levels,
         seed: r.seed,
         vars,
@@ -294,7 +350,13 @@ fn run_one(r: RunArgs) -> Result<i32, Failure> {
     // The server tracer this binary embeds, for studies that preload it
     // (`{server_trace_lib}`: trace-overhead's server_trace level).
     tracelab_study::set_server_tracer(crate::server_trace::LIB);
-    let outcome = run_study(&loaded, &opts, &bar);
+    let outcome = match auto {
+        Some(a) => tracelab_study::run_study_auto(&loaded, &opts, a, &bar).map(|(o, said)| {
+            bar.0.suspend(|| say!("tracelab: {said}"));
+            o
+        }),
+        None => run_study(&loaded, &opts, &bar),
+    };
     bar.0.finish_and_clear();
     let outcome = match outcome {
         Ok(o) => o,

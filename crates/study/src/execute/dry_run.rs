@@ -303,10 +303,27 @@ fn cell_section(
             sql_spec = x;
         }
     }
-    if let Some(t) = cell.sql(l, "workload.sql", sql_spec)? {
+    if let (Some(kit), true) = (&s.workload.sqldir, sql_spec.is_empty()) {
+        let sessions = vars_text(&s.workload.sessions, vars);
+        let _ = writeln!(
+            out,
+            "  workload ({sessions} sessions, each): the statements of sqlrun kit {kit} ({})",
+            s.workload.exe_mode.as_deref().unwrap_or("sequential")
+        );
+    } else if let Some(t) = cell.sql(l, "workload.sql", sql_spec)? {
         let sessions = vars_text(&s.workload.sessions, vars);
         let _ = writeln!(out, "  workload ({sessions} sessions, each):");
         list_sql(out, "    ", &t);
+    }
+    let mut tables = vec![&s.workload.run];
+    tables.extend(levels.iter().map(|lv| &lv.run.options));
+    let options = crate::model::run_options::shown(&tables, vars);
+    if !options.is_empty() {
+        let _ = writeln!(
+            out,
+            "  run options (tracelab run's): {}",
+            options.join(", ")
+        );
     }
     let after = cell.scripts(l, Phase::After)?;
     if !after.is_empty() {
@@ -329,11 +346,33 @@ fn cell_section(
     if m.server_counters {
         commands.push("perf stat -e context-switches, attached to the server's processes");
     }
+    let perf = m.perf.as_ref().map(|p| {
+        format!(
+            "perf stat -e {}, attached to the server's processes",
+            p.events.join(",")
+        )
+    });
+    commands.extend(perf.as_deref());
     if !commands.is_empty() {
         let _ = writeln!(out, "  commands (tracelab's own):");
         for c in commands {
             let _ = writeln!(out, "    {c}");
         }
+    }
+    // The study's own commands run on this machine, as this user.
+    for c in &m.command {
+        let text = crate::model::script::substitute(&c.run, vars)
+            .map_err(|e| l.error("measure.command.run", format!("command `{}`: {e}", c.name)))?;
+        let when = match c.when {
+            crate::model::outside::CommandWhen::Beside => "beside each run, stopped by SIGTERM",
+            crate::model::outside::CommandWhen::After => "after each run",
+        };
+        let _ = writeln!(out, "  command {} ({when}), sh -c:", c.name);
+        let _ = writeln!(out, "    {}", text.replace('\n', "\n    "));
+        let _ = writeln!(
+            out,
+            "      ^ runs a program on this machine, as this user (outside the database)"
+        );
     }
     Ok(())
 }

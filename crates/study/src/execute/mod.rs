@@ -1,11 +1,13 @@
 //! Running a study: check the engines, start the private server, then for
 //! each planned run apply its levels, warm up, measure and store it.
 
+mod command;
 pub mod dry_run;
 pub mod freshness;
 pub mod mariadb;
 pub mod measure;
 mod observed;
+pub mod perf;
 pub mod profile;
 pub mod proxy;
 pub mod requirement;
@@ -24,7 +26,7 @@ use std::time::{Duration, Instant};
 use tracelab_db::{
     start_mariadb_with_env, start_postgres_with_env, stop, MariaOptions, PgOptions, ServerState,
 };
-use tracelab_run::{read_binds, RunOptions, Stop, Timer, Workload};
+use tracelab_run::{read_binds, RunOptions, Stop, Workload};
 
 use crate::error::{admin_error, StudyError};
 use crate::execute::server_counters::Server;
@@ -111,6 +113,9 @@ pub(crate) struct Engine {
     /// What every run's notes say about this engine (settings the study
     /// wanted and a database of the user's does not have).
     notes: Vec<String>,
+    /// What the study has told the user about this engine once (perf
+    /// cannot count here): a note of the first run, not of every run.
+    told: BTreeSet<String>,
 }
 
 impl Engine {
@@ -226,6 +231,7 @@ fn open_engine(
         probe: None,
         skipped_probes: BTreeSet::new(),
         notes: Vec::new(),
+        told: BTreeSet::new(),
     };
     // A database that cannot be reached fails the study before any run.
     if k == Kind::Postgres {
@@ -633,65 +639,31 @@ pub(crate) fn prepare(
     let (levels, vars) = (&cell.levels, &cell.vars);
     let s = &l.study;
     let w = &s.workload;
-    let e = eng.name.as_str();
-    let k = eng.kind;
-    let mut sql_spec = &w.sql;
-    for lv in levels {
-        if let Some(x) = &lv.sql {
-            sql_spec = x;
-        }
-    }
-    let sql = sql_of(l, "workload.sql", sql_spec, e, vars)?
-        .ok_or_else(|| l.error("workload.sql", format!("no SQL for engine {e}")))?;
-    let binds = match &w.binds {
-        Some(b) => {
-            let path = l.data_file("workload.binds", b, scratch)?;
-            read_binds(&path).map_err(|e| l.error("workload.binds", e.to_string()))?
-        }
-        None => Default::default(),
-    };
-    let simple = w.protocol == "simple";
-    // Several statements with prepared statements: each its own
-    // execution, in turn (sqlrun's sequential mode).
-    let pieces = if simple { Vec::new() } else { statements(&sql) };
-    let workload = if pieces.len() > 1 {
-        let mut wl = Workload::with_binds(&pieces[0], binds.clone());
-        for p in &pieces[1..] {
-            wl.statements
-                .extend(Workload::with_binds(p, binds.clone()).statements);
-        }
-        wl
-    } else {
-        Workload::with_binds(&sql, binds)
-    };
+    let workload = workload_of(l, cell, eng, scratch)?;
     let Amounts {
         sessions,
         per_commit,
         stop,
         warmup,
     } = cell.workload(l)?;
-    let mut settings: Vec<(String, String)> = w.settings.for_engine(e).into_iter().collect();
-    for lv in levels {
-        settings.extend(lv.settings.for_engine(e));
-    }
     let mut fetch = num(l, "workload.fetch_size", &w.fetch_size, vars)?;
-    let mut timer = Timer::Vdso;
     let mut trace = s.measure.trace;
     for lv in levels {
         if let Some(f) = &lv.run.fetch_size {
             fetch = num(l, "factors.levels.run.fetch_size", f, vars)?;
         }
-        timer = match lv.run.timer.as_deref() {
-            Some("syscall") => Timer::Syscall,
-            Some("coarse") => Timer::Coarse,
-            Some(_) => Timer::Vdso,
-            None => timer,
-        };
         trace |= lv.run.trace;
     }
-    let result_cache = crate::execute::result_cache::options(levels, |k, n| num(l, k, n, vars))?;
-    let base = RunOptions {
-        url: if k == Kind::Postgres {
+    // `tracelab run`'s options by their own names; the study's keys
+    // over them.
+    let mut base = cell.run_options(l)?;
+    let mut settings: Vec<(String, String)> =
+        w.settings.for_engine(&eng.name).into_iter().collect();
+    for lv in levels {
+        settings.extend(lv.settings.for_engine(&eng.name));
+    }
+    base = RunOptions {
+        url: if eng.kind == Kind::Postgres {
             with_tag(&eng.url, "tracelab-study")
         } else {
             eng.url.clone()
@@ -701,15 +673,18 @@ pub(crate) fn prepare(
         sessions,
         stop,
         per_commit,
-        simple,
-        timer,
+        simple: w.protocol == "simple",
         fetch_size: fetch.max(0.0) as u32,
         settings,
         // In force from each backend's start, as libpq's `options` would
         // put them, and no statement of their own for a proxy to trace.
         settings_at_connect: true,
-        result_cache,
-        ..RunOptions::default()
+        result_cache: crate::execute::result_cache::options(
+            levels,
+            w.result_cache.as_ref(),
+            |k, n| num(l, k, n, vars),
+        )?,
+        ..base
     };
     Ok(Prepared {
         base,
@@ -718,6 +693,55 @@ pub(crate) fn prepare(
         per_commit,
         warmup,
         trace,
+    })
+}
+
+/// What a cell's sessions execute: the workload's (or a level's) SQL with
+/// the bind file, or an sqlrun kit (`workload.sqldir`, as `tracelab run
+/// --sqldir` reads it, from its directory next to the study file).
+fn workload_of(
+    l: &Loaded,
+    cell: &Cell,
+    eng: &Engine,
+    scratch: &std::path::Path,
+) -> Result<Workload, StudyError> {
+    let w = &l.study.workload;
+    let e = eng.name.as_str();
+    let own = cell.levels.iter().rev().find_map(|lv| lv.sql.as_ref());
+    if let (Some(kit), None) = (&w.sqldir, own) {
+        let dir =
+            l.dir.as_ref().map(|d| d.join(kit)).ok_or_else(|| {
+                l.error("workload.sqldir", "a built-in study has no kit directory")
+            })?;
+        let mode = crate::model::spec::exe_mode(w.exe_mode.as_deref()).unwrap_or_default();
+        return Workload::from_sqldir(&dir, mode)
+            .map_err(|e| l.error("workload.sqldir", e.to_string()));
+    }
+    let sql = sql_of(l, "workload.sql", own.unwrap_or(&w.sql), e, &cell.vars)?
+        .ok_or_else(|| l.error("workload.sql", format!("no SQL for engine {e}")))?;
+    let binds = match &w.binds {
+        Some(b) => {
+            let path = l.data_file("workload.binds", b, scratch)?;
+            read_binds(&path).map_err(|e| l.error("workload.binds", e.to_string()))?
+        }
+        None => Default::default(),
+    };
+    // Several statements with prepared statements: each its own
+    // execution, in turn (sqlrun's sequential mode).
+    let pieces = if w.protocol == "simple" {
+        Vec::new()
+    } else {
+        statements(&sql)
+    };
+    Ok(if pieces.len() > 1 {
+        let mut wl = Workload::with_binds(&pieces[0], binds.clone());
+        for p in &pieces[1..] {
+            wl.statements
+                .extend(Workload::with_binds(p, binds.clone()).statements);
+        }
+        wl
+    } else {
+        Workload::with_binds(&sql, binds)
     })
 }
 
@@ -928,6 +952,7 @@ fn wait_gone(eng: &mut Engine, tag: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tracelab_run::Timer;
 
     const STUDY: &str = r#"
 name = "t"
@@ -983,6 +1008,7 @@ columns = [{ name = "r", label = "r", expr = "$elapsed_ms" }]
             probe: Some(Box::new(FakeAdmin::connect(kind, &server))),
             skipped_probes: BTreeSet::new(),
             notes: Vec::new(),
+            told: BTreeSet::new(),
         };
         (eng, server)
     }
@@ -1265,5 +1291,49 @@ columns = [{ name = "r", label = "r", expr = "$elapsed_ms" }]
         );
         assert_eq!(prep.base.shown_url.as_deref(), Some("postgres://u@h/d"));
         assert!(prep.base.result_cache.is_none());
+        assert_eq!(prep.base.rate, None);
+    }
+
+    /// `tracelab run`'s options by their own names in the workload, a
+    /// level's `run` over them, and the workload's own result cache.
+    #[test]
+    fn prepare_takes_run_options_by_name_and_the_workloads_cache() {
+        let text = CELL_STUDY
+            .replace(
+                "tx_per_commit = 3\n",
+                "tx_per_commit = 3\nrate = \"{rows}\"\nexe-delay = \"10ms\"\ntx_behavior = \"rollback\"\nresult_cache = { tables = [\"t:force\"], lag = 500 }\n",
+            )
+            .replace("timer = \"syscall\"", "timer = \"syscall\", connect_mode = \"tsunami\", rate = 7.5");
+        let l = Loaded::parse("t", &text, None, &[]).unwrap();
+        let scratch = tempfile::tempdir().unwrap();
+        let empty = (BTreeSet::new(), BTreeMap::new());
+        let ctx = cell_ctx(&l, scratch.path(), &empty);
+        let cell = Cell::resolve(&l, &[("n".into(), "a".into())], false, &ctx.vars);
+        let (eng, _) = fake_engine(Kind::Postgres, "postgres://u@h/d", vec![]);
+        let prep = prepare(&l, &cell, &eng, scratch.path()).unwrap();
+        assert_eq!(prep.base.rate, Some(7.5), "the level's over the workload's");
+        assert_eq!(prep.base.exe_delay, Duration::from_millis(10));
+        assert!(prep.base.rollback);
+        assert_eq!(prep.base.connect, tracelab_run::ConnectMode::Tsunami);
+        assert_eq!(prep.base.timer, Timer::Syscall);
+        let c = prep.base.result_cache.expect("the workload's cache");
+        assert_eq!(c.lag, Duration::from_millis(500));
+        // Without the level's rate, the workload's with the cell's var.
+        let plain = text.replace(", rate = 7.5", "");
+        let l = Loaded::parse("t", &plain, None, &[]).unwrap();
+        let cell = Cell::resolve(&l, &[("n".into(), "a".into())], false, &ctx.vars);
+        assert_eq!(
+            prepare(&l, &cell, &eng, scratch.path()).unwrap().base.rate,
+            Some(5.0)
+        );
+        // A level's option `run` does not have: named with the level.
+        let bad = text.replace("connect_mode", "conect_mode");
+        let e = Loaded::parse("t", &bad, None, &[]).unwrap_err().to_string();
+        assert!(
+            e.contains(
+                "key `factors.levels.run.conect_mode`: level `a`: unknown field `conect_mode`"
+            ),
+            "{e}"
+        );
     }
 }

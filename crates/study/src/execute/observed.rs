@@ -16,6 +16,7 @@ use crate::execute::server_counters::ServerWatch;
 use crate::execute::{
     preloads, server_of, server_pid, wait_gone, with_tag, zero_calls, Context, Engine, Prepared,
 };
+use crate::model::outside::CommandWhen;
 use crate::model::spec::Study;
 use crate::plan::{Cell, Planned};
 use crate::store::{ProfileRow, Syscall};
@@ -93,11 +94,14 @@ pub(crate) fn observed_run(
         clear_traces(Path::new(dir));
     }
 
+    let outside = outside_start(ctx, cell, eng)?;
+
     let cpu0 = measure::self_cpu_ns();
     let ran = tracelab_run::run(&opts, &prep.workload);
     let cpu1 = measure::self_cpu_ns();
     let backend_ns = backend.watch.map(CpuWatch::finish);
     let _ = std::fs::remove_file(&release);
+    outside_finish(ctx, cell, eng, outside, &mut m, &mut notes)?;
     // Every trace written (the proxy's as its connections end: it is
     // stopped here), then the counts of the system calls that wrote them.
     let filter = s.measure.profile_where.as_deref().unwrap_or("1");
@@ -186,6 +190,102 @@ pub(crate) fn observed_run(
         syscalls,
         profiles,
     })
+}
+
+/// What measures a run from outside tracelab: the commands beside it and
+/// `perf stat` of the server.
+struct Outside {
+    beside: Vec<crate::execute::command::Running>,
+    perf: Option<Result<crate::execute::perf::Perf, String>>,
+    server_pid: Option<i32>,
+}
+
+/// Starts the study's `beside` commands and perf, just before the run.
+fn outside_start(ctx: &Context<'_>, cell: &Cell, eng: &mut Engine) -> Result<Outside, StudyError> {
+    let m = &ctx.l.study.measure;
+    if m.command.is_empty() && m.perf.is_none() {
+        return Ok(Outside {
+            beside: Vec::new(),
+            perf: None,
+            server_pid: None,
+        });
+    }
+    let server_pid = server_of(eng)?.map(|s| s.top());
+    let mut beside = Vec::new();
+    for c in m.command.iter().filter(|c| c.when == CommandWhen::Beside) {
+        beside.push(crate::execute::command::start(
+            ctx.l,
+            c,
+            &cell.vars,
+            server_pid,
+            ctx.scratch,
+        )?);
+    }
+    let perf = m.perf.as_ref().map(|p| match server_pid {
+        Some(pid) => crate::execute::perf::Perf::start(
+            pid,
+            &p.events,
+            &ctx.scratch.join(format!("perf-events-{pid}.csv")),
+        ),
+        None => Err(format!("no server process to attach to ({})", eng.name)),
+    });
+    Ok(Outside {
+        beside,
+        perf,
+        server_pid,
+    })
+}
+
+/// Stops the `beside` commands and perf, runs the `after` commands, and
+/// takes their measurements; what perf cannot count is said once (a note
+/// of the first run and a line for the user), not as a failure.
+fn outside_finish(
+    ctx: &Context<'_>,
+    cell: &Cell,
+    eng: &mut Engine,
+    o: Outside,
+    m: &mut BTreeMap<String, f64>,
+    notes: &mut Vec<String>,
+) -> Result<(), StudyError> {
+    let spec = &ctx.l.study.measure;
+    let counted = o
+        .perf
+        .map(|p| p.and_then(crate::execute::perf::Perf::finish));
+    for c in o.beside {
+        m.extend(c.stop(ctx.l)?);
+    }
+    for c in spec.command.iter().filter(|c| c.when == CommandWhen::After) {
+        let run = crate::execute::command::start(ctx.l, c, &cell.vars, o.server_pid, ctx.scratch)?;
+        m.extend(run.finish(ctx.l)?);
+    }
+    let (Some(counted), Some(p)) = (counted, &spec.perf) else {
+        return Ok(());
+    };
+    let mut say = |what: String| {
+        if eng.told.insert(what.clone()) {
+            ctx.obs.tell(&format!("tracelab: {what}"));
+            notes.push(what);
+        }
+    };
+    match counted {
+        Ok(c) => {
+            for e in &p.events {
+                match crate::execute::perf::count_of(&c, e) {
+                    Some(n) => {
+                        m.insert(crate::model::outside::perf_name(e), n as f64);
+                    }
+                    None => say(format!(
+                        "perf event {e} not counted: this machine does not count it (perf stat: <not supported>); its column stays empty"
+                    )),
+                }
+            }
+        }
+        Err(why) => say(format!(
+            "perf events not counted on {}: {why}; the study goes on without them",
+            eng.name
+        )),
+    }
+    Ok(())
 }
 
 /// The libraries the server preloads, in each of its processes:

@@ -11,19 +11,26 @@ use std::time::Duration;
 use tracelab_run::{CacheOptions, Summary};
 
 use crate::model::profiles::measurement_name;
+use crate::model::result_cache::CacheLevel;
 use crate::model::spec::{Level, Num};
 
 /// The cache options of a cell's levels (the last level that names one),
-/// with `num` turning `lag` and `size` into numbers.
+/// or else the workload's (`own`), with `num` turning `lag` and `size`
+/// into numbers.
 pub fn options(
     levels: &[Level],
+    own: Option<&CacheLevel>,
     num: impl Fn(&str, &Num) -> Result<f64, crate::error::StudyError>,
 ) -> Result<Option<CacheOptions>, crate::error::StudyError> {
-    let Some(c) = levels.iter().rev().find_map(|l| l.result_cache.as_ref()) else {
-        return Ok(None);
+    let (key, c) = match levels.iter().rev().find_map(|l| l.result_cache.as_ref()) {
+        Some(c) => ("factors.levels.result_cache", c),
+        None => match own {
+            Some(c) => ("workload.result_cache", c),
+            None => return Ok(None),
+        },
     };
-    let lag = num("factors.levels.result_cache.lag", &c.lag)?;
-    let size = num("factors.levels.result_cache.size", &c.size)?;
+    let lag = num(&format!("{key}.lag"), &c.lag)?;
+    let size = num(&format!("{key}.size"), &c.size)?;
     Ok(Some(CacheOptions {
         size: size.max(BLOCK as f64) as usize,
         lag: Duration::from_secs_f64(lag.max(1.0) / 1000.0),

@@ -26,7 +26,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+
+use crate::execute::perf::Perf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -219,7 +220,11 @@ impl ServerWatch {
                 }
             })
         };
-        let perf = Perf::start(top, &scratch.join(format!("perf-{top}.csv")));
+        let perf = Perf::start(
+            top,
+            &["context-switches".to_string()],
+            &scratch.join(format!("perf-{top}.csv")),
+        );
         Some(ServerWatch {
             server,
             start,
@@ -275,12 +280,18 @@ impl ServerWatch {
                 d.ticks as f64 * 1000.0 / clock_ticks() as f64,
             );
         }
-        let note = match perf {
-            Ok(Ok(n)) => {
-                m.insert("perf_context_switches".into(), n as f64);
-                None
-            }
-            Ok(Err(why)) | Err(why) => Some(format!("perf context switches not counted: {why}")),
+        let note = match perf.and_then(|c| c) {
+            Ok(c) => match crate::execute::perf::count_of(&c, "context-switches") {
+                Some(n) => {
+                    m.insert("perf_context_switches".into(), n as f64);
+                    None
+                }
+                None => Some(
+                    "perf context switches not counted: perf stat counted nothing (<not supported>)"
+                        .into(),
+                ),
+            },
+            Err(why) => Some(format!("perf context switches not counted: {why}")),
         };
         (m, note)
     }
@@ -302,89 +313,9 @@ fn clock_ticks() -> i64 {
     }
 }
 
-/// `perf stat -e context-switches -p PID` (the process's threads, and
-/// what they start while perf is attached), as CSV.
-struct Perf {
-    child: Child,
-    out: PathBuf,
-    stderr: PathBuf,
-}
-
-impl Perf {
-    fn start(pid: i32, out: &Path) -> Result<Perf, String> {
-        let stderr = out.with_extension("err");
-        let err =
-            std::fs::File::create(&stderr).map_err(|e| format!("{}: {e}", stderr.display()))?;
-        let child = Command::new("perf")
-            .args(["stat", "-x,", "-e", "context-switches", "-o"])
-            .arg(out)
-            .args(["-p", &pid.to_string()])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(err)
-            .spawn()
-            .map_err(|e| match e.kind() {
-                std::io::ErrorKind::NotFound => {
-                    "perf not installed (apt-get install -y linux-perf)".to_string()
-                }
-                _ => format!("cannot start perf: {e}"),
-            })?;
-        // Attached before the run's first connection.
-        std::thread::sleep(Duration::from_millis(200));
-        Ok(Perf {
-            child,
-            out: out.to_path_buf(),
-            stderr,
-        })
-    }
-
-    /// Stops perf (SIGINT: it prints its counts) and reads them.
-    fn finish(mut self) -> Result<u64, String> {
-        crate::execute::measure::interrupt(&mut self.child);
-        let text = std::fs::read_to_string(&self.out).unwrap_or_default();
-        let err = std::fs::read_to_string(&self.stderr).unwrap_or_default();
-        let _ = std::fs::remove_file(&self.out);
-        let _ = std::fs::remove_file(&self.stderr);
-        parse_perf_csv(&text).ok_or_else(|| {
-            let why = err
-                .lines()
-                .chain(text.lines())
-                .find(|l| !l.trim().is_empty() && !l.starts_with('#'));
-            format!(
-                "perf stat counted nothing ({})",
-                why.unwrap_or("no output").trim()
-            )
-        })
-    }
-}
-
-/// The count of `context-switches` in `perf stat -x,` output: `COUNT,
-/// UNIT,EVENT,...`; `None` when perf printed `<not supported>` or
-/// `<not counted>`.
-fn parse_perf_csv(text: &str) -> Option<u64> {
-    text.lines().find_map(|l| {
-        let f: Vec<&str> = l.split(',').collect();
-        (f.len() >= 3 && f[2].starts_with("context-switches"))
-            .then(|| f[0].trim().parse::<u64>().ok())
-            .flatten()
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn reads_perf_csv_and_its_refusals() {
-        let ok =
-            "# started on Mon Nov 23 22:08:13 2026\n\n5950,,context-switches,3559339658,100.00,,\n";
-        assert_eq!(parse_perf_csv(ok), Some(5950));
-        assert_eq!(
-            parse_perf_csv("<not supported>,,context-switches,0,100.00,,\n"),
-            None
-        );
-        assert_eq!(parse_perf_csv(""), None);
-    }
 
     #[test]
     fn counts_this_process_threads_and_the_one_it_starts() {

@@ -267,7 +267,9 @@ fn check_cells(start: &Start) -> Result<(), StudyError> {
     let mut cells_seen = BTreeSet::new();
     for p in &start.planned {
         if cells_seen.insert((cell_key(&p.cell), p.strace)) {
-            Cell::resolve(&start.loaded, &p.cell, p.strace, &checking).workload(&start.loaded)?;
+            let cell = Cell::resolve(&start.loaded, &p.cell, p.strace, &checking);
+            cell.workload(&start.loaded)?;
+            cell.run_options(&start.loaded)?;
         }
     }
     Ok(())

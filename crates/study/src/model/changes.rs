@@ -155,6 +155,13 @@ impl Loaded {
                 }
             }
         }
+        if let Some(kit) = &s.workload.sqldir {
+            // Its files are read when the runs start: whatever they do.
+            add(
+                EACH,
+                format!("the statements of sqlrun kit {kit} (whatever they change)"),
+            );
+        }
         for f in &s.factors {
             for l in &f.levels {
                 for k in l.server.for_engine(engine).keys() {

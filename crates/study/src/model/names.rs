@@ -66,7 +66,7 @@ struct Produced {
     names: BTreeSet<String>,
     /// Families of names known only once a run has happened
     /// (`syscall_read`, `trace_exec_s`).
-    prefixes: Vec<&'static str>,
+    prefixes: Vec<String>,
     /// A script returns columns the text does not name (`SELECT *`):
     /// nothing can be refused.
     open: bool,
@@ -98,16 +98,26 @@ impl Loaded {
         let m = &s.measure;
         if m.strace || m.strace_runs > 0 {
             p.names.insert("syscalls".into());
-            p.prefixes.push("syscall_");
+            p.prefixes.push("syscall_".into());
             if m.strace_client {
                 p.names.insert("client_syscalls".into());
-                p.prefixes.push("client_syscall_");
+                p.prefixes.push("client_syscall_".into());
             }
         }
         if m.strace_runs > 0 {
             // The runs under strace keep their other figures as `strace_...`.
-            p.prefixes.push("strace_");
+            p.prefixes.push("strace_".into());
             p.names.extend(m.strace_vars.keys().cloned());
+        }
+        // A command's names are known once it has run: its prefix.
+        p.prefixes
+            .extend(m.command.iter().map(|c| format!("{}_", c.name)));
+        if let Some(perf) = &m.perf {
+            p.names.extend(
+                perf.events
+                    .iter()
+                    .map(|e| crate::model::outside::perf_name(e)),
+            );
         }
         let log = &s.measure.server_log;
         if log.on {
@@ -118,7 +128,7 @@ impl Loaded {
         let levels: Vec<_> = s.factors.iter().flat_map(|f| f.all_levels()).collect();
         if s.measure.trace || levels.iter().any(|l| l.run.trace) {
             p.names.insert("trace_bytes".into());
-            p.prefixes.push("trace_");
+            p.prefixes.push("trace_".into());
         }
         if s.measure.server_counters {
             p.names.extend(COUNTERS.iter().map(|n| n.to_string()));
@@ -129,9 +139,9 @@ impl Loaded {
         if levels.iter().any(|l| l.proxy.is_some()) {
             p.names
                 .extend(crate::model::proxy::MEASUREMENTS.map(String::from));
-            p.prefixes.push("proxy_trace_");
+            p.prefixes.push("proxy_trace_".into());
         }
-        if levels.iter().any(|l| l.result_cache.is_some()) {
+        if s.workload.result_cache.is_some() || levels.iter().any(|l| l.result_cache.is_some()) {
             p.names
                 .extend(crate::model::result_cache::measurement_names());
         }
@@ -152,7 +162,7 @@ impl Loaded {
             // run's backends, and their profile by call or wait name
             // (crate::execute::profile::server_sums).
             p.names.extend(SERVER_TRACE.map(String::from));
-            p.prefixes.push("server_trace_");
+            p.prefixes.push("server_trace_".into());
         }
         p.names.extend(s.vars.keys().cloned());
         p.names.extend(s.quick.vars.keys().cloned());

@@ -188,13 +188,24 @@ pub enum Num {
     Text(String),
 }
 
-/// The `tracelab run` specification of one measured run.
+/// The `tracelab run` specification of one measured run: the study's own
+/// keys below (they take vars and engines), and every other option of
+/// `tracelab run` under its own name (`run`).
 #[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct WorkloadSpec {
     /// The statement(s) every session executes; with `protocol = "simple"`
-    /// several statements separated by `;` go in one call.
+    /// several statements separated by `;` go in one call. Either this or
+    /// `sqldir`.
+    #[serde(default = "no_sql")]
     pub sql: Sql,
+    /// An sqlrun kit, as `tracelab run --sqldir`: a directory next to the
+    /// study file whose `sqlfile.conf` lists `weight,sqlfile[,bindfile]`
+    /// records; instead of `sql`.
+    pub sqldir: Option<String>,
+    /// How each session picks a kit's next statement (`run --exe-mode`):
+    /// `sequential` (the default), `semi-random` (by the kit's weights)
+    /// or `truly-random`.
+    pub exe_mode: Option<String>,
     /// Bind values file (as `tracelab run --binds`), next to the study.
     pub binds: Option<String>,
     #[serde(default = "one")]
@@ -230,6 +241,38 @@ pub struct WorkloadSpec {
     /// SQL after each run, before the `after` probes (e.g. the deferred
     /// work a load left behind).
     pub after: Option<Sql>,
+    /// A client result cache for every run (`run --result-cache`), as a
+    /// level's `result_cache`; a level's own wins.
+    pub result_cache: Option<crate::model::result_cache::CacheLevel>,
+    /// Every other key: an option of `tracelab run` under its own name
+    /// (`rate = 50`, `exe_delay = "10ms"`, `connect_mode = "tsunami"`),
+    /// read into `tracelab_run::RunOptions` for each cell once its vars
+    /// are in (`crate::model::run_options`); an unknown key is refused
+    /// there, by name, when the study is read.
+    #[serde(flatten)]
+    pub run: toml::Table,
+}
+
+/// No SQL: the workload is a kit (`sqldir`).
+fn no_sql() -> Sql {
+    Sql::Many(Vec::new())
+}
+
+impl Sql {
+    /// No piece at all (a workload that names a kit instead).
+    pub fn is_empty(&self) -> bool {
+        self.pieces().is_empty()
+    }
+}
+
+/// A kit's `exe_mode` as the driver takes it.
+pub fn exe_mode(name: Option<&str>) -> Option<tracelab_run::ExeMode> {
+    match name.unwrap_or("sequential") {
+        "sequential" => Some(tracelab_run::ExeMode::Sequential),
+        "semi-random" | "semi_random" => Some(tracelab_run::ExeMode::SemiRandom),
+        "truly-random" | "truly_random" => Some(tracelab_run::ExeMode::TrulyRandom),
+        _ => None,
+    }
 }
 
 fn one() -> Num {
@@ -306,19 +349,20 @@ pub struct Level {
     pub result_cache: Option<crate::model::result_cache::CacheLevel>,
 }
 
-/// `tracelab run` options a level sets for its measured runs.
+/// `tracelab run` options a level sets for its measured runs: any option
+/// of the workload's that `tracelab run` has (`rate`, `timer`,
+/// `exe_delay`, ...), over the workload's, and these.
 #[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct RunLevel {
-    /// The clock the driver reads for its timestamps (`run --timer`):
-    /// `vdso`, `syscall` or `coarse`.
-    pub timer: Option<String>,
     /// A client-side 10046 trace per session (`run --trace`), profiled as
     /// `trace_*` measurements, its size as `trace_bytes`.
     #[serde(default)]
     pub trace: bool,
     /// Rows per fetch round trip (over the workload's `fetch_size`).
     pub fetch_size: Option<Num>,
+    /// `tracelab run`'s other options, as the workload's `run`.
+    #[serde(flatten)]
+    pub options: toml::Table,
 }
 
 /// A query whose columns become measurements, before and/or after a run.
@@ -401,6 +445,14 @@ pub struct Measure {
     /// leave out the long idle waits; the `trace_*` measurements are of
     /// every call.
     pub profile_where: Option<String>,
+    /// Commands run beside (or after) each measured run, whose output
+    /// lines `NAME VALUE` are measurements `{name}_NAME`.
+    #[serde(default)]
+    pub command: Vec<crate::model::outside::CommandSpec>,
+    /// `perf stat` counters of the server's processes over each measured
+    /// run, as `perf_EVENT`; where perf cannot count, the study says so
+    /// once and goes on without them.
+    pub perf: Option<crate::model::outside::PerfSpec>,
 }
 
 impl Default for Measure {
@@ -416,6 +468,8 @@ impl Default for Measure {
             strace_vars: BTreeMap::new(),
             server_counters: false,
             profile_where: None,
+            command: Vec::new(),
+            perf: None,
         }
     }
 }
@@ -846,6 +900,8 @@ impl Loaded {
     /// What levels and the report name: factors, their levels, columns.
     fn check_references(&self) -> Result<(), StudyError> {
         let s = &self.study;
+        crate::model::run_options::check(&s.workload.run)
+            .map_err(|(k, e)| self.error(&format!("workload.{k}"), e))?;
         for f in &s.factors {
             for lv in f.all_levels() {
                 for (other, allowed) in &lv.only_with {
@@ -862,17 +918,12 @@ impl Loaded {
                         self.need("factors.levels.only_with", other, Some(&value_text(a)))?;
                     }
                 }
-                if let Some(t) = &lv.run.timer {
-                    if !["vdso", "syscall", "coarse"].contains(&t.as_str()) {
-                        return Err(self.error(
-                            "factors.levels.run.timer",
-                            format!(
-                                "level `{}`: timer `{t}`: expected vdso, syscall or coarse",
-                                lv.name
-                            ),
-                        ));
-                    }
-                }
+                crate::model::run_options::check(&lv.run.options).map_err(|(k, e)| {
+                    self.error(
+                        &format!("factors.levels.run.{k}"),
+                        format!("level `{}`: {e}", lv.name),
+                    )
+                })?;
             }
         }
         if s.report.rows.is_empty() {
@@ -964,6 +1015,8 @@ impl Loaded {
                 }
             }
         }
+        crate::model::outside::check(&m.command, m.perf.as_ref())
+            .map_err(|(key, e)| self.error(key, e))?;
         if m.strace && !m.strace_vars.is_empty() {
             return Err(self.error(
                 "measure.strace_vars",
@@ -992,8 +1045,40 @@ impl Loaded {
                 }
             }
         }
+        let w = &s.workload;
+        match (&w.sqldir, w.sql.is_empty()) {
+            (Some(_), false) => {
+                return Err(self.error(
+                    "workload.sqldir",
+                    "expected either `sql` or `sqldir` (a kit), not both",
+                ))
+            }
+            (None, true) => {
+                return Err(self.error(
+                    "workload",
+                    "expected `sql` (the statements) or `sqldir` (an sqlrun kit)",
+                ))
+            }
+            _ => {}
+        }
+        if w.exe_mode.is_some() && w.sqldir.is_none() {
+            return Err(self.error(
+                "workload.exe_mode",
+                "picks a kit's statements: give the kit with `sqldir`",
+            ));
+        }
+        if exe_mode(w.exe_mode.as_deref()).is_none() {
+            return Err(self.error(
+                "workload.exe_mode",
+                "expected `sequential`, `semi-random` or `truly-random`",
+            ));
+        }
         if !["extended", "prepared", "simple"].contains(&s.workload.protocol.as_str()) {
             return Err(self.error("workload.protocol", "expected `extended` or `simple`"));
+        }
+        if let Some(c) = &w.result_cache {
+            c.check()
+                .map_err(|e| self.error("workload.result_cache", e))?;
         }
         for f in &s.factors {
             for lv in &f.levels {

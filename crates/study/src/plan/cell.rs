@@ -93,6 +93,21 @@ impl Cell {
         amounts(l, &self.vars)
     }
 
+    /// The `tracelab run` options of the workload and the levels' `run`
+    /// tables (later levels over earlier ones) under the cell's vars:
+    /// what the study's own keys do not set.
+    pub fn run_options(&self, l: &Loaded) -> Result<tracelab_run::RunOptions, StudyError> {
+        let mut tables = vec![&l.study.workload.run];
+        tables.extend(self.levels.iter().map(|lv| &lv.run.options));
+        crate::model::run_options::read(&tables, &self.vars).map_err(|(k, i, e)| {
+            let key = match i {
+                0 => format!("workload.{k}"),
+                _ => format!("factors.levels.run.{k}"),
+            };
+            l.error(&key, format!("cell {}: {e}", self.key()))
+        })
+    }
+
     /// The cell as text: `batch=1 engine=postgres`.
     pub fn key(&self) -> String {
         cell_key(&self.factors)

@@ -11,6 +11,7 @@ pub mod sessions;
 pub mod stats;
 pub mod svg;
 pub mod syscall_report;
+pub mod widths;
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;

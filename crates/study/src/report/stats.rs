@@ -219,7 +219,11 @@ impl Compare {
                     )
                 }
                 (Test::LogRatio, Some(d)) => {
-                    format!("no detectable difference (could detect ×{d:.2} or beyond)")
+                    format!(
+                        "no detectable difference (could detect ×{d:.2} or beyond at 80 % power{})",
+                        self.at_95()
+                            .map_or(String::new(), |h| format!(", ×{h:.2} at 95 %"))
+                    )
                 }
                 _ => "no detectable difference".into(),
             },
@@ -227,9 +231,13 @@ impl Compare {
                 Test::LogRatio => {
                     // Issue 34: every comparison says what its runs
                     // could detect.
-                    let could = self
-                        .detectable()
-                        .map_or(String::new(), |d| format!("; could detect ×{d:.2}"));
+                    let could = self.detectable().map_or(String::new(), |d| {
+                        format!(
+                            "; could detect ×{d:.2} at 80 % power{}",
+                            self.at_95()
+                                .map_or(String::new(), |h| format!(", ×{h:.2} at 95 %"))
+                        )
+                    });
                     let pct = (self.ratio - 1.0) * 100.0;
                     let word = if pct >= 0.0 { "higher" } else { "lower" };
                     // Small differences keep a decimal: "higher by 0.2%".
@@ -277,6 +285,15 @@ impl Compare {
         let (se, df) = self.se?;
         (self.test == Test::LogRatio)
             .then(|| detectable_ratio(se, df, POWER))
+            .flatten()
+    }
+
+    /// As [`Compare::detectable`], with 95 % power: the ratio these runs
+    /// would have missed only once in twenty.
+    pub fn at_95(&self) -> Option<f64> {
+        let (se, df) = self.se?;
+        (self.test == Test::LogRatio)
+            .then(|| detectable_ratio(se, df, 0.95))
             .flatten()
     }
 
@@ -460,7 +477,7 @@ mod tests {
         let c = compare(&noisy, &base).unwrap();
         assert_eq!(
             c.verdict(),
-            "no detectable difference (could detect ×1.32 or beyond)"
+            "no detectable difference (could detect ×1.32 or beyond at 80 % power, ×1.44 at 95 %)"
         );
     }
 

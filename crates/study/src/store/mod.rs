@@ -385,6 +385,43 @@ impl Store {
         Ok(())
     }
 
+    /// One more repetition of every cell the plan times (`study run
+    /// --reps auto`): a round after the planned runs, in the order of the
+    /// first, and the header's repetitions one more. Returns them.
+    pub fn add_round(&mut self) -> Result<u32, StudyError> {
+        let plan = self.plan()?;
+        let reps = plan
+            .iter()
+            .filter(|p| !p.strace)
+            .map(|p| p.rep + 1)
+            .max()
+            .unwrap_or(0);
+        let next = plan.iter().map(|p| p.seq + 1).max().unwrap_or(0);
+        let rows: Vec<(usize, String, String)> = plan
+            .iter()
+            .filter(|p| !p.strace && p.rep == 0)
+            .zip(next..)
+            .map(|(p, seq)| {
+                (
+                    seq,
+                    cell_key(&p.cell),
+                    serde_json::to_string(&p.cell).unwrap_or_default(),
+                )
+            })
+            .collect();
+        self.in_transaction(|tx| {
+            for (seq, key, levels) in &rows {
+                tx.execute(
+                    "INSERT INTO plan (seq, rep, cell, levels) VALUES (?1, ?2, ?3, ?4)",
+                    params![*seq as i64, reps, key, levels],
+                )?;
+            }
+            tx.execute("UPDATE study SET reps = ?1 WHERE id = 1", params![reps + 1])?;
+            Ok(())
+        })?;
+        Ok(reps + 1)
+    }
+
     /// The plan as stored (for --resume).
     pub fn plan(&self) -> Result<Vec<Planned>, StudyError> {
         let straced: std::collections::BTreeSet<i64> = {
