@@ -210,6 +210,37 @@ fn redo_undo_wal_by_load_method() {
     });
     assert!(freeze["create+copy freeze"] < 0.01 * table, "{freeze:?}");
     assert!(freeze["insert"] > 0.5 * table, "{freeze:?}");
+    // The debt is the pages still to freeze: none after COPY FREEZE, the
+    // whole table after UNLOGGED, though its first read dirties none (a
+    // checkpoint leaves its buffers dirty).
+    for l in ["replica", "minimal"] {
+        let pages = means(&out, "method", &[("wal_level", l)], |m| {
+            m.get("unfrozen_pages").copied()
+        });
+        let dirtied = means(&out, "method", &[("wal_level", l)], |m| {
+            m.get("firstread_dirtied").copied()
+        });
+        let table_pages = table / 8192.0;
+        assert_eq!(pages["create+copy freeze"], 0.0, "{l}: {pages:?}");
+        assert!(pages["unlogged"] >= table_pages, "{l}: {pages:?}");
+        assert!(pages["insert"] >= table_pages, "{l}: {pages:?}");
+        assert_eq!(dirtied["unlogged"], 0.0, "{l}: {dirtied:?}");
+        // TEMP's WAL is its CREATE's: the CREATE alone writes about as
+        // much.
+        let w = wal(l);
+        assert!(w["temp create"] > 0.0, "{l}: {w:?}");
+        assert!(
+            (w["temp"] - w["temp create"]).abs() < 0.01 * table,
+            "{l}: {w:?}"
+        );
+    }
+    // The replica table (the original's ARCHIVELOG) comes first, and the
+    // original's directions are beside ours.
+    let replica_at = stdout.find("wal_level=replica size=small").unwrap();
+    let minimal_at = stdout.find("wal_level=minimal size=small").unwrap();
+    assert!(replica_at < minimal_at);
+    assert!(stdout.contains("The original and this run"), "{stdout}");
+    assert!(stdout.contains("lower (no figure)"), "{stdout}");
 }
 
 #[test]
