@@ -207,7 +207,8 @@ pub fn section(st: &Stored, study: &Study, format: Format, out: &mut String) {
         let rtable = Table {
             head: SIDE_HEAD.map(String::from).to_vec(),
             rows: ratios,
-            left: 2,
+            // Words in most columns: all aligned left.
+            left: SIDE_HEAD.len(),
         };
         put_group(out, format, &gtitle, table.as_ref(), &rtable);
     }
@@ -305,9 +306,12 @@ fn ratio_rows(
     ratios
 }
 
-/// A ratio as the tables show it: two decimals below 10, one above.
+/// A ratio as the tables show it: three decimals below 0.1 (a fall of
+/// 97 % is ×0.033, not ×0.03), two below 10, one above.
 fn ratio_text(x: f64) -> String {
-    if x < 10.0 {
+    if x < 0.1 {
+        format!("×{x:.3}")
+    } else if x < 10.0 {
         format!("×{x:.2}")
     } else {
         format!("×{x:.1}")
