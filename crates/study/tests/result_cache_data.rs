@@ -1,6 +1,6 @@
 //! The result-cache study's data is the original's: every row of its
 //! setup.sql against holiday.csv and chair.csv (tests/fixtures/crc-workload,
-//! copied from ../shared/workloads/crc), its bind file against the
+//! the original's workload files), its bind file against the
 //! original's, and the licences beside them.
 
 use std::path::PathBuf;

@@ -42,6 +42,11 @@ fn setup(engine: &str) -> Vec<String> {
         .unwrap()
         .into_iter()
         .map(|p| l.sql_text("setup", p).unwrap())
+        // The study's var of t2's indexes, as the study substitutes it.
+        .map(|t| {
+            let v = l.study.vars["t2_indexes"].as_str().unwrap().to_string();
+            t.replace("{t2_indexes}", &v)
+        })
         .collect()
 }
 

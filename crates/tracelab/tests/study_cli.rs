@@ -129,6 +129,14 @@ fn commit_batch_response_falls_then_flattens_and_the_report_rebuilds() {
         "{accounted:?}"
     );
     assert!(stdout.contains("round trips (ms/insert)"), "{stdout}");
+    // The original's figures are beside ours: its largest batch (32768)
+    // is not in this plan, and the report says so rather than compare
+    // another batch size with it.
+    assert!(stdout.contains("The original and this run"), "{stdout}");
+    assert!(
+        stdout.contains("No run of this plan is in a cell the original's figures are of."),
+        "{stdout}"
+    );
 
     // The report rebuilt from the store alone is the one printed.
     let (again, err, code) = tracelab(&["study", "report", out_s]);
@@ -210,6 +218,37 @@ fn redo_undo_wal_by_load_method() {
     });
     assert!(freeze["create+copy freeze"] < 0.01 * table, "{freeze:?}");
     assert!(freeze["insert"] > 0.5 * table, "{freeze:?}");
+    // The debt is the pages still to freeze: none after COPY FREEZE, the
+    // whole table after UNLOGGED, though its first read dirties none (a
+    // checkpoint leaves its buffers dirty).
+    for l in ["replica", "minimal"] {
+        let pages = means(&out, "method", &[("wal_level", l)], |m| {
+            m.get("unfrozen_pages").copied()
+        });
+        let dirtied = means(&out, "method", &[("wal_level", l)], |m| {
+            m.get("firstread_dirtied").copied()
+        });
+        let table_pages = table / 8192.0;
+        assert_eq!(pages["create+copy freeze"], 0.0, "{l}: {pages:?}");
+        assert!(pages["unlogged"] >= table_pages, "{l}: {pages:?}");
+        assert!(pages["insert"] >= table_pages, "{l}: {pages:?}");
+        assert_eq!(dirtied["unlogged"], 0.0, "{l}: {dirtied:?}");
+        // TEMP's WAL is its CREATE's: the CREATE alone writes about as
+        // much.
+        let w = wal(l);
+        assert!(w["temp create"] > 0.0, "{l}: {w:?}");
+        assert!(
+            (w["temp"] - w["temp create"]).abs() < 0.01 * table,
+            "{l}: {w:?}"
+        );
+    }
+    // The replica table (the original's ARCHIVELOG) comes first, and the
+    // original's directions are beside ours.
+    let replica_at = stdout.find("wal_level=replica size=small").unwrap();
+    let minimal_at = stdout.find("wal_level=minimal size=small").unwrap();
+    assert!(replica_at < minimal_at);
+    assert!(stdout.contains("The original and this run"), "{stdout}");
+    assert!(stdout.contains("lower (no figure)"), "{stdout}");
 }
 
 #[test]
@@ -1185,4 +1224,95 @@ columns = [{{ name = "e", label = "elapsed ms", expr = "$elapsed_ms" }}]
         err.contains("programs.toml:") && err.contains("not a setting name"),
         "{err}"
     );
+}
+
+/// `[report.published]` ratios and directions beside this run's: a study
+/// on SQLite whose column is exact (statements per run), so that each
+/// verdict is known beforehand.
+#[test]
+fn the_originals_ratios_and_directions_are_judged_against_ours() {
+    let dir = tmp("tracelab-study-published-");
+    let file = dir.path().join("published.toml");
+    std::fs::write(
+        &file,
+        r#"
+name = "published"
+reps = 2
+[workload]
+sql = "select 1"
+statements = "{n}"
+[[factors]]
+name = "engine"
+values = ["sqlite"]
+[[factors]]
+name = "size"
+levels = [{ name = "small", vars = { n = 100 } }, { name = "big", vars = { n = 200 } }, { name = "huge", vars = { n = 400 } }]
+[report]
+rows = "size"
+baseline = "small"
+columns = [{ name = "stmts", label = "statements", expr = "$statements" }]
+[report.published]
+title = "a made-up original"
+columns = ["stmts"]
+ratios = [
+  { size = "big", stmts = 2.0 },
+  { size = "huge", stmts = 3.0, why = "ours doubles twice" },
+]
+cells = [{ size = "small", stmts = 10 }, { size = "huge", stmts = 4, why = "the other way" }]
+"#,
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let (stdout, err, code) = tracelab(&[
+        "study",
+        "run",
+        file.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let line = |cell: &str| -> String {
+        stdout
+            .lines()
+            .find(|l| l.starts_with(cell))
+            .unwrap_or_else(|| panic!("no row {cell}: {stdout}"))
+            .to_string()
+    };
+    // big / small: 200 / 100 against the original's ×2.00: the same.
+    let big = line("size=big / small");
+    assert!(big.contains("×2.00"), "{big}");
+    assert!(big.contains("agrees"), "{big}");
+    // huge / small: ours ×4.00 against the original's ×3.00 (a ratio)
+    // and ×0.40 (its two cells, 4 / 10): larger, and opposite.
+    let rows: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.starts_with("size=huge / small"))
+        .collect();
+    assert_eq!(rows.len(), 2, "{stdout}");
+    assert!(
+        rows.iter().any(|r| r.contains("×3.00")
+            && r.contains("same direction (higher), larger here")
+            && r.contains("ours doubles twice")),
+        "{rows:?}"
+    );
+    assert!(
+        rows.iter().any(|r| r.contains("×0.40")
+            && r.contains("opposite direction: higher here, lower in the original")
+            && r.contains("the other way")),
+        "{rows:?}"
+    );
+    // A ratio of the baseline itself is a mistake in the study file.
+    let bad = dir.path().join("bad.toml");
+    std::fs::write(
+        &bad,
+        std::fs::read_to_string(&file).unwrap().replace(
+            r#"{ size = "big", stmts = 2.0 }"#,
+            r#"{ size = "small", stmts = 2.0 }"#,
+        ),
+    )
+    .unwrap();
+    let (_, err, code) = tracelab(&["study", "run", bad.to_str().unwrap(), "--dry-run"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("report.published"), "{err}");
+    assert!(err.contains("other than the baseline"), "{err}");
 }

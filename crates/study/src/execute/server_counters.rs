@@ -1,8 +1,9 @@
 //! Counters of a whole server that need no ptrace, taken around a run:
 //! context switches and read/write syscalls from /proc, the server's CPU,
 //! the tasks it started, and `perf stat -e context-switches` where perf
-//! works. Cheap enough for every run, unlike strace (engine-analogs.md
-//! §3.3: a ptrace stop per syscall, +15–40 %).
+//! works. Cheap enough for every run, unlike strace, which stops the
+//! traced process at every syscall (a ptrace stop each: +15–40 % on a
+//! syscall-heavy server).
 //!
 //! The server is what `strace -f -p PID` and `perf stat -p PID` follow:
 //! every thread of mariadbd (and the threads it starts), or the postmaster

@@ -1,31 +1,47 @@
 //! The original study's published figures next to this run's: the values
-//! of report columns per cell, and the ratio of each level of the rows
-//! factor to the baseline (the original's single figure against this
-//! run's mean with its 95 % interval).
+//! of report columns per cell, and the side-by-side table of the ratios
+//! of a level of the rows factor to the baseline: the original's figure,
+//! ours with its 95 % interval and the smallest ratio our repetitions
+//! could detect, whether they agree (claimed only where our interval
+//! holds the original's; else the direction and the size), and why where
+//! not.
 //!
 //! ```toml
 //! [report.published]
 //! title = "Oracle 19.3, sqlrun, 20 sessions x 1200 s"
 //! columns = ["transactions"]
 //! cells = [{ cache = "off", latency = "0ms", transactions = 18253215 }, ...]
+//! ratios = [{ batch = "32768", response = 0.27, why = "..." }]
 //! ```
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use crate::model::columns::compile;
-use crate::model::published::Published;
-use crate::model::spec::Study;
-use crate::report::stats::{compare, describe};
+use crate::model::columns::{compile, Expr};
+use crate::model::published::{number, Direction, Published, WHY};
+use crate::model::spec::{value_text, Study};
+use crate::report::stats::{compare, describe, Test, TOO_WIDE};
 use crate::report::{esc, fmt_num, Format, Table};
 use crate::store::Stored;
 
 /// A published cell's levels: (factor, level).
 type CellLevels<'a> = [(&'a str, String)];
 
+/// The head of the side-by-side table.
+const SIDE_HEAD: [&str; 8] = [
+    "cell",
+    "column",
+    "original",
+    "ours",
+    "our 95 % interval",
+    "could detect",
+    "agreement",
+    "why, where not",
+];
+
 /// The report's section: per combination of the factors the published
-/// cells leave out (the engine, say), the original's values and these,
-/// then the ratios.
+/// figures leave out (the engine, say) in which something ran, the
+/// original's values and ours, then the side-by-side table of ratios.
 pub fn section(st: &Stored, study: &Study, format: Format, out: &mut String) {
     let Some(p) = &study.report.published else {
         return;
@@ -34,11 +50,23 @@ pub fn section(st: &Stored, study: &Study, format: Format, out: &mut String) {
     let Some(rows_f) = study.report.rows.first() else {
         return;
     };
-    let Some(baseline) = &study.report.baseline else {
+    // The baseline: the report's, or the first of its `baselines` the
+    // original's cells name (one engine's models each).
+    let named_levels: Vec<String> = p
+        .cells
+        .iter()
+        .chain(&p.ratios)
+        .filter_map(|c| c.get(rows_f.as_str()).map(value_text))
+        .collect();
+    let Some(baseline) = &study
+        .report
+        .baseline_of(named_levels.iter().map(String::as_str))
+        .or(study.report.baseline.clone())
+    else {
         return;
     };
     let named = named_factors(p, study);
-    let exprs: Vec<(String, usize, crate::model::columns::Expr)> = p
+    let exprs: Vec<(String, usize, Expr)> = p
         .columns
         .iter()
         .filter_map(|c| {
@@ -62,10 +90,9 @@ pub fn section(st: &Stored, study: &Study, format: Format, out: &mut String) {
             groups.push(g);
         }
     }
-    let title = format!("The original and this run ({})", p.title);
     match format {
         Format::Text => {
-            let _ = writeln!(out, "{title}\n");
+            let _ = writeln!(out, "The original and this run ({})\n", p.title);
         }
         Format::Markdown => {
             let _ = writeln!(out, "## The original and this run\n\n{}\n", p.title);
@@ -78,9 +105,10 @@ pub fn section(st: &Stored, study: &Study, format: Format, out: &mut String) {
             );
         }
     }
+    let mut shown = 0;
     for g in &groups {
         // This run's values of a column in the runs of a published cell.
-        let values = |cell: &[(&str, String)], col: &crate::model::columns::Expr| -> Vec<f64> {
+        let values = |cell: &CellLevels<'_>, col: &Expr| -> Vec<f64> {
             runs.iter()
                 .filter(|r| {
                     g.iter().all(|x| r.cell.contains(x))
@@ -94,9 +122,10 @@ pub fn section(st: &Stored, study: &Study, format: Format, out: &mut String) {
         let mut head: Vec<String> = named.clone();
         for (c, _, _) in &exprs {
             head.push(format!("{c} (original)"));
-            head.push(format!("{c} (here, mean)"));
+            head.push(format!("{c} (ours, mean)"));
         }
         let mut rows = Vec::new();
+        let mut matched = false;
         for cell in &p.cells {
             let lv = p.levels(cell);
             let mut row: Vec<String> = named
@@ -110,47 +139,89 @@ pub fn section(st: &Stored, study: &Study, format: Format, out: &mut String) {
             for (c, digits, e) in &exprs {
                 row.push(
                     cell.get(c)
-                        .and_then(|v| v.as_float().or(v.as_integer().map(|i| i as f64)))
+                        .and_then(number)
                         .map_or("—".into(), |v| fmt_num(v, *digits)),
                 );
-                row.push(
-                    describe(&values(&lv, e)).map_or("—".into(), |d| fmt_num(d.mean, *digits)),
-                );
+                let ours = describe(&values(&lv, e));
+                matched |= ours.is_some();
+                row.push(ours.map_or("—".into(), |d| fmt_num(d.mean, *digits)));
             }
             rows.push(row);
         }
-        // Ratios of each level of the rows factor to the baseline, the
-        // other named factors equal.
+        // Ratios of a level of the rows factor to the baseline, the other
+        // named factors equal: from pairs of published cells (of the
+        // ratio column), then those the original gives as ratios.
         let ratio_col = p.ratio.as_ref().or(p.columns.first());
-        let ratios = match exprs.iter().find(|(c, _, _)| Some(c) == ratio_col) {
-            Some((rc, _, re)) => ratio_rows(p, rows_f, baseline, rc, &|cell| values(cell, re)),
-            None => Vec::new(),
-        };
+        let mut ratios = Vec::new();
+        if let Some((rc, _, re)) = exprs.iter().find(|(c, _, _)| Some(c) == ratio_col) {
+            ratios.extend(ratio_rows(p, rows_f, baseline, rc, &|cell| {
+                values(cell, re)
+            }));
+        }
+        for entry in &p.ratios {
+            let lv = p.levels(entry);
+            let base: Vec<(&str, String)> = lv
+                .iter()
+                .map(|(k, l)| {
+                    if *k == rows_f.as_str() {
+                        (*k, baseline.clone())
+                    } else {
+                        (*k, l.clone())
+                    }
+                })
+                .collect();
+            for (c, _, e) in &exprs {
+                let original = match entry.get(c) {
+                    Some(v) => match (number(v), v.as_str().and_then(Direction::parse)) {
+                        (Some(x), _) => Original::Ratio(x),
+                        (None, Some(d)) => Original::Direction(d),
+                        (None, None) => continue,
+                    },
+                    None => continue,
+                };
+                ratios.push(side_by_side(
+                    &cell_name(&lv, rows_f, baseline),
+                    c,
+                    original,
+                    &values(&lv, e),
+                    &values(&base, e),
+                    entry.get(WHY).and_then(|v| v.as_str()).unwrap_or(""),
+                ));
+            }
+        }
+        matched |= ratios.iter().any(|r| r[3] != "—");
+        if !matched {
+            continue;
+        }
+        shown += 1;
         let gtitle = g
             .iter()
             .map(|(f, l)| format!("{f}={l}"))
             .collect::<Vec<_>>()
             .join(" ");
-        let table = Table {
+        let table = (!p.cells.is_empty()).then_some(Table {
             head,
             rows,
             left: named.len(),
-        };
-        let width = ratios.first().map_or(0, Vec::len);
-        let mut rhead: Vec<String> = (0..width.saturating_sub(3))
-            .map(|_| "cell".to_string())
-            .collect();
-        rhead.extend([
-            rows_f.to_string(),
-            format!("{} ratio (original)", ratio_col.map_or("", |s| s.as_str())),
-            format!("{} ratio (here)", ratio_col.map_or("", |s| s.as_str())),
-        ]);
+        });
         let rtable = Table {
-            head: rhead,
+            head: SIDE_HEAD.map(String::from).to_vec(),
             rows: ratios,
-            left: width.saturating_sub(2),
+            // Words in most columns: all aligned left.
+            left: SIDE_HEAD.len(),
         };
-        put_group(out, format, &gtitle, &table, &rtable);
+        put_group(out, format, &gtitle, table.as_ref(), &rtable);
+    }
+    if shown == 0 {
+        let none = "No run of this plan is in a cell the original's figures are of.";
+        match format {
+            Format::Html => {
+                let _ = writeln!(out, "<p>{}</p>", esc(none));
+            }
+            _ => {
+                let _ = writeln!(out, "{none}\n");
+            }
+        }
     }
     for n in &p.notes {
         match format {
@@ -170,9 +241,25 @@ pub fn section(st: &Stored, study: &Study, format: Format, out: &mut String) {
     }
 }
 
+/// "batch=32768 / 1", "cache=on / off latency=6ms": the level against the
+/// baseline, then the other factors' levels.
+fn cell_name(lv: &CellLevels<'_>, rows_f: &str, baseline: &str) -> String {
+    let mut parts: Vec<String> = lv
+        .iter()
+        .filter(|(k, _)| *k == rows_f)
+        .map(|(k, l)| format!("{k}={l} / {baseline}"))
+        .collect();
+    parts.extend(
+        lv.iter()
+            .filter(|(k, _)| *k != rows_f)
+            .map(|(k, l)| format!("{k}={l}")),
+    );
+    parts.join(" ")
+}
+
 /// The ratios of each level of the rows factor to the baseline, the other
-/// named factors equal: the original's (of column `rc`) and this run's
-/// (`values` gives this run's values in a published cell).
+/// named factors equal, from pairs of published cells: the original's (of
+/// column `rc`) beside ours (`values` gives ours in a published cell).
 fn ratio_rows(
     p: &Published,
     rows_f: &str,
@@ -200,47 +287,211 @@ fn ratio_rows(
         let Some(base) = p.cells.iter().find(|c| same(c)) else {
             continue;
         };
-        let num = |c: &BTreeMap<String, toml::Value>| {
-            c.get(rc)
-                .and_then(|v| v.as_float().or(v.as_integer().map(|i| i as f64)))
+        let (Some(a), Some(b)) = (cell.get(rc).and_then(number), base.get(rc).and_then(number))
+        else {
+            continue;
         };
-        let original = match (num(cell), num(base)) {
-            (Some(a), Some(b)) if b != 0.0 => format!("{:.1}x", a / b),
-            _ => "—".into(),
-        };
-        let here = compare(&values(&lv), &values(&p.levels(base))).map_or(
-            "—".into(),
-            // The interval is the ratio's only when the test was
-            // on the log scale; a difference's interval is no ratio.
-            |c| match (c.test, c.ci) {
-                (crate::report::stats::Test::LogRatio, Some((lo, hi))) => {
-                    format!("{:.1}x (95% CI {:.1}..{:.1})", c.ratio, lo, hi)
-                }
-                _ => format!("{:.1}x", c.ratio),
-            },
-        );
-        let mut row: Vec<String> = lv
-            .iter()
-            .filter(|(k, _)| *k != rows_f)
-            .map(|(k, l)| format!("{k}={l}"))
-            .collect();
-        row.push(format!("{level} / {baseline}"));
-        row.push(original);
-        row.push(here);
-        ratios.push(row);
+        if b <= 0.0 || a <= 0.0 {
+            continue;
+        }
+        ratios.push(side_by_side(
+            &cell_name(&lv, rows_f, baseline),
+            rc,
+            Original::Ratio(a / b),
+            &values(&lv),
+            &values(&p.levels(base)),
+            cell.get(WHY).and_then(|v| v.as_str()).unwrap_or(""),
+        ));
     }
     ratios
 }
 
-/// A group's title, its values table and its ratios table.
-fn put_group(out: &mut String, format: Format, gtitle: &str, table: &Table, rtable: &Table) {
+/// A ratio as the tables show it: three decimals below 0.1 (a fall of
+/// 97 % is ×0.033, not ×0.03), two below 10, one above.
+fn ratio_text(x: f64) -> String {
+    if x < 0.1 {
+        format!("×{x:.3}")
+    } else if x < 10.0 {
+        format!("×{x:.2}")
+    } else {
+        format!("×{x:.1}")
+    }
+}
+
+/// Whether a ratio is a rise or a fall.
+fn direction(x: f64) -> &'static str {
+    if x > 1.0 {
+        "higher"
+    } else {
+        "lower"
+    }
+}
+
+/// What the original gives of a change: its ratio, or only its direction
+/// (its figures not in the text we have).
+#[derive(Debug, Clone, Copy)]
+enum Original {
+    Ratio(f64),
+    Direction(Direction),
+}
+
+impl Original {
+    fn text(self) -> String {
+        match self {
+            Original::Ratio(x) => ratio_text(x),
+            Original::Direction(Direction::Higher) => "higher (no figure)".into(),
+            Original::Direction(Direction::Lower) => "lower (no figure)".into(),
+        }
+    }
+
+    fn higher(self) -> bool {
+        match self {
+            Original::Ratio(x) => x > 1.0,
+            Original::Direction(d) => d == Direction::Higher,
+        }
+    }
+
+    fn direction(self) -> &'static str {
+        if self.higher() {
+            "higher"
+        } else {
+            "lower"
+        }
+    }
+}
+
+/// One row of the side-by-side table: the original's ratio of a level to
+/// the baseline (or its direction), ours (the means of `a` over `base`)
+/// with the log-ratio test's 95 % interval and the smallest ratio the
+/// runs could detect (80 % power), and the verdict. Agreement is claimed
+/// only where our interval holds the original's ratio and is narrow
+/// enough to tell a difference at all; else the direction and the size
+/// are said. A direction alone agrees when our interval lies wholly on
+/// its side of 1.
+fn side_by_side(
+    cell: &str,
+    column: &str,
+    original: Original,
+    a: &[f64],
+    base: &[f64],
+    why: &str,
+) -> Vec<String> {
+    let dash = || "—".to_string();
+    let (ours, interval, detect, agreement) = match compare(a, base) {
+        None => (dash(), dash(), dash(), "not run in this plan".to_string()),
+        Some(c) if !c.ratio.is_finite() => (
+            dash(),
+            dash(),
+            dash(),
+            "no ratio here (the baseline's mean is 0)".to_string(),
+        ),
+        Some(c) => {
+            let ours = ratio_text(c.ratio);
+            let detect = c.detectable().map_or(dash(), |d| format!("×{d:.2}"));
+            let same = original.higher() == (c.ratio > 1.0);
+            match (c.test, c.ci) {
+                (Test::LogRatio, Some((lo, hi))) => {
+                    let wide = c.detectable().is_some_and(|d| d > TOO_WIDE);
+                    let agreement = match original {
+                        _ if lo <= 1.0 && 1.0 <= hi => {
+                            if matches!(original, Original::Ratio(x) if lo <= x && x <= hi) {
+                                "consistent, but our interval holds no change too: no agreement claimed".to_string()
+                            } else {
+                                format!(
+                                    "differs: no detectable change here, the original {}",
+                                    original.text()
+                                )
+                            }
+                        }
+                        Original::Ratio(x) if lo <= x && x <= hi => {
+                            if wide {
+                                "consistent, but our interval is too wide to call it agreement"
+                                    .to_string()
+                            } else {
+                                "agrees: the original's is within our interval".to_string()
+                            }
+                        }
+                        Original::Direction(_) if same => {
+                            format!(
+                                "same direction ({}); the original's size not known",
+                                original.direction()
+                            )
+                        }
+                        Original::Ratio(x) if same => {
+                            let size = if c.ratio.ln().abs() > x.ln().abs() {
+                                "larger"
+                            } else {
+                                "smaller"
+                            };
+                            format!("same direction ({}), {size} here", original.direction())
+                        }
+                        _ => format!(
+                            "opposite direction: {} here, {} in the original",
+                            direction(c.ratio),
+                            original.direction()
+                        ),
+                    };
+                    let interval = format!("{}..{}", ratio_text(lo), ratio_text(hi));
+                    (ours, interval, detect, agreement)
+                }
+                (Test::LogRatio, None) => (
+                    ours,
+                    dash(),
+                    detect,
+                    "too few runs for an interval".to_string(),
+                ),
+                (Test::Difference, _) => {
+                    let agreement = if same {
+                        format!(
+                            "same direction ({}); no interval of a ratio (values not all above 0)",
+                            original.direction()
+                        )
+                    } else {
+                        format!(
+                            "opposite direction: {} here, {} in the original; no interval of a ratio",
+                            direction(c.ratio),
+                            original.direction()
+                        )
+                    };
+                    (ours, dash(), detect, agreement)
+                }
+            }
+        }
+    };
+    vec![
+        cell.to_string(),
+        column.to_string(),
+        original.text(),
+        ours,
+        interval,
+        detect,
+        agreement,
+        if why.is_empty() {
+            dash()
+        } else {
+            why.to_string()
+        },
+    ]
+}
+
+/// A group's title, its values table (if the original gave values) and
+/// its side-by-side table.
+fn put_group(
+    out: &mut String,
+    format: Format,
+    gtitle: &str,
+    table: Option<&Table>,
+    rtable: &Table,
+) {
     match format {
         Format::Text => {
             if !gtitle.is_empty() {
                 let _ = writeln!(out, "{gtitle}\n");
             }
-            table.text(out);
-            out.push('\n');
+            if let Some(t) = table {
+                t.text(out);
+                out.push('\n');
+            }
             rtable.text(out);
             out.push('\n');
         }
@@ -248,8 +499,10 @@ fn put_group(out: &mut String, format: Format, gtitle: &str, table: &Table, rtab
             if !gtitle.is_empty() {
                 let _ = writeln!(out, "### {gtitle}\n");
             }
-            table.markdown(out);
-            out.push('\n');
+            if let Some(t) = table {
+                t.markdown(out);
+                out.push('\n');
+            }
             rtable.markdown(out);
             out.push('\n');
         }
@@ -257,16 +510,18 @@ fn put_group(out: &mut String, format: Format, gtitle: &str, table: &Table, rtab
             if !gtitle.is_empty() {
                 let _ = writeln!(out, "<h3>{}</h3>", esc(gtitle));
             }
-            table.html(out);
+            if let Some(t) = table {
+                t.html(out);
+            }
             rtable.html(out);
         }
     }
 }
 
-/// The factors the published cells name, in the study's order.
+/// The factors the published figures name, in the study's order.
 fn named_factors(p: &Published, study: &Study) -> Vec<String> {
     let mut v: Vec<String> = Vec::new();
-    for c in &p.cells {
+    for c in p.cells.iter().chain(&p.ratios) {
         for (k, _) in p.levels(c) {
             if !v.iter().any(|x| x == k) {
                 v.push(k.to_string());
@@ -280,4 +535,50 @@ fn named_factors(p: &Published, study: &Study) -> Vec<String> {
         .map(|f| f.name.clone())
         .filter(|f| v.contains(f))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn verdict(original: Original, a: &[f64], base: &[f64]) -> String {
+        side_by_side("", "c", original, a, base, "")[6].clone()
+    }
+
+    /// Agreement only where our interval holds the original's ratio and
+    /// leaves out 1; otherwise the direction and the size.
+    #[test]
+    fn agreement_is_claimed_only_where_the_interval_supports_it() {
+        let base = [10.0, 10.2, 9.8, 10.1, 9.9];
+        let half = [5.0, 5.1, 4.9, 5.05, 4.95];
+        assert!(verdict(Original::Ratio(0.5), &half, &base).starts_with("agrees"));
+        assert_eq!(
+            verdict(Original::Ratio(0.8), &half, &base),
+            "same direction (lower), larger here"
+        );
+        assert_eq!(
+            verdict(Original::Ratio(0.2), &half, &base),
+            "same direction (lower), smaller here"
+        );
+        assert!(verdict(Original::Ratio(1.9), &half, &base).starts_with("opposite direction"));
+        // No detectable change: the original's ratio within the interval
+        // is no agreement.
+        let same = [10.1, 9.9, 10.3, 9.7, 10.0];
+        assert!(verdict(Original::Ratio(1.01), &same, &base).starts_with("consistent, but"));
+        assert!(verdict(Original::Ratio(1.9), &same, &base).starts_with("differs"));
+        // A direction alone.
+        assert_eq!(
+            verdict(Original::Direction(Direction::Lower), &half, &base),
+            "same direction (lower); the original's size not known"
+        );
+        assert!(
+            verdict(Original::Direction(Direction::Higher), &half, &base)
+                .starts_with("opposite direction")
+        );
+        // Not run.
+        assert_eq!(
+            verdict(Original::Ratio(0.5), &[], &base),
+            "not run in this plan"
+        );
+    }
 }
