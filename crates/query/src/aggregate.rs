@@ -110,6 +110,9 @@ pub struct SeqSum {
     /// Values past [`LOG`], kept only when `keep_all`.
     rest: Vec<f64>,
     keep_all: bool,
+    /// Whether `head` holds the values (false for a sum known only as a
+    /// total, whose values were never seen).
+    replayable: bool,
 }
 
 impl SeqSum {
@@ -121,6 +124,7 @@ impl SeqSum {
             head: [0.0; LOG],
             rest: Vec::new(),
             keep_all,
+            replayable: true,
         }
     }
 
@@ -130,6 +134,7 @@ impl SeqSum {
         SeqSum {
             sum,
             n,
+            replayable: false,
             ..SeqSum::new(false)
         }
     }
@@ -147,7 +152,7 @@ impl SeqSum {
 
     /// Whether every value is kept.
     fn complete(&self) -> bool {
-        self.n as usize <= LOG || self.keep_all
+        self.replayable && (self.n as usize <= LOG || self.keep_all)
     }
 
     fn values(&self) -> impl Iterator<Item = f64> + '_ {
@@ -797,5 +802,17 @@ mod tests {
         assert!(!short.total.exact);
         assert_eq!(short.total.n, one.total.n);
         assert_eq!(short.map["a"].sum(), one.map["a"].sum());
+    }
+
+    /// Sums known only as totals (a study's profile rows of several runs)
+    /// add up: a total of a few calls is not mistaken for its values.
+    #[test]
+    fn totals_of_few_calls_add_up() {
+        let mut a = Agg::micros(194_000, 1, 194_000, 194_000, (0, 0, 0));
+        a.merge(&Agg::micros(210_000, 1, 210_000, 210_000, (0, 0, 1)));
+        a.merge(&Agg::micros(1_000, 2, 400, 600, (0, 0, 2)));
+        assert_eq!((a.calls, a.sum()), (4, Num::micros(405_000)));
+        assert!((a.seq.sum - 0.405).abs() < 1e-12, "{}", a.seq.sum);
+        assert_eq!(a.min(), Num::micros(400));
     }
 }

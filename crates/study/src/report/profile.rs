@@ -152,4 +152,21 @@ mod tests {
         assert!(t.contains("TOTAL (2)"), "{t}");
         assert!(t.contains("5.000000  100.0%"), "{t}");
     }
+
+    /// Runs of a call made once each (exec-model's one query a session):
+    /// their durations add up, and the mean lies between the extremes.
+    #[test]
+    fn runs_of_one_call_each_add_up() {
+        let a = r("EXEC", 0.194, 1, 0.194, 0.194);
+        let b = r("EXEC", 0.210, 1, 0.210, 0.210);
+        let t = table(&[&a, &b], 10);
+        let exec = t.lines().find(|l| l.starts_with("EXEC")).unwrap();
+        let cols: Vec<&str> = exec.split_whitespace().collect();
+        // EXEC DURATION % CALLS MEAN MIN MAX
+        assert_eq!(
+            cols[1..],
+            ["0.404000", "100.0%", "2", "0.202000", "0.194000", "0.210000"],
+            "{t}"
+        );
+    }
 }
