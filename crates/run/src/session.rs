@@ -301,6 +301,12 @@ impl<C: Conn> Session<C> {
         for st in &self.s.statements {
             let _ = self.s.latency.add(&st.latency);
         }
+        if opts.per_commit == 0 {
+            // In autocommit each statement that succeeded is a transaction,
+            // with the statement's own latency: the same histogram, not
+            // recorded twice in the loop.
+            self.s.tx_latency = self.s.latency.clone();
+        }
         if let Some(t) = self.trace.as_mut() {
             // Every write of the session loop lands here: the first that
             // failed (a full disk) is reported once, naming the file.
@@ -1240,9 +1246,9 @@ impl<C: Conn> Session<C> {
                 live.record(work.worker, latency as u64);
                 live.transactions.fetch_add(1, Ordering::Relaxed);
                 if opts.per_commit == 0 {
-                    // In autocommit the statement is the transaction.
+                    // In autocommit the statement is the transaction (its
+                    // latency is taken from the statements' at the end).
                     self.s.transactions += 1;
-                    let _ = self.s.tx_latency.record(latency.max(1) as u64);
                 } else {
                     walk.in_batch += 1;
                 }
