@@ -712,8 +712,8 @@ select to_json({
   'client_calls': (select count(*) from j),
   'joined': (select count(*) from j where found),
   'rows_or_binds_differ': (select count(*) from j where found and (cr <> pr or cr <> sr or cb <> pb or cb <> sb)),
-  'server_exec_us': (select sum(se) from j where found and call = 'EXEC'),
-  'client_exec_us': (select sum(ce) from j where found and call = 'EXEC'),
+  'server_exec_us': (select sum(se) from j where found),
+  'client_exec_us': (select sum(ce) from j where found),
   'proxy_server_unmatched': (select count(*) from
      (select * from k where src = 'proxy') p
      full join (select * from k where src = 'server') s using (sig, sqlid, call, n)
@@ -863,8 +863,12 @@ fn client_proxy_and_server_traces_join_by_statement_and_call_order() {
     // the select's one.
     assert_eq!(v["proxy_calls"], 290, "{v}");
     // The server's part of the calls lies within the client's, taken
-    // together (call by call the two clocks' readings are not ordered
-    // closely enough: a few server EXECs came out µs above the client's).
+    // together: every round trip's server side (request read to reply
+    // sent) lies inside its client side (request sent to reply read).
+    // Not EXEC alone: which of a round trip's calls holds the server's
+    // work differs between the two ends (a loaded machine showed the
+    // server's EXECs 4 % above the client's), and call by call the two
+    // clocks' readings are not ordered closely enough.
     assert!(
         v["server_exec_us"].as_i64().unwrap() <= v["client_exec_us"].as_i64().unwrap(),
         "{v}"
