@@ -15,13 +15,13 @@
 //! ```
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 
 use crate::model::columns::{compile, Expr};
 use crate::model::published::{number, Direction, Published, WHY};
 use crate::model::spec::{value_text, Study};
+use crate::report::document::Block;
 use crate::report::stats::{compare, describe, Test, TOO_WIDE};
-use crate::report::{esc, fmt_num, Format, Table};
+use crate::report::{fmt_num, Document, Table};
 use crate::store::Stored;
 
 /// A published cell's levels: (factor, level).
@@ -42,7 +42,7 @@ const SIDE_HEAD: [&str; 8] = [
 /// The report's section: per combination of the factors the published
 /// figures leave out (the engine, say) in which something ran, the
 /// original's values and ours, then the side-by-side table of ratios.
-pub fn section(st: &Stored, study: &Study, format: Format, out: &mut String) {
+pub fn section(st: &Stored, study: &Study, doc: &mut Document) {
     let Some(p) = &study.report.published else {
         return;
     };
@@ -90,21 +90,10 @@ pub fn section(st: &Stored, study: &Study, format: Format, out: &mut String) {
             groups.push(g);
         }
     }
-    match format {
-        Format::Text => {
-            let _ = writeln!(out, "The original and this run ({})\n", p.title);
-        }
-        Format::Markdown => {
-            let _ = writeln!(out, "## The original and this run\n\n{}\n", p.title);
-        }
-        Format::Html => {
-            let _ = writeln!(
-                out,
-                "<h2>The original and this run</h2>\n<p>{}</p>",
-                esc(&p.title)
-            );
-        }
-    }
+    doc.push(Block::Sourced {
+        text: "The original and this run".into(),
+        source: p.title.clone(),
+    });
     let mut shown = 0;
     for g in &groups {
         // This run's values of a column in the runs of a published cell.
@@ -210,35 +199,21 @@ pub fn section(st: &Stored, study: &Study, format: Format, out: &mut String) {
             // Words in most columns: all aligned left.
             left: SIDE_HEAD.len(),
         };
-        put_group(out, format, &gtitle, table.as_ref(), &rtable);
+        if !gtitle.is_empty() {
+            doc.heading(3, gtitle);
+        }
+        if let Some(t) = table {
+            doc.table(t);
+        }
+        doc.table(rtable);
     }
     if shown == 0 {
-        let none = "No run of this plan is in a cell the original's figures are of.";
-        match format {
-            Format::Html => {
-                let _ = writeln!(out, "<p>{}</p>", esc(none));
-            }
-            _ => {
-                let _ = writeln!(out, "{none}\n");
-            }
-        }
+        doc.paragraph("No run of this plan is in a cell the original's figures are of.");
     }
-    for n in &p.notes {
-        match format {
-            Format::Text => {
-                let _ = writeln!(out, "original: {n}");
-            }
-            Format::Markdown => {
-                let _ = writeln!(out, "- original: {n}");
-            }
-            Format::Html => {
-                let _ = writeln!(out, "<p>Original: {}</p>", esc(n));
-            }
-        }
-    }
-    if !p.notes.is_empty() && format != Format::Html {
-        out.push('\n');
-    }
+    doc.push(Block::Labelled {
+        label: "original".into(),
+        items: p.notes.clone(),
+    });
 }
 
 /// "batch=32768 / 1", "cache=on / off latency=6ms": the level against the
@@ -472,50 +447,6 @@ fn side_by_side(
             why.to_string()
         },
     ]
-}
-
-/// A group's title, its values table (if the original gave values) and
-/// its side-by-side table.
-fn put_group(
-    out: &mut String,
-    format: Format,
-    gtitle: &str,
-    table: Option<&Table>,
-    rtable: &Table,
-) {
-    match format {
-        Format::Text => {
-            if !gtitle.is_empty() {
-                let _ = writeln!(out, "{gtitle}\n");
-            }
-            if let Some(t) = table {
-                t.text(out);
-                out.push('\n');
-            }
-            rtable.text(out);
-            out.push('\n');
-        }
-        Format::Markdown => {
-            if !gtitle.is_empty() {
-                let _ = writeln!(out, "### {gtitle}\n");
-            }
-            if let Some(t) = table {
-                t.markdown(out);
-                out.push('\n');
-            }
-            rtable.markdown(out);
-            out.push('\n');
-        }
-        Format::Html => {
-            if !gtitle.is_empty() {
-                let _ = writeln!(out, "<h3>{}</h3>", esc(gtitle));
-            }
-            if let Some(t) = table {
-                t.html(out);
-            }
-            rtable.html(out);
-        }
-    }
 }
 
 /// The factors the published figures name, in the study's order.
