@@ -323,29 +323,7 @@ fn questions(
             continue;
         }
         answered = true;
-        let answer = match differ {
-            // Absence of evidence, not evidence of absence: the runs per
-            // cell say how much a test could see.
-            // Every comparison too wide to tell: the runs cannot answer.
-            0 if too_wide == tested => format!(
-                "cannot tell: the runs are too few to tell any of the {tested} comparisons \
-                 from {} ({fewest} runs a cell; the table says how many would tell)",
-                q.baseline
-            ),
-            0 => format!(
-                "no difference found: none of the {tested} comparisons differs from {} at the 5 % level \
-                 ({fewest} runs a cell: differences within the intervals below are not ruled out)",
-                q.baseline
-            ),
-            1 => format!(
-                "yes: 1 of the {tested} comparisons differs from {} at the 5 % level",
-                q.baseline
-            ),
-            d => format!(
-                "yes: {d} of the {tested} comparisons differ from {} at the 5 % level",
-                q.baseline
-            ),
-        };
+        let answer = answer(&q.baseline, tested, differ, too_wide, fewest);
         let title = if key.is_empty() {
             answer
         } else {
@@ -372,6 +350,34 @@ fn questions(
                 q.factor, q.baseline, q.factor
             ),
         );
+    }
+}
+
+/// A question's answer in a line: whether any comparison differs from
+/// the baseline, or, where none does, whether the runs could have told.
+fn answer(baseline: &str, tested: usize, differ: usize, too_wide: usize, fewest: usize) -> String {
+    match differ {
+        // Absence of evidence, not evidence of absence: the runs per
+        // cell say how much a test could see.
+        // Every comparison too wide to tell: the runs cannot answer.
+        0 if too_wide == tested => format!(
+            "cannot tell: the runs are too few to tell any of the {tested} comparisons \
+             from {} ({fewest} runs a cell; the table says how many would tell)",
+            baseline
+        ),
+        0 => format!(
+            "no difference found: none of the {tested} comparisons differs from {} at the 5 % level \
+             ({fewest} runs a cell: differences within the intervals below are not ruled out)",
+            baseline
+        ),
+        1 => format!(
+            "yes: 1 of the {tested} comparisons differs from {} at the 5 % level",
+            baseline
+        ),
+        d => format!(
+            "yes: {d} of the {tested} comparisons differ from {} at the 5 % level",
+            baseline
+        ),
     }
 }
 

@@ -22,7 +22,10 @@ use crate::model::spec::{value_text, Study};
 use crate::report::document::Block;
 use crate::report::stats::{compare, describe, Test, TOO_WIDE};
 use crate::report::{fmt_num, Document, Table};
-use crate::store::Stored;
+use crate::store::{Stored, StoredRun};
+
+/// Levels of some factors: (factor, level).
+type Combination = Vec<(String, String)>;
 
 /// A published cell's levels: (factor, level).
 type CellLevels<'a> = [(&'a str, String)];
@@ -50,19 +53,7 @@ pub fn section(st: &Stored, study: &Study, doc: &mut Document) {
     let Some(rows_f) = study.report.rows.first() else {
         return;
     };
-    // The baseline: the report's, or the first of its `baselines` the
-    // original's cells name (one engine's models each).
-    let named_levels: Vec<String> = p
-        .cells
-        .iter()
-        .chain(&p.ratios)
-        .filter_map(|c| c.get(rows_f.as_str()).map(value_text))
-        .collect();
-    let Some(baseline) = &study
-        .report
-        .baseline_of(named_levels.iter().map(String::as_str))
-        .or(study.report.baseline.clone())
-    else {
+    let Some(baseline) = &baseline(p, study, rows_f) else {
         return;
     };
     let named = named_factors(p, study);
@@ -74,22 +65,7 @@ pub fn section(st: &Stored, study: &Study, doc: &mut Document) {
             compile(&col.expr).ok().map(|e| (c.clone(), col.digits, e))
         })
         .collect();
-    // The other factors' combinations that ran, in level order.
-    let pos = |f: &str, l: &str| crate::report::level_pos(study, f, l);
-    let mut groups: Vec<Vec<(String, String)>> = Vec::new();
-    let mut runs: Vec<&crate::store::StoredRun> = st.runs.iter().collect();
-    runs.sort_by_key(|r| r.cell.iter().map(|(f, l)| pos(f, l)).collect::<Vec<_>>());
-    for r in &runs {
-        let g: Vec<(String, String)> = r
-            .cell
-            .iter()
-            .filter(|(f, _)| !named.contains(f))
-            .cloned()
-            .collect();
-        if !groups.contains(&g) {
-            groups.push(g);
-        }
-    }
+    let (runs, groups) = combinations(st, study, &named);
     doc.push(Block::Sourced {
         text: "The original and this run".into(),
         source: p.title.clone(),
@@ -214,6 +190,46 @@ pub fn section(st: &Stored, study: &Study, doc: &mut Document) {
         label: "original".into(),
         items: p.notes.clone(),
     });
+}
+
+/// The baseline: the report's, or the first of its `baselines` the
+/// original's cells name (one engine's models each).
+fn baseline(p: &Published, study: &Study, rows_f: &str) -> Option<String> {
+    let named_levels: Vec<String> = p
+        .cells
+        .iter()
+        .chain(&p.ratios)
+        .filter_map(|c| c.get(rows_f).map(value_text))
+        .collect();
+    study
+        .report
+        .baseline_of(named_levels.iter().map(String::as_str))
+        .or(study.report.baseline.clone())
+}
+
+/// The runs in level order, and the combinations of the factors the
+/// original's figures do not name that ran, in that order.
+fn combinations<'a>(
+    st: &'a Stored,
+    study: &Study,
+    named: &[String],
+) -> (Vec<&'a StoredRun>, Vec<Combination>) {
+    let pos = |f: &str, l: &str| crate::report::level_pos(study, f, l);
+    let mut groups: Vec<Combination> = Vec::new();
+    let mut runs: Vec<&StoredRun> = st.runs.iter().collect();
+    runs.sort_by_key(|r| r.cell.iter().map(|(f, l)| pos(f, l)).collect::<Vec<_>>());
+    for r in &runs {
+        let g: Vec<(String, String)> = r
+            .cell
+            .iter()
+            .filter(|(f, _)| !named.contains(f))
+            .cloned()
+            .collect();
+        if !groups.contains(&g) {
+            groups.push(g);
+        }
+    }
+    (runs, groups)
 }
 
 /// "batch=32768 / 1", "cache=on / off latency=6ms": the level against the
