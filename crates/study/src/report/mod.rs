@@ -1,7 +1,9 @@
 //! Reports, built from the results store alone: the study's table, the
 //! statistics per cell and against the baseline, the facts, and (in HTML)
 //! a chart. The same function renders the report at the end of a run and
-//! in `study report`, so both are the same, byte for byte.
+//! in `study report`, so both are the same, byte for byte. The sections
+//! build one [`Document`] (`document.rs`); `render/` writes it in each
+//! format.
 
 pub mod document;
 pub mod freshness;
@@ -24,6 +26,7 @@ use crate::model::spec::{Chart, Column, Loaded, ReportSpec, Study};
 use crate::report::stats::{compare, describe, sig, UNSTABLE_CV};
 use crate::store::{Stored, StoredRun};
 
+/// The formats a report is written in, each by its renderer in `render/`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
     Text,
