@@ -3,17 +3,16 @@
 //! to see each change.
 
 use crate::model::spec::Study;
-use crate::report::{esc, fmt_num, Format, Table};
+use crate::report::{fmt_num, Document, Table};
 use crate::store::Stored;
 
 /// The report's section: per engine, what the check found.
-pub fn section(st: &Stored, study: &Study, format: Format, out: &mut String) {
-    use std::fmt::Write as _;
+pub fn section(st: &Stored, study: &Study, doc: &mut Document) {
     if st.freshness.is_empty() {
         return;
     }
     let title = "Freshness: a writer changes a cached table during a cached run";
-    crate::report::heading(out, format, 2, title);
+    doc.heading(2, title);
     let cell = study
         .freshness
         .as_ref()
@@ -97,21 +96,7 @@ pub fn section(st: &Stored, study: &Study, format: Format, out: &mut String) {
             rows,
             left: 1,
         };
-        match format {
-            Format::Text => {
-                let _ = writeln!(out, "{text}\n");
-                table.text(out);
-                out.push('\n');
-            }
-            Format::Markdown => {
-                let _ = writeln!(out, "{text}\n");
-                table.markdown(out);
-                out.push('\n');
-            }
-            Format::Html => {
-                let _ = writeln!(out, "<p>{}</p>", esc(&text));
-                table.html(out);
-            }
-        }
+        doc.paragraph(text);
+        doc.table(table);
     }
 }

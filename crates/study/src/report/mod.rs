@@ -1,12 +1,16 @@
 //! Reports, built from the results store alone: the study's table, the
 //! statistics per cell and against the baseline, the facts, and (in HTML)
 //! a chart. The same function renders the report at the end of a run and
-//! in `study report`, so both are the same, byte for byte.
+//! in `study report`, so both are the same, byte for byte. The sections
+//! build one [`Document`] (`document.rs`); `render/` writes it in each
+//! format.
 
+pub mod document;
 pub mod freshness;
 pub mod overview;
 pub mod profile;
 pub mod published;
+pub mod render;
 pub mod sessions;
 pub mod stats;
 pub mod svg;
@@ -22,6 +26,7 @@ use crate::model::spec::{Chart, Column, Loaded, ReportSpec, Study};
 use crate::report::stats::{compare, describe, sig, UNSTABLE_CV};
 use crate::store::{Stored, StoredRun};
 
+/// The formats a report is written in, each by its renderer in `render/`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
     Text,
@@ -29,127 +34,8 @@ pub enum Format {
     Html,
 }
 
-/// A table in any format.
-pub(crate) struct Table {
-    pub head: Vec<String>,
-    pub rows: Vec<Vec<String>>,
-    /// Columns aligned left (the others right).
-    pub left: usize,
-}
-
-impl Table {
-    pub fn text(&self, out: &mut String) {
-        let n = self.head.len();
-        let mut w = vec![0; n];
-        for r in std::iter::once(&self.head).chain(&self.rows) {
-            for (i, c) in r.iter().enumerate().take(n) {
-                w[i] = w[i].max(c.chars().count());
-            }
-        }
-        let line = |r: &Vec<String>, out: &mut String| {
-            let cells: Vec<String> = (0..n)
-                .map(|i| {
-                    let c = r.get(i).map_or("", String::as_str);
-                    if i < self.left {
-                        format!("{c:<width$}", width = w[i])
-                    } else {
-                        format!("{c:>width$}", width = w[i])
-                    }
-                })
-                .collect();
-            let _ = writeln!(out, "{}", cells.join("  ").trim_end());
-        };
-        line(&self.head, out);
-        let _ = writeln!(
-            out,
-            "{}",
-            w.iter()
-                .map(|x| "-".repeat(*x))
-                .collect::<Vec<_>>()
-                .join("  ")
-        );
-        for r in &self.rows {
-            line(r, out);
-        }
-    }
-
-    pub fn markdown(&self, out: &mut String) {
-        let cell = |c: &String| c.replace('|', "\\|");
-        let line = |r: &Vec<String>| r.iter().map(cell).collect::<Vec<_>>().join(" | ");
-        let _ = writeln!(out, "| {} |", line(&self.head));
-        let _ = writeln!(
-            out,
-            "|{}|",
-            (0..self.head.len())
-                .map(|i| if i < self.left { "---" } else { "---:" })
-                .collect::<Vec<_>>()
-                .join("|")
-        );
-        for r in &self.rows {
-            let _ = writeln!(out, "| {} |", line(r));
-        }
-    }
-
-    pub fn html(&self, out: &mut String) {
-        out.push_str("<table>\n<thead><tr>");
-        for h in &self.head {
-            let _ = write!(out, "<th>{}</th>", esc(h));
-        }
-        out.push_str("</tr></thead>\n<tbody>\n");
-        for r in &self.rows {
-            out.push_str("<tr>");
-            for (i, c) in r.iter().enumerate() {
-                let class = if i < self.left { "l" } else { "r" };
-                let _ = write!(out, "<td class=\"{class}\">{}</td>", esc(c));
-            }
-            out.push_str("</tr>\n");
-        }
-        out.push_str("</tbody>\n</table>\n");
-    }
-}
-
-/// A study's `about` text, written in Markdown, as HTML. Raw HTML in it is
-/// shown as text: a study file is not trusted to put markup in a report.
-fn markdown_html(text: &str) -> String {
-    use pulldown_cmark::{Event, Parser};
-    let events = Parser::new(text).map(|e| match e {
-        Event::Html(h) | Event::InlineHtml(h) => Event::Text(h),
-        e => e,
-    });
-    let mut html = String::new();
-    pulldown_cmark::html::push_html(&mut html, events);
-    html
-}
-
-/// A heading of `level` (2: a section) in the report's format.
-pub(crate) fn heading(out: &mut String, format: Format, level: usize, title: &str) {
-    match format {
-        Format::Text => {
-            let _ = writeln!(out, "{title}\n");
-        }
-        Format::Markdown => {
-            let _ = writeln!(out, "{} {title}\n", "#".repeat(level));
-        }
-        Format::Html => {
-            let _ = writeln!(out, "<h{level}>{}</h{level}>", esc(title));
-        }
-    }
-}
-
-/// A table in the report's format, then a blank line.
-pub(crate) fn put_table(out: &mut String, format: Format, t: &Table) {
-    match format {
-        Format::Text => {
-            t.text(out);
-            out.push('\n');
-        }
-        Format::Markdown => {
-            t.markdown(out);
-            out.push('\n');
-        }
-        Format::Html => t.html(out),
-    }
-}
+use crate::report::document::{Block, Mark};
+pub(crate) use crate::report::document::{Document, Table};
 
 pub use tracelab_chart::esc;
 
@@ -455,6 +341,11 @@ pub(crate) fn mean(v: Option<&Vec<f64>>) -> Option<f64> {
 
 /// Renders the report of a store.
 pub fn render(st: &Stored, format: Format) -> Result<String, StudyError> {
+    Ok(render::render(&document(st)?, format))
+}
+
+/// The report of a store as a document, every format's.
+pub fn document(st: &Stored) -> Result<Document, StudyError> {
     let loaded = Loaded::parse(
         &st.file,
         &st.text,
@@ -473,12 +364,38 @@ pub fn render(st: &Stored, format: Format) -> Result<String, StudyError> {
         })
         .collect::<Result<_, _>>()?;
     let gs = groups(study, &cols, &st.runs);
-    let mut out = String::new();
-    let title = if study.title.is_empty() {
-        study.name.clone()
-    } else {
-        format!("{} — {}", study.name, study.title)
-    };
+    let mut doc = Document::default();
+    doc.push(Block::Title {
+        title: if study.title.is_empty() {
+            study.name.clone()
+        } else {
+            format!("{} — {}", study.name, study.title)
+        },
+        subtitle: subtitle(st, study),
+    });
+    if !study.about.is_empty() {
+        doc.push(Block::About(study.about.clone()));
+    }
+    crate::report::overview::sections(study, &cols, &st.runs, &mut doc);
+    doc.chart(crate::report::overview::series_charts(
+        study, &cols, &st.runs,
+    ));
+    for g in &gs {
+        group_section(&mut doc, spec, &cols, g);
+    }
+    crate::report::syscall_report::render(study, &st.runs, &mut doc);
+    // The sections a study asks for beyond its table.
+    crate::report::published::section(st, study, &mut doc);
+    crate::report::sessions::section(st, study, &mut doc);
+    crate::report::profile::section(st, study, &mut doc);
+    crate::report::freshness::section(st, study, &mut doc);
+    crate::report::sessions::tallies(st, study, &mut doc);
+    appendix(st, spec, study, &mut doc);
+    Ok(doc)
+}
+
+/// The line under the title: how many runs, how repeated, in what order.
+fn subtitle(st: &Stored, study: &Study) -> String {
     let order = match study.order {
         crate::model::spec::Order::Interleaved => "interleaved order".to_string(),
         crate::model::spec::Order::Random => format!("random order (seed {})", st.seed),
@@ -493,44 +410,11 @@ pub fn render(st: &Stored, format: Format) -> Result<String, StudyError> {
         if st.reps == 1 { "" } else { "s" }
     );
     subtitle.push_str(&crate::report::syscall_report::subtitle(study));
-    match format {
-        Format::Text => {
-            let _ = writeln!(out, "{title}\n{subtitle}\n");
-        }
-        Format::Markdown => {
-            let _ = writeln!(out, "# {title}\n\n{subtitle}\n");
-        }
-        Format::Html => {
-            let _ = writeln!(
-                out,
-                "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>{}</title>\n<style>{}</style>\n</head>\n<body>\n<h1>{}</h1>\n<p>{}</p>",
-                esc(&title),
-                CSS,
-                esc(&title),
-                esc(&subtitle)
-            );
-            if !study.about.is_empty() {
-                out.push_str(&markdown_html(study.about.trim()));
-            }
-        }
-    }
-    crate::report::overview::sections(study, &cols, &st.runs, format, &mut out);
-    if format == Format::Html {
-        out.push_str(&crate::report::overview::series_charts(
-            study, &cols, &st.runs,
-        ));
-    }
-    for g in &gs {
-        group_section(&mut out, spec, &cols, g, format);
-    }
-    crate::report::syscall_report::render(study, &st.runs, format, &mut out);
-    // The sections a study asks for beyond its table.
-    crate::report::published::section(st, study, format, &mut out);
-    crate::report::sessions::section(st, study, format, &mut out);
-    crate::report::profile::section(st, study, format, &mut out);
-    crate::report::freshness::section(st, study, format, &mut out);
-    crate::report::sessions::tallies(st, study, format, &mut out);
-    // Column definitions, notes and facts.
+    subtitle
+}
+
+/// The report's end: column definitions, the runs' notes, the facts.
+fn appendix(st: &Stored, spec: &ReportSpec, study: &Study, doc: &mut Document) {
     let defs = Table {
         head: vec!["column".into(), "label".into(), "expression".into()],
         rows: spec
@@ -558,48 +442,15 @@ pub fn render(st: &Stored, format: Format) -> Result<String, StudyError> {
             .collect(),
         left: 2,
     };
-    match format {
-        Format::Text => {
-            out.push_str("Columns\n\n");
-            defs.text(&mut out);
-            for n in &notes {
-                let _ = writeln!(out, "note: {n}");
-            }
-            out.push_str("\nMachine and engine\n\n");
-            facts.text(&mut out);
-        }
-        Format::Markdown => {
-            out.push_str("## Columns\n\n");
-            defs.markdown(&mut out);
-            for n in &notes {
-                let _ = writeln!(out, "\n*Note:* {n}");
-            }
-            out.push_str("\n## Machine and engine\n\n");
-            facts.markdown(&mut out);
-        }
-        Format::Html => {
-            out.push_str("<h2>Columns</h2>\n");
-            defs.html(&mut out);
-            for n in &notes {
-                let _ = writeln!(out, "<p class=\"note\">Note: {}</p>", esc(n));
-            }
-            out.push_str("<h2>Machine and engine</h2>\n");
-            facts.html(&mut out);
-            out.push_str("</body>\n</html>\n");
-        }
-    }
-    Ok(out)
+    doc.heading(2, "Columns");
+    doc.table_with(defs, Mark::Note, notes);
+    doc.heading(2, "Machine and engine");
+    doc.table(facts);
 }
 
 /// One table's worth of runs: the study's table, the cells to read with
 /// care, the chart (in HTML), then the statistics.
-fn group_section(
-    out: &mut String,
-    spec: &ReportSpec,
-    cols: &[(String, Expr)],
-    g: &Group,
-    format: Format,
-) {
+fn group_section(doc: &mut Document, spec: &ReportSpec, cols: &[(String, Expr)], g: &Group) {
     // Each table's own: the first listed baseline level it has.
     let baseline = spec.baseline_of(g.cells.iter().map(|(l, _)| l[0].as_str()));
     let base_vals = baseline
@@ -657,33 +508,10 @@ fn group_section(
     } else {
         g.title.clone()
     };
-    match format {
-        Format::Text => {
-            let _ = writeln!(out, "{gtitle}\n");
-            table.text(out);
-            for n in &careful {
-                let _ = writeln!(out, "* {n}");
-            }
-            out.push('\n');
-        }
-        Format::Markdown => {
-            let _ = writeln!(out, "## {gtitle}\n");
-            table.markdown(out);
-            out.push('\n');
-            for n in &careful {
-                let _ = writeln!(out, "\\* {n}\n");
-            }
-        }
-        Format::Html => {
-            let _ = writeln!(out, "<h2>{}</h2>", esc(&gtitle));
-            table.html(out);
-            for n in &careful {
-                let _ = writeln!(out, "<p class=\"note\">* {}</p>", esc(n));
-            }
-            if let Some(ch) = spec.chart.as_ref().filter(|c| c.series.is_none()) {
-                out.push_str(&group_chart(spec, ch, g));
-            }
-        }
+    doc.heading(2, gtitle.as_str());
+    doc.table_with(table, Mark::Star, careful);
+    if let Some(ch) = spec.chart.as_ref().filter(|c| c.series.is_none()) {
+        doc.chart(group_chart(spec, ch, g));
     }
     // Statistics.
     let mut head = vec![
@@ -706,22 +534,8 @@ fn group_section(
         rows,
         left: 2,
     };
-    match format {
-        Format::Text => {
-            let _ = writeln!(out, "Statistics ({gtitle})\n");
-            stats.text(out);
-            out.push('\n');
-        }
-        Format::Markdown => {
-            let _ = writeln!(out, "### Statistics ({gtitle})\n");
-            stats.markdown(out);
-            out.push('\n');
-        }
-        Format::Html => {
-            let _ = writeln!(out, "<h3>Statistics ({})</h3>", esc(&gtitle));
-            stats.html(out);
-        }
-    }
+    doc.heading(3, format!("Statistics ({gtitle})"));
+    doc.table(stats);
 }
 
 /// The chart of a group (HTML): each point the mean of its repetitions,
@@ -883,7 +697,7 @@ pub fn compare_stores(a: &Stored, b: &Stored) -> Result<String, StudyError> {
             }
         }
     }
-    Table {
+    let t = Table {
         head: vec![
             "cell".into(),
             "column".into(),
@@ -894,33 +708,14 @@ pub fn compare_stores(a: &Stored, b: &Stored) -> Result<String, StudyError> {
         ],
         rows,
         left: 3,
-    }
-    .text(&mut out);
+    };
+    render::text::table(&t, &mut out);
     Ok(out)
 }
-
-const CSS: &str = "body{font-family:system-ui,sans-serif;margin:2em;color:#222}\
-table{border-collapse:collapse;margin:1em 0}\
-th,td{padding:.2em .6em;border-bottom:1px solid #ddd}\
-th{background:#f4f4f4}td.r{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}\
-p.note{color:#844}svg{display:block;margin:1em 0}\
-div.side{display:flex;gap:2em;overflow-x:auto}mark{background:#ffe58a}";
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn markdown_cells_escape_the_bar() {
-        let t = Table {
-            head: vec!["expr".into()],
-            rows: vec![vec!["$a || $b".into()]],
-            left: 1,
-        };
-        let mut out = String::new();
-        t.markdown(&mut out);
-        assert_eq!(out, "| expr |\n|---|\n| $a \\|\\| $b |\n");
-    }
 
     /// A study of two levels whose runs are given: `t` (a time, floor 0),
     /// `q` (a difference of two measurements, floor 0).

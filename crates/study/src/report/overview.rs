@@ -11,7 +11,7 @@ use crate::model::columns::Expr;
 use crate::model::spec::{value_text, Study};
 use crate::report::stats::{compare, TOO_WIDE};
 use crate::report::svg;
-use crate::report::{esc, fmt_num, heading, level_pos, mean, put_table, Format, Table};
+use crate::report::{esc, fmt_num, level_pos, mean, Document, Table};
 use crate::store::StoredRun;
 
 /// A cell: (factor, level) in factor order.
@@ -63,17 +63,6 @@ fn levels_run(runs: &[StoredRun]) -> BTreeMap<String, BTreeSet<String>> {
     m
 }
 
-fn para(out: &mut String, format: Format, text: &str) {
-    match format {
-        Format::Html => {
-            let _ = writeln!(out, "<p>{}</p>", esc(text));
-        }
-        _ => {
-            let _ = writeln!(out, "{text}\n");
-        }
-    }
-}
-
 fn label(study: &Study, name: &str) -> String {
     study
         .report
@@ -97,8 +86,7 @@ pub(crate) fn sections(
     study: &Study,
     cols: &[(String, Expr)],
     runs: &[StoredRun],
-    format: Format,
-    out: &mut String,
+    doc: &mut Document,
 ) {
     let spec = &study.report;
     let all = cells(study, cols, runs);
@@ -134,8 +122,8 @@ pub(crate) fn sections(
         } else {
             c.title.clone()
         };
-        heading(out, format, 2, &format!("{title}{fixed}"));
-        put_table(out, format, &t);
+        doc.heading(2, format!("{title}{fixed}"));
+        doc.table(t);
     }
 
     for a in &spec.averages {
@@ -149,17 +137,15 @@ pub(crate) fn sections(
             .collect();
         by.push(&a.by);
         let t = summary(study, &all, &by, &a.columns, true);
-        heading(
-            out,
-            format,
+        doc.heading(
             2,
-            &format!("Averages by {} (means of the cells){fixed}", a.by),
+            format!("Averages by {} (means of the cells){fixed}", a.by),
         );
-        put_table(out, format, &t);
+        doc.table(t);
     }
 
     for q in &spec.questions {
-        questions(study, q, &all, &varies, format, out);
+        questions(study, q, &all, &varies, doc);
     }
 }
 
@@ -240,8 +226,7 @@ fn questions(
     q: &crate::model::spec::Question,
     all: &[(Cell, Values)],
     varies: &dyn Fn(&str) -> bool,
-    format: Format,
-    out: &mut String,
+    doc: &mut Document,
 ) {
     let per: Vec<&String> = q.per.iter().filter(|f| varies(f)).collect();
     // per-combination → context → factor level → values
@@ -287,11 +272,9 @@ fn questions(
         .find(|f| f.name == q.factor)
         .map(|f| f.level_names())
         .unwrap_or_default();
-    heading(out, format, 2, &q.title);
-    para(
-        out,
-        format,
-        &format!(
+    doc.heading(2, &q.title);
+    doc.paragraph(
+        format!(
             "Each level of {} against {} with every other factor equal, one test of `{}` each (Welch's t-test of the ratio on the log scale, of the difference where a value is not positive; 5 %).",
             q.factor, q.baseline, q.column
         ),
@@ -340,35 +323,13 @@ fn questions(
             continue;
         }
         answered = true;
-        let answer = match differ {
-            // Absence of evidence, not evidence of absence: the runs per
-            // cell say how much a test could see.
-            // Every comparison too wide to tell: the runs cannot answer.
-            0 if too_wide == tested => format!(
-                "cannot tell: the runs are too few to tell any of the {tested} comparisons \
-                 from {} ({fewest} runs a cell; the table says how many would tell)",
-                q.baseline
-            ),
-            0 => format!(
-                "no difference found: none of the {tested} comparisons differs from {} at the 5 % level \
-                 ({fewest} runs a cell: differences within the intervals below are not ruled out)",
-                q.baseline
-            ),
-            1 => format!(
-                "yes: 1 of the {tested} comparisons differs from {} at the 5 % level",
-                q.baseline
-            ),
-            d => format!(
-                "yes: {d} of the {tested} comparisons differ from {} at the 5 % level",
-                q.baseline
-            ),
-        };
+        let answer = answer(&q.baseline, tested, differ, too_wide, fewest);
         let title = if key.is_empty() {
             answer
         } else {
             format!("{}: {answer}", key.join(" "))
         };
-        heading(out, format, 3, &title);
+        doc.heading(3, title);
         let t = Table {
             head: vec![
                 "other factors".into(),
@@ -380,17 +341,43 @@ fn questions(
             rows,
             left: 2,
         };
-        put_table(out, format, &t);
+        doc.table(t);
     }
     if !answered {
-        para(
-            out,
-            format,
-            &format!(
+        doc.paragraph(
+        format!(
                 "Not answered: no cell ran both {}={} and another level of {} with every other factor equal.",
                 q.factor, q.baseline, q.factor
             ),
         );
+    }
+}
+
+/// A question's answer in a line: whether any comparison differs from
+/// the baseline, or, where none does, whether the runs could have told.
+fn answer(baseline: &str, tested: usize, differ: usize, too_wide: usize, fewest: usize) -> String {
+    match differ {
+        // Absence of evidence, not evidence of absence: the runs per
+        // cell say how much a test could see.
+        // Every comparison too wide to tell: the runs cannot answer.
+        0 if too_wide == tested => format!(
+            "cannot tell: the runs are too few to tell any of the {tested} comparisons \
+             from {} ({fewest} runs a cell; the table says how many would tell)",
+            baseline
+        ),
+        0 => format!(
+            "no difference found: none of the {tested} comparisons differs from {} at the 5 % level \
+             ({fewest} runs a cell: differences within the intervals below are not ruled out)",
+            baseline
+        ),
+        1 => format!(
+            "yes: 1 of the {tested} comparisons differs from {} at the 5 % level",
+            baseline
+        ),
+        d => format!(
+            "yes: {d} of the {tested} comparisons differ from {} at the 5 % level",
+            baseline
+        ),
     }
 }
 

@@ -41,11 +41,8 @@ pub fn table(rows: &[&ProfileRow], top: usize) -> String {
 pub fn section(
     st: &crate::store::Stored,
     study: &crate::model::spec::Study,
-    format: crate::report::Format,
-    out: &mut String,
+    doc: &mut crate::report::Document,
 ) {
-    use crate::report::{esc, Format};
-    use std::fmt::Write as _;
     let Some(spec) = &study.report.profiles else {
         return;
     };
@@ -87,7 +84,7 @@ pub fn section(
         if cells.is_empty() {
             continue;
         }
-        crate::report::heading(out, format, 2, &title);
+        doc.heading(2, title);
         for (key, seqs) in &cells {
             let rows: Vec<&ProfileRow> = st
                 .profiles
@@ -101,17 +98,10 @@ pub fn section(
                 if seqs.len() == 1 { "" } else { "s" }
             );
             let t = table(&rows, spec.top);
-            match format {
-                Format::Text => {
-                    let _ = writeln!(out, "{head}\n{t}");
-                }
-                Format::Markdown => {
-                    let _ = writeln!(out, "### {head}\n\n```\n{t}```\n");
-                }
-                Format::Html => {
-                    let _ = writeln!(out, "<h3>{}</h3>\n<pre>{}</pre>", esc(&head), esc(&t));
-                }
-            }
+            doc.push(crate::report::document::Block::Listing {
+                caption: head,
+                text: t,
+            });
         }
     }
 }

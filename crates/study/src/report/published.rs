@@ -15,14 +15,17 @@
 //! ```
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 
 use crate::model::columns::{compile, Expr};
 use crate::model::published::{number, Direction, Published, WHY};
 use crate::model::spec::{value_text, Study};
+use crate::report::document::Block;
 use crate::report::stats::{compare, describe, Test, TOO_WIDE};
-use crate::report::{esc, fmt_num, Format, Table};
-use crate::store::Stored;
+use crate::report::{fmt_num, Document, Table};
+use crate::store::{Stored, StoredRun};
+
+/// Levels of some factors: (factor, level).
+type Combination = Vec<(String, String)>;
 
 /// A published cell's levels: (factor, level).
 type CellLevels<'a> = [(&'a str, String)];
@@ -42,7 +45,7 @@ const SIDE_HEAD: [&str; 8] = [
 /// The report's section: per combination of the factors the published
 /// figures leave out (the engine, say) in which something ran, the
 /// original's values and ours, then the side-by-side table of ratios.
-pub fn section(st: &Stored, study: &Study, format: Format, out: &mut String) {
+pub fn section(st: &Stored, study: &Study, doc: &mut Document) {
     let Some(p) = &study.report.published else {
         return;
     };
@@ -50,19 +53,7 @@ pub fn section(st: &Stored, study: &Study, format: Format, out: &mut String) {
     let Some(rows_f) = study.report.rows.first() else {
         return;
     };
-    // The baseline: the report's, or the first of its `baselines` the
-    // original's cells name (one engine's models each).
-    let named_levels: Vec<String> = p
-        .cells
-        .iter()
-        .chain(&p.ratios)
-        .filter_map(|c| c.get(rows_f.as_str()).map(value_text))
-        .collect();
-    let Some(baseline) = &study
-        .report
-        .baseline_of(named_levels.iter().map(String::as_str))
-        .or(study.report.baseline.clone())
-    else {
+    let Some(baseline) = &baseline(p, study, rows_f) else {
         return;
     };
     let named = named_factors(p, study);
@@ -74,37 +65,11 @@ pub fn section(st: &Stored, study: &Study, format: Format, out: &mut String) {
             compile(&col.expr).ok().map(|e| (c.clone(), col.digits, e))
         })
         .collect();
-    // The other factors' combinations that ran, in level order.
-    let pos = |f: &str, l: &str| crate::report::level_pos(study, f, l);
-    let mut groups: Vec<Vec<(String, String)>> = Vec::new();
-    let mut runs: Vec<&crate::store::StoredRun> = st.runs.iter().collect();
-    runs.sort_by_key(|r| r.cell.iter().map(|(f, l)| pos(f, l)).collect::<Vec<_>>());
-    for r in &runs {
-        let g: Vec<(String, String)> = r
-            .cell
-            .iter()
-            .filter(|(f, _)| !named.contains(f))
-            .cloned()
-            .collect();
-        if !groups.contains(&g) {
-            groups.push(g);
-        }
-    }
-    match format {
-        Format::Text => {
-            let _ = writeln!(out, "The original and this run ({})\n", p.title);
-        }
-        Format::Markdown => {
-            let _ = writeln!(out, "## The original and this run\n\n{}\n", p.title);
-        }
-        Format::Html => {
-            let _ = writeln!(
-                out,
-                "<h2>The original and this run</h2>\n<p>{}</p>",
-                esc(&p.title)
-            );
-        }
-    }
+    let (runs, groups) = combinations(st, study, &named);
+    doc.push(Block::Sourced {
+        text: "The original and this run".into(),
+        source: p.title.clone(),
+    });
     let mut shown = 0;
     for g in &groups {
         // This run's values of a column in the runs of a published cell.
@@ -210,35 +175,61 @@ pub fn section(st: &Stored, study: &Study, format: Format, out: &mut String) {
             // Words in most columns: all aligned left.
             left: SIDE_HEAD.len(),
         };
-        put_group(out, format, &gtitle, table.as_ref(), &rtable);
+        if !gtitle.is_empty() {
+            doc.heading(3, gtitle);
+        }
+        if let Some(t) = table {
+            doc.table(t);
+        }
+        doc.table(rtable);
     }
     if shown == 0 {
-        let none = "No run of this plan is in a cell the original's figures are of.";
-        match format {
-            Format::Html => {
-                let _ = writeln!(out, "<p>{}</p>", esc(none));
-            }
-            _ => {
-                let _ = writeln!(out, "{none}\n");
-            }
+        doc.paragraph("No run of this plan is in a cell the original's figures are of.");
+    }
+    doc.push(Block::Labelled {
+        label: "original".into(),
+        items: p.notes.clone(),
+    });
+}
+
+/// The baseline: the report's, or the first of its `baselines` the
+/// original's cells name (one engine's models each).
+fn baseline(p: &Published, study: &Study, rows_f: &str) -> Option<String> {
+    let named_levels: Vec<String> = p
+        .cells
+        .iter()
+        .chain(&p.ratios)
+        .filter_map(|c| c.get(rows_f).map(value_text))
+        .collect();
+    study
+        .report
+        .baseline_of(named_levels.iter().map(String::as_str))
+        .or(study.report.baseline.clone())
+}
+
+/// The runs in level order, and the combinations of the factors the
+/// original's figures do not name that ran, in that order.
+fn combinations<'a>(
+    st: &'a Stored,
+    study: &Study,
+    named: &[String],
+) -> (Vec<&'a StoredRun>, Vec<Combination>) {
+    let pos = |f: &str, l: &str| crate::report::level_pos(study, f, l);
+    let mut groups: Vec<Combination> = Vec::new();
+    let mut runs: Vec<&StoredRun> = st.runs.iter().collect();
+    runs.sort_by_key(|r| r.cell.iter().map(|(f, l)| pos(f, l)).collect::<Vec<_>>());
+    for r in &runs {
+        let g: Vec<(String, String)> = r
+            .cell
+            .iter()
+            .filter(|(f, _)| !named.contains(f))
+            .cloned()
+            .collect();
+        if !groups.contains(&g) {
+            groups.push(g);
         }
     }
-    for n in &p.notes {
-        match format {
-            Format::Text => {
-                let _ = writeln!(out, "original: {n}");
-            }
-            Format::Markdown => {
-                let _ = writeln!(out, "- original: {n}");
-            }
-            Format::Html => {
-                let _ = writeln!(out, "<p>Original: {}</p>", esc(n));
-            }
-        }
-    }
-    if !p.notes.is_empty() && format != Format::Html {
-        out.push('\n');
-    }
+    (runs, groups)
 }
 
 /// "batch=32768 / 1", "cache=on / off latency=6ms": the level against the
@@ -472,50 +463,6 @@ fn side_by_side(
             why.to_string()
         },
     ]
-}
-
-/// A group's title, its values table (if the original gave values) and
-/// its side-by-side table.
-fn put_group(
-    out: &mut String,
-    format: Format,
-    gtitle: &str,
-    table: Option<&Table>,
-    rtable: &Table,
-) {
-    match format {
-        Format::Text => {
-            if !gtitle.is_empty() {
-                let _ = writeln!(out, "{gtitle}\n");
-            }
-            if let Some(t) = table {
-                t.text(out);
-                out.push('\n');
-            }
-            rtable.text(out);
-            out.push('\n');
-        }
-        Format::Markdown => {
-            if !gtitle.is_empty() {
-                let _ = writeln!(out, "### {gtitle}\n");
-            }
-            if let Some(t) = table {
-                t.markdown(out);
-                out.push('\n');
-            }
-            rtable.markdown(out);
-            out.push('\n');
-        }
-        Format::Html => {
-            if !gtitle.is_empty() {
-                let _ = writeln!(out, "<h3>{}</h3>", esc(gtitle));
-            }
-            if let Some(t) = table {
-                t.html(out);
-            }
-            rtable.html(out);
-        }
-    }
 }
 
 /// The factors the published figures name, in the study's order.

@@ -9,8 +9,9 @@ use std::fmt::Write as _;
 
 use crate::model::spec::Study;
 use crate::plan::cell_key;
+use crate::report::document::Block;
 use crate::report::stats::describe;
-use crate::report::{esc, fmt_num, heading, put_table, Format, Table};
+use crate::report::{fmt_num, Document, Table};
 use crate::store::{Stored, StoredRun};
 
 /// The columns of Oracle's CLIENT_RESULT_CACHE_STATS$ as sqlrun's
@@ -58,7 +59,7 @@ fn by_session(st: &Stored, seq: usize) -> BTreeMap<usize, BTreeMap<&str, f64>> {
 
 /// The sessions' spread per cell (and its chart), then each session's
 /// cache statistics: the report's middle.
-pub fn section(st: &Stored, study: &Study, format: Format, out: &mut String) {
+pub fn section(st: &Stored, study: &Study, doc: &mut Document) {
     let Some(spec) = &study.report.sessions else {
         return;
     };
@@ -111,11 +112,9 @@ pub fn section(st: &Stored, study: &Study, format: Format, out: &mut String) {
             }
         }
     }
-    heading(
-        out,
-        format,
+    doc.heading(
         2,
-        &format!("{value} per session (each session of each repetition)"),
+        format!("{value} per session (each session of each repetition)"),
     );
     let rows = cells
         .iter()
@@ -135,22 +134,18 @@ pub fn section(st: &Stored, study: &Study, format: Format, out: &mut String) {
             ])
         })
         .collect();
-    put_table(
-        out,
-        format,
-        &Table {
-            head: [
-                "cell", "runs", "sessions", "min", "median", "mean", "max", "max/min",
-            ]
-            .iter()
-            .map(|s| s.to_string())
-            .collect(),
-            rows,
-            left: 1,
-        },
-    );
-    if let (Format::Html, Some(ch)) = (format, &spec.chart) {
-        out.push_str(&crate::report::svg::strip_chart(
+    doc.table(Table {
+        head: [
+            "cell", "runs", "sessions", "min", "median", "mean", "max", "max/min",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect(),
+        rows,
+        left: 1,
+    });
+    if let Some(ch) = &spec.chart {
+        doc.chart(crate::report::svg::strip_chart(
             &ch.title,
             &varying.join(" · "),
             &ch.y_label,
@@ -163,13 +158,13 @@ pub fn section(st: &Stored, study: &Study, format: Format, out: &mut String) {
         ));
     }
     if spec.cache_stats {
-        stats_tables(st, &runs, format, out);
+        stats_tables(st, &runs, doc);
     }
 }
 
 /// Each session's cache statistics, for the first repetition of every
 /// cell whose sessions had a cache of their own.
-fn stats_tables(st: &Stored, runs: &[&StoredRun], format: Format, out: &mut String) {
+fn stats_tables(st: &Stored, runs: &[&StoredRun], doc: &mut Document) {
     let mut shown = Vec::new();
     let mut first = true;
     for r in runs {
@@ -188,9 +183,7 @@ fn stats_tables(st: &Stored, runs: &[&StoredRun], format: Format, out: &mut Stri
                 .any(|n| m.get(n).is_some_and(|v| *v > 0.0))
         };
         if first {
-            heading(
-                out,
-                format,
+            doc.heading(
                 2,
                 "Client result cache statistics per session (CLIENT_RESULT_CACHE_STATS$)",
             );
@@ -200,14 +193,7 @@ fn stats_tables(st: &Stored, runs: &[&StoredRun], format: Format, out: &mut Stri
                         (highest) is the most blocks the cache held at any time; Hash Bucket \
                         Count has no counterpart here (the cache's map has no fixed number of \
                         buckets).";
-            match format {
-                Format::Html => {
-                    let _ = writeln!(out, "<p>{}</p>", esc(note));
-                }
-                _ => {
-                    let _ = writeln!(out, "{note}\n");
-                }
-            }
+            doc.paragraph(note);
             first = false;
         }
         if !sess.values().any(used) {
@@ -216,17 +202,10 @@ fn stats_tables(st: &Stored, runs: &[&StoredRun], format: Format, out: &mut Stri
                 "{key}, repetition {}: every session's cache stayed empty (Find Count 0, Create Count Success 0, Create Count Failure 0).",
                 r.rep + 1
             );
-            match format {
-                Format::Html => {
-                    let _ = writeln!(out, "<p>{}</p>", esc(&line));
-                }
-                _ => {
-                    let _ = writeln!(out, "{line}\n");
-                }
-            }
+            doc.paragraph(line);
             continue;
         }
-        heading(out, format, 3, &format!("{key}, repetition {}", r.rep + 1));
+        doc.heading(3, format!("{key}, repetition {}", r.rep + 1));
         let mut head = vec!["session".to_string()];
         head.extend(STATS.iter().map(|s| s.to_string()));
         let rows = sess
@@ -241,32 +220,23 @@ fn stats_tables(st: &Stored, runs: &[&StoredRun], format: Format, out: &mut Stri
                 row
             })
             .collect();
-        put_table(
-            out,
-            format,
-            &Table {
-                head,
-                rows,
-                left: 1,
-            },
-        );
+        doc.table(Table {
+            head,
+            rows,
+            left: 1,
+        });
     }
 }
 
 /// Every run's tally as sqlrun's rc.log lists it: the report's appendix.
-pub fn tallies(st: &Stored, study: &Study, format: Format, out: &mut String) {
+pub fn tallies(st: &Stored, study: &Study, doc: &mut Document) {
     let Some(spec) = &study.report.sessions else {
         return;
     };
     if st.session_values.is_empty() {
         return;
     }
-    heading(
-        out,
-        format,
-        2,
-        "Transactions per session, as sqlrun's rc.log lists them",
-    );
+    doc.heading(2, "Transactions per session, as sqlrun's rc.log lists them");
     let mut text = String::new();
     for r in ordered(st, study) {
         let sess = by_session(st, r.seq);
@@ -287,13 +257,5 @@ pub fn tallies(st: &Stored, study: &Study, format: Format, out: &mut String) {
         }
         let _ = writeln!(text, "# total {total:.0}\n");
     }
-    match format {
-        Format::Text => out.push_str(&text),
-        Format::Markdown => {
-            let _ = writeln!(out, "```\n{}```\n", text.trim_end().to_string() + "\n");
-        }
-        Format::Html => {
-            let _ = writeln!(out, "<pre>{}</pre>", esc(text.trim_end()));
-        }
-    }
+    doc.push(Block::Preformatted(text));
 }

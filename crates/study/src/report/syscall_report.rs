@@ -6,11 +6,11 @@
 //! table, and (in HTML) a chart of the top syscalls per level.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fmt::Write as _;
 
 use crate::model::spec::Study;
+use crate::report::document::Block;
 use crate::report::svg;
-use crate::report::{esc, fmt_num, tabled, Format, Table};
+use crate::report::{fmt_num, tabled, Document, Table};
 use crate::store::StoredRun;
 use crate::store::Syscall;
 
@@ -187,42 +187,8 @@ fn strace_block(l: &Level, marked: &[String]) -> Vec<String> {
     out
 }
 
-/// How many blocks stand side by side: strace's table is about 70
-/// characters wide, so two make a line a terminal or a wiki still shows;
-/// more levels go on in bands below.
-const ACROSS: usize = 2;
-
-/// Blocks next to each other, [`ACROSS`] at a time, each padded to its
-/// widest line; bands of them one under the other, a blank line apart.
-fn side_by_side(blocks: &[Vec<String>]) -> String {
-    blocks
-        .chunks(ACROSS)
-        .map(band)
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
-/// One band of [`side_by_side`].
-fn band(blocks: &[Vec<String>]) -> String {
-    let widths: Vec<usize> = blocks
-        .iter()
-        .map(|b| b.iter().map(|l| l.chars().count()).max().unwrap_or(0))
-        .collect();
-    let height = blocks.iter().map(Vec::len).max().unwrap_or(0);
-    let mut out = String::new();
-    for i in 0..height {
-        let cells: Vec<String> = blocks
-            .iter()
-            .zip(&widths)
-            .map(|(b, w)| format!("{:<w$}", b.get(i).map_or("", String::as_str), w = *w))
-            .collect();
-        let _ = writeln!(out, "{}", cells.join("    ").trim_end());
-    }
-    out
-}
-
 /// The section, when any run has a strace table.
-pub fn render(study: &Study, runs: &[StoredRun], format: Format, out: &mut String) {
+pub fn render(study: &Study, runs: &[StoredRun], doc: &mut Document) {
     if !study.report.strace_tables || runs.iter().all(|r| r.syscalls.is_empty()) {
         return;
     }
@@ -235,17 +201,8 @@ pub fn render(study: &Study, runs: &[StoredRun], format: Format, out: &mut Strin
          figures above. Marked *: the syscalls whose calls differ most between the {rows_f} \
          levels (largest difference, at least twofold)."
     );
-    match format {
-        Format::Text => {
-            let _ = writeln!(out, "System calls\n\n{intro}\n");
-        }
-        Format::Markdown => {
-            let _ = writeln!(out, "## System calls\n\n{intro}\n");
-        }
-        Format::Html => {
-            let _ = writeln!(out, "<h2>System calls</h2>\n<p>{}</p>", esc(&intro));
-        }
-    }
+    doc.heading(2, "System calls");
+    doc.paragraph(intro);
     for t in tabled(study, runs) {
         let levels: Vec<Level> = t
             .rows
@@ -269,7 +226,6 @@ pub fn render(study: &Study, runs: &[StoredRun], format: Format, out: &mut Strin
         };
         let marked = most_different(&levels);
         let blocks: Vec<Vec<String>> = levels.iter().map(|l| strace_block(l, &marked)).collect();
-        let text = side_by_side(&blocks);
         let mut head = vec!["syscall".to_string()];
         head.extend(levels.iter().map(|l| format!("{} calls", l.name)));
         head.push("most / fewest".into());
@@ -293,74 +249,40 @@ pub fn render(study: &Study, runs: &[StoredRun], format: Format, out: &mut Strin
                 .collect(),
             left: 1,
         };
-        match format {
-            Format::Text => {
-                let _ = writeln!(out, "System calls ({title})\n");
-                out.push_str(&text);
-                out.push('\n');
-                if !marked.is_empty() {
-                    diffs.text(out);
-                    out.push('\n');
-                }
-            }
-            Format::Markdown => {
-                let _ = writeln!(out, "### System calls ({title})\n\n```");
-                out.push_str(&text);
-                out.push_str("```\n\n");
-                if !marked.is_empty() {
-                    diffs.markdown(out);
-                    out.push('\n');
-                }
-            }
-            Format::Html => {
-                let _ = writeln!(out, "<h3>System calls ({})</h3>", esc(&title));
-                out.push_str("<div class=\"side\">");
-                for b in &blocks {
-                    out.push_str("<pre>");
-                    for l in b {
-                        if l.starts_with("* ") {
-                            let _ = writeln!(out, "<mark>{}</mark>", esc(l));
-                        } else {
-                            let _ = writeln!(out, "{}", esc(l));
-                        }
-                    }
-                    out.push_str("</pre>");
-                }
-                out.push_str("</div>\n");
-                if !marked.is_empty() {
-                    diffs.html(out);
-                }
-                // The most frequent syscalls of any level, each level a bar.
-                let mut top: Vec<(u64, &str)> = levels
-                    .iter()
-                    .flat_map(|l| l.rows.iter().map(|r| r.name.as_str()))
-                    .collect::<BTreeSet<_>>()
-                    .into_iter()
-                    .map(|n| (levels.iter().map(|l| calls_of(l, n)).max().unwrap_or(0), n))
-                    .collect();
-                top.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(b.1)));
-                let names: Vec<&str> = top.iter().take(CHARTED).map(|(_, n)| *n).collect();
-                let series: Vec<(String, Vec<(String, f64)>)> = levels
-                    .iter()
-                    .map(|l| {
-                        (
-                            l.name.clone(),
-                            names
-                                .iter()
-                                .map(|n| (n.to_string(), calls_of(l, n) as f64))
-                                .collect(),
-                        )
-                    })
-                    .collect();
-                out.push_str(&svg::line_chart(
-                    format!("Top system calls per {rows_f} {}", t.title).trim(),
-                    "syscall",
-                    "calls",
-                    false,
-                    &series,
-                ));
-            }
+        doc.heading(3, format!("System calls ({title})"));
+        doc.push(Block::Panels(blocks));
+        if !marked.is_empty() {
+            doc.table(diffs);
         }
+        // The most frequent syscalls of any level, each level a bar.
+        let mut top: Vec<(u64, &str)> = levels
+            .iter()
+            .flat_map(|l| l.rows.iter().map(|r| r.name.as_str()))
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .map(|n| (levels.iter().map(|l| calls_of(l, n)).max().unwrap_or(0), n))
+            .collect();
+        top.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(b.1)));
+        let names: Vec<&str> = top.iter().take(CHARTED).map(|(_, n)| *n).collect();
+        let series: Vec<(String, Vec<(String, f64)>)> = levels
+            .iter()
+            .map(|l| {
+                (
+                    l.name.clone(),
+                    names
+                        .iter()
+                        .map(|n| (n.to_string(), calls_of(l, n) as f64))
+                        .collect(),
+                )
+            })
+            .collect();
+        doc.chart(svg::line_chart(
+            format!("Top system calls per {rows_f} {}", t.title).trim(),
+            "syscall",
+            "calls",
+            false,
+            &series,
+        ));
     }
 }
 
@@ -420,7 +342,7 @@ mod tests {
             block[7],
             "  100.00    1.510838           1    981269         4 total"
         );
-        let text = side_by_side(&[strace_block(&levels[0], &marked), block]);
+        let text = crate::report::render::text::panels(&[strace_block(&levels[0], &marked), block]);
         let first = text.lines().next().unwrap();
         assert!(
             first.starts_with("  processes (1 run under strace, elapsed 11,980 ms)")
@@ -438,7 +360,7 @@ mod tests {
     #[test]
     fn many_levels_go_on_in_bands_two_across() {
         let b = |n: &str| vec![format!("{n} head"), format!("{n} body")];
-        let text = side_by_side(&[b("a"), b("b"), b("c")]);
+        let text = crate::report::render::text::panels(&[b("a"), b("b"), b("c")]);
         assert_eq!(
             text,
             "a head    b head\na body    b body\n\nc head\nc body\n"
