@@ -217,6 +217,110 @@ impl Default for RunOptions {
 /// what was measured is never lost.
 pub fn run(opts: &RunOptions, workload: &Workload) -> Result<Summary, RunError> {
     let engine = tracelab_engine::check_url(&opts.url)?;
+    refuse_before(opts, workload, engine)?;
+    let trace_first = match &opts.trace_dir {
+        Some(dir) => {
+            std::fs::create_dir_all(dir).map_err(|source| RunError::Io {
+                path: dir.clone(),
+                source,
+            })?;
+            traces::first_number(dir, opts.sessions, opts.trace_append)?
+        }
+        None => 0,
+    };
+    // Sessions are tasks on one thread per core, each thread with its own
+    // single-threaded runtime, as pgbench's -j threads multiplex their
+    // connections: twenty blocking threads on two cores spend their time
+    // switching, and a work-stealing runtime in moving tasks between
+    // threads.
+    // An in-process engine blocks its thread for every call: each of its
+    // sessions gets a thread of its own.
+    let workers = if engine.blocks() {
+        opts.sessions.max(1)
+    } else {
+        std::thread::available_parallelism()
+            .map_or(2, |n| n.get())
+            .min(opts.sessions)
+            .max(1)
+    };
+    let clock = clock::Clock::start(opts.timer);
+    let (caches, channels, channel_done) = start_caches(opts, workload, engine, clock)?;
+    // The run's elapsed time starts with its sessions.
+    let start = Instant::now();
+    let shared: Shared = Arc::new((
+        opts.clone(),
+        workload.clone(),
+        live::Live::new(if opts.progress || opts.timeline {
+            workers
+        } else {
+            0
+        }),
+        caches.clone(),
+        trace_first,
+    ));
+    let done = AtomicBool::new(false);
+    let mut timeline = Vec::new();
+    let mut results: Vec<SessionSummary> = std::thread::scope(|s| {
+        let watcher = (opts.progress || opts.timeline).then(|| {
+            let (shared, done) = (shared.clone(), &done);
+            s.spawn(move || live::watch(&shared.2, start, done, opts.progress, opts.timeline))
+        });
+        if let Some(file) = &opts.pause_at_exit {
+            let (shared, done) = (shared.clone(), &done);
+            s.spawn(move || {
+                live::release_when(
+                    &shared.2,
+                    opts.sessions,
+                    file.as_deref(),
+                    done,
+                    !opts.progress,
+                )
+            });
+        }
+        let handles: Vec<_> = (0..workers)
+            .map(|wk| {
+                let shared = shared.clone();
+                s.spawn(move || sessions_of_worker(opts, wk, workers, &shared, clock))
+            })
+            .collect();
+        let out: Vec<SessionSummary> = handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_default())
+            .collect();
+        // The progress line stops with the sessions.
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+        if let Some(w) = watcher {
+            timeline = w.join().unwrap_or_default();
+        }
+        out
+    });
+    results.sort_by_key(|s| s.session);
+    // The run ends with its sessions, not with the channel's last sleep.
+    let elapsed = start.elapsed();
+    channel_done.store(true, std::sync::atomic::Ordering::Release);
+    for h in channels {
+        let _ = h.join();
+    }
+    let stats: Vec<cache::CacheStats> = caches.iter().map(|c| c.stats()).collect();
+    if stats.len() > 1 {
+        for s in &mut results {
+            s.result_cache = stats.get(s.session).cloned();
+        }
+    }
+    let sql: Vec<&str> = workload.statements.iter().map(|s| s.sql.as_str()).collect();
+    let mut summary = Summary::new(results, elapsed, &sql);
+    summary.result_cache = (!stats.is_empty()).then(|| cache::CacheStats::sum(&stats));
+    if opts.timeline {
+        summary.timeline = timeline;
+    } else {
+        summary.latency_histogram.clear();
+    }
+    Ok(summary)
+}
+
+/// What no run can do, refused before any session starts: a bind value
+/// the protocol cannot send, a statement with placeholders and no binds.
+fn refuse_before(opts: &RunOptions, workload: &Workload, engine: Engine) -> Result<(), RunError> {
     // The simple protocol sends a statement as a NUL-terminated string:
     // a bind value with a NUL cannot go (nor can PostgreSQL's text hold
     // one). A bad bind value, named where it is, before the run.
@@ -244,32 +348,23 @@ pub fn run(opts: &RunOptions, workload: &Workload) -> Result<Summary, RunError> 
             )));
         }
     }
-    let trace_first = match &opts.trace_dir {
-        Some(dir) => {
-            std::fs::create_dir_all(dir).map_err(|source| RunError::Io {
-                path: dir.clone(),
-                source,
-            })?;
-            traces::first_number(dir, opts.sessions, opts.trace_append)?
-        }
-        None => 0,
-    };
-    // Sessions are tasks on one thread per core, each thread with its own
-    // single-threaded runtime, as pgbench's -j threads multiplex their
-    // connections: twenty blocking threads on two cores spend their time
-    // switching, and a work-stealing runtime in moving tasks between
-    // threads.
-    // An in-process engine blocks its thread for every call: each of its
-    // sessions gets a thread of its own.
-    let workers = if engine.blocks() {
-        opts.sessions.max(1)
-    } else {
-        std::thread::available_parallelism()
-            .map_or(2, |n| n.get())
-            .min(opts.sessions)
-            .max(1)
-    };
-    let clock = clock::Clock::start(opts.timer);
+    Ok(())
+}
+
+/// The result caches of the run (`--result-cache`), their invalidation
+/// channels started and vouching for freshness; the flag that stops them.
+type Channels = (
+    Vec<Arc<cache::ResultCache>>,
+    Vec<std::thread::JoinHandle<()>>,
+    Arc<AtomicBool>,
+);
+
+fn start_caches(
+    opts: &RunOptions,
+    workload: &Workload,
+    engine: Engine,
+    clock: clock::Clock,
+) -> Result<Channels, RunError> {
     let caches: Vec<Arc<cache::ResultCache>> = match &opts.result_cache {
         Some(c) => {
             if engine == Engine::Sqlite {
@@ -350,123 +445,68 @@ pub fn run(opts: &RunOptions, workload: &Workload) -> Result<Summary, RunError> 
             ready(c);
         }
     }
-    // The run's elapsed time starts with its sessions.
-    let start = Instant::now();
-    let shared = std::sync::Arc::new((
-        opts.clone(),
-        workload.clone(),
-        live::Live::new(if opts.progress || opts.timeline {
-            workers
-        } else {
-            0
-        }),
-        caches.clone(),
-        trace_first,
-    ));
-    let done = AtomicBool::new(false);
-    let mut timeline = Vec::new();
-    let mut results: Vec<SessionSummary> = std::thread::scope(|s| {
-        let watcher = (opts.progress || opts.timeline).then(|| {
-            let (shared, done) = (shared.clone(), &done);
-            s.spawn(move || live::watch(&shared.2, start, done, opts.progress, opts.timeline))
-        });
-        if let Some(file) = &opts.pause_at_exit {
-            let (shared, done) = (shared.clone(), &done);
-            s.spawn(move || {
-                live::release_when(
-                    &shared.2,
-                    opts.sessions,
-                    file.as_deref(),
-                    done,
-                    !opts.progress,
-                )
-            });
+    Ok((caches, channels, channel_done))
+}
+
+/// What every session of a run shares: the options, the workload, the live
+/// counters, the result caches and the first trace file's number.
+type Shared = Arc<(
+    RunOptions,
+    Workload,
+    live::Live,
+    Vec<Arc<cache::ResultCache>>,
+    usize,
+)>;
+
+/// What one worker thread runs: its share of the sessions (every
+/// `workers`-th from `wk`) as tasks on a single-threaded runtime.
+fn sessions_of_worker(
+    opts: &RunOptions,
+    wk: usize,
+    workers: usize,
+    shared: &Shared,
+    clock: clock::Clock,
+) -> Vec<SessionSummary> {
+    let mine: Vec<usize> = (wk..opts.sessions).step_by(workers).collect();
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            return mine
+                .iter()
+                .map(|&i| SessionSummary::failed(i, &format!("cannot start a runtime: {e}")))
+                .collect()
         }
-        let handles: Vec<_> = (0..workers)
-            .map(|wk| {
+    };
+    let local = tokio::task::LocalSet::new();
+    local.block_on(&rt, async {
+        let handles: Vec<_> = mine
+            .iter()
+            .map(|&i| {
                 let shared = shared.clone();
-                s.spawn(move || -> Vec<SessionSummary> {
-                    let mine: Vec<usize> = (wk..opts.sessions).step_by(workers).collect();
-                    let rt = match tokio::runtime::Builder::new_current_thread()
-                        .enable_all()
-                        .build()
-                    {
-                        Ok(rt) => rt,
-                        Err(e) => {
-                            return mine
-                                .iter()
-                                .map(|&i| {
-                                    SessionSummary::failed(
-                                        i,
-                                        &format!("cannot start a runtime: {e}"),
-                                    )
-                                })
-                                .collect()
-                        }
-                    };
-                    let local = tokio::task::LocalSet::new();
-                    local.block_on(&rt, async {
-                        let handles: Vec<_> = mine
-                            .iter()
-                            .map(|&i| {
-                                let shared = shared.clone();
-                                tokio::task::spawn_local(async move {
-                                    session::run(
-                                        i,
-                                        &shared.0,
-                                        &shared.1,
-                                        clock,
-                                        (&shared.2, wk),
-                                        (!shared.3.is_empty())
-                                            .then(|| &*shared.3[i % shared.3.len()]),
-                                        shared.4,
-                                    )
-                                    .await
-                                })
-                            })
-                            .collect();
-                        let mut out = Vec::with_capacity(handles.len());
-                        for (h, &i) in handles.into_iter().zip(&mine) {
-                            out.push(h.await.unwrap_or_else(|_| {
-                                SessionSummary::failed(i, "the session task panicked")
-                            }));
-                        }
-                        out
-                    })
+                tokio::task::spawn_local(async move {
+                    session::run(
+                        i,
+                        &shared.0,
+                        &shared.1,
+                        clock,
+                        (&shared.2, wk),
+                        (!shared.3.is_empty()).then(|| &*shared.3[i % shared.3.len()]),
+                        shared.4,
+                    )
+                    .await
                 })
             })
             .collect();
-        let out: Vec<SessionSummary> = handles
-            .into_iter()
-            .flat_map(|h| h.join().unwrap_or_default())
-            .collect();
-        // The progress line stops with the sessions.
-        done.store(true, std::sync::atomic::Ordering::Relaxed);
-        if let Some(w) = watcher {
-            timeline = w.join().unwrap_or_default();
+        let mut out = Vec::with_capacity(handles.len());
+        for (h, &i) in handles.into_iter().zip(&mine) {
+            out.push(
+                h.await
+                    .unwrap_or_else(|_| SessionSummary::failed(i, "the session task panicked")),
+            );
         }
         out
-    });
-    results.sort_by_key(|s| s.session);
-    // The run ends with its sessions, not with the channel's last sleep.
-    let elapsed = start.elapsed();
-    channel_done.store(true, std::sync::atomic::Ordering::Release);
-    for h in channels {
-        let _ = h.join();
-    }
-    let stats: Vec<cache::CacheStats> = caches.iter().map(|c| c.stats()).collect();
-    if stats.len() > 1 {
-        for s in &mut results {
-            s.result_cache = stats.get(s.session).cloned();
-        }
-    }
-    let sql: Vec<&str> = workload.statements.iter().map(|s| s.sql.as_str()).collect();
-    let mut summary = Summary::new(results, elapsed, &sql);
-    summary.result_cache = (!stats.is_empty()).then(|| cache::CacheStats::sum(&stats));
-    if opts.timeline {
-        summary.timeline = timeline;
-    } else {
-        summary.latency_histogram.clear();
-    }
-    Ok(summary)
+    })
 }

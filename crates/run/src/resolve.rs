@@ -710,106 +710,13 @@ pub(crate) async fn mariadb(
     for (sql, _) in &ask.statements {
         let words = cache::words(sql);
         watched.extend(words.iter().map(|(w, _)| w.clone()));
-        let verdict = async {
-            if cache::candidate(sql, true) != cache::Candidate::Query {
-                return Err("writes".to_string());
-            }
-            if let Some(why) = text_refusal(sql) {
-                return Err(why);
-            }
-            if have_counters != Some(1) {
-                return Err(format!(
-                    "{db}.{COUNTERS} is missing (--result-cache-setup installs it)"
-                ));
-            }
-            if let Some((w, _)) = words.iter().find(|(w, _)| MARIA_SYSTEM.contains(&w.as_str())) {
-                return Err(format!("reads the {w} schema"));
-            }
-            // User variables and sequences: NEXT VALUE FOR, PREVIOUS VALUE FOR.
-            if sql.contains('@') {
-                return Err("uses a variable (@)".into());
-            }
-            if words.windows(2).any(|p| {
-                matches!(p[0].0.as_str(), "next" | "previous") && p[1].0 == "value"
-            }) {
-                return Err("reads a sequence".into());
-            }
-            let rels = maria_rels(w, &maria_names(sql, &db)).await?;
-            let (bases, view_words) = maria_bases(w, &db, rels, &mut watched).await?;
-            let calls: BTreeSet<String> = words
-                .iter()
-                .chain(&view_words)
-                .filter(|(_, call)| *call)
-                .map(|(w, _)| w.clone())
-                .collect();
-            if let Some(f) = calls
-                .iter()
-                .find(|f| MARIADB_NONDETERMINISTIC.contains(&f.as_str()))
-            {
-                return Err(format!("calls {f}(), whose result changes by itself"));
-            }
-            if !calls.is_empty() {
-                let list: Vec<String> = calls.iter().map(|f| format!("'{f}'")).collect();
-                let routines: Vec<(String, String)> = w
-                    .query(&format!(
-                        "select lower(routine_name), is_deterministic from information_schema.routines \
-                         where routine_type = 'FUNCTION' and lower(routine_name) in ({})",
-                        list.join(",")
-                    ))
-                    .await
-                    .map_err(err)?
-                    .iter()
-                    .map(|r| {
-                        let v = |i| value(Some(r), i).unwrap_or_default();
-                        (v(0), v(1))
-                    })
-                    .collect();
-                watched.extend(calls.iter().cloned());
-                if let Some((f, _)) = routines.iter().find(|(_, d)| d != "YES") {
-                    return Err(format!("calls {f}(), which is not DETERMINISTIC"));
-                }
-            }
-            let mut out: Vec<(String, String)> = Vec::new();
-            let mut all_force = true;
-            for (schema, table, _) in &bases {
-                let key = (schema.to_ascii_lowercase(), table.to_ascii_lowercase());
-                let Some(mode) = annotated.get(&key) else {
-                    return Err(format!("reads {schema}.{table}, which is not annotated"));
-                };
-                all_force &= *mode == CacheMode::Force;
-                let triggers = integer(
-                    w.query(&maria_sql(
-                        "select count(*) from information_schema.triggers \
-                         where event_object_schema = $1 and event_object_table = $2 \
-                         and trigger_name like 'tracelab\\_rc\\_%' and action_statement like $3",
-                        &[schema, table, &format!("%{COUNTERS}%")],
-                    ))
-                    .await
-                    .map_err(err)?
-                    .first(),
-                    0,
-                );
-                if triggers != Some(3) && ask.setup {
-                    for s in invalidate::mariadb_table_setup(&db, schema, table) {
-                        w.execute(&s).await.map_err(|e| {
-                            format!("--result-cache-setup: {}", maria_message(&e))
-                        })?;
-                    }
-                } else if triggers != Some(3) {
-                    return Err(format!(
-                        "{schema}.{table} has no invalidation triggers (--result-cache-setup installs them)"
-                    ));
-                }
-                out.push(key);
-            }
-            if out.is_empty() {
-                return Err("reads no table".into());
-            }
-            if !all_force && !has_hint(sql) {
-                return Err("reads a manual table and has no /*+ result_cache */ hint".into());
-            }
-            Ok(out)
-        }
+        let verdict = maria_verdict(
+            w,
+            (&db, have_counters, ask.setup),
+            &annotated,
+            &mut watched,
+            (sql, &words),
+        )
         .await;
         statements.push(verdict.map(|tables| {
             tables
@@ -828,6 +735,121 @@ pub(crate) async fn mariadb(
         }));
     }
     Ok((Resolution { statements, slots }, watched))
+}
+
+/// Whether the result cache may keep `sql`'s results on MariaDB: the base
+/// tables it reads (schema, table), each annotated and with its
+/// invalidation triggers (installed with `setup`), or why not.
+async fn maria_verdict(
+    w: &mut Watch,
+    (db, have_counters, setup): (&str, Option<i64>, bool),
+    annotated: &HashMap<(String, String), CacheMode>,
+    watched: &mut BTreeSet<String>,
+    (sql, words): (&str, &[(String, bool)]),
+) -> Result<Vec<(String, String)>, String> {
+    let err = |e: AdminError| maria_message(&e);
+    if cache::candidate(sql, true) != cache::Candidate::Query {
+        return Err("writes".to_string());
+    }
+    if let Some(why) = text_refusal(sql) {
+        return Err(why);
+    }
+    if have_counters != Some(1) {
+        return Err(format!(
+            "{db}.{COUNTERS} is missing (--result-cache-setup installs it)"
+        ));
+    }
+    if let Some((w, _)) = words
+        .iter()
+        .find(|(w, _)| MARIA_SYSTEM.contains(&w.as_str()))
+    {
+        return Err(format!("reads the {w} schema"));
+    }
+    // User variables and sequences: NEXT VALUE FOR, PREVIOUS VALUE FOR.
+    if sql.contains('@') {
+        return Err("uses a variable (@)".into());
+    }
+    if words
+        .windows(2)
+        .any(|p| matches!(p[0].0.as_str(), "next" | "previous") && p[1].0 == "value")
+    {
+        return Err("reads a sequence".into());
+    }
+    let rels = maria_rels(w, &maria_names(sql, db)).await?;
+    let (bases, view_words) = maria_bases(w, db, rels, watched).await?;
+    let calls: BTreeSet<String> = words
+        .iter()
+        .chain(&view_words)
+        .filter(|(_, call)| *call)
+        .map(|(w, _)| w.clone())
+        .collect();
+    if let Some(f) = calls
+        .iter()
+        .find(|f| MARIADB_NONDETERMINISTIC.contains(&f.as_str()))
+    {
+        return Err(format!("calls {f}(), whose result changes by itself"));
+    }
+    if !calls.is_empty() {
+        let list: Vec<String> = calls.iter().map(|f| format!("'{f}'")).collect();
+        let routines: Vec<(String, String)> = w
+            .query(&format!(
+                "select lower(routine_name), is_deterministic from information_schema.routines \
+                 where routine_type = 'FUNCTION' and lower(routine_name) in ({})",
+                list.join(",")
+            ))
+            .await
+            .map_err(err)?
+            .iter()
+            .map(|r| {
+                let v = |i| value(Some(r), i).unwrap_or_default();
+                (v(0), v(1))
+            })
+            .collect();
+        watched.extend(calls.iter().cloned());
+        if let Some((f, _)) = routines.iter().find(|(_, d)| d != "YES") {
+            return Err(format!("calls {f}(), which is not DETERMINISTIC"));
+        }
+    }
+    let mut out: Vec<(String, String)> = Vec::new();
+    let mut all_force = true;
+    for (schema, table, _) in &bases {
+        let key = (schema.to_ascii_lowercase(), table.to_ascii_lowercase());
+        let Some(mode) = annotated.get(&key) else {
+            return Err(format!("reads {schema}.{table}, which is not annotated"));
+        };
+        all_force &= *mode == CacheMode::Force;
+        let triggers = integer(
+            w.query(&maria_sql(
+                "select count(*) from information_schema.triggers \
+                 where event_object_schema = $1 and event_object_table = $2 \
+                 and trigger_name like 'tracelab\\_rc\\_%' and action_statement like $3",
+                &[schema, table, &format!("%{COUNTERS}%")],
+            ))
+            .await
+            .map_err(err)?
+            .first(),
+            0,
+        );
+        if triggers != Some(3) && setup {
+            for s in invalidate::mariadb_table_setup(db, schema, table) {
+                w.execute(&s)
+                    .await
+                    .map_err(|e| format!("--result-cache-setup: {}", maria_message(&e)))?;
+            }
+        } else if triggers != Some(3) {
+            return Err(format!(
+                "{schema}.{table} has no invalidation triggers (--result-cache-setup installs them)"
+            ));
+        }
+        out.push(key);
+    }
+    if out.is_empty() {
+        return Err("reads no table".into());
+    }
+    if !all_force && !has_hint(sql) {
+        return Err("reads a manual table and has no /*+ result_cache */ hint".into());
+    }
+    Ok(out)
 }
 
 #[cfg(test)]

@@ -195,3 +195,57 @@ fn an_import_up_or_across_is_named_with_its_line() {
         vec!["src/model/spec.rs:1: `super::super` (name the layer through `crate::`)"]
     );
 }
+
+/// No function of the study and run crates' sources is over 150 lines
+/// (rustfmt's layout: a function ends at the first `}` at its own
+/// indentation). Long functions were what made these crates hard to
+/// change; a new one is cut along its steps before it lands.
+#[test]
+fn no_function_is_over_150_lines() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    sources(&root.join("src"), &mut files);
+    sources(&root.join("../run/src"), &mut files);
+    let mut long = Vec::new();
+    for f in &files {
+        let text = std::fs::read_to_string(f).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        let mut i = 0;
+        while i < lines.len() {
+            let l = lines[i];
+            let t = l.trim_start();
+            let indent = l.len() - t.len();
+            let is_fn = [
+                "fn ",
+                "pub fn ",
+                "pub(crate) fn ",
+                "async fn ",
+                "pub async fn ",
+                "pub(crate) async fn ",
+            ]
+            .iter()
+            .any(|p| t.starts_with(p))
+                && !t.ends_with(';');
+            if is_fn {
+                let end = (i + 1..lines.len())
+                    .find(|&j| {
+                        let m = lines[j];
+                        m.len() > indent
+                            && m.as_bytes()[indent] == b'}'
+                            && m[..indent].bytes().all(|b| b == b' ')
+                    })
+                    .unwrap_or(lines.len());
+                if end - i > 150 {
+                    long.push(format!("{}:{} ({} lines)", f.display(), i + 1, end - i));
+                }
+                i = end;
+            }
+            i += 1;
+        }
+    }
+    assert!(
+        long.is_empty(),
+        "functions over 150 lines:\n{}",
+        long.join("\n")
+    );
+}

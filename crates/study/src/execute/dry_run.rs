@@ -338,6 +338,18 @@ fn cell_section(
             list_sql(out, "    ", &t);
         }
     }
+    measure_commands(out, l, vars, strace)
+}
+
+/// The commands that run beside or after each run of a cell: tracelab's
+/// own (strace, perf) and the study's (`[[measure.command]]`).
+fn measure_commands(
+    out: &mut String,
+    l: &Loaded,
+    vars: &BTreeMap<String, String>,
+    strace: bool,
+) -> Result<(), StudyError> {
+    let s = &l.study;
     let m = &s.measure;
     let mut commands = Vec::new();
     if m.strace || strace {
