@@ -159,7 +159,7 @@ impl TableWriter {
 /// CSV has no lists: a list column (the bind values) is written as the
 /// JSON array of its values (`["1","'abc'"]`), which DuckDB's
 /// `json_extract` and Spark's `from_json` read back.
-fn lists_as_json(batch: &RecordBatch) -> Result<RecordBatch, arrow_schema::ArrowError> {
+pub(crate) fn lists_as_json(batch: &RecordBatch) -> Result<RecordBatch, arrow_schema::ArrowError> {
     let schema = batch.schema();
     if !schema
         .fields()
