@@ -1,26 +1,29 @@
 //! CSV and JSON lines from Arrow batches, written with the `csv` crate and
 //! serde_json rather than arrow-csv and arrow-json: those two pull in
-//! arrow-cast and arrow-ord (and arrow-cmp, lexical-core, ...), which
-//! Parquet's writer does not need and which took about a sixth of the
-//! release build's time (docs/performance.md, "Building tracelab").
+//! arrow-cast and arrow-ord (and lexical-core, ...), which Parquet's
+//! writer does not need and which took about a sixth of the release
+//! build's time (docs/performance.md, "Building tracelab").
 //!
 //! The text is byte for byte what arrow-csv 60 and arrow-json 60 wrote
 //! (the unit tests hold their output for awkward values), so files and
 //! scripts made before read the same:
 //! - integers and booleans as Rust prints them (`-7`, `true`);
-//! - timestamps (µs, UTC) in RFC 3339 with `Z` and 0, 3, 6 or 9 decimals,
+//! - timestamps (µs, UTC) in RFC 3339 with `Z` and 0, 3 or 6 decimals,
 //!   as few as the value needs (`2018-04-05T18:18:44.341Z`): chrono's
 //!   `to_rfc3339_opts(SecondsFormat::AutoSi, true)`, arrow's display;
 //! - strings in CSV quoted only when they must be (a comma, quote or line
-//!   break; quotes doubled), in JSON escaped by serde_json, as arrow-json
-//!   does;
+//!   break; quotes doubled), in JSON escaped by serde_json, the routine
+//!   arrow-json calls;
 //! - a null: an empty CSV field; a key left out of the JSON object (an
 //!   empty string is an empty field too in CSV: only JSON tells them
 //!   apart);
 //! - a list of strings (the bind values): a JSON array (`["1",null]`),
 //!   in CSV as that text in one field.
 //!
-//! Only the column types the tables have are written; another is an
+//! A JSON line is put together here rather than through a
+//! `serde_json::Value` per row: the keys are escaped once per batch, a
+//! null's key is left out, and no map is built for each of millions of
+//! rows. Only the column types the tables have are written; another is an
 //! error naming the column.
 
 use std::io::Write;
