@@ -25,6 +25,7 @@ mod export;
 mod header;
 mod sink;
 mod tables;
+mod text;
 
 use std::path::{Path, PathBuf};
 

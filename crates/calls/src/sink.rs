@@ -1,20 +1,21 @@
 //! Writing a table: Parquet (zstd, dictionary-encoded names, row groups
-//! sized for scans), CSV or JSON lines, from Arrow batches.
+//! sized for scans), CSV or JSON lines (see [`crate::text`]), from Arrow
+//! batches.
 
 use std::fs::File;
 use std::io::BufWriter;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use arrow_array::builder::StringBuilder;
-use arrow_array::{Array, ArrayRef, ListArray, RecordBatch};
-use arrow_schema::{DataType, Field, Schema};
+use arrow_array::RecordBatch;
+use arrow_schema::Schema;
 use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, Encoding, ZstdLevel};
 use parquet::file::properties::{EnabledStatistics, WriterProperties};
 use parquet::schema::types::ColumnPath;
 
 use crate::error::CallsError;
+use crate::text::{CsvWriter, JsonlWriter};
 
 /// Rows per Parquet row group: about a million, the size DuckDB and Spark
 /// scan well (DuckDB reads row groups in parallel, Spark splits files at
@@ -51,8 +52,8 @@ impl Format {
 
 enum Inner {
     Parquet(ArrowWriter<File>),
-    Csv(arrow_csv::Writer<BufWriter<File>>),
-    Jsonl(arrow_json::LineDelimitedWriter<BufWriter<File>>),
+    Csv(CsvWriter<BufWriter<File>>),
+    Jsonl(JsonlWriter<BufWriter<File>>),
 }
 
 /// One table being written to one file.
@@ -116,14 +117,10 @@ impl TableWriter {
                 ArrowWriter::try_new(file, schema.clone(), Some(parquet_properties(enc)))
                     .map_err(|e| err(&e))?,
             ),
-            Format::Csv => Inner::Csv(
-                arrow_csv::WriterBuilder::new()
-                    .with_header(true)
-                    .build(BufWriter::with_capacity(1 << 20, file)),
-            ),
-            Format::Jsonl => Inner::Jsonl(arrow_json::LineDelimitedWriter::new(
-                BufWriter::with_capacity(1 << 20, file),
-            )),
+            Format::Csv => Inner::Csv(CsvWriter::new(BufWriter::with_capacity(1 << 20, file))),
+            Format::Jsonl => {
+                Inner::Jsonl(JsonlWriter::new(BufWriter::with_capacity(1 << 20, file)))
+            }
         };
         Ok(TableWriter {
             path: path.to_path_buf(),
@@ -134,10 +131,8 @@ impl TableWriter {
     pub fn write(&mut self, batch: &RecordBatch) -> Result<(), CallsError> {
         let r = match &mut self.inner {
             Inner::Parquet(w) => w.write(batch).map_err(|e| e.to_string()),
-            Inner::Csv(w) => lists_as_json(batch)
-                .map_err(|e| e.to_string())
-                .and_then(|b| w.write(&b).map_err(|e| e.to_string())),
-            Inner::Jsonl(w) => w.write(batch).map_err(|e| e.to_string()),
+            Inner::Csv(w) => w.write(batch),
+            Inner::Jsonl(w) => w.write(batch),
         };
         r.map_err(|e| CallsError::write(&self.path, &e))
     }
@@ -147,56 +142,9 @@ impl TableWriter {
         let path = self.path;
         let r = match self.inner {
             Inner::Parquet(w) => w.close().map(|_| ()).map_err(|e| e.to_string()),
-            Inner::Csv(w) => std::io::Write::flush(&mut w.into_inner()).map_err(|e| e.to_string()),
-            Inner::Jsonl(mut w) => w.finish().map_err(|e| e.to_string()).and_then(|_| {
-                std::io::Write::flush(&mut w.into_inner()).map_err(|e| e.to_string())
-            }),
+            Inner::Csv(w) => w.finish().map(drop),
+            Inner::Jsonl(w) => w.finish().map(drop),
         };
         r.map_err(|e| CallsError::write(&path, &e))
     }
-}
-
-/// CSV has no lists: a list column (the bind values) is written as the
-/// JSON array of its values (`["1","'abc'"]`), which DuckDB's
-/// `json_extract` and Spark's `from_json` read back.
-fn lists_as_json(batch: &RecordBatch) -> Result<RecordBatch, arrow_schema::ArrowError> {
-    let schema = batch.schema();
-    if !schema
-        .fields()
-        .iter()
-        .any(|f| matches!(f.data_type(), DataType::List(_)))
-    {
-        return Ok(batch.clone());
-    }
-    let mut fields = Vec::with_capacity(schema.fields().len());
-    let mut cols: Vec<ArrayRef> = Vec::with_capacity(schema.fields().len());
-    for (f, col) in schema.fields().iter().zip(batch.columns()) {
-        let Some(list) = col.as_any().downcast_ref::<ListArray>() else {
-            fields.push(f.as_ref().clone());
-            cols.push(col.clone());
-            continue;
-        };
-        let mut text = StringBuilder::new();
-        let strings = list
-            .values()
-            .as_any()
-            .downcast_ref::<arrow_array::StringArray>();
-        for i in 0..list.len() {
-            if list.is_null(i) {
-                text.append_null();
-                continue;
-            }
-            let (from, to) = (list.value_offsets()[i], list.value_offsets()[i + 1]);
-            let items: Vec<serde_json::Value> = (from..to)
-                .map(|j| match strings {
-                    Some(s) if !s.is_null(j as usize) => s.value(j as usize).into(),
-                    _ => serde_json::Value::Null,
-                })
-                .collect();
-            text.append_value(serde_json::Value::Array(items).to_string());
-        }
-        fields.push(Field::new(f.name(), DataType::Utf8, f.is_nullable()));
-        cols.push(Arc::new(text.finish()));
-    }
-    RecordBatch::try_new(Arc::new(Schema::new(fields)), cols)
 }
