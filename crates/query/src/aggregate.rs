@@ -396,7 +396,7 @@ pub struct Groups {
     /// On a second read: the groups whose every value is kept.
     resolve: Option<Arc<Resolve>>,
     /// Whether the running sums began the input, or what replays them.
-    pub anchor: Anchor,
+    anchor: Anchor,
     /// The budget a log grows from, and the entries it was granted.
     budget: Option<Arc<LogBudget>>,
     granted: usize,

@@ -5,15 +5,7 @@ use std::fmt::Write as _;
 use crate::report::document::{Block, Document, Mark, Table};
 
 pub fn render(doc: &Document) -> String {
-    let mut out = String::new();
-    for b in &doc.blocks {
-        block(b, &mut out);
-    }
-    // The report ends with its last line, not a blank one.
-    if out.ends_with("\n\n") {
-        out.pop();
-    }
-    out
+    super::lines(doc, block)
 }
 
 fn block(b: &Block, out: &mut String) {

@@ -5,7 +5,7 @@ pub mod html;
 pub mod markdown;
 pub mod text;
 
-use crate::report::document::Document;
+use crate::report::document::{Block, Document};
 use crate::report::Format;
 
 /// The document in `format`.
@@ -15,6 +15,20 @@ pub fn render(doc: &Document, format: Format) -> String {
         Format::Markdown => markdown::render(doc),
         Format::Html => html::render(doc),
     }
+}
+
+/// The blocks of `doc` written one after the other by `block`, the
+/// report ending with its last line, not a blank one (the text and
+/// Markdown renderers; HTML closes its page instead).
+fn lines(doc: &Document, block: fn(&Block, &mut String)) -> String {
+    let mut out = String::new();
+    for b in &doc.blocks {
+        block(b, &mut out);
+    }
+    if out.ends_with("\n\n") {
+        out.pop();
+    }
+    out
 }
 
 #[cfg(test)]
