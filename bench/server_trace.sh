@@ -7,6 +7,9 @@
 #       select-only lookup), traced / untraced (goal >= 0.95);
 #   (b) the oltp loop's elapsed time: pgbench's TPC-B-like transaction,
 #       -c 1 -t N, traced / untraced (goal <= 1.05);
+#   (b2) the same transaction as one CALL of a PL/pgSQL procedure (the
+#       five statements inside it, traced as dep=1 calls), -c 1 -t N,
+#       traced / untraced (goal <= 1.05);
 #   (c) where perf can count system calls (root, or perf_event_paranoid
 #       <= 1): the system calls per select-only query of all the servers'
 #       processes, traced and untraced, counted by perf's tracepoints
@@ -48,8 +51,31 @@ bindir=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["bindir
 pgbench=$bindir/pgbench
 [[ -x $pgbench ]] || pgbench=$(command -v pgbench)
 
+# (b2)'s procedure: pgbench's TPC-B-like transaction, its statements
+# inside PL/pgSQL, and the pgbench script that calls it.
+cat >"$OUT/tpcb_proc.sql" <<'SQL'
+CREATE PROCEDURE tl_tpcb(p_aid int, p_bid int, p_tid int, p_delta int) LANGUAGE plpgsql AS $$
+DECLARE bal int;
+BEGIN
+  UPDATE pgbench_accounts SET abalance = abalance + p_delta WHERE aid = p_aid;
+  SELECT abalance INTO bal FROM pgbench_accounts WHERE aid = p_aid;
+  UPDATE pgbench_tellers SET tbalance = tbalance + p_delta WHERE tid = p_tid;
+  UPDATE pgbench_branches SET bbalance = bbalance + p_delta WHERE bid = p_bid;
+  INSERT INTO pgbench_history (tid, bid, aid, delta, mtime) VALUES (p_tid, p_bid, p_aid, p_delta, CURRENT_TIMESTAMP);
+END $$;
+SQL
+cat >"$OUT/tpcb_call.pgbench" <<'PGB'
+\set aid random(1, 100000 * :scale)
+\set bid random(1, 1 * :scale)
+\set tid random(1, 10 * :scale)
+\set delta random(-5000, 5000)
+CALL tl_tpcb(:aid, :bid, :tid, :delta);
+PGB
+psql=$bindir/psql
+[[ -x $psql ]] || psql=$(command -v psql)
 for u in "$url_plain" "$url_traced"; do
   "$pgbench" -i -q -s 10 "$u" >/dev/null 2>&1
+  "$psql" -q -X -v ON_ERROR_STOP=1 -f "$OUT/tpcb_proc.sql" "$u" >/dev/null
 done
 clear_traces() { find "$OUT/traces" -name 'tracelab_server_*.trc' -delete; }
 
@@ -57,18 +83,23 @@ tps() { "$pgbench" -n -S -M prepared -c "$CLIENTS" -j 2 -T "$SECONDS_PER_RUN" "$
           | awk '/^tps/ {print $3; exit}'; }
 elapsed() { local s e; s=$(date +%s.%N); "$pgbench" -n -c 1 -t "$OLTP_TX" "$1" >/dev/null 2>&1; e=$(date +%s.%N);
             python3 -c "print($e - $s)"; }
+elapsed_proc() { local s e; s=$(date +%s.%N); "$pgbench" -n -M prepared -s 10 -c 1 -t "$OLTP_TX" -f "$OUT/tpcb_call.pgbench" "$1" >/dev/null 2>&1; e=$(date +%s.%N);
+            python3 -c "print($e - $s)"; }
 
 echo "load average at the start: $(cut -d' ' -f1-3 /proc/loadavg)"
-tps_ratios=(); oltp_ratios=()
+tps_ratios=(); oltp_ratios=(); proc_ratios=()
 for r in $(seq 1 "$ROUNDS"); do
   a=$(tps "$url_plain"); b=$(tps "$url_traced"); clear_traces
   ea=$(elapsed "$url_plain"); eb=$(elapsed "$url_traced"); clear_traces
+  pa=$(elapsed_proc "$url_plain"); pb=$(elapsed_proc "$url_traced")
+  dep1=$(cat "$OUT"/traces/tracelab_server_*.trc 2>/dev/null | grep -c '^EXEC .*dep=1' || true); clear_traces
   ra=$(python3 -c "print(round($b / $a, 3))"); rb=$(python3 -c "print(round($eb / $ea, 3))")
-  tps_ratios+=("$ra"); oltp_ratios+=("$rb")
-  echo "round $r: select-only tps untraced $a traced $b ratio $ra; oltp ${OLTP_TX} tx elapsed untraced ${ea}s traced ${eb}s ratio $rb"
+  rc=$(python3 -c "print(round($pb / $pa, 3))")
+  tps_ratios+=("$ra"); oltp_ratios+=("$rb"); proc_ratios+=("$rc")
+  echo "round $r: select-only tps untraced $a traced $b ratio $ra; oltp ${OLTP_TX} tx elapsed untraced ${ea}s traced ${eb}s ratio $rb; PL/pgSQL oltp elapsed untraced ${pa}s traced ${pb}s ratio $rc (dep=1 EXEC lines $dep1)"
 done
 median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-echo "median: select-only tps traced/untraced $(median "${tps_ratios[@]}") (goal >= 0.95); oltp elapsed traced/untraced $(median "${oltp_ratios[@]}") (goal <= 1.05)"
+echo "median: select-only tps traced/untraced $(median "${tps_ratios[@]}") (goal >= 0.95); oltp elapsed traced/untraced $(median "${oltp_ratios[@]}") (goal <= 1.05); PL/pgSQL oltp elapsed traced/untraced $(median "${proc_ratios[@]}") (goal <= 1.05)"
 echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 # (c) System calls per query, 20 clients x 500 select-only queries.
