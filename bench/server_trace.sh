@@ -89,9 +89,18 @@ elapsed_proc() { local s e; s=$(date +%s.%N); "$pgbench" -n -M prepared -s 10 -c
 echo "load average at the start: $(cut -d' ' -f1-3 /proc/loadavg)"
 tps_ratios=(); oltp_ratios=(); proc_ratios=()
 for r in $(seq 1 "$ROUNDS"); do
-  a=$(tps "$url_plain"); b=$(tps "$url_traced"); clear_traces
-  ea=$(elapsed "$url_plain"); eb=$(elapsed "$url_traced"); clear_traces
-  pa=$(elapsed_proc "$url_plain"); pb=$(elapsed_proc "$url_traced")
+  # The two servers swap places every other round (ABBA), so that what a
+  # run leaves behind (the kernel writing back its WAL and trace, a warm
+  # cache) weighs on each side alike.
+  if (( r % 2 )); then
+    a=$(tps "$url_plain"); b=$(tps "$url_traced"); clear_traces
+    ea=$(elapsed "$url_plain"); eb=$(elapsed "$url_traced"); clear_traces
+    pa=$(elapsed_proc "$url_plain"); pb=$(elapsed_proc "$url_traced")
+  else
+    b=$(tps "$url_traced"); clear_traces; a=$(tps "$url_plain")
+    eb=$(elapsed "$url_traced"); clear_traces; ea=$(elapsed "$url_plain")
+    pb=$(elapsed_proc "$url_traced"); pa=$(elapsed_proc "$url_plain")
+  fi
   dep1=$(cat "$OUT"/traces/tracelab_server_*.trc 2>/dev/null | grep -c '^EXEC .*dep=1' || true); clear_traces
   ra=$(python3 -c "print(round($b / $a, 3))"); rb=$(python3 -c "print(round($eb / $ea, 3))")
   rc=$(python3 -c "print(round($pb / $pa, 3))")
