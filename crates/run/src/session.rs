@@ -703,6 +703,7 @@ impl SessionSummary {
 }
 
 /// What a session is given besides its connection.
+#[derive(Clone, Copy)]
 struct Env<'a> {
     index: usize,
     opts: &'a RunOptions,
@@ -784,13 +785,8 @@ fn is_query(sql: &str) -> bool {
 /// What a session's loop works with, fixed once it is connected and has
 /// prepared its statements.
 struct Work<'a> {
-    index: usize,
-    opts: &'a RunOptions,
-    w: &'a Workload,
-    clock: Clock,
-    live: &'a Live,
-    worker: usize,
-    cache: Option<&'a ResultCache>,
+    /// What the session was given.
+    env: Env<'a>,
     /// What each statement is to the result cache, by its text.
     candidates: Vec<Candidate>,
     plans: Vec<Plan>,
@@ -810,7 +806,7 @@ impl Work<'_> {
     /// so in autocommit each cursor query gets one, as psql's FETCH_COUNT
     /// does.
     fn wrapped(&self, k: usize) -> bool {
-        self.opts.per_commit == 0 && matches!(self.plans[k], Plan::Cursor { .. })
+        self.env.opts.per_commit == 0 && matches!(self.plans[k], Plan::Cursor { .. })
     }
 }
 
@@ -879,7 +875,7 @@ async fn drive<C: Conn>(
         w,
         clock,
         live,
-        worker,
+        worker: _,
         engine,
         cache,
         trace_first,
@@ -952,13 +948,7 @@ async fn drive<C: Conn>(
         .map(|r| r / opts.sessions as f64)
         .filter(|r| *r > 0.0);
     let work = Work {
-        index,
-        opts,
-        w,
-        clock,
-        live,
-        worker,
-        cache,
+        env,
         candidates,
         plans,
         end_sql: if opts.rollback { "ROLLBACK" } else { "COMMIT" },
@@ -996,13 +986,13 @@ async fn drive<C: Conn>(
 /// The session's loop: a call after another until told to stop.
 impl<C: Conn> Session<C> {
     async fn work<'a>(&mut self, work: &Work<'a>, walk: &mut Walk) {
-        let (opts, live) = (work.opts, work.live);
+        let (opts, live) = (work.env.opts, work.env.live);
         let mut values: Vec<Option<&'a str>> = Vec::new();
         loop {
             // Flat out, the end of the latest call is "now" closely enough:
             // one clock read per call saved (they add up at 80,000 calls/s).
             let now = if work.paced {
-                work.clock.now()
+                work.env.clock.now()
             } else {
                 self.last_end.max(walk.hit_end)
             };
@@ -1029,18 +1019,18 @@ impl<C: Conn> Session<C> {
             let due = match (work.rate, walk.pacer.as_mut()) {
                 (Some(rate), Some(pacer)) => {
                     walk.intended += (-(1.0 - walk.rng.f64()).ln() / rate * 1e6) as i64;
-                    pacer.sleep_until(&work.clock, walk.intended).await;
+                    pacer.sleep_until(&work.env.clock, walk.intended).await;
                     Some(walk.intended)
                 }
                 _ => None,
             };
-            let k = work.w.pick(walk.turn, &mut walk.rng);
-            let st = &work.w.statements[k];
+            let k = work.env.w.pick(walk.turn, &mut walk.rng);
+            let st = &work.env.w.statements[k];
             let bind_row = walk.next_row[k];
             walk.next_row[k] += 1;
             values.clear();
             if !st.binds.is_empty() {
-                values.extend(st.binds.row(walk.row_at(work.w, k, bind_row)));
+                values.extend(st.binds.row(walk.row_at(work.env.w, k, bind_row)));
             }
             let wrapped = work.wrapped(k);
             let mut call = Call {
@@ -1051,8 +1041,8 @@ impl<C: Conn> Session<C> {
                 // Only a cache hit and a wrapped cursor query count their
                 // latency from here; a plain call from its own round trip's
                 // start.
-                began: if wrapped || work.cache.is_some() {
-                    work.clock.now()
+                began: if wrapped || work.env.cache.is_some() {
+                    work.env.clock.now()
                 } else {
                     0
                 },
@@ -1072,7 +1062,7 @@ impl<C: Conn> Session<C> {
                     }
                 }
                 walk.in_batch = 0;
-                end_of_transaction(work.cache, &mut walk.written);
+                end_of_transaction(work.env.cache, &mut walk.written);
                 if self.lost() {
                     break;
                 }
@@ -1095,13 +1085,13 @@ impl<C: Conn> Session<C> {
         call: &mut Call,
         values: &[Option<&str>],
     ) -> Result<(i64, i64), DbError> {
-        let (opts, k) = (work.opts, call.k);
-        let st = &work.w.statements[k];
+        let (opts, k) = (work.env.opts, call.k);
+        let st = &work.env.w.statements[k];
         let cursor = k as u64 + 1;
         // A query the cache may take goes through it; one it may not
         // (now: the channel decides, see crate::resolve) still brings its
         // rows, for `on_result`.
-        let cached = match (work.cache, &work.plans[k]) {
+        let cached = match (work.env.cache, &work.plans[k]) {
             (Some(c), &Plan::Whole(h)) if work.candidates[k] == Candidate::Query => {
                 Some((c, c.plan(k), h))
             }
@@ -1120,8 +1110,8 @@ impl<C: Conn> Session<C> {
             let serving = plan.is_some() && c.serving(call.began) && !bypass;
             let hit = if serving { c.find(&key) } else { None };
             if let Some(rows) = hit {
-                seen(opts, work.index, cursor, values, &rows, true);
-                let end = work.clock.now();
+                seen(opts, work.env.index, cursor, values, &rows, true);
+                let end = work.env.clock.now();
                 walk.hit_end = end;
                 // A hit awaits nothing: yield, or a session serving
                 // itself from memory would starve the others of its
@@ -1133,7 +1123,7 @@ impl<C: Conn> Session<C> {
                 .as_ref()
                 .map(|(state, tables)| state.generations(tables));
             let (start, end, rows) = self.execute_rows(cursor, handle, values).await?;
-            seen(opts, work.index, cursor, values, &rows, false);
+            seen(opts, work.env.index, cursor, values, &rows, false);
             if let (true, Some((state, tables)), Some(before)) = (serving, plan, before) {
                 c.create(key, rows, &state, tables, &before);
             }
@@ -1169,7 +1159,7 @@ impl<C: Conn> Session<C> {
         // A session's own change invalidates at once (DDL: every entry);
         // in an open transaction its queries bypass the cache.
         if let (Ok(_), Candidate::Write { ddl, names }, Some(c)) =
-            (&r, &work.candidates[k], work.cache)
+            (&r, &work.candidates[k], work.env.cache)
         {
             if *ddl {
                 c.invalidate_all();
@@ -1201,11 +1191,11 @@ impl<C: Conn> Session<C> {
             self.stale = None;
             return r;
         };
-        if work.opts.per_commit > 0 || call.wrapped {
+        if work.env.opts.per_commit > 0 || call.wrapped {
             return r;
         }
         self.stale = None;
-        let (k, st) = (call.k, &work.w.statements[call.k]);
+        let (k, st) = (call.k, &work.env.w.statements[call.k]);
         let cursor = k as u64 + 1;
         let handle = work.plans[k].handle();
         if self.reprepare(cursor, handle, &st.sql).await.is_err() {
@@ -1215,11 +1205,11 @@ impl<C: Conn> Session<C> {
             self.execute_rows(cursor, handle, values)
                 .await
                 .map(|(_, end, rows)| {
-                    seen(work.opts, work.index, cursor, values, &rows, false);
+                    seen(work.env.opts, work.env.index, cursor, values, &rows, false);
                     (first_start, end)
                 })
         } else {
-            self.execute(cursor, &work.plans[k], values, work.opts.fetch_size)
+            self.execute(cursor, &work.plans[k], values, work.env.opts.fetch_size)
                 .await
                 .map(|(_, end)| (first_start, end))
         };
@@ -1237,13 +1227,13 @@ impl<C: Conn> Session<C> {
         call: &Call,
         r: Result<(i64, i64), DbError>,
     ) -> bool {
-        let (opts, live, k) = (work.opts, work.live, call.k);
+        let (opts, live, k) = (work.env.opts, work.env.live, call.k);
         match r {
             Ok((start, end)) => {
                 let start = if call.wrapped { call.began } else { start };
                 let latency = end - call.due.unwrap_or(start);
                 self.s.executed(k, start, latency, call.due);
-                live.record(work.worker, latency as u64);
+                live.record(work.env.worker, latency as u64);
                 live.transactions.fetch_add(1, Ordering::Relaxed);
                 if opts.per_commit == 0 {
                     // In autocommit the statement is the transaction (its
@@ -1254,10 +1244,10 @@ impl<C: Conn> Session<C> {
                 }
             }
             Err(e) => {
-                let st = &work.w.statements[k];
+                let st = &work.env.w.statements[k];
                 // A stale plan left for after the rollback (`retry_stale`).
                 let stale = self.stale.take();
-                let row_no = walk.row_at(work.w, k, call.bind_row) + 1;
+                let row_no = walk.row_at(work.env.w, k, call.bind_row) + 1;
                 self.s.failed_call(opts, k, &e, &st.sql, row_no, live);
                 if self.lost() {
                     return false;
@@ -1267,7 +1257,7 @@ impl<C: Conn> Session<C> {
                     // the next batch afresh.
                     let _ = self.control("ROLLBACK").await;
                     walk.in_batch = 0;
-                    end_of_transaction(work.cache, &mut walk.written);
+                    end_of_transaction(work.env.cache, &mut walk.written);
                 }
                 if stale.is_some() {
                     // Outside the aborted transaction now.
