@@ -80,123 +80,215 @@ pub fn client_traced(t: u8) -> bool {
     matches!(t, b'Q' | b'P' | b'B' | b'D' | b'E' | b'C' | b'S' | b'F')
 }
 
-/// A bind value as the trace shows it: text-format values as they are;
-/// binary ones as hex (up to 64 bytes) or their length.
-fn bind_value(v: &[u8], binary: bool) -> String {
-    if !binary {
-        return text(v);
-    }
-    if v.len() <= 64 {
-        let mut s = String::with_capacity(2 + 2 * v.len());
-        s.push_str("0x");
-        for b in v {
-            s.push_str(&format!("{b:02x}"));
-        }
-        s
-    } else {
-        format!("<binary, {} bytes>", v.len())
+/// Appends `b` as text: as it is when it is UTF-8 (nearly always: no
+/// copy into a String first), else with U+FFFD for what is not.
+fn push_text(out: &mut Vec<u8>, b: &[u8]) {
+    match std::str::from_utf8(b) {
+        Ok(_) => out.extend_from_slice(b),
+        Err(_) => out.extend_from_slice(String::from_utf8_lossy(b).as_bytes()),
     }
 }
 
-/// The values of a Bind body from `p` (after the portal and statement
-/// names). A body cut by the capture limit keeps the call: the value that
-/// was cut shows its start and its length, the ones after it say they
-/// were not captured.
-fn bind_values(b: &[u8], mut p: usize) -> Vec<Option<String>> {
-    let mut values = Vec::new();
-    let Some(nfmt) = i16_at(b, &mut p) else {
-        return values;
-    };
-    let mut fmts = Vec::with_capacity(nfmt.max(0) as usize);
-    for _ in 0..nfmt.max(0) {
-        match i16_at(b, &mut p) {
-            Some(f) => fmts.push(f == 1),
-            None => return values,
-        }
+/// Appends a bind value as the trace shows it: text-format values as they
+/// are; binary ones as hex (up to 64 bytes) or their length.
+fn push_value(out: &mut Vec<u8>, v: &[u8], binary: bool) {
+    if !binary {
+        return push_text(out, v);
     }
+    if v.len() <= 64 {
+        const HEX: &[u8; 16] = b"0123456789abcdef";
+        out.extend_from_slice(b"0x");
+        for &b in v {
+            out.extend_from_slice(&[HEX[(b >> 4) as usize], HEX[(b & 15) as usize]]);
+        }
+    } else {
+        out.extend_from_slice(format!("<binary, {} bytes>", v.len()).as_bytes());
+    }
+}
+
+/// The values of a Bind body after the portal and statement names
+/// (`params`), each as the trace shows it (`None`: NULL), handed to
+/// `each` in a buffer it may read only during the call: the server tracer
+/// writes them out without a String per value, the proxy collects them.
+/// A body cut by the capture limit keeps the call: the value that was cut
+/// shows its start and its length, the ones after it say they were not
+/// captured.
+pub fn each_bind_value(params: &[u8], scratch: &mut Vec<u8>, mut each: impl FnMut(Option<&[u8]>)) {
+    let b = params;
+    let mut p = 0;
+    let Some(nfmt) = i16_at(b, &mut p) else {
+        return;
+    };
+    let fmts_at = p;
+    if b.len() < p + 2 * nfmt.max(0) as usize {
+        return;
+    }
+    p += 2 * nfmt.max(0) as usize;
+    let binary_at = |i: usize| -> bool {
+        let f = match nfmt {
+            n if n <= 0 => return false,
+            1 => 0,
+            n if (i as i16) < n => i,
+            _ => return false,
+        };
+        b[fmts_at + 2 * f..fmts_at + 2 * f + 2] == [0, 1]
+    };
     let Some(n) = i16_at(b, &mut p) else {
-        return values;
+        return;
     };
     let mut cut = false;
     for i in 0..n.max(0) as usize {
+        scratch.clear();
         if cut {
-            values.push(Some("(not captured)".into()));
+            scratch.extend_from_slice(b"(not captured)");
+            each(Some(scratch));
             continue;
         }
-        let binary = match fmts.len() {
-            0 => false,
-            1 => fmts[0],
-            _ => fmts.get(i).copied().unwrap_or(false),
-        };
+        let binary = binary_at(i);
         let Some(len) = i32_at(b, &mut p) else {
             cut = true;
-            values.push(Some("(not captured)".into()));
+            scratch.extend_from_slice(b"(not captured)");
+            each(Some(scratch));
             continue;
         };
         if len < 0 {
-            values.push(None);
+            each(None);
             continue;
         }
         match b.get(p..p + len as usize) {
             Some(v) => {
                 p += len as usize;
-                values.push(Some(bind_value(v, binary)));
+                if !binary && std::str::from_utf8(v).is_ok() {
+                    // Text as it is, the usual case: no copy.
+                    each(Some(v));
+                    continue;
+                }
+                push_value(scratch, v, binary);
             }
             None => {
                 cut = true;
                 let have = &b[p.min(b.len())..];
                 let shown = &have[..have.len().min(CUT_VALUE_SHOWN)];
-                let start = if binary {
-                    bind_value(&shown[..shown.len().min(64)], true)
+                if binary {
+                    push_value(scratch, &shown[..shown.len().min(64)], true);
                 } else {
-                    text(shown)
-                };
-                values.push(Some(format!("{start}... ({len} bytes, cut)")));
+                    push_text(scratch, shown);
+                }
+                scratch.extend_from_slice(format!("... ({len} bytes, cut)").as_bytes());
             }
         }
+        each(Some(scratch));
     }
+}
+
+/// The values of a Bind, as Strings (see `each_bind_value`).
+fn bind_values(params: &[u8]) -> Vec<Option<String>> {
+    let mut values = Vec::new();
+    let mut scratch = Vec::new();
+    each_bind_value(params, &mut scratch, |v| {
+        // Valid UTF-8: each_bind_value writes text through push_text.
+        values.push(v.map(|v| String::from_utf8_lossy(v).into_owned()))
+    });
     values
+}
+
+/// A client message the tracer follows, borrowed from its body: the
+/// server tracer reads each round trip's messages without copying them
+/// into Strings (`ClientMsg` is the owned form).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClientRef<'a> {
+    Query(&'a [u8]),
+    Parse {
+        name: &'a [u8],
+        sql: &'a [u8],
+    },
+    /// `params`: the body after the two names (see `each_bind_value`).
+    Bind {
+        portal: &'a [u8],
+        stmt: &'a [u8],
+        params: &'a [u8],
+    },
+    Describe,
+    Execute {
+        portal: &'a [u8],
+    },
+    Close {
+        statement: bool,
+        name: &'a [u8],
+    },
+    Sync,
+    FunctionCall,
+}
+
+/// Decodes a client message the tracer follows, borrowing from `b`.
+pub fn decode_client_ref(t: u8, b: &[u8]) -> Option<ClientRef<'_>> {
+    let mut p = 0;
+    Some(match t {
+        b'Q' => ClientRef::Query(cstr_or_rest(b, &mut p)?),
+        b'P' => {
+            let name = cstr(b, &mut p)?;
+            let sql = cstr_or_rest(b, &mut p)?;
+            ClientRef::Parse { name, sql }
+        }
+        b'B' => {
+            let portal = cstr(b, &mut p)?;
+            let stmt = cstr(b, &mut p)?;
+            ClientRef::Bind {
+                portal,
+                stmt,
+                params: &b[p..],
+            }
+        }
+        b'D' => ClientRef::Describe,
+        b'E' => ClientRef::Execute {
+            portal: cstr(b, &mut p)?,
+        },
+        b'C' => {
+            let kind = *b.first()?;
+            p = 1;
+            ClientRef::Close {
+                statement: kind == b'S',
+                name: cstr(b, &mut p)?,
+            }
+        }
+        b'S' => ClientRef::Sync,
+        b'F' => ClientRef::FunctionCall,
+        _ => return None,
+    })
 }
 
 /// Decodes a client message the tracer follows; `binds` false skips the
 /// values of Bind (`--no-binds`).
 pub fn decode_client(t: u8, b: &[u8], binds: bool) -> Option<ClientMsg> {
-    let mut p = 0;
-    Some(match t {
-        b'Q' => ClientMsg::Query(text(cstr_or_rest(b, &mut p)?)),
-        b'P' => {
-            let name = text(cstr(b, &mut p)?);
-            let sql = text(cstr_or_rest(b, &mut p)?);
-            ClientMsg::Parse { name, sql }
-        }
-        b'B' => {
-            let portal = text(cstr(b, &mut p)?);
-            let stmt = text(cstr(b, &mut p)?);
-            let mut values = Vec::new();
-            if binds {
-                values = bind_values(b, p);
-            }
-            ClientMsg::Bind {
-                portal,
-                stmt,
-                values,
-            }
-        }
-        b'D' => ClientMsg::Describe,
-        b'E' => ClientMsg::Execute {
-            portal: text(cstr(b, &mut p)?),
+    Some(match decode_client_ref(t, b)? {
+        ClientRef::Query(sql) => ClientMsg::Query(text(sql)),
+        ClientRef::Parse { name, sql } => ClientMsg::Parse {
+            name: text(name),
+            sql: text(sql),
         },
-        b'C' => {
-            let kind = *b.first()?;
-            p = 1;
-            ClientMsg::Close {
-                statement: kind == b'S',
-                name: text(cstr(b, &mut p)?),
-            }
-        }
-        b'S' => ClientMsg::Sync,
-        b'F' => ClientMsg::FunctionCall,
-        _ => return None,
+        ClientRef::Bind {
+            portal,
+            stmt,
+            params,
+        } => ClientMsg::Bind {
+            portal: text(portal),
+            stmt: text(stmt),
+            values: if binds {
+                bind_values(params)
+            } else {
+                Vec::new()
+            },
+        },
+        ClientRef::Describe => ClientMsg::Describe,
+        ClientRef::Execute { portal } => ClientMsg::Execute {
+            portal: text(portal),
+        },
+        ClientRef::Close { statement, name } => ClientMsg::Close {
+            statement,
+            name: text(name),
+        },
+        ClientRef::Sync => ClientMsg::Sync,
+        ClientRef::FunctionCall => ClientMsg::FunctionCall,
     })
 }
 
@@ -205,10 +297,10 @@ pub fn server_traced(t: u8) -> bool {
     matches!(t, b'C' | b'E' | b'Z' | b'K')
 }
 
-/// CommandComplete's tag.
-pub fn command_tag(b: &[u8]) -> String {
+/// CommandComplete's tag (ASCII: borrowed, not copied).
+pub fn command_tag(b: &[u8]) -> std::borrow::Cow<'_, str> {
     let mut p = 0;
-    cstr(b, &mut p).map(text).unwrap_or_default()
+    String::from_utf8_lossy(cstr(b, &mut p).unwrap_or_default())
 }
 
 /// ErrorResponse's SQLSTATE (field `C`) and severity (field `V`, else `S`).

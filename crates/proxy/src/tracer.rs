@@ -594,7 +594,7 @@ impl Tracer {
                 let tag = if t == b'C' {
                     message::command_tag(body)
                 } else {
-                    String::new()
+                    "".into()
                 };
                 self.finish(&tag, t == b's', None, now);
                 if matches!(

@@ -117,32 +117,26 @@ impl ThreadClock {
         word.load(Ordering::Acquire)
     }
 
-    /// The thread's CPU time, ns; never less than the previous value.
-    pub fn read(&mut self) -> i64 {
+    /// The thread's CPU time, ns, at `now` (the monotonic clock, ns, read
+    /// just before: the caller reads it once for both clocks); never less
+    /// than the previous value.
+    pub fn read(&mut self, now: i64) -> i64 {
         let v = if self.page.is_null() {
             clock_ns(CLOCK_THREAD_CPUTIME_ID)
         } else {
+            // The sequence is read after `now`: a switch before `now`
+            // shows as a new sequence, and then the clock is read again.
             let seq = self.sequence();
-            let carried = if self.seq == Some(seq) {
-                let now = clock_ns(CLOCK_MONOTONIC);
-                // A switch between the two loads would put time off the
-                // CPU into the carried value: read the word again.
-                (self.sequence() == seq).then(|| self.cpu + (now - self.wall))
+            if self.seq == Some(seq) {
+                self.cpu + (now - self.wall)
             } else {
-                None
-            };
-            match carried {
-                Some(v) => v,
-                None => {
-                    // The sequence is read before the clock: a switch
-                    // after this point shows as a new sequence at the next
-                    // read, which then reads the clock again.
-                    let seq = self.sequence();
-                    self.cpu = clock_ns(CLOCK_THREAD_CPUTIME_ID);
-                    self.wall = clock_ns(CLOCK_MONOTONIC);
-                    self.seq = Some(seq);
-                    self.cpu
-                }
+                // The sequence is read before the clock: a switch after
+                // this point shows as a new sequence at the next read,
+                // which then reads the clock again.
+                self.cpu = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+                self.wall = clock_ns(CLOCK_MONOTONIC);
+                self.seq = Some(seq);
+                self.cpu
             }
         };
         self.last = self.last.max(v);
@@ -242,16 +236,16 @@ mod tests {
         let mut clock = ThreadClock::open(false);
         let w0 = clock_ns(CLOCK_MONOTONIC);
         let k0 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
-        let c0 = clock.read();
+        let c0 = clock.read(clock_ns(CLOCK_MONOTONIC));
         for i in 0..200 {
             spin(std::time::Duration::from_micros(200));
             if i % 10 == 0 {
                 std::thread::sleep(std::time::Duration::from_millis(2));
             }
-            assert!(clock.read() >= c0);
+            assert!(clock.read(clock_ns(CLOCK_MONOTONIC)) >= c0);
         }
         let k = clock_ns(CLOCK_THREAD_CPUTIME_ID) - k0;
-        let c = clock.read() - c0;
+        let c = clock.read(clock_ns(CLOCK_MONOTONIC)) - c0;
         let wall = clock_ns(CLOCK_MONOTONIC) - w0;
         // 40 ms of spinning and 40 ms asleep: the carried clock must not
         // have counted the sleeps nor missed the spinning.
@@ -264,9 +258,9 @@ mod tests {
     fn a_direct_clock_reads_the_kernels() {
         let mut clock = ThreadClock::open(true);
         assert!(clock.page.is_null());
-        let a = clock.read();
+        let a = clock.read(clock_ns(CLOCK_MONOTONIC));
         spin(std::time::Duration::from_millis(2));
-        let b = clock.read();
+        let b = clock.read(clock_ns(CLOCK_MONOTONIC));
         assert!(b - a >= 1_000_000, "{a} {b}");
     }
 }

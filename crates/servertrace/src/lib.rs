@@ -370,9 +370,10 @@ impl Traced {
     /// is read here only, twice per round trip (not at the waits), and a
     /// system call only after the backend was switched out (see `cpu`).
     fn at(&mut self) -> session::At {
+        let now = clock_ns(CLOCK_MONOTONIC);
         session::At {
-            tim: clock_us(CLOCK_MONOTONIC) + self.offset,
-            cpu: self.cpu.read() / 1000,
+            tim: now / 1000 + self.offset,
+            cpu: self.cpu.read(now) / 1000,
             waits: self.waits,
         }
     }
@@ -439,25 +440,25 @@ fn received(fd: c_int, bytes: &[u8]) {
         p.phase = begin(p, fd, bytes).map_or(Phase::Off, Phase::Tracing);
         return;
     }
-    let dir = p.dir.clone().unwrap_or_default();
-    let Some(t) = p.traced() else { return };
+    let Some(t) = traced(&mut p.phase) else {
+        return;
+    };
     if t.fd != fd {
         return;
     }
     let at = t.at();
     executor::idle();
     t.tracer.nested_reset();
-    let r = t.stream.client(bytes);
+    let tracer = &mut t.tracer;
+    let r = t.stream.client(bytes, |m| tracer.client(m, at));
     if let Some(params) = r.startup {
-        // After a refused SSL request.
-        if !wanted(&dir, &params) {
+        // After a refused SSL request (no message comes with it).
+        let dir = p.dir.as_deref().unwrap_or_default();
+        if !wanted(dir, &params) {
             p.phase = Phase::Off;
             return;
         }
-        open_trace(t, &dir, &params);
-    }
-    for m in r.msgs {
-        t.tracer.client(m, at);
+        open_trace(t, dir, &params);
     }
     if r.terminate || t.tracer.w.buf.len() >= BUFFER {
         t.flush();

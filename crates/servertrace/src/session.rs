@@ -15,9 +15,12 @@
 //! be told apart in time: a PARSE or CLOSE answered with an execution
 //! gets e=0 and the execution carries the round trip.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
+use std::hash::{BuildHasherDefault, Hasher};
 
-use crate::message::{self, ClientMsg};
+use std::borrow::Cow;
+
+use crate::message::{self, ClientRef};
 use crate::out::{CallTimes, Lines};
 
 /// A point of the session: `tim` (µs, the trace's clock), the
@@ -52,7 +55,8 @@ enum OpKind {
     Execute {
         cursor: u64,
         first: bool,
-        values: Option<Vec<Option<String>>>,
+        /// The lines of its BINDS block (see `out::bind_line`).
+        values: Option<Vec<u8>>,
         x: Exec,
     },
     CloseStmt {
@@ -78,8 +82,15 @@ struct Op {
 
 struct Portal {
     cursor: u64,
-    values: Option<Vec<Option<String>>>,
+    /// The lines of its BINDS block, until its first Execute.
+    values: Option<Vec<u8>>,
     executed: bool,
+}
+
+/// A name from the wire as text: borrowed when it is UTF-8 (always, in
+/// practice).
+fn name(b: &[u8]) -> Cow<'_, str> {
+    String::from_utf8_lossy(b)
 }
 
 /// Where a connection's trace goes, and the state that pairs the two
@@ -94,7 +105,7 @@ pub struct Tracer {
     last_cursor: u64,
     stmts: HashMap<String, u64>,
     /// Cursors whose text mentions a password: no binds are written.
-    secret: std::collections::HashSet<u64>,
+    secret: HashSet<u64>,
     free: Vec<u64>,
     next_cursor: u64,
     /// Named portals; the unnamed one, which clients use nearly always,
@@ -111,6 +122,59 @@ pub struct Tracer {
     /// traces; and the ones under way, innermost last.
     nested_cursors: HashMap<String, u64>,
     nested: Vec<u64>,
+    /// BINDS blocks' buffers, kept from one execution to the next so
+    /// that a round trip allocates nothing for its values.
+    spare: Vec<Vec<u8>>,
+    /// Where each bind value is made before it goes into its block.
+    scratch: Vec<u8>,
+}
+
+/// The maps of names and texts looked up at every round trip, hashed with
+/// FxHash (the rustc_hash crate's function, written out: the library has
+/// no dependencies) instead of SipHash, whose resistance to chosen keys
+/// a backend's own statement names do not need; it cost ~160
+/// instructions a lookup.
+type HashMap<K, V> = std::collections::HashMap<K, V, BuildHasherDefault<FxHasher>>;
+type HashSet<K> = std::collections::HashSet<K, BuildHasherDefault<FxHasher>>;
+
+#[derive(Default)]
+struct FxHasher(u64);
+
+impl Hasher for FxHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            self.add(u64::from_le_bytes([
+                c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7],
+            ]));
+        }
+        for &b in chunks.remainder() {
+            self.add(b as u64);
+        }
+    }
+
+    fn write_u8(&mut self, n: u8) {
+        self.add(n as u64);
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.add(n);
+    }
+
+    fn write_usize(&mut self, n: usize) {
+        self.add(n as u64);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+impl FxHasher {
+    #[inline]
+    fn add(&mut self, word: u64) {
+        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
 }
 
 /// The first cursor number of the statements inside the client's.
@@ -153,11 +217,11 @@ fn tag_count(tag: &str) -> i64 {
         .unwrap_or(0)
 }
 
-/// Tags of statements that change nothing (for XCTEND's rd_only).
-fn read_only_tag(tag: &str) -> bool {
-    let w = tag.split(' ').next().unwrap_or("");
+/// Tags of statements that change nothing (for XCTEND's rd_only);
+/// `word` is the tag's first.
+fn read_only_tag(tag: &str, word: &str) -> bool {
     matches!(
-        w,
+        word,
         "SELECT"
             | "BEGIN"
             | "START"
@@ -181,7 +245,7 @@ fn read_only_tag(tag: &str) -> bool {
             | "DEALLOCATE"
             | "EXECUTE"
             | ""
-    ) || (w == "COPY" && tag_count(tag) == 0)
+    ) || (word == "COPY" && tag_count(tag) == 0)
 }
 
 impl Tracer {
@@ -193,18 +257,20 @@ impl Tracer {
             ops: VecDeque::new(),
             last_done: At::default(),
             last_cursor: 0,
-            stmts: HashMap::new(),
+            stmts: HashMap::default(),
             secret: Default::default(),
             free: Vec::new(),
             next_cursor: 2,
-            portals: HashMap::new(),
+            portals: HashMap::default(),
             unnamed: None,
             bind_start: None,
             status: b'I',
             xct_written: false,
             wrote: false,
-            nested_cursors: HashMap::new(),
+            nested_cursors: HashMap::default(),
             nested: Vec::new(),
+            spare: Vec::new(),
+            scratch: Vec::new(),
         }
     }
 
@@ -301,12 +367,13 @@ impl Tracer {
     }
 
     /// A client message, at the point the backend's recv(2) returned it.
-    pub fn client(&mut self, m: ClientMsg, now: At) {
+    pub fn client(&mut self, m: ClientRef<'_>, now: At) {
         if !self.started {
             return;
         }
         let kind = match m {
-            ClientMsg::Query(sql) => {
+            ClientRef::Query(sql) => {
+                let sql = String::from_utf8_lossy(sql);
                 // The writer masks a statement that may carry a password.
                 self.w
                     .parse(1, &sql, message::oct(&sql), times(now, now, 0));
@@ -317,7 +384,9 @@ impl Tracer {
                     start: now,
                 }
             }
-            ClientMsg::Parse { name, sql } => {
+            ClientRef::Parse { name: n, sql } => {
+                let name = name(n).into_owned();
+                let sql = String::from_utf8_lossy(sql).into_owned();
                 let cursor = self.alloc(&name);
                 if crate::secrets::mentions_password(&sql) {
                     self.secret.insert(cursor);
@@ -326,31 +395,47 @@ impl Tracer {
                 }
                 OpKind::Parse { cursor, sql, name }
             }
-            ClientMsg::Bind {
+            ClientRef::Bind {
                 portal,
                 stmt,
-                values,
+                params,
             } => {
-                let cursor = self.stmt_cursor(&stmt);
-                let values = (self.binds && !values.is_empty() && !self.secret.contains(&cursor))
-                    .then_some(values);
+                let cursor = self.stmt_cursor(&name(stmt));
+                let values = if self.binds && !self.secret.contains(&cursor) {
+                    let mut lines = self.spare.pop().unwrap_or_default();
+                    lines.clear();
+                    let mut n = 0;
+                    message::each_bind_value(params, &mut self.scratch, |v| {
+                        crate::out::bind_line(&mut lines, n, v);
+                        n += 1;
+                    });
+                    if n > 0 {
+                        Some(lines)
+                    } else {
+                        self.spare.push(lines);
+                        None
+                    }
+                } else {
+                    None
+                };
                 let p = Portal {
                     cursor,
                     values,
                     executed: false,
                 };
-                if portal.is_empty() {
-                    self.unnamed = Some(p);
+                let old = if portal.is_empty() {
+                    self.unnamed.replace(p)
                 } else {
-                    self.portals.insert(portal, p);
-                }
+                    self.portals.insert(name(portal).into_owned(), p)
+                };
+                self.recycle(old.and_then(|p| p.values));
                 OpKind::Bind
             }
-            ClientMsg::Describe => OpKind::Describe,
-            ClientMsg::Execute { portal } => match if portal.is_empty() {
+            ClientRef::Describe => OpKind::Describe,
+            ClientRef::Execute { portal } => match if portal.is_empty() {
                 self.unnamed.as_mut()
             } else {
-                self.portals.get_mut(&portal)
+                self.portals.get_mut(&*name(portal))
             } {
                 Some(p) => {
                     let first = !p.executed;
@@ -369,25 +454,36 @@ impl Tracer {
                     x: Exec::default(),
                 },
             },
-            ClientMsg::Close { statement, name } => {
+            ClientRef::Close { statement, name: n } => {
+                let n = name(n);
                 if statement {
                     OpKind::CloseStmt {
-                        cursor: self.stmt_cursor(&name),
-                        name,
+                        cursor: self.stmt_cursor(&n),
+                        name: n.into_owned(),
                     }
                 } else {
-                    if name.is_empty() {
-                        self.unnamed = None;
+                    let old = if n.is_empty() {
+                        self.unnamed.take()
                     } else {
-                        self.portals.remove(&name);
-                    }
+                        self.portals.remove(&*n)
+                    };
+                    self.recycle(old.and_then(|p| p.values));
                     OpKind::ClosePortal
                 }
             }
-            ClientMsg::Sync => OpKind::Sync,
-            ClientMsg::FunctionCall => OpKind::Func,
+            ClientRef::Sync => OpKind::Sync,
+            ClientRef::FunctionCall => OpKind::Func,
         };
         self.ops.push_back(Op { kind, sent: now });
+    }
+
+    /// A BINDS block's buffer, back for the next Bind.
+    fn recycle(&mut self, lines: Option<Vec<u8>>) {
+        if let Some(lines) = lines {
+            if self.spare.len() < 4 {
+                self.spare.push(lines);
+            }
+        }
     }
 
     /// When the front operation started at the server: when it was sent,
@@ -398,16 +494,10 @@ impl Tracer {
             .map_or(self.last_done, |o| later(o.sent, self.last_done))
     }
 
-    fn exec_line(
-        &mut self,
-        cursor: u64,
-        values: Option<Vec<Option<String>>>,
-        start: At,
-        now: At,
-        r: i64,
-    ) {
+    fn exec_line(&mut self, cursor: u64, values: Option<Vec<u8>>, start: At, now: At, r: i64) {
         if let Some(v) = values {
             self.w.binds(cursor, &v);
+            self.recycle(Some(v));
         }
         self.w.call("EXEC", cursor, times(start, now, r));
         self.last_cursor = cursor;
@@ -499,9 +589,9 @@ impl Tracer {
             self.bind_start = None;
         }
         // XCTEND comes before the COMMIT's EXEC, as Oracle writes it.
-        let word = tag.split(' ').next().unwrap_or("");
+        let word = tag.split_once(' ').map_or(tag, |(w, _)| w);
         if error.is_none() {
-            if !read_only_tag(tag) {
+            if !read_only_tag(tag, word) {
                 self.wrote = true;
             }
             if word == "COMMIT" || word == "ROLLBACK" {
@@ -633,7 +723,7 @@ impl Tracer {
                 let tag = if t == b'C' {
                     message::command_tag(body)
                 } else {
-                    String::new()
+                    "".into()
                 };
                 self.finish(&tag, t == b's', None, now);
                 if matches!(

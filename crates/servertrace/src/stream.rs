@@ -4,7 +4,7 @@
 //! request, then typed messages). recv(2) and send(2) may cut a message
 //! anywhere; the parsers carry the rest over.
 
-use crate::message::{self, ClientMsg};
+use crate::message::{self, ClientRef};
 
 /// The most of one message's body kept (a Query or Parse is traced with
 /// its text cut there, as the proxy does); the rest is skipped.
@@ -46,6 +46,25 @@ impl Parser {
     ) {
         while !bytes.is_empty() {
             let head = if typed() { 5 } else { 4 };
+            if self.head_len == 0 && bytes.len() >= head {
+                // A whole message in `bytes` (the usual case: a backend
+                // reads 8 KB at a time) is handed over where it lies,
+                // not copied.
+                let l = &bytes[head - 4..head];
+                let need =
+                    (u32::from_be_bytes([l[0], l[1], l[2], l[3]]) as usize).saturating_sub(4);
+                if bytes.len() - head >= need {
+                    let t = if head == 5 { bytes[0] } else { 0 };
+                    let body = if keep(t) {
+                        &bytes[head..head + need.min(KEEP)]
+                    } else {
+                        &[]
+                    };
+                    bytes = &bytes[head + need..];
+                    done(t, body);
+                    continue;
+                }
+            }
             if self.head_len < head {
                 let k = (head - self.head_len).min(bytes.len());
                 self.head[self.head_len..self.head_len + k].copy_from_slice(&bytes[..k]);
@@ -100,10 +119,10 @@ pub struct Sent<'a> {
     pub encrypted: bool,
 }
 
-/// What one recv(2) of the backend held.
+/// What one recv(2) of the backend held besides the messages (which go
+/// to the caller's function).
 #[derive(Default)]
 pub struct Received {
-    pub msgs: Vec<ClientMsg>,
     /// A startup packet (after an SSL request was refused).
     pub startup: Option<Startup>,
     /// The client said Terminate.
@@ -153,12 +172,13 @@ impl Streams {
         if c != PROTOCOL_3 && c != message::SSL_REQUEST && c != message::GSSENC_REQUEST {
             return None;
         }
-        let r = self.client(bytes);
+        let r = self.client(bytes, |_| {});
         Some(r.startup)
     }
 
-    /// Bytes the backend received.
-    pub fn client(&mut self, bytes: &[u8]) -> Received {
+    /// Bytes the backend received: each message the tracer follows goes
+    /// to `each`, borrowed from `bytes` or from the parser's buffer.
+    pub fn client(&mut self, bytes: &[u8], mut each: impl FnMut(ClientRef<'_>)) -> Received {
         let mut r = Received::default();
         let Streams {
             client,
@@ -185,8 +205,8 @@ impl Streams {
                 }
                 if t == b'X' {
                     r.terminate = true;
-                } else if let Some(m) = message::decode_client(t, body, true) {
-                    r.msgs.push(m);
+                } else if let Some(m) = message::decode_client_ref(t, body) {
+                    each(m);
                 }
             },
         );
@@ -274,24 +294,31 @@ mod tests {
         let mut bytes = typed(b'Q', b"select 1\0");
         bytes.extend(typed(b'P', b"s1\0select $1\0\0\0"));
         bytes.extend(typed(b'X', b""));
-        let mut msgs = Vec::new();
-        let mut terminate = false;
-        for chunk in bytes.chunks(3) {
-            let r = s.client(chunk);
-            msgs.extend(r.msgs);
-            terminate |= r.terminate;
+        let expected = vec![
+            "Query(\"select 1\")".to_string(),
+            "Parse { name: \"s1\", sql: \"select $1\" }".to_string(),
+        ];
+        let show = |m: ClientRef<'_>| match m {
+            ClientRef::Query(q) => format!("Query({:?})", String::from_utf8_lossy(q)),
+            ClientRef::Parse { name, sql } => format!(
+                "Parse {{ name: {:?}, sql: {:?} }}",
+                String::from_utf8_lossy(name),
+                String::from_utf8_lossy(sql)
+            ),
+            other => format!("{other:?}"),
+        };
+        // Cut every 3 bytes (copied and carried over), then whole (read
+        // where they lie).
+        for size in [3, bytes.len()] {
+            let mut msgs = Vec::new();
+            let mut terminate = false;
+            for chunk in bytes.chunks(size) {
+                let r = s.client(chunk, |m| msgs.push(show(m)));
+                terminate |= r.terminate;
+            }
+            assert_eq!(msgs, expected, "chunks of {size}");
+            assert!(terminate);
         }
-        assert_eq!(
-            msgs,
-            vec![
-                ClientMsg::Query("select 1".into()),
-                ClientMsg::Parse {
-                    name: "s1".into(),
-                    sql: "select $1".into()
-                }
-            ]
-        );
-        assert!(terminate);
     }
 
     #[test]
@@ -305,7 +332,7 @@ mod tests {
         let sent = s.server(&answer);
         assert!(!sent.encrypted);
         assert_eq!(sent.msgs, &[(b'Z', b"I".to_vec())]);
-        assert!(s.client(&startup()).startup.is_some());
+        assert!(s.client(&startup(), |_| {}).startup.is_some());
         // Accepted: nothing more can be read.
         let mut s = Streams::default();
         s.startup(&ssl);
