@@ -31,6 +31,11 @@ pub struct Lines {
     pub buf: Vec<u8>,
     /// Cursors whose text may carry a password: no binds are written.
     secret: Vec<u64>,
+    /// The seconds of the last `tim` written, and their digits: every
+    /// line ends with a 16-digit `tim`, whose first ten change once a
+    /// second.
+    tim_secs: i64,
+    tim_digits: Vec<u8>,
 }
 
 impl Lines {
@@ -72,7 +77,7 @@ impl Lines {
         self.text(" uid=0 oct=");
         self.int(oct as i64);
         self.text(" lid=0 tim=");
-        self.int(t.tim);
+        self.tim(t.tim);
         self.text(" hv=");
         self.int(hv as i64);
         self.text(" ad='0' sqlid='");
@@ -108,7 +113,7 @@ impl Lines {
         self.text(",dep=");
         self.int(t.dep);
         self.text(",og=1,plh=0,tim=");
-        self.int(t.tim);
+        self.tim(t.tim);
         self.text("\n");
     }
 
@@ -122,7 +127,7 @@ impl Lines {
         self.text(",dep=");
         self.int(t.dep);
         self.text(",type=0,tim=");
-        self.int(t.tim);
+        self.tim(t.tim);
         self.text("\n");
     }
 
@@ -140,7 +145,7 @@ impl Lines {
             self.int(v);
         }
         self.text(" obj#=-1 tim=");
-        self.int(tim);
+        self.tim(tim);
         self.text("\n");
     }
 
@@ -150,7 +155,7 @@ impl Lines {
         self.text(", rd_only=");
         self.int(read_only as i64);
         self.text(", tim=");
-        self.int(tim);
+        self.tim(tim);
         self.text("\n");
     }
 
@@ -160,7 +165,7 @@ impl Lines {
         self.text(":err=");
         self.text(err);
         self.text(" tim=");
-        self.int(tim);
+        self.tim(tim);
         self.text("\n");
     }
 
@@ -173,7 +178,41 @@ impl Lines {
     fn int(&mut self, n: i64) {
         push_int(&mut self.buf, n);
     }
+
+    /// A `tim` (µs since the epoch): the seconds' digits as written last
+    /// time unless the second changed, then the six digits of the µs.
+    fn tim(&mut self, tim: i64) {
+        const PAIRS: &[u8; 200] = &DIGIT_PAIRS;
+        if tim < 1_000_000 {
+            return self.int(tim);
+        }
+        let secs = tim / 1_000_000;
+        if secs != self.tim_secs || self.tim_digits.is_empty() {
+            self.tim_secs = secs;
+            self.tim_digits.clear();
+            push_int(&mut self.tim_digits, secs);
+        }
+        self.buf.extend_from_slice(&self.tim_digits);
+        let us = (tim % 1_000_000) as usize;
+        let (a, b, c) = (us / 10_000 * 2, us / 100 % 100 * 2, us % 100 * 2);
+        self.buf.extend_from_slice(&[
+            PAIRS[a],
+            PAIRS[a + 1],
+            PAIRS[b],
+            PAIRS[b + 1],
+            PAIRS[c],
+            PAIRS[c + 1],
+        ]);
+    }
 }
+
+/// "00" to "99", the two digits of each number below 100 in turn.
+const DIGIT_PAIRS: [u8; 200] = *b"\
+    0001020304050607080910111213141516171819\
+    2021222324252627282930313233343536373839\
+    4041424344454647484950515253545556575859\
+    6061626364656667686970717273747576777879\
+    8081828384858687888990919293949596979899";
 
 /// The lines of the value of bind `i` (`None` is NULL) in a BINDS block.
 /// Written when the Bind arrives, into a buffer the block reuses, so that
@@ -206,12 +245,7 @@ pub fn bind_line(out: &mut Vec<u8>, i: usize, value: Option<&[u8]>) {
 /// instructions a number than through a digit array).
 #[inline]
 fn push_int(buf: &mut Vec<u8>, n: i64) {
-    const PAIRS: &[u8; 200] = b"\
-        0001020304050607080910111213141516171819\
-        2021222324252627282930313233343536373839\
-        4041424344454647484950515253545556575859\
-        6061626364656667686970717273747576777879\
-        8081828384858687888990919293949596979899";
+    const PAIRS: &[u8; 200] = &DIGIT_PAIRS;
     let mut v = n.unsigned_abs();
     let digits = {
         let mut d = 1;
@@ -278,6 +312,29 @@ pub fn rfc3339(us: i64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `tim` reuses the seconds' digits: right across a second's edge,
+    /// with µs that need zeros, and for small values.
+    #[test]
+    fn tims() {
+        let mut l = Lines::default();
+        let tims = [
+            1_795_816_807_911_602,
+            1_795_816_807_000_007,
+            1_795_816_808_000_000,
+            1_795_816_808_090_100,
+            1_795_816_807_999_999,
+            99,
+            1_000_000,
+            1_795_816_809_123_456,
+        ];
+        for t in tims {
+            l.tim(t);
+            l.text(" ");
+        }
+        let want: String = tims.iter().map(|t| format!("{t} ")).collect();
+        assert_eq!(String::from_utf8(l.buf).unwrap(), want);
+    }
 
     #[test]
     fn numbers() {
