@@ -126,13 +126,7 @@ pairs() { # label, command A, command B (each prints "tps ...")
     else read -r y _ < <($b); read -r x _ < <($a); fi
     ratios+=("$(echo "$x / $y" | bc -l)")
   done
-  python3 - "$label" "${ratios[@]}" <<'PY'
-import random, statistics, sys
-label, r = sys.argv[1], [float(v) for v in sys.argv[2:]]
-random.seed(1)
-meds = sorted(statistics.median(random.choices(r, k=len(r))) for _ in range(5000))
-print("%s | %.3f | %.3f–%.3f | %.2f–%.2f" % (label, statistics.median(r), meds[124], meds[-125], min(r), max(r)))
-PY
+  python3 bench/median_ci.py "$label" "${ratios[@]}"
 }
 if (( PAIRS > 0 )); then
   traced() { tl_run --trace "$OUT/traces"; }

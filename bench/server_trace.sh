@@ -109,6 +109,12 @@ for r in $(seq 1 "$ROUNDS"); do
 done
 median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 echo "median: select-only tps traced/untraced $(median "${tps_ratios[@]}") (goal >= 0.95); oltp elapsed traced/untraced $(median "${oltp_ratios[@]}") (goal <= 1.05); PL/pgSQL oltp elapsed traced/untraced $(median "${proc_ratios[@]}") (goal <= 1.05)"
+echo
+echo "$ROUNDS rounds | median ratio | 95 % CI (bootstrap) | single rounds"
+echo "---|---:|---:|---:"
+python3 bench/median_ci.py "select-only tps at $CLIENTS sessions, traced / untraced (goal >= 0.95)" "${tps_ratios[@]}"
+python3 bench/median_ci.py "oltp loop elapsed, $OLTP_TX tx, traced / untraced (goal <= 1.05)" "${oltp_ratios[@]}"
+python3 bench/median_ci.py "the same as one PL/pgSQL CALL, dep=1 traced, traced / untraced (goal <= 1.05)" "${proc_ratios[@]}"
 echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 # (c) System calls per query, 20 clients x 500 select-only queries.

@@ -561,15 +561,15 @@ fn sending(fd: c_int, bytes: &[u8]) {
         return;
     }
     let at = t.at();
-    let sent = t.stream.server(bytes);
-    if sent.encrypted {
-        // SSL or GSS accepted: the conversation cannot be read.
-        t.flush();
-        p.phase = Phase::Off;
-        return;
-    }
-    if !sent.msgs.is_empty() {
-        t.tracer.server_chunk(sent.msgs, at);
+    match t.stream.server(bytes) {
+        stream::Sent::Encrypted => {
+            // SSL or GSS accepted: the conversation cannot be read.
+            t.flush();
+            p.phase = Phase::Off;
+            return;
+        }
+        stream::Sent::Kept([]) => {}
+        sent => t.tracer.server_chunk(sent.msgs(), at),
     }
     if t.tracer.w.buf.len() >= BUFFER {
         t.flush();

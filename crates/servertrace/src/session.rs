@@ -627,12 +627,19 @@ impl Tracer {
     /// server's time before them cannot be split among answers that
     /// arrive together: it goes to the execution (EXEC/FETCH) among them,
     /// and a PARSE or CLOSE answered in the same read gets e=0.
-    pub fn server_chunk(&mut self, msgs: &[(u8, Vec<u8>)], now: At) {
+    pub fn server_chunk<'m>(
+        &mut self,
+        msgs: impl Iterator<Item = (u8, &'m [u8])> + Clone,
+        now: At,
+    ) {
         let last_exec = msgs
-            .iter()
-            .rposition(|(t, _)| matches!(t, b'2' | b'D' | b'd' | b'C' | b's' | b'I' | b'E'));
-        for (i, (t, b)) in msgs.iter().enumerate() {
-            self.server(*t, b, now, last_exec.is_some_and(|j| j > i));
+            .clone()
+            .enumerate()
+            .filter(|(_, (t, _))| matches!(t, b'2' | b'D' | b'd' | b'C' | b's' | b'I' | b'E'))
+            .last()
+            .map(|(i, _)| i);
+        for (i, (t, b)) in msgs.enumerate() {
+            self.server(t, b, now, last_exec.is_some_and(|j| j > i));
         }
         self.last_done = now;
     }

@@ -112,11 +112,64 @@ pub struct Streams {
 }
 
 /// What one send(2) of the backend held.
-pub struct Sent<'a> {
-    /// The messages, with the bodies the tracer reads.
-    pub msgs: &'a [(u8, Vec<u8>)],
-    /// The server accepted SSL or GSS encryption.
-    pub encrypted: bool,
+pub enum Sent<'a> {
+    /// The server accepted SSL or GSS encryption: nothing more can be
+    /// read.
+    Encrypted,
+    /// Whole messages only (the usual case: the backend sends a round
+    /// trip's answers together), read where they lie.
+    Whole(&'a [u8]),
+    /// Messages of which some began in an earlier send: each with the
+    /// body the tracer reads (copied).
+    Kept(&'a [(u8, Vec<u8>)]),
+}
+
+impl<'a> Sent<'a> {
+    /// The messages: type and body.
+    pub fn msgs(&self) -> Msgs<'a> {
+        match *self {
+            Sent::Encrypted => Msgs::Kept([].iter()),
+            Sent::Whole(bytes) => Msgs::Whole(bytes),
+            Sent::Kept(kept) => Msgs::Kept(kept.iter()),
+        }
+    }
+}
+
+/// The messages of a send (see `Sent::msgs`).
+#[derive(Clone)]
+pub enum Msgs<'a> {
+    Whole(&'a [u8]),
+    Kept(std::slice::Iter<'a, (u8, Vec<u8>)>),
+}
+
+impl<'a> Iterator for Msgs<'a> {
+    type Item = (u8, &'a [u8]);
+
+    fn next(&mut self) -> Option<(u8, &'a [u8])> {
+        match self {
+            Msgs::Whole(bytes) => {
+                // Checked whole by `whole`.
+                let (head, rest) = bytes.split_first_chunk::<5>()?;
+                let len = u32::from_be_bytes([head[1], head[2], head[3], head[4]]) as usize;
+                let (body, rest) = rest.split_at(len.saturating_sub(4).min(rest.len()));
+                *bytes = rest;
+                Some((head[0], body))
+            }
+            Msgs::Kept(it) => it.next().map(|(t, b)| (*t, b.as_slice())),
+        }
+    }
+}
+
+/// Whether `bytes` are typed messages, each whole.
+fn whole(mut bytes: &[u8]) -> bool {
+    while let Some((head, rest)) = bytes.split_first_chunk::<5>() {
+        let len = u32::from_be_bytes([head[1], head[2], head[3], head[4]]) as usize;
+        match rest.get(len.saturating_sub(4)..) {
+            Some(rest) => bytes = rest,
+            None => return false,
+        }
+    }
+    bytes.is_empty()
 }
 
 /// What one recv(2) of the backend held besides the messages (which go
@@ -215,28 +268,21 @@ impl Streams {
     }
 
     /// Bytes the backend sent.
-    pub fn server(&mut self, mut bytes: &[u8]) -> Sent<'_> {
+    pub fn server<'a>(&'a mut self, mut bytes: &'a [u8]) -> Sent<'a> {
         if self.answer_pending {
             self.answer_pending = false;
             match bytes.first() {
-                Some(b'S' | b'G') => {
-                    return Sent {
-                        msgs: &[],
-                        encrypted: true,
-                    }
-                }
+                Some(b'S' | b'G') => return Sent::Encrypted,
                 Some(_) => bytes = &bytes[1..],
-                None => {
-                    return Sent {
-                        msgs: &[],
-                        encrypted: false,
-                    }
-                }
+                None => return Sent::Kept(&[]),
             }
         }
         let Streams {
             server, sent_msgs, ..
         } = self;
+        if server.head_len == 0 && whole(bytes) {
+            return Sent::Whole(bytes);
+        }
         let mut n = 0;
         server.feed(
             bytes,
@@ -253,10 +299,7 @@ impl Streams {
                 n += 1;
             },
         );
-        Sent {
-            msgs: &sent_msgs[..n],
-            encrypted: false,
-        }
+        Sent::Kept(&sent_msgs[..n])
     }
 }
 
@@ -330,13 +373,55 @@ mod tests {
         let mut answer = vec![b'N'];
         answer.extend(typed(b'Z', b"I"));
         let sent = s.server(&answer);
-        assert!(!sent.encrypted);
-        assert_eq!(sent.msgs, &[(b'Z', b"I".to_vec())]);
+        assert_eq!(sent.msgs().collect::<Vec<_>>(), [(b'Z', &b"I"[..])]);
         assert!(s.client(&startup(), |_| {}).startup.is_some());
         // Accepted: nothing more can be read.
         let mut s = Streams::default();
         s.startup(&ssl);
-        assert!(s.server(b"S").encrypted);
+        assert!(matches!(s.server(b"S"), Sent::Encrypted));
+    }
+
+    /// A round trip's answers in one send are read where they lie; cut
+    /// across sends they are carried over: the same messages either way.
+    #[test]
+    fn answers_whole_or_cut_are_the_same() {
+        let mut bytes = typed(b'2', b"");
+        bytes.extend(typed(b'D', b"\0\x01\0\0\0\x01x"));
+        bytes.extend(typed(b'C', b"SELECT 1\0"));
+        bytes.extend(typed(b'Z', b"I"));
+        let traced = |msgs: Vec<(u8, &[u8])>| -> Vec<(u8, Vec<u8>)> {
+            msgs.into_iter()
+                .map(|(t, b)| {
+                    (
+                        t,
+                        if message::server_traced(t) {
+                            b.to_vec()
+                        } else {
+                            vec![]
+                        },
+                    )
+                })
+                .collect()
+        };
+        let mut s = Streams::default();
+        let sent = s.server(&bytes);
+        assert!(matches!(sent, Sent::Whole(_)));
+        let whole = traced(sent.msgs().collect());
+        assert_eq!(
+            whole,
+            [
+                (b'2', vec![]),
+                (b'D', vec![]),
+                (b'C', b"SELECT 1\0".to_vec()),
+                (b'Z', b"I".to_vec())
+            ]
+        );
+        let mut s = Streams::default();
+        let mut cut = Vec::new();
+        for chunk in bytes.chunks(7) {
+            cut.extend(traced(s.server(chunk).msgs().collect()));
+        }
+        assert_eq!(cut, whole);
     }
 
     #[test]
