@@ -368,7 +368,7 @@ fn traced(phase: &mut Phase) -> Option<&mut Traced> {
 impl Traced {
     /// A point of the session: the start or end of a call. The CPU clock
     /// is read here only, twice per round trip (not at the waits), and a
-    /// system call only after the backend was switched out (see `cpu`).
+    /// system call only after the backend was preempted (see `cpu`).
     fn at(&mut self) -> session::At {
         let now = clock_ns(CLOCK_MONOTONIC);
         session::At {
@@ -576,16 +576,26 @@ fn sending(fd: c_int, bytes: &[u8]) {
     }
 }
 
-/// After a blocking call that took from `start` to `end` (monotonic µs)
-/// with wait event `info` set: its WAIT line. `io` is (fd, offset,
-/// bytes) for a file's read or write, (fd, -1, 0) for a flush.
-fn waited(info: u32, start: i64, io: Option<(c_int, i64, i64)>, extra: [i64; 2]) {
-    let end = clock_us(CLOCK_MONOTONIC);
+/// A blocking call about to be made by the tracing thread with a wait
+/// event set.
+struct Wait {
+    info: u32,
+    /// Its start, µs on the monotonic clock (in the vDSO: no system call).
+    start: i64,
+    /// The CPU clock carried to its start (see `cpu::before_block`).
+    cpu: Option<i64>,
+}
+
+/// After the blocking call `w` returned: its WAIT line. `io` is (fd,
+/// offset, bytes) for a file's read or write, (fd, -1, 0) for a flush.
+fn waited(w: Wait, io: Option<(c_int, i64, i64)>, extra: [i64; 2]) {
     let Some(g) = enter() else { return };
     let p = &mut *g.0;
-    if p.traced().is_none() {
-        return;
-    }
+    let end = match traced(&mut p.phase) {
+        Some(t) => t.cpu.after_block(w.cpu) / 1000,
+        None => return,
+    };
+    let (info, start) = (w.info, w.start);
     let name = p.name(info);
     let params = match io {
         Some((fd, off, n)) if off >= 0 => [
@@ -612,16 +622,23 @@ fn waited(info: u32, start: i64, io: Option<(c_int, i64, i64)>, extra: [i64; 2])
     }
 }
 
-/// The wait event set now, if this thread's session is traced (0 else).
-fn traced_event() -> u32 {
-    let Some(g) = enter() else { return 0 };
+/// The blocking call about to be made, if this thread's session is
+/// traced and the backend has set a wait event (a call made without one
+/// does not block: a non-blocking socket read).
+fn traced_event() -> Option<Wait> {
+    let g = enter()?;
     let p = &mut *g.0;
     let info = p.event();
-    if info == 0 || p.traced().is_none() {
-        0
-    } else {
-        info
+    if info == 0 {
+        return None;
     }
+    let t = p.traced()?;
+    let now = clock_ns(CLOCK_MONOTONIC);
+    Some(Wait {
+        info,
+        start: now / 1000,
+        cpu: t.cpu.before_block(now),
+    })
 }
 
 /// Whether the backend is about to wait for its client between calls
@@ -661,8 +678,7 @@ fn forget_fd(fd: c_int) {
     }
 }
 
-/// A wait's start, µs on the monotonic clock (in the vDSO: no system
-/// call).
+/// The monotonic clock, µs (in the vDSO: no system call).
 fn now() -> i64 {
     clock_us(CLOCK_MONOTONIC)
 }
@@ -670,13 +686,11 @@ fn now() -> i64 {
 /// Times `call` if a wait event is set, and writes its WAIT line.
 #[inline]
 fn timed<R>(io: Option<(c_int, i64, i64)>, call: impl FnOnce() -> R) -> R {
-    let info = traced_event();
-    if info == 0 {
+    let Some(w) = traced_event() else {
         return call();
-    }
-    let start = now();
+    };
     let r = call();
-    waited(info, start, io, [0, 0]);
+    waited(w, io, [0, 0]);
     r
 }
 
@@ -697,11 +711,10 @@ pub unsafe extern "C" fn recv(fd: c_int, buf: *mut c_void, n: usize, flags: c_in
         c"recv",
         unsafe extern "C" fn(c_int, *mut c_void, usize, c_int) -> ssize_t
     );
-    let info = traced_event();
-    let start = (info != 0).then(now);
+    let w = traced_event();
     let r = f(fd, buf, n, flags);
-    if let Some(start) = start {
-        waited(info, start, None, [0, r as i64]);
+    if let Some(w) = w {
+        waited(w, None, [0, r as i64]);
     }
     if r > 0 && flags & 2 == 0 {
         // Not MSG_PEEK: the bytes are consumed.
@@ -719,11 +732,10 @@ pub unsafe extern "C" fn send(fd: c_int, buf: *const c_void, n: usize, flags: c_
         c"send",
         unsafe extern "C" fn(c_int, *const c_void, usize, c_int) -> ssize_t
     );
-    let info = traced_event();
-    let start = (info != 0).then(now);
+    let w = traced_event();
     let r = f(fd, buf, n, flags);
-    if let Some(start) = start {
-        waited(info, start, None, [0, r as i64]);
+    if let Some(w) = w {
+        waited(w, None, [0, r as i64]);
     }
     if r > 0 {
         sending(fd, std::slice::from_raw_parts(buf as *const u8, r as usize));
@@ -747,13 +759,11 @@ pub unsafe extern "C" fn epoll_wait(
         c"epoll_wait",
         unsafe extern "C" fn(c_int, *mut c_void, c_int, c_int) -> c_int
     );
-    let info = traced_event();
-    if info == 0 {
+    let Some(w) = traced_event() else {
         return f(epfd, ev, max, timeout);
-    }
-    let start = now();
+    };
     let mut r;
-    if idle_flush(info) && (timeout < 0 || timeout as i64 > FLUSH_US / 1000) {
+    if idle_flush(w.info) && (timeout < 0 || timeout as i64 > FLUSH_US / 1000) {
         // Lines are buffered and the client may not come back soon: wait
         // FLUSH_US first, write them if the wait goes on, and wait the
         // rest; one wait all the same.
@@ -763,14 +773,14 @@ pub unsafe extern "C" fn epoll_wait(
             let rest = if timeout < 0 {
                 -1
             } else {
-                (timeout as i64 - (now() - start) / 1000).max(0) as c_int
+                (timeout as i64 - (now() - w.start) / 1000).max(0) as c_int
             };
             r = f(epfd, ev, max, rest);
         }
     } else {
         r = f(epfd, ev, max, timeout);
     }
-    waited(info, start, None, [timeout as i64, r as i64]);
+    waited(w, None, [timeout as i64, r as i64]);
     r
 }
 
@@ -856,13 +866,11 @@ macro_rules! vectored {
                 $sym,
                 unsafe extern "C" fn(c_int, *const c_void, c_int, off_t) -> ssize_t
             );
-            let info = traced_event();
-            if info == 0 {
+            let Some(w) = traced_event() else {
                 return f(fd, iov, cnt, off);
-            }
-            let start = now();
+            };
             let r = f(fd, iov, cnt, off);
-            waited(info, start, Some((fd, off, r.max(0) as i64)), [0, 0]);
+            waited(w, Some((fd, off, r.max(0) as i64)), [0, 0]);
             r
         }
     };
