@@ -15,10 +15,9 @@
 //! be told apart in time: a PARSE or CLOSE answered with an execution
 //! gets e=0 and the execution carries the round trip.
 
+use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::hash::{BuildHasherDefault, Hasher};
-
-use std::borrow::Cow;
 
 use crate::message::{self, ClientRef};
 use crate::out::{CallTimes, Lines};
