@@ -80,40 +80,37 @@ pub fn client_traced(t: u8) -> bool {
     matches!(t, b'Q' | b'P' | b'B' | b'D' | b'E' | b'C' | b'S' | b'F')
 }
 
-/// Appends `b` as text: as it is when it is UTF-8 (nearly always: no
-/// copy into a String first), else with U+FFFD for what is not.
-fn push_text(out: &mut Vec<u8>, b: &[u8]) {
-    match std::str::from_utf8(b) {
-        Ok(_) => out.extend_from_slice(b),
-        Err(_) => out.extend_from_slice(String::from_utf8_lossy(b).as_bytes()),
-    }
+/// Appends `b` as text, with U+FFFD for what is not UTF-8.
+fn push_text(out: &mut String, b: &[u8]) {
+    out.push_str(&String::from_utf8_lossy(b));
 }
 
 /// Appends a bind value as the trace shows it: text-format values as they
 /// are; binary ones as hex (up to 64 bytes) or their length.
-fn push_value(out: &mut Vec<u8>, v: &[u8], binary: bool) {
+fn push_value(out: &mut String, v: &[u8], binary: bool) {
     if !binary {
         return push_text(out, v);
     }
     if v.len() <= 64 {
         const HEX: &[u8; 16] = b"0123456789abcdef";
-        out.extend_from_slice(b"0x");
+        out.push_str("0x");
         for &b in v {
-            out.extend_from_slice(&[HEX[(b >> 4) as usize], HEX[(b & 15) as usize]]);
+            out.push(HEX[(b >> 4) as usize] as char);
+            out.push(HEX[(b & 15) as usize] as char);
         }
     } else {
-        out.extend_from_slice(format!("<binary, {} bytes>", v.len()).as_bytes());
+        out.push_str(&format!("<binary, {} bytes>", v.len()));
     }
 }
 
 /// The values of a Bind body after the portal and statement names
 /// (`params`), each as the trace shows it (`None`: NULL), handed to
-/// `each` in a buffer it may read only during the call: the server tracer
-/// writes them out without a String per value, the proxy collects them.
-/// A body cut by the capture limit keeps the call: the value that was cut
-/// shows its start and its length, the ones after it say they were not
-/// captured.
-pub fn each_bind_value(params: &[u8], scratch: &mut Vec<u8>, mut each: impl FnMut(Option<&[u8]>)) {
+/// `each` borrowed (from the body, or from `scratch` for a value that had
+/// to be made): the server tracer writes them out without a String per
+/// value, the proxy collects them. A body cut by the capture limit keeps
+/// the call: the value that was cut shows its start and its length, the
+/// ones after it say they were not captured.
+pub fn each_bind_value(params: &[u8], scratch: &mut String, mut each: impl FnMut(Option<&str>)) {
     let b = params;
     let mut p = 0;
     let Some(nfmt) = i16_at(b, &mut p) else {
@@ -140,15 +137,13 @@ pub fn each_bind_value(params: &[u8], scratch: &mut Vec<u8>, mut each: impl FnMu
     for i in 0..n.max(0) as usize {
         scratch.clear();
         if cut {
-            scratch.extend_from_slice(b"(not captured)");
-            each(Some(scratch));
+            each(Some("(not captured)"));
             continue;
         }
         let binary = binary_at(i);
         let Some(len) = i32_at(b, &mut p) else {
             cut = true;
-            scratch.extend_from_slice(b"(not captured)");
-            each(Some(scratch));
+            each(Some("(not captured)"));
             continue;
         };
         if len < 0 {
@@ -158,12 +153,12 @@ pub fn each_bind_value(params: &[u8], scratch: &mut Vec<u8>, mut each: impl FnMu
         match b.get(p..p + len as usize) {
             Some(v) => {
                 p += len as usize;
-                if !binary && std::str::from_utf8(v).is_ok() {
-                    // Text as it is, the usual case: no copy.
-                    each(Some(v));
+                if !binary {
+                    // Text as it is (borrowed when UTF-8, the usual case).
+                    each(Some(&String::from_utf8_lossy(v)));
                     continue;
                 }
-                push_value(scratch, v, binary);
+                push_value(scratch, v, true);
             }
             None => {
                 cut = true;
@@ -174,7 +169,7 @@ pub fn each_bind_value(params: &[u8], scratch: &mut Vec<u8>, mut each: impl FnMu
                 } else {
                     push_text(scratch, shown);
                 }
-                scratch.extend_from_slice(format!("... ({len} bytes, cut)").as_bytes());
+                scratch.push_str(&format!("... ({len} bytes, cut)"));
             }
         }
         each(Some(scratch));
@@ -184,11 +179,8 @@ pub fn each_bind_value(params: &[u8], scratch: &mut Vec<u8>, mut each: impl FnMu
 /// The values of a Bind, as Strings (see `each_bind_value`).
 fn bind_values(params: &[u8]) -> Vec<Option<String>> {
     let mut values = Vec::new();
-    let mut scratch = Vec::new();
-    each_bind_value(params, &mut scratch, |v| {
-        // Valid UTF-8: each_bind_value writes text through push_text.
-        values.push(v.map(|v| String::from_utf8_lossy(v).into_owned()))
-    });
+    let mut scratch = String::new();
+    each_bind_value(params, &mut scratch, |v| values.push(v.map(str::to_owned)));
     values
 }
 

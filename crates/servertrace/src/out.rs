@@ -187,7 +187,8 @@ impl Lines {
             return self.int(tim);
         }
         let secs = tim / 1_000_000;
-        if secs != self.tim_secs || self.tim_digits.is_empty() {
+        // `tim_secs` starts at 0, which no tim of 1 s or more has.
+        if secs != self.tim_secs {
             self.tim_secs = secs;
             self.tim_digits.clear();
             push_int(&mut self.tim_digits, secs);

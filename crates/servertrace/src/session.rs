@@ -124,8 +124,9 @@ pub struct Tracer {
     /// BINDS blocks' buffers, kept from one execution to the next so
     /// that a round trip allocates nothing for its values.
     spare: Vec<Vec<u8>>,
-    /// Where each bind value is made before it goes into its block.
-    scratch: Vec<u8>,
+    /// Where a bind value is made (binary, or cut) before it goes into
+    /// its block.
+    scratch: String,
 }
 
 /// The maps of names and texts looked up at every round trip, hashed with
@@ -270,7 +271,7 @@ impl Tracer {
             nested_cursors: HashMap::default(),
             nested: Vec::new(),
             spare: Vec::new(),
-            scratch: Vec::new(),
+            scratch: String::new(),
         }
     }
 
@@ -406,7 +407,7 @@ impl Tracer {
                     lines.clear();
                     let mut n = 0;
                     message::each_bind_value(params, &mut self.scratch, |v| {
-                        crate::out::bind_line(&mut lines, n, v);
+                        crate::out::bind_line(&mut lines, n, v.map(str::as_bytes));
                         n += 1;
                     });
                     if n > 0 {
