@@ -60,6 +60,7 @@ fn server_tracer() {
         "../servertrace/src",
         "../proxy/src/message.rs",
         "../trace/src/secrets.rs",
+        "../threadclock/src/lib.rs",
     ] {
         println!("cargo:rerun-if-changed={}", dir.join(f).display());
     }

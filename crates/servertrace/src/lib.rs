@@ -33,14 +33,18 @@
 //! embeds the result, so that the tracelab binary carries it (`db start
 //! --server-trace`, `run --server-trace` write it out). That second build
 //! is why the library has no dependencies: the libc items it needs are
-//! declared below, MD5 is written out (`md5.rs`), and the protocol decoder
-//! and the password redaction are the proxy's and the trace crate's own
-//! files, which use nothing but std.
+//! declared below, MD5 is written out (`md5.rs`), and the protocol decoder,
+//! the password redaction and the CPU clock are the proxy's, the trace
+//! crate's and the threadclock crate's own files, which use nothing but
+//! std.
 
 use std::cell::UnsafeCell;
 use std::ffi::{c_char, c_int, c_long, c_uint, c_void, CStr};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
 
+/// The CPU clock, shared with the client trace (`run --trace`).
+#[path = "../../threadclock/src/lib.rs"]
+#[allow(dead_code)]
 mod cpu;
 mod executor;
 mod md5;
@@ -62,7 +66,7 @@ type ssize_t = isize;
 type off_t = i64;
 
 #[repr(C)]
-pub(crate) struct Timespec {
+struct Timespec {
     tv_sec: c_long,
     tv_nsec: c_long,
 }
@@ -86,8 +90,7 @@ extern "C" {
 const RTLD_NEXT: *mut c_void = -1isize as *mut c_void;
 const RTLD_DEFAULT: *mut c_void = std::ptr::null_mut();
 const CLOCK_REALTIME: c_int = 0;
-pub(crate) const CLOCK_MONOTONIC: c_int = 1;
-pub(crate) const CLOCK_THREAD_CPUTIME_ID: c_int = 3;
+const CLOCK_MONOTONIC: c_int = 1;
 const SOL_SOCKET: c_int = 1;
 const SO_TYPE: c_int = 3;
 const SOCK_STREAM: c_int = 1;
@@ -96,7 +99,7 @@ fn clock_us(clk: c_int) -> i64 {
     clock_ns(clk) / 1000
 }
 
-pub(crate) fn clock_ns(clk: c_int) -> i64 {
+fn clock_ns(clk: c_int) -> i64 {
     let mut ts = Timespec {
         tv_sec: 0,
         tv_nsec: 0,
@@ -481,7 +484,9 @@ fn begin(p: &mut Proc, fd: c_int, bytes: &[u8]) -> Option<Box<Traced>> {
         offset: clock_us(CLOCK_REALTIME) - clock_us(CLOCK_MONOTONIC),
         last_flush: 0,
         waits: 0,
-        cpu: cpu::ThreadClock::open(env("TRACELAB_SERVER_TRACE_CPU").as_deref() == Some("syscall")),
+        cpu: cpu::ThreadClock::open(cpu::Want::from_setting(
+            env("TRACELAB_SERVER_TRACE_CPU").as_deref(),
+        )),
     });
     if let Some(params) = first {
         if !wanted(&dir, &params) {
