@@ -351,28 +351,66 @@ pub fn error_response(sqlstate: &str, message: &str) -> Vec<u8> {
 /// Oracle's command type of a statement (`oct=` on PARSING IN CURSOR),
 /// from its first keyword.
 pub fn oct(sql: &str) -> u32 {
-    let word: String = sql
-        .trim_start_matches(|c: char| c.is_whitespace() || c == '(')
-        .chars()
-        .take_while(|c| c.is_ascii_alphabetic())
-        .collect::<String>()
-        .to_ascii_lowercase();
-    match word.as_str() {
-        "select" | "with" | "values" | "table" | "show" => 3,
-        "insert" | "copy" => 2,
-        "update" => 6,
-        "delete" => 7,
-        "commit" | "end" => 44,
-        "rollback" | "abort" => 45,
-        "do" | "call" => 47,
-        "create" => 1,
-        _ => 0,
+    // The first word, compared without a lowered copy (the server tracer
+    // classifies every statement of a simple-protocol workload).
+    let rest = sql.trim_start_matches(|c: char| c.is_whitespace() || c == '(');
+    let end = rest
+        .bytes()
+        .position(|c| !c.is_ascii_alphabetic())
+        .unwrap_or(rest.len());
+    let word = &rest.as_bytes()[..end];
+    let is = |w: &str| word.eq_ignore_ascii_case(w.as_bytes());
+    if ["select", "with", "values", "table", "show"]
+        .into_iter()
+        .any(is)
+    {
+        3
+    } else if is("insert") || is("copy") {
+        2
+    } else if is("update") {
+        6
+    } else if is("delete") {
+        7
+    } else if is("commit") || is("end") {
+        44
+    } else if is("rollback") || is("abort") {
+        45
+    } else if is("do") || is("call") {
+        47
+    } else if is("create") {
+        1
+    } else {
+        0
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn oct_by_the_first_word() {
+        for (sql, want) in [
+            ("select 1", 3),
+            ("  (SELECT 1) union (select 2)", 3),
+            ("\n\tWith x as (select 1) select * from x", 3),
+            ("Insert into t values (1)", 2),
+            ("COPY t FROM STDIN", 2),
+            ("update t set a = 1", 6),
+            ("DELETE FROM t", 7),
+            ("END", 44),
+            ("commit;", 44),
+            ("rollback", 45),
+            ("call p(1)", 47),
+            ("DO $$ begin end $$", 47),
+            ("create table t (a int)", 1),
+            ("selectx", 0),
+            ("vacuum t", 0),
+            ("", 0),
+        ] {
+            assert_eq!(oct(sql), want, "{sql:?}");
+        }
+    }
 
     #[test]
     fn bind_with_text_binary_and_null() {

@@ -63,10 +63,12 @@ impl Lines {
 
     pub fn parse(&mut self, cursor: u64, sql: &str, oct: u32, t: CallTimes) {
         self.secret.retain(|&c| c != cursor);
-        if secrets::mentions_password(sql) {
+        let sql = if secrets::mentions_password(sql) {
             self.secret.push(cursor);
-        }
-        let sql = secrets::redact_sql(sql);
+            secrets::redact_sql(sql)
+        } else {
+            std::borrow::Cow::Borrowed(sql)
+        };
         let (id, hv) = sqlid(&sql);
         self.text("=====================\nPARSING IN CURSOR #");
         self.int(cursor as i64);

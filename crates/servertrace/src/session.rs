@@ -86,10 +86,14 @@ struct Portal {
     executed: bool,
 }
 
-/// A name from the wire as text: borrowed when it is UTF-8 (always, in
-/// practice).
-fn name(b: &[u8]) -> Cow<'_, str> {
-    String::from_utf8_lossy(b)
+/// A name or a statement from the wire as text: borrowed when it is UTF-8
+/// (always, in practice; `from_utf8` checks ASCII a word at a time, where
+/// `from_utf8_lossy` goes byte by byte).
+fn text(b: &[u8]) -> Cow<'_, str> {
+    match std::str::from_utf8(b) {
+        Ok(s) => Cow::Borrowed(s),
+        Err(_) => String::from_utf8_lossy(b),
+    }
 }
 
 /// Where a connection's trace goes, and the state that pairs the two
@@ -374,7 +378,7 @@ impl Tracer {
         }
         let kind = match m {
             ClientRef::Query(sql) => {
-                let sql = String::from_utf8_lossy(sql);
+                let sql = text(sql);
                 // The writer masks a statement that may carry a password.
                 self.w
                     .parse(1, &sql, message::oct(&sql), times(now, now, 0));
@@ -386,8 +390,8 @@ impl Tracer {
                 }
             }
             ClientRef::Parse { name: n, sql } => {
-                let name = name(n).into_owned();
-                let sql = String::from_utf8_lossy(sql).into_owned();
+                let name = text(n).into_owned();
+                let sql = text(sql).into_owned();
                 let cursor = self.alloc(&name);
                 if crate::secrets::mentions_password(&sql) {
                     self.secret.insert(cursor);
@@ -401,7 +405,7 @@ impl Tracer {
                 stmt,
                 params,
             } => {
-                let cursor = self.stmt_cursor(&name(stmt));
+                let cursor = self.stmt_cursor(&text(stmt));
                 let values = if self.binds && !self.secret.contains(&cursor) {
                     let mut lines = self.spare.pop().unwrap_or_default();
                     lines.clear();
@@ -427,7 +431,7 @@ impl Tracer {
                 let old = if portal.is_empty() {
                     self.unnamed.replace(p)
                 } else {
-                    self.portals.insert(name(portal).into_owned(), p)
+                    self.portals.insert(text(portal).into_owned(), p)
                 };
                 self.recycle(old.and_then(|p| p.values));
                 OpKind::Bind
@@ -436,7 +440,7 @@ impl Tracer {
             ClientRef::Execute { portal } => match if portal.is_empty() {
                 self.unnamed.as_mut()
             } else {
-                self.portals.get_mut(&*name(portal))
+                self.portals.get_mut(&*text(portal))
             } {
                 Some(p) => {
                     let first = !p.executed;
@@ -456,7 +460,7 @@ impl Tracer {
                 },
             },
             ClientRef::Close { statement, name: n } => {
-                let n = name(n);
+                let n = text(n);
                 if statement {
                     OpKind::CloseStmt {
                         cursor: self.stmt_cursor(&n),

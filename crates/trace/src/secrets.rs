@@ -18,8 +18,18 @@ use std::borrow::Cow;
 /// Whether `sql` may carry a password (and so is masked, its binds left
 /// out).
 pub fn mentions_password(sql: &str) -> bool {
-    let lower = sql.to_ascii_lowercase();
-    lower.contains("password") || lower.contains("identified")
+    // One pass, no lowered copy: every statement a tracer writes is
+    // checked, and a simple-protocol workload sends a new text each time.
+    let b = sql.as_bytes();
+    b.iter().enumerate().any(|(i, &c)| {
+        let word: &[u8] = match c | 0x20 {
+            b'p' => b"password",
+            b'i' => b"identified",
+            _ => return false,
+        };
+        b.get(i..i + word.len())
+            .is_some_and(|w| w.eq_ignore_ascii_case(word))
+    })
 }
 
 /// `sql` with every quoted text masked if it may carry a password;
@@ -164,6 +174,30 @@ fn dollar_tag(sql: &str, i: usize) -> Option<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_password_is_seen_in_any_case_and_place() {
+        for sql in [
+            "password",
+            "ALTER ROLE a PASSWORD 'x'",
+            "alter role a PassWord 'x'",
+            "CREATE USER u IDENTIFIED BY 'x'",
+            "set password = 'x'",
+            "select 'é' from t where x = 'identified'",
+        ] {
+            assert!(mentions_password(sql), "{sql}");
+        }
+        for sql in [
+            "",
+            "select 1",
+            "passwor",
+            "identifie",
+            "SELECT abalance FROM pgbench_accounts WHERE aid = $1",
+            "select 'pässword', 'ïdentified'",
+        ] {
+            assert!(!mentions_password(sql), "{sql}");
+        }
+    }
 
     #[test]
     fn every_form_of_password_literal_is_masked() {
