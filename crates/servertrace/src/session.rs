@@ -187,8 +187,8 @@ const NESTED_CURSORS: u64 = 10_000;
 fn times(start: At, end: At, r: i64) -> CallTimes {
     let e = (end.tim - start.tim).max(0);
     // The CPU clock is read at the call's ends only (a read after a
-    // preemption is a system call, see cpu.rs): the CPU the backend spent
-    // inside the call's waits
+    // preemption is a system call, see crates/threadclock): the CPU the
+    // backend spent inside the call's waits
     // (a read from the OS page cache is CPU and a wait) is left out by
     // bounding `c` with the elapsed time outside the waits, so that `c`
     // plus the waits never exceed `e`. Where the backend was also off CPU
