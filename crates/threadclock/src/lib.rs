@@ -430,7 +430,12 @@ fn rseq_field() -> Option<Switches> {
         return None; // rseq not registered (a tunable, a sandbox, valgrind)
     }
     let area = arch::thread_pointer().wrapping_offset(offset);
-    if !registered_with_our_signature(area, size) {
+    // `cpu_id`, at offset 4, is negative while the thread has no area
+    // registered (glibc's -1 before, -2 after a failed registration): the
+    // check below would then register one behind glibc's back.
+    // SAFETY: the area is the thread's own (glibc's TLS block), 32-aligned.
+    let cpu_id = unsafe { std::ptr::read_volatile(area.wrapping_add(4) as *const i32) };
+    if cpu_id < 0 || !registered_with_our_signature(area, size) {
         return None;
     }
     DESCRIPTOR
@@ -462,18 +467,28 @@ fn rseq_field() -> Option<Switches> {
 /// nothing. glibc registers 32 bytes, or its feature size rounded up to 32.
 fn registered_with_our_signature(area: *mut u8, size: u32) -> bool {
     const EBUSY: c_int = 16;
-    [32, size.div_ceil(32) * 32].iter().any(|&len| {
-        // SAFETY: rseq(2) with flags 0 only registers, and refuses since
-        // the thread has an area; the pointer is not written.
-        let rc = unsafe {
+    const RSEQ_FLAG_UNREGISTER: c_long = 1;
+    let rseq = |len: u32, flags: c_long| {
+        // SAFETY: rseq(2) on the thread's own area with glibc's signature:
+        // it registers only a thread that has no area (ruled out by the
+        // caller, and undone below), and writes nothing when it refuses.
+        unsafe {
             syscall(
                 arch::RSEQ,
                 area as c_long,
                 c_long::from(len),
-                0 as c_long,
+                flags,
                 c_long::from(arch::RSEQ_SIG as i32),
             )
-        };
+        }
+    };
+    [32, size.div_ceil(32) * 32].iter().any(|&len| {
+        let rc = rseq(len, 0);
+        if rc == 0 {
+            // It had no area after all and now has ours: take it back.
+            rseq(len, RSEQ_FLAG_UNREGISTER);
+            return false;
+        }
         // SAFETY: errno is the calling thread's.
         rc == -1 && unsafe { *__errno_location() } == EBUSY
     })
