@@ -454,6 +454,53 @@ fn a_row_lock_held_500ms_is_a_transactionid_wait_in_the_exec() {
     assert!(t.lines[i].e >= lock);
 }
 
+/// Where glibc gives threads an rseq area (glibc 2.35 and later: the
+/// server's glibc is this test's), a traced backend sees its context
+/// switches through the area, with no perf event open (the event cost
+/// the kernel ~250 ns a switch), and keeps its affinity after the check
+/// that pinned it; its calls' CPU still fits their elapsed time.
+#[test]
+fn a_traced_backend_sees_its_switches_through_rseq_not_a_perf_event() {
+    let _serial = serial();
+    // SAFETY: dlsym with RTLD_DEFAULT and a NUL-terminated name.
+    let size = unsafe { libc::dlsym(libc::RTLD_DEFAULT, c"__rseq_size".as_ptr()) };
+    // SAFETY: glibc's `const unsigned int __rseq_size`.
+    if size.is_null() || unsafe { *(size as *const u32) } < 16 {
+        return; // no rseq here: the perf event is the detector, as before
+    }
+    let s = Server::start("st-rseq", &[]);
+    let mut c = s.connect();
+    let pid = pid(&mut c);
+    c.batch_execute("select pg_sleep(0.01)").unwrap();
+    let fds: Vec<String> = std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .unwrap()
+        .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+        .map(|l| l.display().to_string())
+        .collect();
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let allowed = |st: &str| {
+        st.lines()
+            .find(|l| l.starts_with("Cpus_allowed_list:"))
+            .map(str::to_string)
+    };
+    let postmaster = std::fs::read_to_string(s.dir.join("data/postmaster.pid")).unwrap();
+    let pm: i32 = postmaster.lines().next().unwrap().trim().parse().unwrap();
+    let pm_status = std::fs::read_to_string(format!("/proc/{pm}/status")).unwrap();
+    drop(c);
+    s.stop();
+    assert!(
+        !fds.iter().any(|f| f.contains("perf_event")),
+        "the backend has a perf event open: {fds:?}"
+    );
+    assert_eq!(
+        allowed(&status),
+        allowed(&pm_status),
+        "the backend stayed pinned"
+    );
+    let t = s.trace(pid);
+    check_accounting(&t);
+}
+
 /// The statements a PL/pgSQL function runs are dep=1 calls, written
 /// before the EXEC of the client's statement that called it, each inside
 /// it in time and CPU; a wait inside one of them is on its cursor.
