@@ -15,11 +15,11 @@
 //! be told apart in time: a PARSE or CLOSE answered with an execution
 //! gets e=0 and the execution carries the round trip.
 
-use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::hash::{BuildHasherDefault, Hasher};
 
-use crate::message::{self, ClientRef};
+// A name or a statement from the wire as text.
+use crate::message::{self, wire_text as text, ClientRef};
 use crate::out::{CallTimes, Lines};
 
 /// A point of the session: `tim` (µs, the trace's clock), the
@@ -84,16 +84,6 @@ struct Portal {
     /// The lines of its BINDS block, until its first Execute.
     values: Option<Vec<u8>>,
     executed: bool,
-}
-
-/// A name or a statement from the wire as text: borrowed when it is UTF-8
-/// (always, in practice; `from_utf8` checks ASCII a word at a time, where
-/// `from_utf8_lossy` goes byte by byte).
-fn text(b: &[u8]) -> Cow<'_, str> {
-    match std::str::from_utf8(b) {
-        Ok(s) => Cow::Borrowed(s),
-        Err(_) => String::from_utf8_lossy(b),
-    }
 }
 
 /// Where a connection's trace goes, and the state that pairs the two
@@ -637,14 +627,17 @@ impl Tracer {
         msgs: impl Iterator<Item = (u8, &'m [u8])> + Clone,
         now: At,
     ) {
-        let last_exec = msgs
-            .clone()
-            .enumerate()
-            .filter(|(_, (t, _))| matches!(t, b'2' | b'D' | b'd' | b'C' | b's' | b'I' | b'E'))
-            .last()
-            .map(|(i, _)| i);
-        for (i, (t, b)) in msgs.enumerate() {
-            self.server(t, b, now, last_exec.is_some_and(|j| j > i));
+        let mut rest = msgs;
+        while let Some((t, b)) = rest.next() {
+            // Only a ParseComplete or CloseComplete asks whether an
+            // execution's answer comes later in the chunk, so the rest of
+            // the chunk is looked at for those alone (an execution's
+            // answers, the common case, are read once).
+            let exec_follows = matches!(t, b'1' | b'3')
+                && rest
+                    .clone()
+                    .any(|(t, _)| matches!(t, b'2' | b'D' | b'd' | b'C' | b's' | b'I' | b'E'));
+            self.server(t, b, now, exec_follows);
         }
         self.last_done = now;
     }
