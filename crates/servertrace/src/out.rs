@@ -249,6 +249,12 @@ pub fn bind_line(out: &mut Vec<u8>, i: usize, value: Option<&[u8]>) {
 #[inline]
 fn push_int(buf: &mut Vec<u8>, n: i64) {
     const PAIRS: &[u8; 200] = &DIGIT_PAIRS;
+    // One digit, the most common number of a line (the cursor, `dep`,
+    // `r`, `c` of a FETCH): no digit count, no loop.
+    if (0..10).contains(&n) {
+        buf.push(b'0' + n as u8);
+        return;
+    }
     let mut v = n.unsigned_abs();
     let digits = {
         let mut d = 1;

@@ -134,6 +134,13 @@ impl Line<'_> {
             4041424344454647484950515253545556575859\
             6061626364656667686970717273747576777879\
             8081828384858687888990919293949596979899";
+        // One digit, the most common number of a line (the cursor, `dep`,
+        // `r`, a wait's parameters): no digit count, no loop.
+        if (0..10).contains(&v) {
+            self.b[self.n] = b'0' + v as u8;
+            self.n += 1;
+            return;
+        }
         if v < 0 {
             self.b[self.n] = b'-';
             self.n += 1;
