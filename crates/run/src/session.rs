@@ -9,7 +9,7 @@ use std::sync::atomic::Ordering;
 use std::task::{Context, Poll};
 use std::time::SystemTime;
 
-use tracelab_trace::{CallTimes, Header, TraceWriter};
+use tracelab_trace::{CallTimes, Header, TraceWriter, WaitLine};
 
 use crate::binds::Shuffle;
 use crate::cache::{self, Candidate, ResultCache, Rows, Seen};
@@ -67,6 +67,9 @@ struct Session<C> {
     parsed: [bool; 2],
     /// The name of the wait inside a call (see `waited`).
     inner_wait: &'static str,
+    /// The two WAIT lines of each cursor traced so far (see `waited`),
+    /// rendered once: few statements, so a short list searched in order.
+    waits: Vec<[WaitLine; 2]>,
     /// The latest execution failed because its prepared plan went stale
     /// (engine::Conn::stale_plan): when that call started.
     stale: Option<i64>,
@@ -335,21 +338,20 @@ impl<C: Conn> Session<C> {
     /// the session's elapsed time and shows where it went.
     fn waited(&mut self, cursor: u64, start: i64, end: i64, cpu: i64) {
         if let Some(t) = self.trace.as_mut() {
-            const PARAMS: [(&str, i64); 3] = [("driver id", 0), ("#bytes", 1), ("p3", 0)];
-            let _ = t.wait(
-                cursor,
-                "SQL*Net message from client",
-                start - self.last_end,
-                PARAMS,
-                start,
-            );
-            let _ = t.wait(
-                cursor,
-                self.inner_wait,
-                (end - start - cpu).max(0),
-                PARAMS,
-                end,
-            );
+            let at = match self.waits.iter().position(|w| w[0].cursor() == cursor) {
+                Some(at) => at,
+                None => {
+                    const PARAMS: [(&str, i64); 3] = [("driver id", 0), ("#bytes", 1), ("p3", 0)];
+                    self.waits.push([
+                        WaitLine::new(cursor, "SQL*Net message from client", PARAMS),
+                        WaitLine::new(cursor, self.inner_wait, PARAMS),
+                    ]);
+                    self.waits.len() - 1
+                }
+            };
+            let [before, inside] = &self.waits[at];
+            let _ = t.wait_line(before, start - self.last_end, start);
+            let _ = t.wait_line(inside, (end - start - cpu).max(0), end);
         }
         self.last_end = end;
     }
@@ -895,6 +897,7 @@ async fn drive<C: Conn>(
         } else {
             "SQL*Net message from dblink"
         },
+        waits: Vec::new(),
     };
     ss.s.backend_pid = ss.conn.backend_id().and_then(|id| i32::try_from(id).ok());
     if !ss.apply_settings(opts, engine).await {

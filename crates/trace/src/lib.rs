@@ -33,7 +33,7 @@ pub use lines::DEFAULT_MAX_LINE;
 pub use reader::{LineKinds, ReadError, ReadOptions, ReadSummary, Reader, Timeline, MIN_SPLIT};
 pub use secrets::{mentions_password, redact_message, redact_sql};
 pub use shareable::Shareable;
-pub use writer::{sqlid, CallTimes, Header, TraceWriter};
+pub use writer::{sqlid, CallTimes, Header, TraceWriter, WaitLine};
 
 /// PostgreSQL's wait for its client, as tracelab's server trace names it
 /// (crates/servertrace): between calls it is the backend's 'SQL*Net
