@@ -603,13 +603,18 @@ fn waited(w: Wait, io: Option<(c_int, i64, i64)>, extra: [i64; 2]) {
     let (info, start) = (w.info, w.start);
     let name = p.name(info);
     let params = match io {
-        Some((fd, off, n)) if off >= 0 => [
-            ("file#", p.file_id(fd)),
-            ("block#", off / 8192),
-            ("bytes", n),
-        ],
-        Some((fd, _, _)) => [("file#", p.file_id(fd)), ("p2", 0), ("p3", 0)],
-        None => [("timeout", extra[0]), ("events", extra[1]), ("p3", 0)],
+        Some((fd, off, n)) if off >= 0 => out::Params::Io {
+            file: p.file_id(fd),
+            block: off / 8192,
+            bytes: n,
+        },
+        Some((fd, _, _)) => out::Params::Flush {
+            file: p.file_id(fd),
+        },
+        None => out::Params::Latch {
+            timeout: extra[0],
+            events: extra[1],
+        },
     };
     let Some(t) = traced(&mut p.phase) else {
         return;
