@@ -356,20 +356,25 @@ const DIGIT_PAIRS: [u8; 200] = *b"\
 /// Written when the Bind arrives, into a buffer the block reuses, so that
 /// no value is kept as a String of its own.
 pub fn bind_line(out: &mut Vec<u8>, i: usize, value: Option<&[u8]>) {
-    out.extend_from_slice(b" Bind#");
-    push_int(out, i as i64);
-    out.push(b'\n');
-    if let Some(v) = value {
-        out.extend_from_slice(b"  value=\"");
-        // A value's line breaks would end its line early.
-        let from = out.len();
-        out.extend_from_slice(v);
-        for b in &mut out[from..] {
-            if *b == b'\n' {
-                *b = b' ';
+    let v = value.unwrap_or_default();
+    // ` Bind#`, the number, `  value="` and its end: 39 bytes at most.
+    out.reserve(48 + v.len());
+    // SAFETY: the room is reserved, and every byte up to `p` written.
+    unsafe {
+        let start = out.as_mut_ptr().add(out.len());
+        let mut p = put(start, b" Bind#");
+        p = put_int(p, i as i64);
+        p = put(p, b"\n");
+        if value.is_some() {
+            p = put(p, b"  value=\"");
+            // A value's line breaks would end its line early.
+            for &b in v {
+                *p = if b == b'\n' { b' ' } else { b };
+                p = p.add(1);
             }
+            p = put(p, b"\"\n");
         }
-        out.extend_from_slice(b"\"\n");
+        out.set_len(out.len() + p.offset_from(start) as usize);
     }
 }
 
