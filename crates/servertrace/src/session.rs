@@ -107,6 +107,10 @@ pub struct Tracer {
     stmts: HashMap<String, u64>,
     /// Cursors whose text mentions a password: no binds are written.
     secret: HashSet<u64>,
+    /// The statement the last Bind named, as it came, with its cursor and
+    /// whether it is secret: a client binds the same statement over and
+    /// over. Forgotten when a statement is parsed or released.
+    last_bound: Option<(Vec<u8>, u64, bool)>,
     free: Vec<u64>,
     next_cursor: u64,
     /// Named portals; the unnamed one, which clients use nearly always,
@@ -266,6 +270,7 @@ impl Tracer {
             last_cursor: 0,
             stmts: HashMap::default(),
             secret: Default::default(),
+            last_bound: None,
             free: Vec::new(),
             next_cursor: 2,
             portals: HashMap::default(),
@@ -332,11 +337,29 @@ impl Tracer {
     }
 
     fn release_stmt(&mut self, name: &str) {
+        self.last_bound = None;
         if let Some(c) = self.stmts.remove(name) {
             self.free.push(c);
             // Lowest free number first.
             self.free.sort_unstable_by(|a, b| b.cmp(a));
         }
+    }
+
+    /// The cursor of the statement a Bind names, and whether its text
+    /// mentions a password.
+    fn bound_stmt(&mut self, stmt: &[u8]) -> (u64, bool) {
+        if let Some((name, cursor, secret)) = &self.last_bound {
+            if name.as_slice() == stmt {
+                return (*cursor, *secret);
+            }
+        }
+        let cursor = self.stmt_cursor(&text(stmt));
+        let secret = self.secret.contains(&cursor);
+        let mut name = self.last_bound.take().map(|b| b.0).unwrap_or_default();
+        name.clear();
+        name.extend_from_slice(stmt);
+        self.last_bound = Some((name, cursor, secret));
+        (cursor, secret)
     }
 
     fn stmt_cursor(&self, name: &str) -> u64 {
@@ -395,6 +418,7 @@ impl Tracer {
             ClientRef::Parse { name: n, sql } => {
                 let name = text(n).into_owned();
                 let sql = text(sql).into_owned();
+                self.last_bound = None;
                 let cursor = self.alloc(&name);
                 if crate::secrets::mentions_password(&sql) {
                     self.secret.insert(cursor);
@@ -409,8 +433,8 @@ impl Tracer {
                 stmt,
                 params,
             } => {
-                let cursor = self.stmt_cursor(&text(stmt));
-                let values = if self.binds && !self.secret.contains(&cursor) {
+                let (cursor, secret) = self.bound_stmt(stmt);
+                let values = if self.binds && !secret {
                     let mut lines = self.spare.pop().unwrap_or_default();
                     lines.clear();
                     let mut n = 0;
