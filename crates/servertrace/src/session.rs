@@ -660,7 +660,11 @@ impl Tracer {
             self.bind_start = None;
         }
         // XCTEND comes before the COMMIT's EXEC, as Oracle writes it.
-        let word = tag.split_once(' ').map_or(tag, |(w, _)| w);
+        // The tag's first word (a short loop, not a call to memchr).
+        let word = tag
+            .bytes()
+            .position(|b| b == b' ')
+            .map_or(tag, |i| &tag[..i]);
         if error.is_none() {
             if !read_only_tag(tag, word) {
                 self.wrote = true;
