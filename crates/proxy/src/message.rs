@@ -54,6 +54,13 @@ fn text(b: &[u8]) -> String {
 /// word at a time where `from_utf8_lossy` goes byte by byte (~150
 /// instructions a bind value in the server tracer, counted).
 pub fn wire_text(b: &[u8]) -> std::borrow::Cow<'_, str> {
+    // ASCII, the usual case (names, tags, most values), is checked a
+    // word at a time without from_utf8's set-up: a third of its
+    // instructions on the short texts of a round trip.
+    if b.is_ascii() {
+        // SAFETY: ASCII is UTF-8.
+        return std::borrow::Cow::Borrowed(unsafe { std::str::from_utf8_unchecked(b) });
+    }
     match std::str::from_utf8(b) {
         Ok(s) => std::borrow::Cow::Borrowed(s),
         Err(_) => String::from_utf8_lossy(b),

@@ -148,6 +148,11 @@ struct Proc {
     phase: Phase,
     /// The wait-event names seen, by their `wait_event_info`.
     names: Vec<(u32, Box<str>)>,
+    /// The last name looked up: its `wait_event_info` and index (a
+    /// backend waits for the same few events over and over).
+    last_name: Option<(u32, usize)>,
+    /// `Client:ClientRead`'s `wait_event_info`, once seen (0 before).
+    client_read: u32,
     /// An id of the file behind each descriptor (see `file_id`), +1; 0 is
     /// not known yet.
     files: Vec<i64>,
@@ -190,6 +195,8 @@ static STATE: Global = Global(UnsafeCell::new(Proc {
     dir: None,
     phase: Phase::Undecided,
     names: Vec::new(),
+    last_name: None,
+    client_read: 0,
     files: Vec::new(),
 }));
 static BUSY: AtomicBool = AtomicBool::new(false);
@@ -203,6 +210,7 @@ impl Drop for Guard {
     }
 }
 
+#[inline]
 fn enter() -> Option<Guard> {
     if BUSY.swap(true, Relaxed) {
         return None;
@@ -210,16 +218,23 @@ fn enter() -> Option<Guard> {
     // SAFETY: BUSY is ours until the guard drops.
     let p = unsafe { &mut *STATE.0.get() };
     if !p.looked {
-        p.looked = true;
-        p.dir = env("TRACELAB_SERVER_TRACE_DIR").filter(|d| !d.is_empty());
-        if p.dir.is_some() {
-            p.pg = lookup_pg();
-        }
-        if p.pg.is_none() {
-            p.phase = Phase::Off;
-        }
+        look(p);
     }
     Some(Guard(p))
+}
+
+/// The process's first call: whether tracing is asked for, and the
+/// server's symbols.
+#[cold]
+fn look(p: &mut Proc) {
+    p.looked = true;
+    p.dir = env("TRACELAB_SERVER_TRACE_DIR").filter(|d| !d.is_empty());
+    if p.dir.is_some() {
+        p.pg = lookup_pg();
+    }
+    if p.pg.is_none() {
+        p.phase = Phase::Off;
+    }
 }
 
 fn env(name: &str) -> Option<String> {
@@ -300,8 +315,18 @@ impl Proc {
 
     /// `Type:Event`, PostgreSQL's own names: the index of the name in
     /// `names` (`None`: no more room, or not a server).
+    #[inline]
     fn name(&mut self, info: u32) -> Option<usize> {
+        match self.last_name {
+            Some((i, at)) if i == info => Some(at),
+            _ => self.name_of(info),
+        }
+    }
+
+    /// `name` when it is not the last one looked up.
+    fn name_of(&mut self, info: u32) -> Option<usize> {
         if let Some(i) = self.names.iter().position(|(i, _)| *i == info) {
+            self.last_name = Some((info, i));
             return Some(i);
         }
         let pg = self.pg.as_ref()?;
@@ -321,8 +346,23 @@ impl Proc {
         if self.names.len() >= 512 {
             return None;
         }
+        if n == "Client:ClientRead" {
+            self.client_read = info;
+        }
         self.names.push((info, n.into()));
+        self.last_name = Some((info, self.names.len() - 1));
         Some(self.names.len() - 1)
+    }
+
+    /// Whether `info` is `Client:ClientRead`, the wait for the client's
+    /// next message (its name looked up, and kept, as `name` does).
+    #[inline]
+    fn is_client_read(&mut self, info: u32) -> bool {
+        if self.client_read != 0 {
+            return info == self.client_read;
+        }
+        self.name(info)
+            .is_some_and(|i| &*self.names[i].1 == "Client:ClientRead")
     }
 
     /// A number for the file behind `fd`: the relfilenode of a data file
@@ -603,13 +643,18 @@ fn waited(w: Wait, io: Option<(c_int, i64, i64)>, extra: [i64; 2]) {
     let (info, start) = (w.info, w.start);
     let name = p.name(info);
     let params = match io {
-        Some((fd, off, n)) if off >= 0 => [
-            ("file#", p.file_id(fd)),
-            ("block#", off / 8192),
-            ("bytes", n),
-        ],
-        Some((fd, _, _)) => [("file#", p.file_id(fd)), ("p2", 0), ("p3", 0)],
-        None => [("timeout", extra[0]), ("events", extra[1]), ("p3", 0)],
+        Some((fd, off, n)) if off >= 0 => out::Params::Io {
+            file: p.file_id(fd),
+            block: off / 8192,
+            bytes: n,
+        },
+        Some((fd, _, _)) => out::Params::Flush {
+            file: p.file_id(fd),
+        },
+        None => out::Params::Latch {
+            timeout: extra[0],
+            events: extra[1],
+        },
     };
     let Some(t) = traced(&mut p.phase) else {
         return;
@@ -650,17 +695,16 @@ fn traced_event() -> Option<Wait> {
 /// with lines not yet written: they are written first if the last write is
 /// older than `FLUSH_US`; else `true`, and the wait is split (see
 /// `epoll_wait`) so that they are written if it lasts.
-fn idle_flush(info: u32) -> bool {
+fn idle_flush(w: &Wait) -> bool {
     let Some(g) = enter() else { return false };
     let p = &mut *g.0;
-    let idle = p
-        .name(info)
-        .is_some_and(|i| &*p.names[i].1 == "Client:ClientRead");
+    let idle = p.is_client_read(w.info);
     let Some(t) = p.traced() else { return false };
     if !idle || t.tracer.busy() || t.tracer.w.buf.is_empty() {
         return false;
     }
-    if clock_us(CLOCK_MONOTONIC) - t.last_flush >= FLUSH_US {
+    // The wait's start, read a moment ago, is now.
+    if w.start - t.last_flush >= FLUSH_US {
         t.flush();
         return false;
     }
@@ -768,7 +812,7 @@ pub unsafe extern "C" fn epoll_wait(
         return f(epfd, ev, max, timeout);
     };
     let mut r;
-    if idle_flush(w.info) && (timeout < 0 || timeout as i64 > FLUSH_US / 1000) {
+    if idle_flush(&w) && (timeout < 0 || timeout as i64 > FLUSH_US / 1000) {
         // Lines are buffered and the client may not come back soon: wait
         // FLUSH_US first, write them if the wait goes on, and wait the
         // rest; one wait all the same.

@@ -35,7 +35,8 @@ pub struct Lines {
     /// line ends with a 16-digit `tim`, whose first ten change once a
     /// second.
     tim_secs: i64,
-    tim_digits: Vec<u8>,
+    tim_digits: [u8; 24],
+    tim_len: u8,
 }
 
 impl Lines {
@@ -96,59 +97,100 @@ impl Lines {
         if self.secret.contains(&cursor) {
             return;
         }
-        self.text("BINDS #");
-        self.int(cursor as i64);
-        self.text(":\n\n");
-        self.buf.extend_from_slice(lines);
+        // SAFETY: as in `call`, and the lines' length on top.
+        unsafe {
+            let mut p = self.line(32 + lines.len());
+            p = put(p, b"BINDS #");
+            p = put_int(p, cursor as i64);
+            p = put(p, b":\n\n");
+            std::ptr::copy_nonoverlapping(lines.as_ptr(), p, lines.len());
+            self.done(p.add(lines.len()));
+        }
     }
 
+    /// A PARSE, EXEC or FETCH line. Inlined where it is called, so that
+    /// the name is copied as the constant it is there.
+    #[inline(always)]
     pub fn call(&mut self, name: &str, cursor: u64, t: CallTimes) {
-        self.text(name);
-        self.text(" #");
-        self.int(cursor as i64);
-        self.text(":c=");
-        self.int(t.c);
-        self.text(",e=");
-        self.int(t.e);
-        self.text(",p=0,cr=0,cu=0,mis=0,r=");
-        self.int(t.r);
-        self.text(",dep=");
-        self.int(t.dep);
-        self.text(",og=1,plh=0,tim=");
-        self.tim(t.tim);
-        self.text("\n");
+        // SAFETY: `LINE` bytes are reserved: the name (5), 16 pieces of
+        // text (79) and six numbers of at most 20 digits and a sign, the
+        // `tim` with its slack (see `put_tim`).
+        unsafe {
+            let mut p = self.line(LINE);
+            p = put(p, name.as_bytes());
+            p = put(p, b" #");
+            p = put_int(p, cursor as i64);
+            p = put(p, b":c=");
+            p = put_int(p, t.c);
+            p = put(p, b",e=");
+            p = put_int(p, t.e);
+            p = put(p, b",p=0,cr=0,cu=0,mis=0,r=");
+            p = put_int(p, t.r);
+            p = put(p, b",dep=");
+            p = put_int(p, t.dep);
+            p = put(p, b",og=1,plh=0,tim=");
+            p = self.put_tim(p, t.tim);
+            p = put(p, b"\n");
+            self.done(p);
+        }
     }
 
     pub fn close(&mut self, cursor: u64, t: CallTimes) {
-        self.text("CLOSE #");
-        self.int(cursor as i64);
-        self.text(":c=");
-        self.int(t.c);
-        self.text(",e=");
-        self.int(t.e);
-        self.text(",dep=");
-        self.int(t.dep);
-        self.text(",type=0,tim=");
-        self.tim(t.tim);
-        self.text("\n");
+        // SAFETY: as in `call`.
+        unsafe {
+            let mut p = self.line(LINE);
+            p = put(p, b"CLOSE #");
+            p = put_int(p, cursor as i64);
+            p = put(p, b":c=");
+            p = put_int(p, t.c);
+            p = put(p, b",e=");
+            p = put_int(p, t.e);
+            p = put(p, b",dep=");
+            p = put_int(p, t.dep);
+            p = put(p, b",type=0,tim=");
+            p = self.put_tim(p, t.tim);
+            p = put(p, b"\n");
+            self.done(p);
+        }
     }
 
-    pub fn wait(&mut self, cursor: u64, name: &str, ela: i64, p: [(&str, i64); 3], tim: i64) {
-        self.text("WAIT #");
-        self.int(cursor as i64);
-        self.text(": nam='");
-        self.text(name);
-        self.text("' ela= ");
-        self.int(ela);
-        for (k, v) in p {
-            self.text(" ");
-            self.text(k);
-            self.text("=");
-            self.int(v);
+    pub fn wait(&mut self, cursor: u64, name: &str, ela: i64, params: Params, tim: i64) {
+        // SAFETY: as in `call`, and the name's length on top.
+        unsafe {
+            let mut p = self.line(LINE + name.len());
+            p = put(p, b"WAIT #");
+            p = put_int(p, cursor as i64);
+            p = put(p, b": nam='");
+            p = put(p, name.as_bytes());
+            p = put(p, b"' ela= ");
+            p = put_int(p, ela);
+            match params {
+                Params::Io { file, block, bytes } => {
+                    p = put(p, b" file#=");
+                    p = put_int(p, file);
+                    p = put(p, b" block#=");
+                    p = put_int(p, block);
+                    p = put(p, b" bytes=");
+                    p = put_int(p, bytes);
+                }
+                Params::Flush { file } => {
+                    p = put(p, b" file#=");
+                    p = put_int(p, file);
+                    p = put(p, b" p2=0 p3=0");
+                }
+                Params::Latch { timeout, events } => {
+                    p = put(p, b" timeout=");
+                    p = put_int(p, timeout);
+                    p = put(p, b" events=");
+                    p = put_int(p, events);
+                    p = put(p, b" p3=0");
+                }
+            }
+            p = put(p, b" obj#=-1 tim=");
+            p = self.put_tim(p, tim);
+            p = put(p, b"\n");
+            self.done(p);
         }
-        self.text(" obj#=-1 tim=");
-        self.tim(tim);
-        self.text("\n");
     }
 
     pub fn xctend(&mut self, rollback: bool, read_only: bool, tim: i64) {
@@ -181,32 +223,125 @@ impl Lines {
         push_int(&mut self.buf, n);
     }
 
-    /// A `tim` (µs since the epoch): the seconds' digits as written last
-    /// time unless the second changed, then the six digits of the µs.
+    /// Where the next line goes, `room` bytes reserved past the end of
+    /// the buffer; the line is written with `put`, `put_int` and
+    /// `put_tim`, each piece with no check of the room, and ended with
+    /// `done` (one reservation and one length update per line, not one
+    /// per piece).
+    #[inline(always)]
+    fn line(&mut self, room: usize) -> *mut u8 {
+        self.buf.reserve(room);
+        // SAFETY: within the allocation (at its length).
+        unsafe { self.buf.as_mut_ptr().add(self.buf.len()) }
+    }
+
+    /// The line begun with `line` ends at `end`.
+    ///
+    /// # Safety
+    /// `end` is in the room `line` reserved, and every byte before it was
+    /// written.
+    #[inline(always)]
+    unsafe fn done(&mut self, end: *mut u8) {
+        let len = end.offset_from(self.buf.as_ptr()) as usize;
+        self.buf.set_len(len);
+    }
+
+    #[inline(always)]
     fn tim(&mut self, tim: i64) {
-        const PAIRS: &[u8; 200] = &DIGIT_PAIRS;
+        // SAFETY: `TIM` bytes reserved.
+        unsafe {
+            let p = self.line(TIM);
+            let p = self.put_tim(p, tim);
+            self.done(p);
+        }
+    }
+
+    /// A `tim` (µs since the epoch) at `p`: the seconds' digits as
+    /// written last time unless the second changed, then the six digits
+    /// of the µs.
+    ///
+    /// # Safety
+    /// `TIM` bytes of room at `p` (16 are written whatever the length of
+    /// the seconds, then overwritten).
+    #[inline(always)]
+    unsafe fn put_tim(&mut self, p: *mut u8, tim: i64) -> *mut u8 {
         if tim < 1_000_000 {
-            return self.int(tim);
+            return put_int(p, tim);
         }
         let secs = tim / 1_000_000;
         // `tim_secs` starts at 0, which no tim of 1 s or more has.
         if secs != self.tim_secs {
-            self.tim_secs = secs;
-            self.tim_digits.clear();
-            push_int(&mut self.tim_digits, secs);
+            self.new_second(secs);
         }
-        self.buf.extend_from_slice(&self.tim_digits);
-        let us = (tim % 1_000_000) as usize;
-        let (a, b, c) = (us / 10_000 * 2, us / 100 % 100 * 2, us % 100 * 2);
-        self.buf.extend_from_slice(&[
-            PAIRS[a],
-            PAIRS[a + 1],
-            PAIRS[b],
-            PAIRS[b + 1],
-            PAIRS[c],
-            PAIRS[c + 1],
-        ]);
+        // The seconds' digits, 16 bytes copied at once (their count, at
+        // most 13, is added).
+        std::ptr::copy_nonoverlapping(self.tim_digits.as_ptr(), p, 16);
+        let p = p.add(self.tim_len as usize);
+        let us = (tim - secs * 1_000_000) as usize;
+        let (hi, lo) = (us / 10_000, us % 10_000);
+        let (mid, lo) = (lo / 100, lo % 100);
+        let pairs = DIGIT_PAIRS.as_ptr();
+        std::ptr::copy_nonoverlapping(pairs.add(hi * 2), p, 2);
+        std::ptr::copy_nonoverlapping(pairs.add(mid * 2), p.add(2), 2);
+        std::ptr::copy_nonoverlapping(pairs.add(lo * 2), p.add(4), 2);
+        p.add(6)
     }
+
+    #[cold]
+    fn new_second(&mut self, secs: i64) {
+        self.tim_secs = secs;
+        let mut digits = Vec::new();
+        push_int(&mut digits, secs);
+        self.tim_digits = [0; 24];
+        self.tim_digits[..digits.len()].copy_from_slice(&digits);
+        self.tim_len = digits.len() as u8;
+    }
+}
+
+/// The room reserved for a line of fixed pieces and numbers (at most 21
+/// bytes each), its `tim` included.
+const LINE: usize = 256;
+/// The room a `tim` needs: 13 digits of seconds at most, 16 bytes
+/// copied, 6 of µs.
+const TIM: usize = 32;
+
+/// The parameters of a WAIT line, named as Oracle's are for the kind of
+/// call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Params {
+    /// A file's read or write: `file#`, `block#`, `bytes`.
+    Io { file: i64, block: i64, bytes: i64 },
+    /// A file's flush: `file#`, `p2=0 p3=0`.
+    Flush { file: i64 },
+    /// A latch (epoll) wait, a semaphore, a sleep: `timeout`, `events`,
+    /// `p3=0`.
+    Latch { timeout: i64, events: i64 },
+}
+
+/// Copies `s` to `p`; returns the byte after it. Short pieces (names,
+/// keys) are copied with two overlapping loads rather than a call to
+/// memcpy; the constant ones the compiler copies as it likes.
+///
+/// # Safety
+/// `s.len()` bytes of room at `p`.
+#[inline(always)]
+unsafe fn put(p: *mut u8, s: &[u8]) -> *mut u8 {
+    let n = s.len();
+    let src = s.as_ptr();
+    if (8..=16).contains(&n) {
+        let a = std::ptr::read_unaligned(src as *const u64);
+        let b = std::ptr::read_unaligned(src.add(n - 8) as *const u64);
+        std::ptr::write_unaligned(p as *mut u64, a);
+        std::ptr::write_unaligned(p.add(n - 8) as *mut u64, b);
+    } else if (4..8).contains(&n) {
+        let a = std::ptr::read_unaligned(src as *const u32);
+        let b = std::ptr::read_unaligned(src.add(n - 4) as *const u32);
+        std::ptr::write_unaligned(p as *mut u32, a);
+        std::ptr::write_unaligned(p.add(n - 4) as *mut u32, b);
+    } else {
+        std::ptr::copy_nonoverlapping(src, p, n);
+    }
+    p.add(n)
 }
 
 /// "00" to "99", the two digits of each number below 100 in turn.
@@ -221,20 +356,25 @@ const DIGIT_PAIRS: [u8; 200] = *b"\
 /// Written when the Bind arrives, into a buffer the block reuses, so that
 /// no value is kept as a String of its own.
 pub fn bind_line(out: &mut Vec<u8>, i: usize, value: Option<&[u8]>) {
-    out.extend_from_slice(b" Bind#");
-    push_int(out, i as i64);
-    out.push(b'\n');
-    if let Some(v) = value {
-        out.extend_from_slice(b"  value=\"");
-        // A value's line breaks would end its line early.
-        let from = out.len();
-        out.extend_from_slice(v);
-        for b in &mut out[from..] {
-            if *b == b'\n' {
-                *b = b' ';
+    let v = value.unwrap_or_default();
+    // ` Bind#`, the number, `  value="` and its end: 39 bytes at most.
+    out.reserve(48 + v.len());
+    // SAFETY: the room is reserved, and every byte up to `p` written.
+    unsafe {
+        let start = out.as_mut_ptr().add(out.len());
+        let mut p = put(start, b" Bind#");
+        p = put_int(p, i as i64);
+        p = put(p, b"\n");
+        if value.is_some() {
+            p = put(p, b"  value=\"");
+            // A value's line breaks would end its line early.
+            for &b in v {
+                *p = if b == b'\n' { b' ' } else { b };
+                p = p.add(1);
             }
+            p = put(p, b"\"\n");
         }
-        out.extend_from_slice(b"\"\n");
+        out.set_len(out.len() + p.offset_from(start) as usize);
     }
 }
 
@@ -248,12 +388,27 @@ pub fn bind_line(out: &mut Vec<u8>, i: usize, value: Option<&[u8]>) {
 /// instructions a number than through a digit array).
 #[inline]
 fn push_int(buf: &mut Vec<u8>, n: i64) {
+    buf.reserve(20);
+    // SAFETY: 20 bytes reserved (a number and its sign).
+    unsafe {
+        let p = buf.as_mut_ptr().add(buf.len());
+        let end = put_int(p, n);
+        buf.set_len(buf.len() + end.offset_from(p) as usize);
+    }
+}
+
+/// `n` in decimal at `p` (see `push_int`); returns the byte after it.
+///
+/// # Safety
+/// 20 bytes of room at `p`.
+#[inline(always)]
+unsafe fn put_int(p: *mut u8, n: i64) -> *mut u8 {
     const PAIRS: &[u8; 200] = &DIGIT_PAIRS;
     // One digit, the most common number of a line (the cursor, `dep`,
     // `r`, `c` of a FETCH): no digit count, no loop.
     if (0..10).contains(&n) {
-        buf.push(b'0' + n as u8);
-        return;
+        *p = b'0' + n as u8;
+        return p.add(1);
     }
     let mut v = n.unsigned_abs();
     let digits = {
@@ -266,31 +421,26 @@ fn push_int(buf: &mut Vec<u8>, n: i64) {
         d + (x >= 10) as usize + (x >= 100) as usize + (x >= 1000) as usize
     };
     let len = digits + (n < 0) as usize;
-    buf.reserve(len);
-    // SAFETY: `len` bytes were reserved past the end; each write below is
-    // inside them (the digits fill `digits` bytes from the right, the sign
-    // the byte before them), and the length is set once all are written.
-    unsafe {
-        let start = buf.as_mut_ptr().add(buf.len());
-        let mut end = start.add(len);
-        while v >= 100 {
-            let k = (v % 100) as usize * 2;
-            v /= 100;
-            end = end.sub(2);
-            std::ptr::copy_nonoverlapping(PAIRS.as_ptr().add(k), end, 2);
-        }
-        if v >= 10 {
-            end = end.sub(2);
-            std::ptr::copy_nonoverlapping(PAIRS.as_ptr().add(v as usize * 2), end, 2);
-        } else {
-            end = end.sub(1);
-            *end = b'0' + v as u8;
-        }
-        if n < 0 {
-            *start = b'-';
-        }
-        buf.set_len(buf.len() + len);
+    // The digits fill `digits` bytes from the right, the sign the byte
+    // before them.
+    let mut end = p.add(len);
+    while v >= 100 {
+        let k = (v % 100) as usize * 2;
+        v /= 100;
+        end = end.sub(2);
+        std::ptr::copy_nonoverlapping(PAIRS.as_ptr().add(k), end, 2);
     }
+    if v >= 10 {
+        end = end.sub(2);
+        std::ptr::copy_nonoverlapping(PAIRS.as_ptr().add(v as usize * 2), end, 2);
+    } else {
+        end = end.sub(1);
+        *end = b'0' + v as u8;
+    }
+    if n < 0 {
+        *p = b'-';
+    }
+    p.add(len)
 }
 
 /// `us` µs since the Unix epoch as RFC 3339 with microseconds (UTC), the
@@ -394,7 +544,22 @@ mod tests {
             2,
             "IO:DataFileRead",
             6,
-            [("file#", 2686), ("block#", 0), ("bytes", 8192)],
+            Params::Io {
+                file: 2686,
+                block: 0,
+                bytes: 8192,
+            },
+            99,
+        );
+        l.wait(2, "IO:WALSync", 16, Params::Flush { file: 3 }, 99);
+        l.wait(
+            2,
+            "Client:ClientRead",
+            7,
+            Params::Latch {
+                timeout: -1,
+                events: 1,
+            },
             99,
         );
         l.xctend(false, true, 99);
@@ -405,6 +570,8 @@ mod tests {
              EXEC #2:c=12,e=40,p=0,cr=0,cu=0,mis=0,r=1,dep=0,og=1,plh=0,tim=99\n\
              CLOSE #2:c=12,e=40,dep=0,type=0,tim=99\n\
              WAIT #2: nam='IO:DataFileRead' ela= 6 file#=2686 block#=0 bytes=8192 obj#=-1 tim=99\n\
+             WAIT #2: nam='IO:WALSync' ela= 16 file#=3 p2=0 p3=0 obj#=-1 tim=99\n\
+             WAIT #2: nam='Client:ClientRead' ela= 7 timeout=-1 events=1 p3=0 obj#=-1 tim=99\n\
              XCTEND rlbk=0, rd_only=1, tim=99\n\
              ERROR #2:err=42P01 tim=99\n"
         );

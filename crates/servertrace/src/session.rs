@@ -32,8 +32,10 @@ pub struct At {
     pub waits: i64,
 }
 
-/// Timing state of an execution (Execute or one statement of a Query).
-#[derive(Debug, Default)]
+/// Timing state of the execution at the front of the queue (Execute or
+/// one statement of a Query): one per tracer, as only the front
+/// operation is ever under way; set back when the front operation goes.
+#[derive(Debug, Default, Clone, Copy)]
 struct Exec {
     /// EXEC line written (rows are being fetched).
     exec_written: bool,
@@ -42,40 +44,37 @@ struct Exec {
     rows: i64,
 }
 
-#[derive(Debug)]
-enum OpKind {
-    Parse {
-        cursor: u64,
-        sql: String,
-        name: String,
-    },
+/// What a client message asked for, waiting for its answer. Small and
+/// copied: the rare payloads are queued beside it (`texts` for a Parse's
+/// or a CloseStmt's, `values` for an Execute's BINDS block), and the
+/// execution's timing state is the tracer's (`Tracer::x`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// Its statement text and name are in `texts`.
+    Parse,
     Bind,
     Describe,
-    Execute {
-        cursor: u64,
-        first: bool,
-        /// The lines of its BINDS block (see `out::bind_line`).
-        values: Option<Vec<u8>>,
-        x: Exec,
-    },
-    CloseStmt {
-        cursor: u64,
-        name: String,
-    },
+    Execute,
+    /// Its name is in `texts`.
+    CloseStmt,
     ClosePortal,
     Sync,
-    Query {
-        cursor: u64,
-        x: Exec,
-        /// Start of the current statement of the query string.
-        start: At,
-    },
+    Query,
     Func,
 }
 
-#[derive(Debug)]
+#[derive(Debug, Clone, Copy)]
 struct Op {
-    kind: OpKind,
+    kind: Kind,
+    /// An Execute: the portal's first.
+    first: bool,
+    /// A payload waits beside it: a Parse's or CloseStmt's text in
+    /// `texts`, an Execute's BINDS block in `values` (until its EXEC
+    /// line takes it).
+    payload: bool,
+    /// Parse, Execute, Query, CloseStmt: the cursor (else 0).
+    cursor: u64,
+    /// When it was sent; for a Query, the start of its current statement.
     sent: At,
 }
 
@@ -93,12 +92,25 @@ pub struct Tracer {
     binds: bool,
     started: bool,
     ops: VecDeque<Op>,
+    /// The texts of the Parse (statement, name) and CloseStmt (name)
+    /// operations queued, in their order.
+    texts: VecDeque<(String, String)>,
+    /// The text of the last such operation taken off the queue.
+    popped: Option<(String, String)>,
+    /// The BINDS blocks of the Execute operations queued with one.
+    values: VecDeque<Vec<u8>>,
+    /// The front execution's timing.
+    x: Exec,
     /// The last server message seen.
     last_done: At,
     last_cursor: u64,
     stmts: HashMap<String, u64>,
     /// Cursors whose text mentions a password: no binds are written.
     secret: HashSet<u64>,
+    /// The statement the last Bind named, as it came, with its cursor and
+    /// whether it is secret: a client binds the same statement over and
+    /// over. Forgotten when a statement is parsed or released.
+    last_bound: Option<(Vec<u8>, u64, bool)>,
     free: Vec<u64>,
     next_cursor: u64,
     /// Named portals; the unnamed one, which clients use nearly always,
@@ -250,10 +262,15 @@ impl Tracer {
             binds,
             started: false,
             ops: VecDeque::new(),
+            texts: VecDeque::new(),
+            popped: None,
+            values: VecDeque::new(),
+            x: Exec::default(),
             last_done: At::default(),
             last_cursor: 0,
             stmts: HashMap::default(),
             secret: Default::default(),
+            last_bound: None,
             free: Vec::new(),
             next_cursor: 2,
             portals: HashMap::default(),
@@ -320,11 +337,29 @@ impl Tracer {
     }
 
     fn release_stmt(&mut self, name: &str) {
+        self.last_bound = None;
         if let Some(c) = self.stmts.remove(name) {
             self.free.push(c);
             // Lowest free number first.
             self.free.sort_unstable_by(|a, b| b.cmp(a));
         }
+    }
+
+    /// The cursor of the statement a Bind names, and whether its text
+    /// mentions a password.
+    fn bound_stmt(&mut self, stmt: &[u8]) -> (u64, bool) {
+        if let Some((name, cursor, secret)) = &self.last_bound {
+            if name.as_slice() == stmt {
+                return (*cursor, *secret);
+            }
+        }
+        let cursor = self.stmt_cursor(&text(stmt));
+        let secret = self.secret.contains(&cursor);
+        let mut name = self.last_bound.take().map(|b| b.0).unwrap_or_default();
+        name.clear();
+        name.extend_from_slice(stmt);
+        self.last_bound = Some((name, cursor, secret));
+        (cursor, secret)
     }
 
     fn stmt_cursor(&self, name: &str) -> u64 {
@@ -352,11 +387,15 @@ impl Tracer {
         if let Some(&c) = self.nested.last() {
             return c;
         }
-        match self.ops.front().map(|o| &o.kind) {
-            Some(OpKind::Parse { cursor, .. })
-            | Some(OpKind::Execute { cursor, .. })
-            | Some(OpKind::Query { cursor, .. })
-            | Some(OpKind::CloseStmt { cursor, .. }) => *cursor,
+        match self.ops.front() {
+            Some(o)
+                if matches!(
+                    o.kind,
+                    Kind::Parse | Kind::Execute | Kind::Query | Kind::CloseStmt
+                ) =>
+            {
+                o.cursor
+            }
             _ => self.last_cursor,
         }
     }
@@ -366,37 +405,36 @@ impl Tracer {
         if !self.started {
             return;
         }
-        let kind = match m {
+        let mut first = false;
+        let (kind, cursor, payload) = match m {
             ClientRef::Query(sql) => {
                 let sql = text(sql);
                 // The writer masks a statement that may carry a password.
                 self.w
                     .parse(1, &sql, message::oct(&sql), times(now, now, 0));
                 self.last_cursor = 1;
-                OpKind::Query {
-                    cursor: 1,
-                    x: Exec::default(),
-                    start: now,
-                }
+                (Kind::Query, 1, false)
             }
             ClientRef::Parse { name: n, sql } => {
                 let name = text(n).into_owned();
                 let sql = text(sql).into_owned();
+                self.last_bound = None;
                 let cursor = self.alloc(&name);
                 if crate::secrets::mentions_password(&sql) {
                     self.secret.insert(cursor);
                 } else {
                     self.secret.remove(&cursor);
                 }
-                OpKind::Parse { cursor, sql, name }
+                self.texts.push_back((sql, name));
+                (Kind::Parse, cursor, true)
             }
             ClientRef::Bind {
                 portal,
                 stmt,
                 params,
             } => {
-                let cursor = self.stmt_cursor(&text(stmt));
-                let values = if self.binds && !self.secret.contains(&cursor) {
+                let (cursor, secret) = self.bound_stmt(stmt);
+                let values = if self.binds && !secret {
                     let mut lines = self.spare.pop().unwrap_or_default();
                     lines.clear();
                     let mut n = 0;
@@ -424,38 +462,37 @@ impl Tracer {
                     self.portals.insert(text(portal).into_owned(), p)
                 };
                 self.recycle(old.and_then(|p| p.values));
-                OpKind::Bind
+                (Kind::Bind, 0, false)
             }
-            ClientRef::Describe => OpKind::Describe,
+            ClientRef::Describe => (Kind::Describe, 0, false),
             ClientRef::Execute { portal } => match if portal.is_empty() {
                 self.unnamed.as_mut()
             } else {
                 self.portals.get_mut(&*text(portal))
             } {
                 Some(p) => {
-                    let first = !p.executed;
+                    first = !p.executed;
                     p.executed = true;
-                    OpKind::Execute {
-                        cursor: p.cursor,
-                        first,
-                        values: p.values.take(),
-                        x: Exec::default(),
+                    let cursor = p.cursor;
+                    match p.values.take() {
+                        Some(v) => {
+                            self.values.push_back(v);
+                            (Kind::Execute, cursor, true)
+                        }
+                        None => (Kind::Execute, cursor, false),
                     }
                 }
-                None => OpKind::Execute {
-                    cursor: 0,
-                    first: true,
-                    values: None,
-                    x: Exec::default(),
-                },
+                None => {
+                    first = true;
+                    (Kind::Execute, 0, false)
+                }
             },
             ClientRef::Close { statement, name: n } => {
                 let n = text(n);
                 if statement {
-                    OpKind::CloseStmt {
-                        cursor: self.stmt_cursor(&n),
-                        name: n.into_owned(),
-                    }
+                    let cursor = self.stmt_cursor(&n);
+                    self.texts.push_back((String::new(), n.into_owned()));
+                    (Kind::CloseStmt, cursor, true)
                 } else {
                     let old = if n.is_empty() {
                         self.unnamed.take()
@@ -463,13 +500,19 @@ impl Tracer {
                         self.portals.remove(&*n)
                     };
                     self.recycle(old.and_then(|p| p.values));
-                    OpKind::ClosePortal
+                    (Kind::ClosePortal, 0, false)
                 }
             }
-            ClientRef::Sync => OpKind::Sync,
-            ClientRef::FunctionCall => OpKind::Func,
+            ClientRef::Sync => (Kind::Sync, 0, false),
+            ClientRef::FunctionCall => (Kind::Func, 0, false),
         };
-        self.ops.push_back(Op { kind, sent: now });
+        self.ops.push_back(Op {
+            kind,
+            first,
+            payload,
+            cursor,
+            sent: now,
+        });
     }
 
     /// A BINDS block's buffer, back for the next Bind.
@@ -478,6 +521,46 @@ impl Tracer {
             if self.spare.len() < 4 {
                 self.spare.push(lines);
             }
+        }
+    }
+
+    /// The front operation, off the queue with its payloads: a Parse's
+    /// or CloseStmt's text goes to `popped`, an Execute's BINDS block
+    /// back to the spare buffers; the front execution's state is set
+    /// back.
+    #[inline]
+    fn pop(&mut self) -> Option<Op> {
+        let op = self.ops.pop_front()?;
+        self.x = Exec::default();
+        if op.payload {
+            self.pop_payload(op.kind);
+        }
+        Some(op)
+    }
+
+    #[cold]
+    fn pop_payload(&mut self, kind: Kind) {
+        if kind == Kind::Execute {
+            let v = self.values.pop_front();
+            self.recycle(v);
+        } else {
+            self.popped = self.texts.pop_front();
+        }
+    }
+
+    /// The front operation's kind.
+    fn front_kind(&self) -> Option<Kind> {
+        self.ops.front().map(|o| o.kind)
+    }
+
+    /// The front Execute's BINDS block, taken for its EXEC line.
+    fn take_values(&mut self) -> Option<Vec<u8>> {
+        let op = self.ops.front_mut()?;
+        if op.kind == Kind::Execute && op.payload {
+            op.payload = false;
+            self.values.pop_front()
+        } else {
+            None
         }
     }
 
@@ -503,36 +586,28 @@ impl Tracer {
     /// ends its EXEC.
     fn row(&mut self, now: At) {
         let start = self.front_start();
-        let bind_start = self.bind_start;
-        let Some(op) = self.ops.front_mut() else {
+        let Some(op) = self.ops.front().copied() else {
             return;
         };
-        let (cursor, values, exec_start, from_bind) = match &mut op.kind {
-            OpKind::Execute {
-                cursor,
-                first,
-                values,
-                x,
-            } => {
+        let x = &mut self.x;
+        let (exec_start, from_bind) = match op.kind {
+            Kind::Execute => {
+                let first = op.first;
                 if x.exec_written {
                     x.rows += 1;
                     return;
                 }
                 x.exec_written = true;
                 x.rows = 1;
-                if !*first {
+                if !first {
                     // A later batch of a suspended portal: FETCH only.
                     x.fetch_start = start;
                     return;
                 }
                 x.fetch_start = now;
-                (*cursor, values.take(), bind_start.unwrap_or(start), true)
+                (self.bind_start.unwrap_or(start), true)
             }
-            OpKind::Query {
-                cursor,
-                x,
-                start: s,
-            } => {
+            Kind::Query => {
                 if x.exec_written {
                     x.rows += 1;
                     return;
@@ -540,51 +615,56 @@ impl Tracer {
                 x.exec_written = true;
                 x.rows = 1;
                 x.fetch_start = now;
-                (*cursor, None, *s, false)
+                (op.sent, false)
             }
             _ => return,
         };
-        if from_bind {
+        let values = if from_bind {
             self.bind_start = None;
-        }
-        self.exec_line(cursor, values, exec_start, now, 0);
+            self.take_values()
+        } else {
+            None
+        };
+        self.exec_line(op.cursor, values, exec_start, now, 0);
     }
 
     /// The end of an execution: CommandComplete (`tag`), EmptyQuery,
     /// PortalSuspended (`suspended`) or an error (`error`).
     fn finish(&mut self, tag: &str, suspended: bool, error: Option<&str>, now: At) {
         let start = self.front_start();
-        let bind_start = self.bind_start;
-        let Some(op) = self.ops.front_mut() else {
+        let Some(op) = self.ops.front().copied() else {
             return;
         };
-        let (cursor, first, values, x, exec_start) = match &mut op.kind {
-            OpKind::Execute {
-                cursor,
-                first,
-                values,
-                x,
-            } => {
-                let s = if *first {
-                    bind_start.unwrap_or(start)
+        let cursor = op.cursor;
+        let (first, exec_start) = match op.kind {
+            Kind::Execute => {
+                let first = op.first;
+                let s = if first {
+                    self.bind_start.unwrap_or(start)
                 } else {
                     start
                 };
-                (*cursor, *first, values.take(), std::mem::take(x), s)
+                (first, s)
             }
-            OpKind::Query {
-                cursor, x, start, ..
-            } => (*cursor, true, None, std::mem::take(x), *start),
+            Kind::Query => (true, op.sent),
             _ => return,
         };
-        if let OpKind::Query { start, .. } = &mut op.kind {
-            *start = now;
+        let values = self.take_values();
+        let x = std::mem::take(&mut self.x);
+        if op.kind == Kind::Query {
+            if let Some(o) = self.ops.front_mut() {
+                o.sent = now;
+            }
         }
         if first && !x.exec_written {
             self.bind_start = None;
         }
         // XCTEND comes before the COMMIT's EXEC, as Oracle writes it.
-        let word = tag.split_once(' ').map_or(tag, |(w, _)| w);
+        // The tag's first word (a short loop, not a call to memchr).
+        let word = tag
+            .bytes()
+            .position(|b| b == b' ')
+            .map_or(tag, |i| &tag[..i]);
         if error.is_none() {
             if !read_only_tag(tag, word) {
                 self.wrote = true;
@@ -662,41 +742,28 @@ impl Tracer {
         match t {
             b'1' => {
                 let start = self.front_start();
-                if let Some(Op {
-                    kind: OpKind::Parse { cursor, sql, .. },
-                    ..
-                }) = self.ops.front()
-                {
-                    let (cursor, sql) = (*cursor, sql.clone());
+                if self.front_kind() == Some(Kind::Parse) {
+                    let cursor = self.pop().map_or(0, |o| o.cursor);
+                    let (sql, _) = self.popped.take().unwrap_or_default();
                     let start = if exec_follows { now } else { start };
                     self.w
                         .parse(cursor, &sql, message::oct(&sql), times(start, now, 0));
                     self.last_cursor = cursor;
-                    self.ops.pop_front();
                     if !exec_follows {
                         self.last_done = now;
                     }
                 }
             }
-            b'2' => {
-                if matches!(
-                    self.ops.front(),
-                    Some(Op {
-                        kind: OpKind::Bind,
-                        ..
-                    })
-                ) {
-                    self.bind_start = Some(self.front_start());
-                    self.ops.pop_front();
-                }
+            b'2' if self.front_kind() == Some(Kind::Bind) => {
+                self.bind_start = Some(self.front_start());
+                self.pop();
             }
             b'3' => {
                 let start = self.front_start();
-                match self.ops.pop_front() {
-                    Some(Op {
-                        kind: OpKind::CloseStmt { cursor, name },
-                        ..
-                    }) => {
+                match self.front_kind() {
+                    Some(Kind::CloseStmt) => {
+                        let cursor = self.pop().map_or(0, |o| o.cursor);
+                        let (_, name) = self.popped.take().unwrap_or_default();
                         let start = if exec_follows { now } else { start };
                         self.w.close(cursor, times(start, now, 0));
                         self.release_stmt(&name);
@@ -704,24 +771,14 @@ impl Tracer {
                             self.last_done = now;
                         }
                     }
-                    Some(Op {
-                        kind: OpKind::ClosePortal,
-                        ..
-                    }) => {}
-                    Some(other) => self.ops.push_front(other),
-                    None => {}
+                    Some(Kind::ClosePortal) => {
+                        self.pop();
+                    }
+                    _ => {}
                 }
             }
-            b'T' | b'n' => {
-                if matches!(
-                    self.ops.front(),
-                    Some(Op {
-                        kind: OpKind::Describe,
-                        ..
-                    })
-                ) {
-                    self.ops.pop_front();
-                }
+            b'T' | b'n' if self.front_kind() == Some(Kind::Describe) => {
+                self.pop();
             }
             b'D' | b'd' => self.row(now),
             b'C' | b'I' | b's' => {
@@ -731,31 +788,17 @@ impl Tracer {
                     "".into()
                 };
                 self.finish(&tag, t == b's', None, now);
-                if matches!(
-                    self.ops.front(),
-                    Some(Op {
-                        kind: OpKind::Execute { .. },
-                        ..
-                    })
-                ) {
-                    self.ops.pop_front();
+                if matches!(self.front_kind(), Some(Kind::Execute)) {
+                    self.pop();
                 }
             }
-            b'V' => {
-                if matches!(
-                    self.ops.front(),
-                    Some(Op {
-                        kind: OpKind::Func,
-                        ..
-                    })
-                ) {
-                    self.ops.pop_front();
-                }
+            b'V' if self.front_kind() == Some(Kind::Func) => {
+                self.pop();
             }
             b'E' => self.server_error(body, now),
             b'Z' => {
-                while let Some(op) = self.ops.pop_front() {
-                    if matches!(op.kind, OpKind::Sync | OpKind::Query { .. }) {
+                while let Some(op) = self.pop() {
+                    if matches!(op.kind, Kind::Sync | Kind::Query) {
                         break;
                     }
                 }
@@ -774,11 +817,11 @@ impl Tracer {
     fn server_error(&mut self, body: &[u8], now: At) {
         let (code, _) = message::error_fields(body);
         let start = self.front_start();
-        let kind = self.ops.front().map(|o| match &o.kind {
-            OpKind::Parse { .. } => 0,
-            OpKind::Execute { .. } | OpKind::Query { .. } => 1,
-            OpKind::Bind => 2,
-            OpKind::Sync => 3,
+        let kind = self.front_kind().map(|k| match k {
+            Kind::Parse => 0,
+            Kind::Execute | Kind::Query => 1,
+            Kind::Bind => 2,
+            Kind::Sync => 3,
             _ => 4,
         });
         match kind {
@@ -788,27 +831,17 @@ impl Tracer {
                 return;
             }
             Some(0) => {
-                if let Some(Op {
-                    kind: OpKind::Parse { cursor, sql, name },
-                    ..
-                }) = self.ops.pop_front()
-                {
-                    self.w
-                        .parse(cursor, &sql, message::oct(&sql), times(start, now, 0));
-                    self.w.error(cursor, &code, now.tim);
-                    self.release_stmt(&name);
-                }
+                let cursor = self.pop().map_or(0, |o| o.cursor);
+                let (sql, name) = self.popped.take().unwrap_or_default();
+                self.w
+                    .parse(cursor, &sql, message::oct(&sql), times(start, now, 0));
+                self.w.error(cursor, &code, now.tim);
+                self.release_stmt(&name);
             }
             Some(1) => {
                 self.finish("", false, Some(&code), now);
-                if matches!(
-                    self.ops.front(),
-                    Some(Op {
-                        kind: OpKind::Execute { .. },
-                        ..
-                    })
-                ) {
-                    self.ops.pop_front();
+                if matches!(self.front_kind(), Some(Kind::Execute)) {
+                    self.pop();
                 }
             }
             Some(2) => {
@@ -816,20 +849,20 @@ impl Tracer {
                 let cursor = self.last_cursor;
                 self.w.call("EXEC", cursor, times(start, now, 0));
                 self.w.error(cursor, &code, now.tim);
-                self.ops.pop_front();
+                self.pop();
             }
             _ => {
                 let c = self.last_cursor;
                 self.w.error(c, &code, now.tim);
-                self.ops.pop_front();
+                self.pop();
             }
         }
         // Extended protocol: the server skips everything up to Sync.
-        while let Some(op) = self.ops.front() {
-            if matches!(op.kind, OpKind::Sync | OpKind::Query { .. }) {
+        while let Some(k) = self.front_kind() {
+            if matches!(k, Kind::Sync | Kind::Query) {
                 break;
             }
-            self.ops.pop_front();
+            self.pop();
         }
     }
 }
