@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The cost of tracelab's server tracer (`--server-trace`), as ratios to
-# an untraced peer measured in the same run: two private PostgreSQL
-# servers with the same settings, one started with --server-trace, and
-# interleaved rounds against each:
+# an untraced peer measured in the same run: one private PostgreSQL
+# cluster, restarted for each run with --server-trace or without it, and
+# the two kinds of run interleaved (ABBA):
 #   (a) tps at saturation: pgbench -S -M prepared -c 20 -j 2 (pgbench's
 #       select-only lookup), traced / untraced (goal >= 0.95);
 #   (b) the oltp loop's elapsed time: pgbench's TPC-B-like transaction,
@@ -16,8 +16,15 @@
 #       (which do not stop the process, as strace does: the tracer's CPU
 #       clock is read for real only after the backend was preempted, and
 #       a ptrace stop is a switch).
-# Halfway through the rounds the tracer moves to the other cluster (see
-# `start_pair`).
+# One cluster, not two: two clusters made alike still differ (where their
+# WAL lands on the disk, where their shared memory lands), and by as much
+# as the tracer costs: with two, traced on x against untraced on y and
+# then the other way round, select-only's rounds split into two groups
+# ~15 % apart (medians ~0.97 and ~0.84, 2026-11-28). A restart lays the
+# shared memory out anew each run, so what differs between runs of one
+# cluster is noise both kinds share, not a bias of one side. After each
+# restart a second of the lookup fills the shared buffers again (from the
+# OS page cache), unmeasured.
 # The load average is printed at the start and the end: the tps ratios
 # are only as steady as the machine.
 # The traces are removed after each traced run (they grow by ~1 KB per
@@ -40,25 +47,15 @@ TL=${TL:-target/release/tracelab}
 [[ $TL == target/release/tracelab ]] && cargo build --release -q -p tracelab
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
-rm -rf "$OUT/x" "$OUT/y" "$OUT/plain" "$OUT/traced" "$OUT/traces"
+rm -rf "$OUT/x" "$OUT/y" "$OUT/db" "$OUT/plain" "$OUT/traced" "$OUT/traces"
 settings=(-c max_connections=100 -c shared_buffers=128MB)
-# Two clusters, x and y. Halfway through the rounds the tracer moves from
-# x to y (both restarted): two clusters made alike still differ (where
-# their WAL lands on the disk: the same workload's WAL flush took 136-182
-# µs on one and 165-200 µs on the other, untraced), and the swap keeps
-# that difference out of the ratios.
-plain_dir=$OUT/y traced_dir=$OUT/x
-start_pair() {
-  url_plain=$("$TL" db start --dir "$plain_dir" "${settings[@]}")
-  url_traced=$("$TL" db start --dir "$traced_dir" "${settings[@]}" --server-trace "$OUT/traces")
-}
-start_pair
-cleanup() {
-  "$TL" db stop --dir "$OUT/x" >/dev/null 2>&1 || true
-  "$TL" db stop --dir "$OUT/y" >/dev/null 2>&1 || true
-}
+dir=$OUT/db
+cleanup() { "$TL" db stop --dir "$dir" >/dev/null 2>&1 || true; }
 trap cleanup EXIT
-bindir=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["bindir"])' "$plain_dir/tracelab-db.json")
+# The settings go into postgresql.conf at the first start; the restarts
+# only choose whether the tracer is loaded.
+url=$("$TL" db start --dir "$dir" "${settings[@]}")
+bindir=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["bindir"])' "$dir/tracelab-db.json")
 pgbench=$bindir/pgbench
 [[ -x $pgbench ]] || pgbench=$(command -v pgbench)
 
@@ -84,11 +81,21 @@ CALL tl_tpcb(:aid, :bid, :tid, :delta);
 PGB
 psql=$bindir/psql
 [[ -x $psql ]] || psql=$(command -v psql)
-for u in "$url_plain" "$url_traced"; do
-  "$pgbench" -i -q -s 10 "$u" >/dev/null 2>&1
-  "$psql" -q -X -v ON_ERROR_STOP=1 -f "$OUT/tpcb_proc.sql" "$u" >/dev/null
-done
-clear_traces() { find "$OUT/traces" -name 'tracelab_server_*.trc' -delete; }
+"$pgbench" -i -q -s 10 "$url" >/dev/null 2>&1
+"$psql" -q -X -v ON_ERROR_STOP=1 -f "$OUT/tpcb_proc.sql" "$url" >/dev/null
+clear_traces() { find "$OUT/traces" -name 'tracelab_server_*.trc' -delete 2>/dev/null || true; }
+# restart plain|traced: the cluster restarted without or with the tracer,
+# its shared buffers filled again; sets $url.
+restart() {
+  cleanup
+  if [[ $1 == traced ]]; then
+    url=$("$TL" db start --dir "$dir" --server-trace "$OUT/traces" 2>/dev/null)
+  else
+    url=$("$TL" db start --dir "$dir" 2>/dev/null)
+  fi
+  "$pgbench" -n -S -M prepared -c "$CLIENTS" -j 2 -T 1 "$url" >/dev/null 2>&1
+  clear_traces
+}
 
 tps() { "$pgbench" -n -S -M prepared -c "$CLIENTS" -j 2 -T "$SECONDS_PER_RUN" "$1" 2>/dev/null \
           | awk '/^tps/ {print $3; exit}'; }
@@ -100,25 +107,23 @@ elapsed_proc() { local s e; s=$(date +%s.%N); "$pgbench" -n -M prepared -s 10 -c
 echo "load average at the start: $(cut -d' ' -f1-3 /proc/loadavg)"
 tps_ratios=(); oltp_ratios=(); proc_ratios=()
 for r in $(seq 1 "$ROUNDS"); do
-  if (( r == ROUNDS / 2 + 1 )); then
-    cleanup; clear_traces
-    plain_dir=$OUT/x traced_dir=$OUT/y
-    start_pair
-    echo "(the tracer moves from cluster x to cluster y)"
-  fi
-  # The two servers swap places every other round (ABBA), so that what a
-  # run leaves behind (the kernel writing back its WAL and trace, a warm
-  # cache) weighs on each side alike.
-  if (( r % 2 )); then
-    a=$(tps "$url_plain"); b=$(tps "$url_traced"); clear_traces
-    ea=$(elapsed "$url_plain"); eb=$(elapsed "$url_traced"); clear_traces
-    pa=$(elapsed_proc "$url_plain"); pb=$(elapsed_proc "$url_traced")
-  else
-    b=$(tps "$url_traced"); clear_traces; a=$(tps "$url_plain")
-    eb=$(elapsed "$url_traced"); clear_traces; ea=$(elapsed "$url_plain")
-    pb=$(elapsed_proc "$url_traced"); pa=$(elapsed_proc "$url_plain")
-  fi
-  dep1=$(cat "$OUT"/traces/tracelab_server_*.trc 2>/dev/null | grep -c '^EXEC .*dep=1' || true); clear_traces
+  # Untraced first in odd rounds, traced first in even ones (ABBA), so
+  # that what a run leaves behind (the kernel writing back its WAL, a
+  # warm cache) weighs on each side alike.
+  for kind in $( (( r % 2 )) && echo "plain traced" || echo "traced plain"); do
+    restart "$kind"
+    t=$(tps "$url"); e=$(elapsed "$url"); p=$(elapsed_proc "$url")
+    if [[ $kind == plain ]]; then
+      a=$t ea=$e pa=$p
+      if compgen -G "$OUT/traces/tracelab_server_*.trc" >/dev/null; then
+        echo "the untraced run wrote server traces: the restart kept the tracer" >&2; exit 1
+      fi
+    else
+      b=$t eb=$e pb=$p
+      dep1=$(cat "$OUT"/traces/tracelab_server_*.trc 2>/dev/null | grep -c '^EXEC .*dep=1' || true)
+      clear_traces
+    fi
+  done
   ra=$(python3 -c "print(round($b / $a, 3))"); rb=$(python3 -c "print(round($eb / $ea, 3))")
   rc=$(python3 -c "print(round($pb / $pa, 3))")
   tps_ratios+=("$ra"); oltp_ratios+=("$rb"); proc_ratios+=("$rc")
@@ -145,7 +150,9 @@ syscalls() {
   awk -F, '/sys_enter_/ {sub(/.*sys_enter_/, "", $3); printf " %s %.2f", $3, $1 / 10000}' "$OUT/perf.txt"
 }
 if command -v perf >/dev/null && perf stat -e syscalls:sys_enter_gettid true >/dev/null 2>&1; then
-  echo "system calls per query, untraced:$(syscalls "$plain_dir" "$url_plain")"
-  echo "system calls per query, traced:  $(syscalls "$traced_dir" "$url_traced")"
+  restart plain
+  echo "system calls per query, untraced:$(syscalls "$dir" "$url")"
+  restart traced
+  echo "system calls per query, traced:  $(syscalls "$dir" "$url")"
   clear_traces
 fi
