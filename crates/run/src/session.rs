@@ -68,8 +68,8 @@ struct Session<C> {
     /// The name of the wait inside a call (see `waited`).
     inner_wait: &'static str,
     /// The two WAIT lines of each cursor traced so far (see `waited`),
-    /// rendered once: few statements, so a short list searched in order.
-    waits: Vec<[WaitLine; 2]>,
+    /// rendered once, by the cursor's slot.
+    waits: Vec<Option<[WaitLine; 2]>>,
     /// The latest execution failed because its prepared plan went stale
     /// (engine::Conn::stale_plan): when that call started.
     stale: Option<i64>,
@@ -338,18 +338,22 @@ impl<C: Conn> Session<C> {
     /// the session's elapsed time and shows where it went.
     fn waited(&mut self, cursor: u64, start: i64, end: i64, cpu: i64) {
         if let Some(t) = self.trace.as_mut() {
-            let at = match self.waits.iter().position(|w| w[0].cursor() == cursor) {
-                Some(at) => at,
-                None => {
-                    const PARAMS: [(&str, i64); 3] = [("driver id", 0), ("#bytes", 1), ("p3", 0)];
-                    self.waits.push([
-                        WaitLine::new(cursor, "SQL*Net message from client", PARAMS),
-                        WaitLine::new(cursor, self.inner_wait, PARAMS),
-                    ]);
-                    self.waits.len() - 1
-                }
+            // BEGIN and COMMIT/ROLLBACK in slots 0 and 1, statement k in k + 1.
+            let slot = match cursor {
+                CURSOR_BEGIN.. => (cursor - CURSOR_BEGIN) as usize,
+                _ => cursor as usize + 1,
             };
-            let [before, inside] = &self.waits[at];
+            if self.waits.len() <= slot {
+                self.waits.resize(slot + 1, None);
+            }
+            let inner_wait = self.inner_wait;
+            let [before, inside] = self.waits[slot].get_or_insert_with(|| {
+                const PARAMS: [(&str, i64); 3] = [("driver id", 0), ("#bytes", 1), ("p3", 0)];
+                [
+                    WaitLine::new(cursor, "SQL*Net message from client", PARAMS),
+                    WaitLine::new(cursor, inner_wait, PARAMS),
+                ]
+            });
             let _ = t.wait_line(before, start - self.last_end, start);
             let _ = t.wait_line(inside, (end - start - cpu).max(0), end);
         }
