@@ -116,14 +116,7 @@ impl Lines {
         // text (79) and six numbers of at most 20 digits and a sign, the
         // `tim` with its slack (see `put_tim`).
         unsafe {
-            let mut p = self.line(LINE);
-            p = put(p, name.as_bytes());
-            p = put(p, b" #");
-            p = put_int(p, cursor as i64);
-            p = put(p, b":c=");
-            p = put_int(p, t.c);
-            p = put(p, b",e=");
-            p = put_int(p, t.e);
+            let mut p = put_times(self.line(LINE), name.as_bytes(), cursor, t);
             p = put(p, b",p=0,cr=0,cu=0,mis=0,r=");
             p = put_int(p, t.r);
             p = put(p, b",dep=");
@@ -138,13 +131,7 @@ impl Lines {
     pub fn close(&mut self, cursor: u64, t: CallTimes) {
         // SAFETY: as in `call`.
         unsafe {
-            let mut p = self.line(LINE);
-            p = put(p, b"CLOSE #");
-            p = put_int(p, cursor as i64);
-            p = put(p, b":c=");
-            p = put_int(p, t.c);
-            p = put(p, b",e=");
-            p = put_int(p, t.e);
+            let mut p = put_times(self.line(LINE), b"CLOSE", cursor, t);
             p = put(p, b",dep=");
             p = put_int(p, t.dep);
             p = put(p, b",type=0,tim=");
@@ -316,6 +303,22 @@ pub enum Params {
     /// A latch (epoll) wait, a semaphore, a sleep: `timeout`, `events`,
     /// `p3=0`.
     Latch { timeout: i64, events: i64 },
+}
+
+/// A call line's start, `NAME #cursor:c=C,e=E`, at `p`; returns the
+/// byte after it.
+///
+/// # Safety
+/// The name's length and 70 bytes of room at `p`.
+#[inline(always)]
+unsafe fn put_times(p: *mut u8, name: &[u8], cursor: u64, t: CallTimes) -> *mut u8 {
+    let mut p = put(p, name);
+    p = put(p, b" #");
+    p = put_int(p, cursor as i64);
+    p = put(p, b":c=");
+    p = put_int(p, t.c);
+    p = put(p, b",e=");
+    put_int(p, t.e)
 }
 
 /// Copies `s` to `p`; returns the byte after it. Short pieces (names,
