@@ -47,6 +47,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
 #[allow(dead_code)]
 mod cpu;
 mod executor;
+mod flush_timer;
 mod md5;
 #[path = "../../proxy/src/message.rs"]
 #[allow(dead_code)]
@@ -177,7 +178,6 @@ struct Traced {
     out: Option<std::fs::File>,
     /// `tim` = monotonic µs + this (the wall clock at the start).
     offset: i64,
-    last_flush: i64,
     /// The elapsed time of the waits so far, µs: a call's `c` is bounded
     /// by its `e` less the waits inside it (see `session::times`).
     waits: i64,
@@ -436,13 +436,12 @@ impl Traced {
             }
         }
         buf.clear();
-        self.last_flush = clock_us(CLOCK_MONOTONIC);
     }
 }
 
-/// Lines are written out once this much is buffered, or before the
-/// backend waits for its client (when the last write is older than
-/// `FLUSH_US`).
+/// Lines are written out once this much is buffered, or `FLUSH_US` after
+/// the backend began to wait for its client with lines buffered (the
+/// flush timer), whichever comes first.
 const BUFFER: usize = 32 << 10;
 const FLUSH_US: i64 = 50_000;
 
@@ -522,7 +521,6 @@ fn begin(p: &mut Proc, fd: c_int, bytes: &[u8]) -> Option<Box<Traced>> {
         tracer: session::Tracer::new(out::Lines::default(), binds_wanted()),
         out: None,
         offset: clock_us(CLOCK_REALTIME) - clock_us(CLOCK_MONOTONIC),
-        last_flush: 0,
         waits: 0,
         cpu: cpu::ThreadClock::open(cpu::Want::from_setting(
             env("TRACELAB_SERVER_TRACE_CPU").as_deref(),
@@ -691,24 +689,21 @@ fn traced_event() -> Option<Wait> {
     })
 }
 
-/// Whether the backend is about to wait for its client between calls
-/// with lines not yet written: they are written first if the last write is
-/// older than `FLUSH_US`; else `true`, and the wait is split (see
-/// `epoll_wait`) so that they are written if it lasts.
-fn idle_flush(w: &Wait) -> bool {
-    let Some(g) = enter() else { return false };
+/// Before the backend waits on the set `epfd` with the event of `w`: if
+/// it is the wait for its client and lines are buffered, the flush timer
+/// is armed (see `flush_timer`), so that they are written within
+/// `FLUSH_US` if the client does not come back; where no timer can be
+/// had, they are written now.
+fn before_client_wait(w: &Wait, epfd: c_int) {
+    let Some(g) = enter() else { return };
     let p = &mut *g.0;
-    let idle = p.is_client_read(w.info);
-    let Some(t) = p.traced() else { return false };
-    if !idle || t.tracer.busy() || t.tracer.w.buf.is_empty() {
-        return false;
+    if !p.is_client_read(w.info) {
+        return;
     }
-    // The wait's start, read a moment ago, is now.
-    if w.start - t.last_flush >= FLUSH_US {
+    let Some(t) = p.traced() else { return };
+    if !t.tracer.w.buf.is_empty() && !flush_timer::arm(epfd, FLUSH_US) {
         t.flush();
-        return false;
     }
-    true
 }
 
 fn flush_now() {
@@ -809,28 +804,52 @@ pub unsafe extern "C" fn epoll_wait(
         unsafe extern "C" fn(c_int, *mut c_void, c_int, c_int) -> c_int
     );
     let Some(w) = traced_event() else {
-        return f(epfd, ev, max, timeout);
+        return wait_stripped(f, epfd, ev, max, timeout);
     };
-    let mut r;
-    if idle_flush(&w) && (timeout < 0 || timeout as i64 > FLUSH_US / 1000) {
-        // Lines are buffered and the client may not come back soon: wait
-        // FLUSH_US first, write them if the wait goes on, and wait the
-        // rest; one wait all the same.
-        r = f(epfd, ev, max, (FLUSH_US / 1000) as c_int);
-        if r == 0 {
-            flush_now();
-            let rest = if timeout < 0 {
-                -1
-            } else {
-                (timeout as i64 - (now() - w.start) / 1000).max(0) as c_int
-            };
-            r = f(epfd, ev, max, rest);
-        }
-    } else {
-        r = f(epfd, ev, max, timeout);
-    }
+    before_client_wait(&w, epfd);
+    let r = wait_stripped(f, epfd, ev, max, timeout);
     waited(w, None, [timeout as i64, r as i64]);
     r
+}
+
+/// `epoll_wait` on the set, with the flush timer's event taken out of what
+/// it returns (the server must never see it); a wait left with no event
+/// goes on for the rest of its timeout.
+///
+/// # Safety
+/// As libc's `epoll_wait`.
+#[inline]
+unsafe fn wait_stripped(
+    f: unsafe extern "C" fn(c_int, *mut c_void, c_int, c_int) -> c_int,
+    epfd: c_int,
+    ev: *mut c_void,
+    max: c_int,
+    timeout: c_int,
+) -> c_int {
+    if !flush_timer::in_set(epfd) {
+        return f(epfd, ev, max, timeout);
+    }
+    let start = if timeout > 0 { now() } else { 0 };
+    let mut left = timeout;
+    loop {
+        let r = f(epfd, ev, max, left);
+        if r <= 0 {
+            return r;
+        }
+        let (kept, fired) = flush_timer::strip(ev, r);
+        if fired {
+            flush_now();
+        }
+        if kept > 0 || timeout == 0 {
+            return kept;
+        }
+        if timeout > 0 {
+            left = (timeout as i64 - (now() - start) / 1000) as c_int;
+            if left <= 0 {
+                return 0;
+            }
+        }
+    }
 }
 
 /// # Safety
@@ -964,6 +983,7 @@ pub unsafe extern "C" fn sync_file_range(fd: c_int, off: off_t, n: off_t, flags:
 pub unsafe extern "C" fn close(fd: c_int) -> c_int {
     let f = real!(CL, c"close", unsafe extern "C" fn(c_int) -> c_int);
     forget_fd(fd);
+    flush_timer::closed(fd);
     f(fd)
 }
 

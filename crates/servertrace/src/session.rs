@@ -375,11 +375,6 @@ impl Tracer {
         self.started
     }
 
-    /// Whether a call is under way: messages wait for their answers.
-    pub fn busy(&self) -> bool {
-        !self.ops.is_empty()
-    }
-
     /// The cursor a wait is written on: the call under way, else the last
     /// call's (as Oracle writes 'SQL*Net message from client' on the
     /// cursor of the call before it).

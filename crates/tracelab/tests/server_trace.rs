@@ -454,6 +454,68 @@ fn a_row_lock_held_500ms_is_a_transactionid_wait_in_the_exec() {
     assert!(t.lines[i].e >= lock);
 }
 
+/// An idle session's lines reach its trace file without the session
+/// ending: the flush timer writes them within 50 ms of the wait for the
+/// client (checked with a wide margin, 1 s), again after each burst. The
+/// timer sits in the backend's epoll set for its client, whose events
+/// the server reads as its own: with `client_connection_check_interval`
+/// the server polls that set during a statement (with no wait event set)
+/// while the timer fires, and must still see none of the timer's events
+/// (the statement completes, the session goes on).
+#[test]
+fn an_idle_sessions_lines_are_written_while_it_stays_open() {
+    let _serial = serial();
+    let s = Server::start("st-idle", &[]);
+    let mut a = s.connect();
+    let pid = pid(&mut a);
+    let path = s.traces.join(format!("tracelab_server_{pid}.trc"));
+    let shows = |text: &str| {
+        let t = std::time::Instant::now();
+        while t.elapsed() < Duration::from_secs(1) {
+            if std::fs::read_to_string(&path).is_ok_and(|t| t.contains(text)) {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        false
+    };
+    for burst in 0..3 {
+        for i in 0..20 {
+            let q = format!("select {i} as burst_{burst}");
+            a.simple_query(&q).unwrap();
+        }
+        assert!(
+            shows(&format!("select 19 as burst_{burst}")),
+            "burst {burst}"
+        );
+    }
+    a.batch_execute("set client_connection_check_interval = '5ms'")
+        .unwrap();
+    let v: i32 = a
+        .query_one("select 7 from pg_sleep(0.3)", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(v, 7);
+    assert!(shows("select 7 from pg_sleep(0.3)"));
+    let again: i64 = a.query_one("select 41::int8 + 1", &[]).unwrap().get(0);
+    assert_eq!(again, 42);
+    assert!(shows("select 41::int8 + 1"));
+    drop(a);
+    s.stop();
+    let t = s.trace(pid);
+    check_accounting(&t);
+    // At most one wait for the client per round trip (65 here; fewer when
+    // the next message is there before the backend reads): a timer event
+    // handed to the server would wake it again and again, each wake-up a
+    // wait of its own (100,000 of them in a second).
+    let reads = t
+        .lines
+        .iter()
+        .filter(|l| l.name == "Client:ClientRead")
+        .count();
+    assert!((1..=65).contains(&reads), "{reads} waits for the client");
+}
+
 /// Where glibc gives threads an rseq area (glibc 2.35 and later: the
 /// server's glibc is this test's), a traced backend sees its context
 /// switches through the area, with no perf event open (the event cost
