@@ -689,21 +689,29 @@ fn traced_event() -> Option<Wait> {
     })
 }
 
-/// Before the backend waits on the set `epfd` with the event of `w`: if
-/// it is the wait for its client and lines are buffered, the flush timer
-/// is armed (see `flush_timer`), so that they are written within
-/// `FLUSH_US` if the client does not come back; where no timer can be
-/// had, they are written now.
-fn before_client_wait(w: &Wait, epfd: c_int) {
-    let Some(g) = enter() else { return };
+/// `traced_event` for a wait on the epoll set `epfd`: when it is the
+/// wait for the client and lines are buffered, the flush timer is armed
+/// first (see `flush_timer`), so that they are written within `FLUSH_US`
+/// if the client does not come back; where no timer can be had, they are
+/// written now, before the wait starts.
+fn epoll_event(epfd: c_int) -> Option<Wait> {
+    let g = enter()?;
     let p = &mut *g.0;
-    if !p.is_client_read(w.info) {
-        return;
+    let info = p.event();
+    if info == 0 {
+        return None;
     }
-    let Some(t) = p.traced() else { return };
-    if !t.tracer.w.buf.is_empty() && !flush_timer::arm(epfd, FLUSH_US) {
+    let client = p.is_client_read(info);
+    let t = p.traced()?;
+    if client && !t.tracer.w.buf.is_empty() && !flush_timer::arm(epfd, FLUSH_US) {
         t.flush();
     }
+    let now = clock_ns(CLOCK_MONOTONIC);
+    Some(Wait {
+        info,
+        start: now / 1000,
+        cpu: t.cpu.before_block(now),
+    })
 }
 
 fn flush_now() {
@@ -803,10 +811,9 @@ pub unsafe extern "C" fn epoll_wait(
         c"epoll_wait",
         unsafe extern "C" fn(c_int, *mut c_void, c_int, c_int) -> c_int
     );
-    let Some(w) = traced_event() else {
+    let Some(w) = epoll_event(epfd) else {
         return wait_stripped(f, epfd, ev, max, timeout);
     };
-    before_client_wait(&w, epfd);
     let r = wait_stripped(f, epfd, ev, max, timeout);
     waited(w, None, [timeout as i64, r as i64]);
     r
