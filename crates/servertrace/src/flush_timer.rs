@@ -8,8 +8,10 @@
 //! kernel start and cancel a high-resolution timer each time, and a
 //! backend at saturation waits for its client once a query (a socketpair
 //! ping-pong pinned to one CPU: 3.28–3.35 µs a round trip untimed,
-//! 3.47–3.62 µs timed). This timer is armed once per flush instead (about
-//! every 50 ms at saturation) and fires at most once per arming.
+//! 3.47–3.62 µs timed; perf at saturation: 0.99 `hrtimer_start` a query
+//! with the timeout, 0.011 with this timer, 0.008 untraced). This timer
+//! is armed once per write of the buffer instead (every 30–60 ms per
+//! backend at saturation) and fires at most once per arming.
 //!
 //! The timer's events never reach the server: `strip` takes them out of
 //! what `epoll_wait` returns on that set, whatever the wait (PostgreSQL
