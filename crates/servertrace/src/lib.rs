@@ -673,38 +673,26 @@ fn waited(w: Wait, io: Option<(c_int, i64, i64)>, extra: [i64; 2]) {
 /// The blocking call about to be made, if this thread's session is
 /// traced and the backend has set a wait event (a call made without one
 /// does not block: a non-blocking socket read).
-fn traced_event() -> Option<Wait> {
-    let g = enter()?;
-    let p = &mut *g.0;
-    let info = p.event();
-    if info == 0 {
-        return None;
-    }
-    let t = p.traced()?;
-    let now = clock_ns(CLOCK_MONOTONIC);
-    Some(Wait {
-        info,
-        start: now / 1000,
-        cpu: t.cpu.before_block(now),
-    })
-}
-
-/// `traced_event` for a wait on the epoll set `epfd`: when it is the
-/// wait for the client and lines are buffered, the flush timer is armed
-/// first (see `flush_timer`), so that they are written within `FLUSH_US`
-/// if the client does not come back; where no timer can be had, they are
+///
+/// `set` is the epoll set of an `epoll_wait`: when that is the wait for
+/// the client and lines are buffered, the flush timer is armed first (see
+/// `flush_timer`), so that they are written within `FLUSH_US` if the
+/// client does not come back; where no timer can be had, they are
 /// written now, before the wait starts.
-fn epoll_event(epfd: c_int) -> Option<Wait> {
+#[inline]
+fn traced_event(set: Option<c_int>) -> Option<Wait> {
     let g = enter()?;
     let p = &mut *g.0;
     let info = p.event();
     if info == 0 {
         return None;
     }
-    let client = p.is_client_read(info);
+    let client_set = set.filter(|_| p.is_client_read(info));
     let t = p.traced()?;
-    if client && !t.tracer.w.buf.is_empty() && !flush_timer::arm(epfd, FLUSH_US) {
-        t.flush();
+    if let Some(epfd) = client_set {
+        if !t.tracer.w.buf.is_empty() && !flush_timer::arm(epfd, FLUSH_US) {
+            t.flush();
+        }
     }
     let now = clock_ns(CLOCK_MONOTONIC);
     Some(Wait {
@@ -738,7 +726,7 @@ fn now() -> i64 {
 /// Times `call` if a wait event is set, and writes its WAIT line.
 #[inline]
 fn timed<R>(io: Option<(c_int, i64, i64)>, call: impl FnOnce() -> R) -> R {
-    let Some(w) = traced_event() else {
+    let Some(w) = traced_event(None) else {
         return call();
     };
     let r = call();
@@ -763,7 +751,7 @@ pub unsafe extern "C" fn recv(fd: c_int, buf: *mut c_void, n: usize, flags: c_in
         c"recv",
         unsafe extern "C" fn(c_int, *mut c_void, usize, c_int) -> ssize_t
     );
-    let w = traced_event();
+    let w = traced_event(None);
     let r = f(fd, buf, n, flags);
     if let Some(w) = w {
         waited(w, None, [0, r as i64]);
@@ -784,7 +772,7 @@ pub unsafe extern "C" fn send(fd: c_int, buf: *const c_void, n: usize, flags: c_
         c"send",
         unsafe extern "C" fn(c_int, *const c_void, usize, c_int) -> ssize_t
     );
-    let w = traced_event();
+    let w = traced_event(None);
     let r = f(fd, buf, n, flags);
     if let Some(w) = w {
         waited(w, None, [0, r as i64]);
@@ -811,7 +799,7 @@ pub unsafe extern "C" fn epoll_wait(
         c"epoll_wait",
         unsafe extern "C" fn(c_int, *mut c_void, c_int, c_int) -> c_int
     );
-    let Some(w) = epoll_event(epfd) else {
+    let Some(w) = traced_event(Some(epfd)) else {
         return wait_stripped(f, epfd, ev, max, timeout);
     };
     let r = wait_stripped(f, epfd, ev, max, timeout);
@@ -941,7 +929,7 @@ macro_rules! vectored {
                 $sym,
                 unsafe extern "C" fn(c_int, *const c_void, c_int, off_t) -> ssize_t
             );
-            let Some(w) = traced_event() else {
+            let Some(w) = traced_event(None) else {
                 return f(fd, iov, cnt, off);
             };
             let r = f(fd, iov, cnt, off);

@@ -214,10 +214,10 @@ impl Line<'_> {
     /// one u64, a byte each, and stored with one 8-byte write (the bytes
     /// past the trimmed number are overwritten by what follows or never
     /// kept): a `tim` of 7-8 digits costs ~50 instructions, where two
-    /// digits at a time after a digit count cost ~90. Each step splits every lane of the word in two with a
-    /// multiply-shift that divides exactly in its range: 4-digit lanes by
-    /// 100 (x * 10486 >> 20 for x < 10^4), 2-digit lanes by 10 (x * 103 >>
-    /// 10 for x < 100).
+    /// digits at a time after a digit count cost ~90. Each step splits
+    /// every lane of the word in two with a multiply-shift that divides
+    /// exactly in its range: 4-digit lanes by 100 (x * 10486 >> 20 for
+    /// x < 10^4), 2-digit lanes by 10 (x * 103 >> 10 for x < 100).
     #[inline]
     fn eight(&mut self, x: u32, trim: bool) {
         let x = x as u64;
