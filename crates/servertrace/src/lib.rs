@@ -40,7 +40,12 @@
 
 use std::cell::UnsafeCell;
 use std::ffi::{c_char, c_int, c_long, c_uint, c_void, CStr};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
+
+use names::WaitNames;
+use std::sync::atomic::{
+    compiler_fence, AtomicBool, AtomicUsize,
+    Ordering::{Acquire, Relaxed, Release, SeqCst},
+};
 
 /// The CPU clock, shared with the client trace (`run --trace`).
 #[path = "../../threadclock/src/lib.rs"]
@@ -52,7 +57,9 @@ mod md5;
 #[path = "../../proxy/src/message.rs"]
 #[allow(dead_code)]
 mod message;
+mod names;
 mod out;
+mod pending;
 #[path = "../../trace/src/secrets.rs"]
 #[allow(dead_code)]
 mod secrets;
@@ -79,7 +86,6 @@ extern "C" {
     fn getsockopt(fd: c_int, level: c_int, name: c_int, val: *mut c_void, len: *mut u32) -> c_int;
     fn getpid() -> c_int;
     fn atexit(f: extern "C" fn()) -> c_int;
-    fn pthread_self() -> usize;
     fn pthread_atfork(
         prepare: Option<extern "C" fn()>,
         parent: Option<extern "C" fn()>,
@@ -129,31 +135,16 @@ unsafe fn next<F: Copy>(slot: &AtomicUsize, name: &CStr) -> F {
     std::mem::transmute_copy::<usize, F>(&p)
 }
 
-/// What the server exports for its wait events.
-struct Pg {
-    /// `uint32 *my_wait_event_info`: the address of the pointer.
-    info: *const *const u32,
-    event_type: unsafe extern "C" fn(u32) -> *const c_char,
-    event: unsafe extern "C" fn(u32) -> *const c_char,
-}
-
 /// Per process: the server's symbols, whether tracing is asked for, and
 /// the session being traced. A backend is one thread; the library's state
 /// is touched by the thread that began the session only (others pass
 /// through; a process the backend forks stops tracing, see `forked`), and
-/// `BUSY` keeps the library's own calls from re-entering it.
+/// `enter` keeps the library's own calls from re-entering it.
 struct Proc {
     looked: bool,
-    pg: Option<Pg>,
     dir: Option<String>,
     phase: Phase,
-    /// The wait-event names seen, by their `wait_event_info`.
-    names: Vec<(u32, Box<str>)>,
-    /// The last name looked up: its `wait_event_info` and index (a
-    /// backend waits for the same few events over and over).
-    last_name: Option<(u32, usize)>,
-    /// `Client:ClientRead`'s `wait_event_info`, once seen (0 before).
-    client_read: u32,
+    names: WaitNames,
     /// An id of the file behind each descriptor (see `file_id`), +1; 0 is
     /// not known yet.
     files: Vec<i64>,
@@ -169,9 +160,8 @@ enum Phase {
 
 struct Traced {
     fd: c_int,
-    /// The thread that traces (`pthread_self`: no system call, unlike
-    /// gettid, which cost ~6 system calls per query when read at every
-    /// wrapped call).
+    /// The thread that traces (see `thread`; gettid, a system call, cost
+    /// ~6 system calls per query when read at every wrapped call).
     thread: usize,
     stream: stream::Streams,
     tracer: session::Tracer,
@@ -182,45 +172,95 @@ struct Traced {
     /// by its `e` less the waits inside it (see `session::times`).
     waits: i64,
     cpu: cpu::ThreadClock,
+    /// What the session did since its lines were last made (see
+    /// `pending`).
+    pending: pending::Pending,
 }
 
 struct Global(UnsafeCell<Proc>);
-// SAFETY: only the tracing thread touches the state (see `Proc`), and
-// `BUSY` is taken before it is.
+// SAFETY: the state is touched only under a `Guard` (see `enter`).
 unsafe impl Sync for Global {}
 
 static STATE: Global = Global(UnsafeCell::new(Proc {
     looked: false,
-    pg: None,
     dir: None,
     phase: Phase::Undecided,
-    names: Vec::new(),
-    last_name: None,
-    client_read: 0,
+    names: WaitNames::none(),
     files: Vec::new(),
 }));
+/// Held by whichever thread touches the state, until a session is traced.
 static BUSY: AtomicBool = AtomicBool::new(false);
+/// The thread that traces a session (see `thread`), once one is; 0
+/// before. Set under `BUSY` and never changed after: from then on the
+/// state is that thread's alone (others pass through), and it needs no
+/// lock, only `INSIDE`.
+static OWNER: AtomicUsize = AtomicUsize::new(0);
+/// The owner is inside the library: a call made meanwhile on its thread
+/// (a signal handler's, the library's own) passes through. Touched by the
+/// owner only, so a plain load and store: the atomic swap `BUSY` takes
+/// was ~0.4 % of the machine's time at saturation (perf, select-only,
+/// 2026-11-28), a locked instruction at each of the ~6 wrapped calls of
+/// a query, after the backend's own stores.
+static INSIDE: AtomicBool = AtomicBool::new(false);
 
 /// The process state, if no one else holds it; released when dropped.
-struct Guard(&'static mut Proc);
+struct Guard(&'static mut Proc, Held);
+
+/// Which of the two a guard holds.
+enum Held {
+    Busy,
+    Inside,
+}
 
 impl Drop for Guard {
+    #[inline]
     fn drop(&mut self) {
-        BUSY.store(false, Relaxed);
+        match self.1 {
+            Held::Busy => BUSY.store(false, Release),
+            Held::Inside => {
+                // The state's last use stays before the store.
+                compiler_fence(SeqCst);
+                INSIDE.store(false, Relaxed);
+            }
+        }
     }
 }
 
 #[inline]
 fn enter() -> Option<Guard> {
-    if BUSY.swap(true, Relaxed) {
+    let owner = OWNER.load(Acquire);
+    if owner != 0 {
+        if owner != thread() || INSIDE.load(Relaxed) {
+            return None;
+        }
+        INSIDE.store(true, Relaxed);
+        // The store stays before the state's first use: a signal handler
+        // that runs from here on sees it.
+        compiler_fence(SeqCst);
+        // SAFETY: the owner's, and it is not inside (see `OWNER`).
+        return Some(Guard(unsafe { &mut *STATE.0.get() }, Held::Inside));
+    }
+    enter_busy()
+}
+
+/// `enter` before a session is traced.
+#[cold]
+fn enter_busy() -> Option<Guard> {
+    if BUSY.swap(true, Acquire) {
         return None;
     }
-    // SAFETY: BUSY is ours until the guard drops.
+    if OWNER.load(Acquire) != 0 {
+        // A session began on another thread since `enter` looked.
+        BUSY.store(false, Release);
+        return None;
+    }
+    // SAFETY: BUSY is ours until the guard drops, and no thread owns the
+    // state.
     let p = unsafe { &mut *STATE.0.get() };
     if !p.looked {
         look(p);
     }
-    Some(Guard(p))
+    Some(Guard(p, Held::Busy))
 }
 
 /// The process's first call: whether tracing is asked for, and the
@@ -229,10 +269,7 @@ fn enter() -> Option<Guard> {
 fn look(p: &mut Proc) {
     p.looked = true;
     p.dir = env("TRACELAB_SERVER_TRACE_DIR").filter(|d| !d.is_empty());
-    if p.dir.is_some() {
-        p.pg = lookup_pg();
-    }
-    if p.pg.is_none() {
+    if p.dir.is_none() || !p.names.look_up() {
         p.phase = Phase::Off;
     }
 }
@@ -246,38 +283,17 @@ fn env(name: &str) -> Option<String> {
     }
 }
 
-fn lookup_pg() -> Option<Pg> {
-    // SAFETY: the symbols are looked up by name; their types are those of
-    // PostgreSQL 14-17 (`uint32 *my_wait_event_info`, `const char
-    // *pgstat_get_wait_event(uint32)`).
-    unsafe {
-        let info = dlsym(RTLD_DEFAULT, c"my_wait_event_info".as_ptr());
-        let t = dlsym(RTLD_DEFAULT, c"pgstat_get_wait_event_type".as_ptr());
-        let e = dlsym(RTLD_DEFAULT, c"pgstat_get_wait_event".as_ptr());
-        if info.is_null() || t.is_null() || e.is_null() {
-            return None;
-        }
-        Some(Pg {
-            info: info as *const *const u32,
-            event_type: std::mem::transmute::<
-                *mut c_void,
-                unsafe extern "C" fn(u32) -> *const c_char,
-            >(t),
-            event: std::mem::transmute::<*mut c_void, unsafe extern "C" fn(u32) -> *const c_char>(
-                e,
-            ),
-        })
-    }
-}
-
+/// The calling thread's id: its thread pointer, read inline (no call to
+/// libc's `pthread_self` at each wrapped call; gettid would be a system
+/// call).
+#[inline]
 fn thread() -> usize {
-    // SAFETY: pthread_self takes no arguments and cannot fail.
-    unsafe { pthread_self() }
+    cpu::thread_id()
 }
 
 /// In the child of a fork (a backend's `COPY ... TO PROGRAM`, say): the
 /// child is not the backend, and its thread has the backend's
-/// `pthread_self`; it passes every call through. Its lines not yet written
+/// thread pointer; it passes every call through. Its lines not yet written
 /// are the backend's, which writes them.
 extern "C" fn forked() {
     let Some(g) = enter() else { return };
@@ -290,79 +306,12 @@ extern "C" fn forked() {
 }
 
 impl Proc {
-    /// The session being traced, if this thread traces one.
-    fn traced(&mut self) -> Option<&mut Traced> {
-        traced(&mut self.phase)
-    }
-
-    /// The wait event the backend has set (0: none).
-    fn event(&self) -> u32 {
-        match &self.pg {
-            // SAFETY: the server's pointer to its wait-event word, valid
-            // for the process's life (it points at a local word before
-            // the backend has its PGPROC).
-            Some(pg) => unsafe {
-                let p = *pg.info;
-                if p.is_null() {
-                    0
-                } else {
-                    std::ptr::read_volatile(p)
-                }
-            },
-            None => 0,
-        }
-    }
-
-    /// `Type:Event`, PostgreSQL's own names: the index of the name in
-    /// `names` (`None`: no more room, or not a server).
-    #[inline]
-    fn name(&mut self, info: u32) -> Option<usize> {
-        match self.last_name {
-            Some((i, at)) if i == info => Some(at),
-            _ => self.name_of(info),
-        }
-    }
-
-    /// `name` when it is not the last one looked up.
-    fn name_of(&mut self, info: u32) -> Option<usize> {
-        if let Some(i) = self.names.iter().position(|(i, _)| *i == info) {
-            self.last_name = Some((info, i));
-            return Some(i);
-        }
-        let pg = self.pg.as_ref()?;
-        // SAFETY: the server's functions; they return static strings.
-        let text = |p: *const c_char| unsafe {
-            if p.is_null() {
-                "???".to_string()
-            } else {
-                CStr::from_ptr(p).to_string_lossy().into_owned()
-            }
-        };
-        let n = format!(
-            "{}:{}",
-            text(unsafe { (pg.event_type)(info) }),
-            text(unsafe { (pg.event)(info) })
-        );
-        if self.names.len() >= 512 {
-            return None;
-        }
-        if n == "Client:ClientRead" {
-            self.client_read = info;
-        }
-        self.names.push((info, n.into()));
-        self.last_name = Some((info, self.names.len() - 1));
-        Some(self.names.len() - 1)
-    }
-
-    /// Whether `info` is `Client:ClientRead`, the wait for the client's
-    /// next message (its name looked up, and kept, as `name` does).
-    #[inline]
-    fn is_client_read(&mut self, info: u32) -> bool {
-        if self.client_read != 0 {
-            return info == self.client_read;
-        }
-        self.name(info)
-            .is_some_and(|i| &*self.names[i].1 == "Client:ClientRead")
+    /// The session being traced, if this thread traces one, its pending
+    /// events turned into lines (see `pending`): for what is done at once.
+    fn synced(&mut self) -> Option<&mut Traced> {
+        let t = traced(&mut self.phase)?;
+        t.sync(&mut self.names);
+        Some(t)
     }
 
     /// A number for the file behind `fd`: the relfilenode of a data file
@@ -421,8 +370,31 @@ impl Traced {
         }
     }
 
+    /// Lines are buffered or events pending.
+    fn has_lines(&self) -> bool {
+        !self.pending.is_empty() || !self.tracer.w.buf.is_empty()
+    }
+
+    /// Turns the pending events into lines (see `pending`); writes the
+    /// lines out if the client said Terminate among them.
+    fn sync(&mut self, names: &mut WaitNames) {
+        if !self.pending.is_empty()
+            && self
+                .pending
+                .replay(&mut self.stream, &mut self.tracer, names)
+        {
+            self.write();
+        }
+    }
+
+    /// Writes the lines out, the pending events' too.
+    fn flush(&mut self, names: &mut WaitNames) {
+        self.sync(names);
+        self.write();
+    }
+
     /// Writes the buffered lines (one write(2)).
-    fn flush(&mut self) {
+    fn write(&mut self) {
         use std::io::Write;
         let buf = &mut self.tracer.w.buf;
         if buf.is_empty() {
@@ -439,18 +411,15 @@ impl Traced {
     }
 }
 
-/// Lines are written out once this much is buffered, or `FLUSH_US` after
-/// the backend began to wait for its client with lines buffered (the
-/// flush timer), whichever comes first.
+/// Lines are written out once this much is buffered (or a batch of
+/// pending events is full, see `pending`), or `FLUSH_US` after the
+/// backend began to wait for its client with lines buffered or events
+/// pending (the flush timer), whichever comes first.
 const BUFFER: usize = 32 << 10;
 const FLUSH_US: i64 = 50_000;
 
 extern "C" fn at_exit() {
-    if let Some(g) = enter() {
-        if let Some(t) = g.0.traced() {
-            t.flush();
-        }
-    }
+    flush_now();
 }
 
 /// Whether `fd` is a stream socket (a client's connection).
@@ -480,6 +449,10 @@ fn received(fd: c_int, bytes: &[u8]) {
             return;
         }
         p.phase = begin(p, fd, bytes).map_or(Phase::Off, Phase::Tracing);
+        if matches!(p.phase, Phase::Tracing(_)) {
+            // Under BUSY, which this guard releases after it.
+            OWNER.store(thread(), Release);
+        }
         return;
     }
     let Some(t) = traced(&mut p.phase) else {
@@ -490,9 +463,17 @@ fn received(fd: c_int, bytes: &[u8]) {
     }
     let at = t.at();
     executor::idle();
-    t.tracer.nested_reset();
-    let tracer = &mut t.tracer;
-    let r = t.stream.client(bytes, |m| tracer.client(m, at));
+    // Kept for later once the session has begun (a Terminate, alone in
+    // its read, is not: its lines go out at once).
+    if t.tracer.started() && bytes.len() <= pending::COPY_MAX && bytes.first() != Some(&b'X') {
+        t.pending.client(at, bytes);
+        if t.pending.full() {
+            t.flush(&mut p.names);
+        }
+        return;
+    }
+    t.sync(&mut p.names);
+    let r = pending::client(&mut t.stream, &mut t.tracer, at, bytes);
     if let Some(params) = r.startup {
         // After a refused SSL request (no message comes with it).
         let dir = p.dir.as_deref().unwrap_or_default();
@@ -503,7 +484,7 @@ fn received(fd: c_int, bytes: &[u8]) {
         open_trace(t, dir, &params);
     }
     if r.terminate || t.tracer.w.buf.len() >= BUFFER {
-        t.flush();
+        t.write();
     }
 }
 
@@ -522,6 +503,7 @@ fn begin(p: &mut Proc, fd: c_int, bytes: &[u8]) -> Option<Box<Traced>> {
         out: None,
         offset: clock_us(CLOCK_REALTIME) - clock_us(CLOCK_MONOTONIC),
         waits: 0,
+        pending: pending::Pending::default(),
         cpu: cpu::ThreadClock::open(cpu::Want::from_setting(
             env("TRACELAB_SERVER_TRACE_CPU").as_deref(),
         )),
@@ -599,23 +581,29 @@ fn open_trace(t: &mut Traced, dir: &str, params: &stream::Startup) {
 fn sending(fd: c_int, bytes: &[u8]) {
     let Some(g) = enter() else { return };
     let p = &mut *g.0;
-    let Some(t) = p.traced() else { return };
+    let Some(t) = traced(&mut p.phase) else {
+        return;
+    };
     if t.fd != fd {
         return;
     }
     let at = t.at();
-    match t.stream.server(bytes) {
-        stream::Sent::Encrypted => {
-            // SSL or GSS accepted: the conversation cannot be read.
-            t.flush();
-            p.phase = Phase::Off;
-            return;
+    if t.tracer.started() && bytes.len() <= pending::COPY_MAX {
+        t.pending.server(at, bytes);
+        if t.pending.full() {
+            t.flush(&mut p.names);
         }
-        stream::Sent::Kept([]) => {}
-        sent => t.tracer.server_chunk(sent.msgs(), at),
+        return;
+    }
+    t.sync(&mut p.names);
+    if !pending::server(&mut t.stream, &mut t.tracer, at, bytes) {
+        // SSL or GSS accepted: the conversation cannot be read.
+        t.write();
+        p.phase = Phase::Off;
+        return;
     }
     if t.tracer.w.buf.len() >= BUFFER {
-        t.flush();
+        t.write();
     }
 }
 
@@ -629,8 +617,9 @@ struct Wait {
     cpu: Option<i64>,
 }
 
-/// After the blocking call `w` returned: its WAIT line. `io` is (fd,
-/// offset, bytes) for a file's read or write, (fd, -1, 0) for a flush.
+/// After the blocking call `w` returned: its WAIT line, kept for later
+/// (see `pending`). `io` is (fd, offset, bytes) for a file's read or
+/// write, (fd, -1, 0) for a flush.
 fn waited(w: Wait, io: Option<(c_int, i64, i64)>, extra: [i64; 2]) {
     let Some(g) = enter() else { return };
     let p = &mut *g.0;
@@ -638,8 +627,6 @@ fn waited(w: Wait, io: Option<(c_int, i64, i64)>, extra: [i64; 2]) {
         Some(t) => t.cpu.after_block(w.cpu) / 1000,
         None => return,
     };
-    let (info, start) = (w.info, w.start);
-    let name = p.name(info);
     let params = match io {
         Some((fd, off, n)) if off >= 0 => out::Params::Io {
             file: p.file_id(fd),
@@ -657,16 +644,16 @@ fn waited(w: Wait, io: Option<(c_int, i64, i64)>, extra: [i64; 2]) {
     let Some(t) = traced(&mut p.phase) else {
         return;
     };
-    let ela = end - start;
+    let ela = end - w.start;
     t.waits += ela;
+    // Before the start nothing is pending, so the tracer's state is the
+    // session's now.
     if !t.tracer.started() {
         return;
     }
-    let cursor = t.tracer.wait_cursor();
-    let name = name.map_or("", |i| &p.names[i].1);
-    t.tracer.w.wait(cursor, name, ela, params, end + t.offset);
-    if t.tracer.w.buf.len() >= BUFFER {
-        t.flush();
+    t.pending.wait(w.info, ela, end + t.offset, params);
+    if t.pending.full() {
+        t.flush(&mut p.names);
     }
 }
 
@@ -683,15 +670,15 @@ fn waited(w: Wait, io: Option<(c_int, i64, i64)>, extra: [i64; 2]) {
 fn traced_event(set: Option<c_int>) -> Option<Wait> {
     let g = enter()?;
     let p = &mut *g.0;
-    let info = p.event();
+    let info = p.names.event();
     if info == 0 {
         return None;
     }
-    let client_set = set.filter(|_| p.is_client_read(info));
-    let t = p.traced()?;
+    let client_set = set.filter(|_| p.names.is_client_read(info));
+    let t = traced(&mut p.phase)?;
     if let Some(epfd) = client_set {
-        if !t.tracer.w.buf.is_empty() && !flush_timer::arm(epfd, FLUSH_US) {
-            t.flush();
+        if t.has_lines() && !flush_timer::arm(epfd, FLUSH_US) {
+            t.flush(&mut p.names);
         }
     }
     let now = clock_ns(CLOCK_MONOTONIC);
@@ -702,10 +689,12 @@ fn traced_event(set: Option<c_int>) -> Option<Wait> {
     })
 }
 
+/// Writes the session's lines out, the pending events' too.
 fn flush_now() {
     if let Some(g) = enter() {
-        if let Some(t) = g.0.traced() {
-            t.flush();
+        let p = &mut *g.0;
+        if let Some(t) = traced(&mut p.phase) {
+            t.flush(&mut p.names);
         }
     }
 }

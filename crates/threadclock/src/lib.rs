@@ -100,6 +100,7 @@ mod arch {
     pub const RSEQ_SIG: u32 = 0x5305_3053;
 
     /// The thread pointer glibc's `__rseq_offset` is relative to.
+    #[inline]
     pub fn thread_pointer() -> *mut u8 {
         let tp: *mut u8;
         // SAFETY: on x86-64 Linux %fs:0 holds the thread control block's
@@ -124,6 +125,7 @@ mod arch {
     pub const RSEQ: c_long = 293;
     pub const RSEQ_SIG: u32 = 0xd428_bc00;
 
+    #[inline]
     pub fn thread_pointer() -> *mut u8 {
         let tp: *mut u8;
         // SAFETY: reading TPIDR_EL0, the thread pointer, has no side effects.
@@ -150,6 +152,14 @@ mod arch {
     pub fn thread_pointer() -> *mut u8 {
         std::ptr::null_mut()
     }
+}
+
+/// An id of the calling thread, read without a call: its thread pointer,
+/// distinct among a process's live threads (0 on an architecture this
+/// crate does not know).
+#[inline]
+pub fn thread_id() -> usize {
+    arch::thread_pointer() as usize
 }
 
 /// The monotonic clock, ns (the vDSO: no system call).
