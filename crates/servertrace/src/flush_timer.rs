@@ -1,8 +1,8 @@
 //! The timer that writes an idle session's lines: a `timerfd` added to
 //! the backend's own epoll set for its client (PostgreSQL's `FeBeWaitSet`),
-//! armed once when lines are buffered and the backend waits for its
-//! client, so that they are written within `FLUSH_US` even if the client
-//! does not come back.
+//! armed once when lines are buffered (or events pending, see `pending`)
+//! and the backend waits for its client, so that they are written within
+//! `FLUSH_US` even if the client does not come back.
 //!
 //! Why not a timeout on the wait itself: a wait with a timeout makes the
 //! kernel start and cancel a high-resolution timer each time, and a
