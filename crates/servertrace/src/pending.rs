@@ -64,19 +64,20 @@ impl Pending {
 
     #[inline]
     pub fn client(&mut self, at: At, bytes: &[u8]) {
-        self.events.push(Event::Client {
-            at,
-            len: bytes.len() as u32,
-        });
-        self.bytes.extend_from_slice(bytes);
+        let len = bytes.len() as u32;
+        self.push(Event::Client { at, len }, bytes);
     }
 
     #[inline]
     pub fn server(&mut self, at: At, bytes: &[u8]) {
-        self.events.push(Event::Server {
-            at,
-            len: bytes.len() as u32,
-        });
+        let len = bytes.len() as u32;
+        self.push(Event::Server { at, len }, bytes);
+    }
+
+    /// An event and the bytes it carries.
+    #[inline(always)]
+    fn push(&mut self, e: Event, bytes: &[u8]) {
+        self.events.push(e);
         self.bytes.extend_from_slice(bytes);
     }
 
@@ -159,13 +160,7 @@ pub fn wait(t: &mut Tracer, name: &str, ela: i64, params: Params, tim: i64) {
 mod tests {
     use super::*;
     use crate::out::Lines;
-
-    fn msg(t: u8, body: &[u8]) -> Vec<u8> {
-        let mut v = vec![t];
-        v.extend_from_slice(&((body.len() + 4) as u32).to_be_bytes());
-        v.extend_from_slice(body);
-        v
-    }
+    use crate::stream::tests::typed as msg;
 
     fn cat(msgs: &[Vec<u8>]) -> Vec<u8> {
         msgs.concat()

@@ -305,10 +305,11 @@ impl Streams {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn typed(t: u8, body: &[u8]) -> Vec<u8> {
+    /// A typed protocol message: its type, length and body.
+    pub(crate) fn typed(t: u8, body: &[u8]) -> Vec<u8> {
         let mut m = vec![t];
         m.extend_from_slice(&((body.len() + 4) as u32).to_be_bytes());
         m.extend_from_slice(body);
