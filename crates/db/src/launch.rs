@@ -240,8 +240,17 @@ pub(crate) fn log_tail(log: &Path, lines: usize) -> String {
 }
 
 /// A setup tool run as another user fails on a directory that user cannot
-/// reach (say, under /root): say what to do.
+/// reach (say, under /root): say what to do. Only when the tool's refusal
+/// names the directory: a "Permission denied" on anything else (a broken
+/// /dev/null, a file the tool itself could not write) is another fault,
+/// and the hint would send the user after the wrong one.
 pub(crate) fn hint_traversal(e: DbError, dir: &Path, run_as: RunAs) -> DbError {
+    let within = dir.to_string_lossy().into_owned();
+    let names_dir = |output: &str| {
+        output
+            .lines()
+            .any(|l| l.contains("Permission denied") && l.contains(within.as_str()))
+    };
     let hint = || {
         format!(
             "The server runs as an unprivileged user, which cannot reach {}: choose a --dir it can reach (for example under /tmp).",
@@ -256,7 +265,7 @@ pub(crate) fn hint_traversal(e: DbError, dir: &Path, run_as: RunAs) -> DbError {
                 output,
             },
             RunAs::User { .. },
-        ) if output.contains("Permission denied") => DbError::Command {
+        ) if names_dir(&output) => DbError::Command {
             program,
             status,
             output: format!("{output}\n{}", hint()),
@@ -272,5 +281,48 @@ pub(crate) fn hint_traversal(e: DbError, dir: &Path, run_as: RunAs) -> DbError {
             }
         }
         (e, _) => e,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn failed(output: &str) -> DbError {
+        DbError::Command {
+            program: "initdb".into(),
+            status: "exit status: 1".into(),
+            output: output.into(),
+        }
+    }
+
+    fn output(e: DbError) -> String {
+        match e {
+            DbError::Command { output, .. } => output,
+            other => panic!("not a command error: {other}"),
+        }
+    }
+
+    const USER: RunAs = RunAs::User { uid: 1000, gid: 1000 };
+
+    /// initdb's own words when the server's user cannot enter the
+    /// directory get the hint; a refusal of something else (a /dev/null
+    /// turned into root's file) does not, nor does our own user's.
+    #[test]
+    fn the_hint_is_given_when_the_refusal_names_the_directory() {
+        let dir = Path::new("/root/lab");
+        let denied =
+            "initdb: error: could not access directory \"/root/lab/data\": Permission denied";
+        assert!(output(hint_traversal(failed(denied), dir, USER))
+            .contains("cannot reach /root/lab: choose a --dir"));
+        let elsewhere = "sh: 1: cannot create /dev/null: Permission denied";
+        assert_eq!(
+            output(hint_traversal(failed(elsewhere), dir, USER)),
+            elsewhere
+        );
+        assert_eq!(
+            output(hint_traversal(failed(denied), dir, RunAs::Me)),
+            denied
+        );
     }
 }
