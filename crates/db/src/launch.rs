@@ -303,7 +303,10 @@ mod tests {
         }
     }
 
-    const USER: RunAs = RunAs::User { uid: 1000, gid: 1000 };
+    const USER: RunAs = RunAs::User {
+        uid: 1000,
+        gid: 1000,
+    };
 
     /// initdb's own words when the server's user cannot enter the
     /// directory get the hint; a refusal of something else (a /dev/null

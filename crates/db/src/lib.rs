@@ -27,6 +27,6 @@ pub use launch::set_interrupt;
 pub use mariadb::{start_mariadb, start_mariadb_with_env, MariaOptions, MARIADB_DATABASE};
 pub use owner::{mark_owner, private_dir, remove_orphans};
 pub use postgres::{start_postgres, start_postgres_with_env, PgOptions};
-pub use privilege::give_to_server;
+pub use privilege::{give_to_mariadb, give_to_server, share_with_servers};
 pub use setting::{check_mariadb_setting, check_postgres_setting, runs_program};
 pub use state::{status, stop, ServerState, Status};

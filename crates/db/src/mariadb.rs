@@ -119,7 +119,7 @@ fn start_in(
     dir: PathBuf,
 ) -> Result<ServerState, DbError> {
     check_free(&dir, "mariadb")?;
-    let run_as = RunAs::choose_among(&["mysql", "postgres", "nobody"])?;
+    let run_as = RunAs::choose_among(crate::privilege::MARIADB_USERS)?;
     let data = dir.join("data");
     let socket_dir = dir.join("socket");
     // Its own temporary directory: two servers (or two installs) at once

@@ -3,7 +3,7 @@
 //! `--user`; both engines drop privileges the same way (the child's uid and
 //! gid) so that they behave alike.
 
-use std::os::unix::fs::MetadataExt;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::Command;
@@ -98,6 +98,28 @@ impl RunAs {
 pub fn give_to_server(path: &Path) -> Result<(), DbError> {
     RunAs::choose()?.give(path)
 }
+
+/// `give_to_server` for the private MariaDB's user (see
+/// `MARIADB_USERS`).
+pub fn give_to_mariadb(path: &Path) -> Result<(), DbError> {
+    RunAs::choose_among(MARIADB_USERS)?.give(path)
+}
+
+/// Makes the directory `path` writable by the users of both private
+/// servers (root runs PostgreSQL and MariaDB as different users), for a
+/// study whose levels trace both: mode 1777, as /tmp, so that each file
+/// stays its writer's (the server traces are made 0600). Nothing to do
+/// unless tracelab runs as root.
+pub fn share_with_servers(path: &Path) -> Result<(), DbError> {
+    if matches!(RunAs::choose()?, RunAs::Me) {
+        return Ok(());
+    }
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o1777)).map_err(io(path))
+}
+
+/// Whom root runs a private MariaDB as: the first of these users that
+/// exists (the package's own `mysql` first).
+pub(crate) const MARIADB_USERS: &[&str] = &["mysql", "postgres", "nobody"];
 
 #[cfg(test)]
 mod tests {

@@ -20,6 +20,11 @@
 //!   `pgstat_get_wait_event`. A call made with no wait event set does not
 //!   block (a non-blocking socket read) and is not a wait.
 //!
+//! A MariaDB server (`mariadbd`: it exports `thd_wait_begin` and
+//! `_current_thd`) with the directory set is traced per connection thread
+//! instead, by `mariadb.rs` (its waits named with MariaDB's own
+//! `thd_wait_type`), and the wrapped calls below go there first.
+//!
 //! Processes without those symbols (anything but PostgreSQL), without the
 //! directory in their environment, and the server's own processes
 //! (checkpointer, WAL writer, ...) pass every call straight through: only a
@@ -53,10 +58,12 @@ use std::sync::atomic::{
 mod cpu;
 mod executor;
 mod flush_timer;
+mod mariadb;
 mod md5;
 #[path = "../../proxy/src/message.rs"]
 #[allow(dead_code)]
 mod message;
+mod mysql_stream;
 mod names;
 mod out;
 mod pending;
@@ -530,6 +537,12 @@ fn binds_wanted() -> bool {
 /// `user=NAME`, `application_name=NAME` (a trailing `*` matches a
 /// prefix), `#` comments; a connection any rule matches is traced.
 fn wanted(dir: &str, params: &stream::Startup) -> bool {
+    wanted_by(dir, &params.database, &params.user, &params.application)
+}
+
+/// `wanted` for a connection's database, user and application name (the
+/// MariaDB tracer's too).
+fn wanted_by(dir: &str, database: &str, user: &str, application: &str) -> bool {
     let Ok(text) = std::fs::read_to_string(format!("{dir}/trace.conf")) else {
         return true;
     };
@@ -540,9 +553,9 @@ fn wanted(dir: &str, params: &stream::Startup) -> bool {
             None => have == want,
         };
         match l.split_once('=') {
-            Some(("database", v)) => matches(v.trim(), &params.database),
-            Some(("user", v)) => matches(v.trim(), &params.user),
-            Some(("application_name", v)) => matches(v.trim(), &params.application),
+            Some(("database", v)) => matches(v.trim(), database),
+            Some(("user", v)) => matches(v.trim(), user),
+            Some(("application_name", v)) => matches(v.trim(), application),
             _ => l == "all",
         }
     })
@@ -565,6 +578,7 @@ fn open_trace(t: &mut Traced, dir: &str, params: &stream::Startup) {
     t.tracer.w.header(
         &name,
         option_env!("CARGO_PKG_VERSION").unwrap_or("0"),
+        "postgres",
         &started,
     );
     t.tracer
@@ -740,6 +754,13 @@ pub unsafe extern "C" fn recv(fd: c_int, buf: *mut c_void, n: usize, flags: c_in
         c"recv",
         unsafe extern "C" fn(c_int, *mut c_void, usize, c_int) -> ssize_t
     );
+    if mariadb::on() {
+        let r = f(fd, buf, n, flags);
+        if r > 0 && flags & 2 == 0 {
+            mariadb::received(fd, std::slice::from_raw_parts(buf as *const u8, r as usize));
+        }
+        return r;
+    }
     let w = traced_event(None);
     let r = f(fd, buf, n, flags);
     if let Some(w) = w {
@@ -761,6 +782,13 @@ pub unsafe extern "C" fn send(fd: c_int, buf: *const c_void, n: usize, flags: c_
         c"send",
         unsafe extern "C" fn(c_int, *const c_void, usize, c_int) -> ssize_t
     );
+    if mariadb::on() {
+        let r = f(fd, buf, n, flags);
+        if r > 0 {
+            mariadb::sent(fd, std::slice::from_raw_parts(buf as *const u8, r as usize));
+        }
+        return r;
+    }
     let w = traced_event(None);
     let r = f(fd, buf, n, flags);
     if let Some(w) = w {
@@ -788,6 +816,9 @@ pub unsafe extern "C" fn epoll_wait(
         c"epoll_wait",
         unsafe extern "C" fn(c_int, *mut c_void, c_int, c_int) -> c_int
     );
+    if mariadb::on() {
+        return f(epfd, ev, max, timeout);
+    }
     let Some(w) = traced_event(Some(epfd)) else {
         return wait_stripped(f, epfd, ev, max, timeout);
     };
@@ -836,6 +867,24 @@ unsafe fn wait_stripped(
     }
 }
 
+/// MariaDB's wait for its client (see `mariadb::poll`); passed through
+/// elsewhere.
+///
+/// # Safety
+/// As libc's `poll`.
+#[no_mangle]
+pub unsafe extern "C" fn poll(fds: *mut c_void, n: u64, timeout: c_int) -> c_int {
+    let f = real!(
+        PL,
+        c"poll",
+        unsafe extern "C" fn(*mut c_void, u64, c_int) -> c_int
+    );
+    if mariadb::on() {
+        return mariadb::poll(f, fds, n, timeout);
+    }
+    f(fds, n, timeout)
+}
+
 /// # Safety
 /// As libc's `select` (spin delays of older servers).
 #[no_mangle]
@@ -851,6 +900,9 @@ pub unsafe extern "C" fn select(
         c"select",
         unsafe extern "C" fn(c_int, *mut c_void, *mut c_void, *mut c_void, *mut c_void) -> c_int
     );
+    if mariadb::on() {
+        return f(n, r, w, e, t);
+    }
     timed(None, || f(n, r, w, e, t))
 }
 
@@ -861,6 +913,9 @@ pub unsafe extern "C" fn select(
 #[no_mangle]
 pub unsafe extern "C" fn sem_wait(sem: *mut c_void) -> c_int {
     let f = real!(SEM, c"sem_wait", unsafe extern "C" fn(*mut c_void) -> c_int);
+    if mariadb::on() {
+        return f(sem);
+    }
     timed(None, || f(sem))
 }
 
@@ -873,17 +928,23 @@ pub unsafe extern "C" fn nanosleep(req: *const c_void, rem: *mut c_void) -> c_in
         c"nanosleep",
         unsafe extern "C" fn(*const c_void, *mut c_void) -> c_int
     );
+    if mariadb::on() {
+        return f(req, rem);
+    }
     timed(None, || f(req, rem))
 }
 
 macro_rules! positional {
-    ($(#[$doc:meta])* $name:ident, $slot:ident, $sym:literal, $buf:ty) => {
+    ($(#[$doc:meta])* $name:ident, $slot:ident, $sym:literal, $what:literal, $buf:ty) => {
         $(#[$doc])*
         /// # Safety
         /// As libc's function of this name.
         #[no_mangle]
         pub unsafe extern "C" fn $name(fd: c_int, buf: $buf, n: usize, off: off_t) -> ssize_t {
             let f = real!($slot, $sym, unsafe extern "C" fn(c_int, $buf, usize, off_t) -> ssize_t);
+            if mariadb::on() {
+                return mariadb::file_call($what, fd, Some((off, n as i64)), || f(fd, buf, n, off));
+            }
             timed(Some((fd, off, n as i64)), || f(fd, buf, n, off))
         }
     };
@@ -891,14 +952,14 @@ macro_rules! positional {
 
 positional!(
     /// Data and WAL file reads.
-    pread, PREAD, c"pread", *mut c_void
+    pread, PREAD, c"pread", "pread", *mut c_void
 );
-positional!(pread64, PREAD64, c"pread64", *mut c_void);
+positional!(pread64, PREAD64, c"pread64", "pread", *mut c_void);
 positional!(
     /// Data and WAL file writes.
-    pwrite, PWRITE, c"pwrite", *const c_void
+    pwrite, PWRITE, c"pwrite", "pwrite", *const c_void
 );
-positional!(pwrite64, PWRITE64, c"pwrite64", *const c_void);
+positional!(pwrite64, PWRITE64, c"pwrite64", "pwrite", *const c_void);
 
 /// Vectored reads and writes (`iovcnt` buffers; the bytes are the
 /// result).
@@ -918,6 +979,9 @@ macro_rules! vectored {
                 $sym,
                 unsafe extern "C" fn(c_int, *const c_void, c_int, off_t) -> ssize_t
             );
+            if mariadb::on() {
+                return f(fd, iov, cnt, off);
+            }
             let Some(w) = traced_event(None) else {
                 return f(fd, iov, cnt, off);
             };
@@ -936,6 +1000,9 @@ vectored!(pwritev, PWRITEV, c"pwritev");
 #[no_mangle]
 pub unsafe extern "C" fn fdatasync(fd: c_int) -> c_int {
     let f = real!(FDS, c"fdatasync", unsafe extern "C" fn(c_int) -> c_int);
+    if mariadb::on() {
+        return mariadb::file_call("fdatasync", fd, None, || f(fd));
+    }
     timed(Some((fd, -1, 0)), || f(fd))
 }
 
@@ -944,6 +1011,9 @@ pub unsafe extern "C" fn fdatasync(fd: c_int) -> c_int {
 #[no_mangle]
 pub unsafe extern "C" fn fsync(fd: c_int) -> c_int {
     let f = real!(FS, c"fsync", unsafe extern "C" fn(c_int) -> c_int);
+    if mariadb::on() {
+        return mariadb::file_call("fsync", fd, None, || f(fd));
+    }
     timed(Some((fd, -1, 0)), || f(fd))
 }
 
@@ -956,6 +1026,9 @@ pub unsafe extern "C" fn sync_file_range(fd: c_int, off: off_t, n: off_t, flags:
         c"sync_file_range",
         unsafe extern "C" fn(c_int, off_t, off_t, c_uint) -> c_int
     );
+    if mariadb::on() {
+        return f(fd, off, n, flags);
+    }
     timed(Some((fd, off, n)), || f(fd, off, n, flags))
 }
 
@@ -966,6 +1039,10 @@ pub unsafe extern "C" fn sync_file_range(fd: c_int, off: off_t, n: off_t, flags:
 #[no_mangle]
 pub unsafe extern "C" fn close(fd: c_int) -> c_int {
     let f = real!(CL, c"close", unsafe extern "C" fn(c_int) -> c_int);
+    if mariadb::on() {
+        mariadb::closing(fd);
+        return f(fd);
+    }
     forget_fd(fd);
     flush_timer::closed(fd);
     f(fd)

@@ -42,10 +42,10 @@ pub struct Lines {
 impl Lines {
     /// The header: the trace's name, who wrote it (the server side of
     /// PostgreSQL), the timer, and the wall clock at which `tim` starts.
-    pub fn header(&mut self, name: &str, version: &str, started: &str) {
+    pub fn header(&mut self, name: &str, version: &str, engine: &str, started: &str) {
         let _ = write!(
             self.buf,
-            "Trace file {name}\ntracelab {version} server-side trace of postgres (timer: monotonic)\n\n*** {started}\n"
+            "Trace file {name}\ntracelab {version} server-side trace of {engine} (timer: monotonic)\n\n*** {started}\n"
         );
     }
 
@@ -163,6 +163,11 @@ impl Lines {
                 Params::Flush { file } => {
                     p = put(p, b" file#=");
                     p = put_int(p, file);
+                    p = put(p, b" p2=0 p3=0");
+                }
+                Params::Class { ty } => {
+                    p = put(p, b" type=");
+                    p = put_int(p, ty);
                     p = put(p, b" p2=0 p3=0");
                 }
                 Params::Latch { timeout, events } => {
@@ -303,6 +308,8 @@ pub enum Params {
     /// A latch (epoll) wait, a semaphore, a sleep: `timeout`, `events`,
     /// `p3=0`.
     Latch { timeout: i64, events: i64 },
+    /// A wait MariaDB announced: its `thd_wait_type`, `p2=0 p3=0`.
+    Class { ty: i64 },
 }
 
 /// A call line's start, `NAME #cursor:c=C,e=E`, at `p`; returns the

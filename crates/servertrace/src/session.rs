@@ -186,7 +186,7 @@ impl FxHasher {
 /// The first cursor number of the statements inside the client's.
 const NESTED_CURSORS: u64 = 10_000;
 
-fn times(start: At, end: At, r: i64) -> CallTimes {
+pub(crate) fn times(start: At, end: At, r: i64) -> CallTimes {
     let e = (end.tim - start.tim).max(0);
     // The CPU clock is read at the call's ends only (a read after a
     // preemption is a system call, see crates/threadclock): the CPU the

@@ -40,11 +40,19 @@ pub use writer::{sqlid, CallTimes, Header, TraceWriter, WaitLine};
 /// message from client'.
 pub const PG_CLIENT_READ: &str = "Client:ClientRead";
 
+/// MariaDB's wait for its client, as tracelab's server trace names it
+/// (`thd_wait_begin` with `THD_WAIT_NET`, see crates/servertrace's
+/// mariadb.rs): between calls it is the connection's 'SQL*Net message
+/// from client'.
+pub const MARIADB_NET: &str = "thd_wait:NET";
+
 /// Whether a wait is the server waiting for its client between calls, the
 /// wait that is think time when it is long enough: Oracle's 'SQL*Net
-/// message from client', or PostgreSQL's `Client:ClientRead` in a server
-/// trace of tracelab's.
+/// message from client', PostgreSQL's `Client:ClientRead` or MariaDB's
+/// `thd_wait:NET` in a server trace of tracelab's.
 #[inline]
 pub fn is_client_wait(name: &[u8]) -> bool {
-    name == b"SQL*Net message from client" || name == PG_CLIENT_READ.as_bytes()
+    name == b"SQL*Net message from client"
+        || name == PG_CLIENT_READ.as_bytes()
+        || name == MARIADB_NET.as_bytes()
 }

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use tracelab_db::{
-    start_mariadb, start_postgres_with_env, status, stop, MariaOptions, PgOptions, Status,
+    start_mariadb_with_env, start_postgres_with_env, status, stop, MariaOptions, PgOptions, Status,
 };
 use tracelab_engine::Engine;
 
@@ -36,11 +36,11 @@ enum Command {
         /// --name=value for MariaDB.
         #[arg(short = 'c', value_name = "NAME=VALUE")]
         settings: Vec<String>,
-        /// Trace every client backend from inside the server: one
+        /// Trace every client connection from inside the server: one
         /// 10046-format trace per connection in DIR (each call's CPU and
-        /// elapsed, every wait named with PostgreSQL's wait event; see
-        /// docs/server-trace.md). PostgreSQL only. The server keeps
-        /// tracing until it stops.
+        /// elapsed, every wait named with PostgreSQL's wait event, or
+        /// MariaDB's thd_wait type; see docs/server-trace.md). The server
+        /// keeps tracing until it stops.
         #[arg(long, value_name = "DIR")]
         server_trace: Option<PathBuf>,
     },
@@ -87,10 +87,13 @@ pub fn run(a: Args) -> Result<i32, Failure> {
             crate::signals::install();
             remove_orphans();
             let (state, name) = if engine == Engine::Mysql {
-                let s = start_mariadb(&MariaOptions {
-                    dir,
-                    settings: parsed,
-                })?;
+                let s = start_mariadb_with_env(
+                    &MariaOptions {
+                        dir,
+                        settings: parsed,
+                    },
+                    &env,
+                )?;
                 (s, Engine::Mysql.title())
             } else {
                 let s = start_postgres_with_env(
@@ -109,8 +112,9 @@ pub fn run(a: Args) -> Result<i32, Failure> {
             );
             if let Some(d) = &server_trace {
                 say!(
-                    "tracelab: each connection's server trace goes to {}/tracelab_server_PID.trc",
-                    d.display()
+                    "tracelab: each connection's server trace goes to {}/{}",
+                    d.display(),
+                    crate::server_trace::trace_name(engine)
                 );
             }
             out(&format!("{}\n", state.url))?;

@@ -6,7 +6,8 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use tracelab_db::{
-    private_dir, start_mariadb, start_postgres_with_env, stop, MariaOptions, PgOptions, ServerState,
+    private_dir, start_mariadb_with_env, start_postgres_with_env, stop, MariaOptions, PgOptions,
+    ServerState,
 };
 use tracelab_engine::Engine;
 use tracelab_run::{
@@ -128,10 +129,11 @@ pub struct Args {
     /// profile never mixes two runs).
     #[arg(long, requires = "trace")]
     trace_append: bool,
-    /// Trace the private server's backends from inside PostgreSQL: one
-    /// 10046-format trace per session in DIR, with each call's CPU and
-    /// every wait named with PostgreSQL's wait event
-    /// (docs/server-trace.md). Needs the private server (no --db).
+    /// Trace the private server's sessions from inside PostgreSQL or
+    /// MariaDB: one 10046-format trace per session in DIR, with each
+    /// call's CPU and every wait named with PostgreSQL's wait event or
+    /// MariaDB's thd_wait type (docs/server-trace.md). Needs the private
+    /// server (no --db).
     #[arg(long, value_name = "DIR", conflicts_with = "db")]
     server_trace: Option<PathBuf>,
     /// Error codes (comma-separated) of statement errors to count apart
@@ -282,9 +284,9 @@ pub fn run(a: Args) -> Result<i32, Failure> {
             _ => Err(Failure::Usage(format!("--set {s}: expected NAME=VALUE"))),
         })
         .collect::<Result<Vec<_>, _>>()?;
-    if a.server_trace.is_some() && a.engine != Engine::Postgres {
+    if a.server_trace.is_some() && !matches!(a.engine, Engine::Postgres | Engine::Mysql) {
         return Err(Failure::Usage(format!(
-            "--server-trace: traces from inside the server are made for PostgreSQL only, not {}",
+            "--server-trace: traces from inside the server are made for PostgreSQL and MariaDB only, not {}",
             a.engine.title()
         )));
     }
@@ -471,10 +473,13 @@ impl Private {
         crate::db::remove_orphans();
         let dir = private_dir()?;
         let started = if engine == Engine::Mysql {
-            start_mariadb(&MariaOptions {
-                dir: Some(dir.clone()),
-                ..MariaOptions::default()
-            })
+            start_mariadb_with_env(
+                &MariaOptions {
+                    dir: Some(dir.clone()),
+                    ..MariaOptions::default()
+                },
+                &env,
+            )
         } else {
             start_postgres_with_env(
                 &PgOptions {

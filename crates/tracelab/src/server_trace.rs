@@ -1,7 +1,7 @@
-//! `--server-trace DIR` of `db start` and `run`: the private PostgreSQL
-//! server starts with tracelab's server tracer (crates/servertrace) as
-//! `LD_PRELOAD`, and each client backend writes its own 10046 trace into
-//! DIR (docs/server-trace.md).
+//! `--server-trace DIR` of `db start` and `run`: the private PostgreSQL or
+//! MariaDB server starts with tracelab's server tracer (crates/servertrace)
+//! as `LD_PRELOAD`, and each client backend (each connection's thread, on
+//! MariaDB) writes its own 10046 trace into DIR (docs/server-trace.md).
 
 use std::path::Path;
 
@@ -22,9 +22,9 @@ pub const LIB_NAME: &str = "libtracelab_servertrace.so";
 /// it for its whole life (it is replaced by a rename, never rewritten in
 /// place, so that a running server keeps the copy it mapped).
 pub fn prepare(dir: &Path, engine: Engine) -> Result<Vec<(String, String)>, Failure> {
-    if engine != Engine::Postgres {
+    if !matches!(engine, Engine::Postgres | Engine::Mysql) {
         return Err(Failure::Usage(format!(
-            "--server-trace: traces from inside the server are made for PostgreSQL only, not {}",
+            "--server-trace: traces from inside the server are made for PostgreSQL and MariaDB only, not {}",
             engine.title()
         )));
     }
@@ -50,7 +50,11 @@ pub fn prepare(dir: &Path, engine: Engine) -> Result<Vec<(String, String)>, Fail
             .map_err(|e| fail("write", &tmp, e))?;
     }
     std::fs::rename(&tmp, &lib).map_err(|e| fail("write", &lib, e))?;
-    tracelab_db::give_to_server(&dir)?;
+    if engine == Engine::Mysql {
+        tracelab_db::give_to_mariadb(&dir)?;
+    } else {
+        tracelab_db::give_to_server(&dir)?;
+    }
     Ok(vec![
         ("LD_PRELOAD".into(), lib.display().to_string()),
         (
@@ -58,4 +62,14 @@ pub fn prepare(dir: &Path, engine: Engine) -> Result<Vec<(String, String)>, Fail
             dir.display().to_string(),
         ),
     ])
+}
+
+/// Where each connection's trace goes, for the message that says so: a
+/// backend's process id on PostgreSQL, the connection id on MariaDB.
+pub fn trace_name(engine: Engine) -> &'static str {
+    if engine == Engine::Mysql {
+        "tracelab_server_CONNECTION_ID.trc"
+    } else {
+        "tracelab_server_PID.trc"
+    }
 }

@@ -1,5 +1,6 @@
-//! `--server-trace`: traces written from inside PostgreSQL's backends, on
-//! real private servers (`db start --server-trace`, `run --server-trace`).
+//! `--server-trace`: traces written from inside PostgreSQL's backends and
+//! MariaDB's connection threads, on real private servers (`db start
+//! --server-trace`, `run --server-trace`).
 
 mod common;
 
@@ -983,4 +984,354 @@ fn client_proxy_and_server_traces_join_by_statement_and_call_order() {
         v["server_exec_us"].as_i64().unwrap() <= v["client_exec_us"].as_i64().unwrap(),
         "{v}"
     );
+}
+
+/// A private MariaDB started with `db start --engine mariadb
+/// --server-trace`, and its `mariadb` command-line client; stopped when
+/// dropped.
+struct Maria {
+    dir: PathBuf,
+    traces: PathBuf,
+    port: String,
+    _base: Scratch,
+}
+
+impl Maria {
+    fn start(tag: &str) -> Maria {
+        let base = tempdir(tag);
+        let dir = base.join("server");
+        let traces = base.join("traces");
+        let (out, err, code) = tracelab(&[
+            "db",
+            "start",
+            "--engine",
+            "mariadb",
+            "--dir",
+            dir.to_str().unwrap(),
+            "--server-trace",
+            traces.to_str().unwrap(),
+        ]);
+        assert_eq!(code, 0, "{err}");
+        assert!(err.contains("tracelab_server_CONNECTION_ID.trc"), "{err}");
+        let port = out
+            .trim()
+            .strip_prefix("mysql://root@127.0.0.1:")
+            .and_then(|r| r.strip_suffix("/tracelab"))
+            .unwrap_or_else(|| panic!("a mysql URL: {out}"))
+            .to_string();
+        Maria {
+            dir,
+            traces,
+            port,
+            _base: base,
+        }
+    }
+
+    /// The command-line client, connected to the server.
+    fn client(&self) -> Command {
+        let client = if Command::new("mariadb").arg("--version").output().is_ok() {
+            "mariadb"
+        } else {
+            "mysql"
+        };
+        let mut c = Command::new(client);
+        c.args([
+            "--no-defaults",
+            "-h127.0.0.1",
+            &format!("-P{}", self.port),
+            "--protocol=TCP",
+            "-uroot",
+            "-N",
+            "-B",
+            "tracelab",
+        ])
+        .stdout(std::process::Stdio::null());
+        c
+    }
+
+    /// The client on `sql`, started.
+    fn spawn(&self, sql: &str) -> Reap {
+        Reap(self.client().args(["-e", sql]).spawn().unwrap())
+    }
+
+    /// The client on `sql`, to its end.
+    fn run(&self, sql: &str) {
+        let mut c = self.spawn(sql);
+        assert!(c.0.wait().unwrap().success(), "{sql}");
+    }
+
+    /// The connections' traces once `done` holds of them (a client that
+    /// exits does not wait for the server to read its COM_QUIT, after
+    /// which the lines are written): at most 5 s.
+    fn traces_when(&self, done: impl Fn(&[(PathBuf, Trace)]) -> bool) -> Vec<(PathBuf, Trace)> {
+        let start = std::time::Instant::now();
+        loop {
+            let t = self.traces();
+            if done(&t) || start.elapsed() > Duration::from_secs(5) {
+                return t;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// The connections' traces.
+    fn traces(&self) -> Vec<(PathBuf, Trace)> {
+        std::fs::read_dir(&self.traces)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|x| x == "trc"))
+            .map(|p| {
+                let t = Trace::read(&p);
+                (p, t)
+            })
+            .collect()
+    }
+}
+
+impl Drop for Maria {
+    fn drop(&mut self) {
+        let _ = tracelab(&["db", "stop", "--dir", self.dir.to_str().unwrap()]);
+    }
+}
+
+/// MariaDB: an UPDATE of a row another connection holds for a second
+/// waits for it inside its EXEC, a wait named with MariaDB's own
+/// `thd_wait_type` (the server's `thd_wait_begin(THD_WAIT_ROW_LOCK)`); the
+/// COMMIT of the holder waits for its redo flush; every call's CPU and
+/// waits fit in its elapsed time.
+#[test]
+fn mariadb_row_lock_is_a_row_lock_wait_in_the_exec() {
+    let _serial = serial();
+    let m = Maria::start("st-maria-lock");
+    m.run("create table t (id int primary key, v int) engine=innodb; insert into t values (1, 0)");
+    let mut holder = m.spawn("begin; update t set v = v + 1 where id = 1; select sleep(1); commit");
+    std::thread::sleep(Duration::from_millis(300));
+    m.run("update t set v = v + 10 where id = 1");
+    assert!(holder.0.wait().unwrap().success());
+    let has = |t: &Trace, kind: &str, sql: &str| {
+        t.lines
+            .iter()
+            .any(|l| l.kind == kind && l.sql.starts_with(sql))
+    };
+    let traces = m.traces_when(|all| {
+        all.iter()
+            .any(|(_, t)| has(t, "EXEC", "update t set v = v + 10"))
+            && all.iter().any(|(_, t)| has(t, "EXEC", "commit"))
+    });
+    // The create, the holder and the waiter (the client's own queries at
+    // connect are in each).
+    assert!(
+        traces.len() >= 3,
+        "{traces:?}",
+        traces = traces.iter().map(|t| &t.0).collect::<Vec<_>>()
+    );
+    let (path, waiter) = traces
+        .iter()
+        .find(|(_, t)| {
+            t.lines
+                .iter()
+                .any(|l| l.sql.starts_with("update t set v = v + 10"))
+        })
+        .expect("the waiter's trace");
+    let i = waiter.exec_of("update t set v = v + 10");
+    let lock: i64 = waiter
+        .waits_in(i)
+        .iter()
+        .filter(|w| w.name == "thd_wait:ROW_LOCK")
+        .map(|w| w.e)
+        .sum();
+    assert!(
+        lock >= 450_000 && lock <= waiter.lines[i].e,
+        "{}: a row lock wait of {lock} µs in an EXEC of {} µs",
+        path.display(),
+        waiter.lines[i].e
+    );
+    for (_, t) in &traces {
+        check_accounting(t);
+    }
+    // The holder slept a second in SLEEP(), MariaDB's THD_WAIT_SLEEP.
+    let (_, h) = traces
+        .iter()
+        .find(|(_, t)| t.lines.iter().any(|l| l.sql.starts_with("select sleep(1)")))
+        .expect("the holder's trace");
+    let slept: i64 = h
+        .lines
+        .iter()
+        .filter(|l| l.name == "thd_wait:SLEEP")
+        .map(|l| l.e)
+        .sum();
+    assert!((990_000..1_500_000).contains(&slept), "slept {slept} µs");
+    // Its COMMIT waited for the redo log: flushed by the thread itself
+    // (the group commit's leader) or by another one it waited for.
+    let i = h.exec_of("commit");
+    let redo: Vec<&str> = h
+        .waits_in(i)
+        .iter()
+        .map(|w| w.name.as_str())
+        .filter(|n| *n == "fdatasync ib_logfile0" || *n == "thd_wait:GROUP_COMMIT")
+        .collect();
+    assert!(
+        !redo.is_empty(),
+        "no redo flush in the COMMIT: {:?}",
+        h.waits_in(i)
+    );
+}
+
+/// MariaDB, through `run --server-trace --engine mariadb`: the waits for
+/// the client between calls (`thd_wait:NET`) add up to the think time of
+/// `--exe-delay` within 10 %, the statements' ids are the client trace's,
+/// and `skew` and `prof` take the NET wait as the think time of an
+/// Oracle trace's 'SQL*Net message from client'.
+#[test]
+fn mariadb_think_time_is_the_net_waits() {
+    let _serial = serial();
+    let base = tempdir("st-maria-think");
+    let traces = base.join("server");
+    let client = base.join("client");
+    let (_, err, code) = tracelab(&[
+        "run",
+        "--engine",
+        "mariadb",
+        "--server-trace",
+        traces.to_str().unwrap(),
+        "--trace",
+        client.to_str().unwrap(),
+        "--sql",
+        "select 1",
+        "--sessions",
+        "1",
+        "--transactions",
+        "40",
+        "--exe-delay",
+        "0.05",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let c = Trace::read(&client.join("tracelab_run_0.trc"));
+    let slept: Vec<i64> = c
+        .lines
+        .iter()
+        .filter(|l| l.name == "SQL*Net message from client" && l.e >= 40_000)
+        .map(|l| l.e)
+        .collect();
+    assert!(slept.len() >= 39, "{slept:?}");
+    let want: i64 = slept.iter().sum();
+    // The run's session: the trace with its 40 EXECs of `select 1`.
+    let files: Vec<PathBuf> = std::fs::read_dir(&traces)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "trc"))
+        .collect();
+    let (file, t) = files
+        .iter()
+        .map(|p| (p, Trace::read(p)))
+        .find(|(_, t)| {
+            t.lines
+                .iter()
+                .filter(|l| l.kind == "EXEC" && l.sql == "select 1")
+                .count()
+                == 40
+        })
+        .unwrap_or_else(|| panic!("no trace with 40 EXECs of select 1 in {files:?}"));
+    check_accounting(&t);
+    // Between calls: not the wait for the first call, nor the wait for
+    // the COM_QUIT after the last (the client's trace ends with its last
+    // call).
+    let think: Vec<i64> = t.lines[1..t.lines.len() - 1]
+        .iter()
+        .filter(|l| l.name == "thd_wait:NET" && l.e >= 40_000)
+        .map(|l| l.e)
+        .collect();
+    assert_eq!(think.len(), slept.len(), "{think:?}");
+    let sum: i64 = think.iter().sum();
+    assert!(
+        (sum as f64 / want as f64 - 1.0).abs() <= 0.1,
+        "{sum} µs of NET waits for {want} µs of think time"
+    );
+    // The same statement, the same id, in both traces.
+    let sqlid = |path: &Path| {
+        std::fs::read_to_string(path)
+            .unwrap()
+            .lines()
+            .find(|l| l.starts_with("PARSING IN CURSOR") && l.contains("sqlid="))
+            .and_then(|l| l.split("sqlid='").nth(1))
+            .map(|r| r[..13].to_string())
+            .unwrap_or_default()
+    };
+    let server_text = std::fs::read_to_string(file).unwrap();
+    let client_id = sqlid(&client.join("tracelab_run_0.trc"));
+    assert!(
+        server_text.contains(&format!("sqlid='{client_id}'")),
+        "the client's sqlid {client_id} is not in {}",
+        file.display()
+    );
+    // prof takes the NET waits of 40 ms and more as think time, as it
+    // takes Oracle's 'SQL*Net message from client'.
+    let (out, err, code) = tracelab(&[
+        "prof",
+        "--json",
+        "--thinktime",
+        "0.04",
+        file.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let profiled = v[0]["profile"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "think time (SQL*Net message from client >= 0.04 s)")
+        .unwrap_or_else(|| panic!("no think time in {out}"));
+    // All of them, the wait for the COM_QUIT too.
+    let net: Vec<i64> = t
+        .lines
+        .iter()
+        .filter(|l| l.name == "thd_wait:NET" && l.e >= 40_000)
+        .map(|l| l.e)
+        .collect();
+    assert_eq!(profiled["calls"].as_u64().unwrap() as usize, net.len());
+    assert_eq!(
+        profiled["duration_us"].as_i64().unwrap(),
+        net.iter().sum::<i64>()
+    );
+}
+
+/// MariaDB: a connection that stays open with nothing to do has its lines
+/// on disk within the idle flush (50 ms; 2 s allowed for a busy machine),
+/// not at its end only.
+#[test]
+fn mariadb_idle_connections_lines_are_written_while_it_stays_open() {
+    let _serial = serial();
+    let m = Maria::start("st-maria-idle");
+    let mut c = Reap(
+        m.client()
+            .stdin(std::process::Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    {
+        use std::io::Write;
+        let stdin = c.0.stdin.as_mut().unwrap();
+        stdin.write_all(b"select 4242;\n").unwrap();
+        stdin.flush().unwrap();
+    }
+    let start = std::time::Instant::now();
+    let written = loop {
+        let found = m.traces().iter().any(|(_, t)| {
+            t.lines
+                .iter()
+                .any(|l| l.kind == "FETCH" && l.sql == "select 4242")
+        });
+        if found || start.elapsed() > Duration::from_secs(2) {
+            break found;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    // Still connected: the client waits for more.
+    assert!(c.0.try_wait().unwrap().is_none());
+    assert!(
+        written,
+        "the idle connection's lines are not on disk after 2 s"
+    );
+    drop(c.0.stdin.take());
+    assert!(c.0.wait().unwrap().success());
 }

@@ -131,3 +131,78 @@ fn a_traced_servers_time_is_its_cpu_its_waits_and_the_wait_for_the_client() {
         "{files:?}"
     );
 }
+
+/// The same on MariaDB: one session, 50 one-row INSERTs each committed.
+const MARIADB_STUDY: &str = r#"
+name = "server-trace-check-mariadb"
+reps = 1
+[vars]
+n = 50
+[setup]
+mariadb = "DROP TABLE IF EXISTS st_t; CREATE TABLE st_t (id int) ENGINE = InnoDB"
+[workload]
+sql = "INSERT INTO st_t VALUES (1)"
+sessions = 1
+statements = "{n}"
+tx_per_commit = 1
+[[factors]]
+name = "engine"
+levels = [
+  { name = "mariadb", server = { innodb_flush_log_at_trx_commit = "1" }, env = { LD_PRELOAD = "{server_trace_lib}", TRACELAB_SERVER_TRACE_DIR = "{server_trace_dir}" } },
+]
+[report]
+rows = "engine"
+columns = [
+  { name = "queue", label = "queue ms/insert", expr = "1000 * $server_trace_waits_s / $statements" },
+]
+profiles = { of = ["server"], top = 20 }
+"#;
+
+/// A study's MariaDB level with the server tracer preloaded: its
+/// connection's time is its CPU, its waits (each commit's redo log
+/// flush) and its waits for the client (`thd_wait:NET`), as PostgreSQL's.
+#[test]
+fn a_traced_mariadbs_time_is_its_cpu_its_redo_flushes_and_the_wait_for_the_client() {
+    let dir = tempfile::Builder::new()
+        .prefix("tracelab-study-srvtrace-maria-")
+        .tempdir_in("/tmp")
+        .unwrap();
+    let file = dir.path().join("s.toml");
+    std::fs::write(&file, MARIADB_STUDY).unwrap();
+    let out = dir.path().join("out");
+    let (stdout, err, code) = tracelab(&[
+        "study",
+        "run",
+        file.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}\n{stdout}");
+    let m = by_level(&out);
+    let on = &m["mariadb"];
+    let get = |k: &str| *on.get(k).unwrap_or_else(|| panic!("no {k}: {on:?}"));
+    assert!(get("server_trace_cpu_s") > 0.0, "{on:?}");
+    // Every commit flushes the redo log, by the thread itself here (one
+    // session: it leads its own group commit).
+    assert!(
+        get("server_trace_fdatasync_ib_logfile0_calls") >= 50.0,
+        "{on:?}"
+    );
+    assert!(
+        get("server_trace_waits_s") >= get("server_trace_fdatasync_ib_logfile0_s"),
+        "{on:?}"
+    );
+    assert!(get("server_trace_thd_wait_net_calls") >= 50.0, "{on:?}");
+    assert!(get("server_trace_idle_s") > 0.0, "{on:?}");
+    let sum = get("server_trace_cpu_s") + get("server_trace_waits_s") + get("server_trace_idle_s");
+    assert!(
+        (sum - get("server_trace_total_s")).abs() < 1e-6,
+        "{sum} vs {}",
+        get("server_trace_total_s")
+    );
+    let section = stdout
+        .split("Profiles of the server's traces")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no server profile: {stdout}"));
+    assert!(section.contains("fdatasync ib_logfile0"), "{section}");
+}

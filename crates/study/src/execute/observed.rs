@@ -596,9 +596,9 @@ fn untraced(s: &Study, cell: &Cell, eng: &Engine) -> Option<String> {
             .for_engine(&eng.name)
             .contains_key("TRACELAB_SERVER_TRACE_DIR")
     });
-    Some(if eng.kind != Kind::Postgres {
+    Some(if !matches!(eng.kind, Kind::Postgres | Kind::Mysql) {
         format!(
-            "server trace not taken: tracelab's server tracer runs inside PostgreSQL only, not {}",
+            "server trace not taken: tracelab's server tracer runs inside PostgreSQL and MariaDB only, not {}",
             eng.name
         )
     } else if wanted && eng.private.is_none() {

@@ -365,7 +365,7 @@ fn builtins(
             let _ = std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755));
             let dir = scratch.join("server-traces");
             std::fs::create_dir_all(&dir).map_err(crate::error::io(&dir))?;
-            tracelab_db::give_to_server(&dir)?;
+            tracelab_db::share_with_servers(&dir)?;
             builtins.insert("server_trace_lib".to_string(), path.display().to_string());
             builtins.insert("server_trace_dir".to_string(), dir.display().to_string());
         }

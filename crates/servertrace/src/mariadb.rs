@@ -1,0 +1,891 @@
+//! The server trace of MariaDB (`mariadbd`, 10.x and 11.x): the same
+//! library, preloaded into the server with `TRACELAB_SERVER_TRACE_DIR` set,
+//! writes one 10046 trace per client connection, from the connection's
+//! thread (one thread per connection, the server's default scheduler):
+//!
+//! - the calls from the client protocol the thread receives (recv(2)) and
+//!   sends (send(2)), decoded by `mysql_stream`: a COM_QUERY is a PARSE, an
+//!   EXEC and (when it returns rows) a FETCH of its text's cursor; a
+//!   COM_STMT_PREPARE a PARSE; a COM_STMT_EXECUTE an EXEC and a FETCH of the
+//!   prepared statement's cursor; an error answer an ERROR line. `c` is the
+//!   thread's CPU clock over the call.
+//! - the waits, named as MariaDB names them: the server calls
+//!   `thd_wait_begin(thd, type)` and `thd_wait_end(thd)` around every wait
+//!   its thread pool must know of (a row lock, a metadata or table lock,
+//!   a disk read, the group commit's redo flush, the client's next
+//!   packet, `SLEEP()`, ...), with a `thd_wait_type`. Those two functions
+//!   are exported, but called directly inside the executable, so a
+//!   preloaded library cannot interpose them; what they do is call the
+//!   scheduler's `thd_wait_begin`/`thd_wait_end` through function pointers
+//!   of the connection's `scheduler_functions`, which the default
+//!   scheduler leaves NULL. The library fills those two pointers (where
+//!   it finds them set, the thread pool runs, whose threads serve many
+//!   connections by turns, and nothing is traced), so every such wait of
+//!   a traced connection is timed from its begin to its end and named
+//!   `thd_wait:TYPE` (`thd_wait:ROW_LOCK`, ...: the enum's names in
+//!   MariaDB's include/mysql/service_thd_wait.h without their prefix).
+//!   Where the server's machine code is not what the library expects (the
+//!   pointers' offsets are read from the first instructions of the
+//!   exported `thd_wait_begin`), no pointer is touched and those waits
+//!   are not traced.
+//! - the blocking file calls the thread makes outside such a wait
+//!   (pread, pwrite, fsync, fdatasync: a page read the server does not
+//!   announce, the redo log flush of a group commit's leader), named by
+//!   the call and the file (`fdatasync ib_logfile0`), as the issue that
+//!   asked for this tracer allowed where the server has no name.
+
+use std::cell::Cell;
+use std::collections::HashMap;
+use std::ffi::{c_int, c_void, CStr};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering::Relaxed};
+
+use crate::mysql_stream::{Answer, Command, Conversation, Event};
+use crate::out::{Lines, Params};
+use crate::session::{times, At};
+use crate::{clock_ns, clock_us, cpu, dlsym, env, CLOCK_MONOTONIC, CLOCK_REALTIME, RTLD_DEFAULT};
+
+/// Whether this process is a MariaDB server to trace: 0 not known yet, 1
+/// no, 2 yes.
+static MODE: AtomicU8 = AtomicU8::new(0);
+
+/// Whether the wrapped calls of this process go here (a MariaDB server
+/// with the trace directory set) rather than to PostgreSQL's tracer.
+#[inline]
+pub fn on() -> bool {
+    match MODE.load(Relaxed) {
+        1 => false,
+        2 => true,
+        _ => decide(),
+    }
+}
+
+#[cold]
+fn decide() -> bool {
+    let yes = env("TRACELAB_SERVER_TRACE_DIR").is_some_and(|d| !d.is_empty())
+        && !sym(c"thd_wait_begin").is_null()
+        && !sym(c"_current_thd").is_null();
+    MODE.store(if yes { 2 } else { 1 }, Relaxed);
+    yes
+}
+
+fn sym(name: &CStr) -> *mut u8 {
+    // SAFETY: dlsym with a NUL-terminated name.
+    unsafe { dlsym(RTLD_DEFAULT, name.as_ptr()) as *mut u8 }
+}
+
+thread_local! {
+    /// The connection this thread traces (a leaked box), or null.
+    static CONN: Cell<*mut Conn> = const { Cell::new(std::ptr::null_mut()) };
+    /// The thread is inside the library: what it calls meanwhile passes
+    /// through.
+    static INSIDE: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Runs `f` on this thread's traced connection, unless the thread is
+/// already inside the library (the library's own calls) or traces none.
+#[inline]
+fn with_conn<R>(f: impl FnOnce(&mut Conn) -> R) -> Option<R> {
+    let p = CONN.with(|c| c.get());
+    if p.is_null() || INSIDE.with(|i| i.replace(true)) {
+        return None;
+    }
+    // SAFETY: the box is this thread's alone, and INSIDE keeps a nested
+    // call (a signal handler's, the library's own) from taking it twice.
+    let r = f(unsafe { &mut *p });
+    INSIDE.with(|i| i.set(false));
+    Some(r)
+}
+
+/// Runs `f` with the library entered, on this thread's connection or
+/// none: for what may begin or end one.
+fn entered<R>(f: impl FnOnce(&mut Option<Box<Conn>>) -> R) -> Option<R> {
+    if INSIDE.with(|i| i.replace(true)) {
+        return None;
+    }
+    let p = CONN.with(|c| c.replace(std::ptr::null_mut()));
+    // SAFETY: a box this thread leaked, taken back while inside.
+    let mut conn = (!p.is_null()).then(|| unsafe { Box::from_raw(p) });
+    let r = f(&mut conn);
+    CONN.with(|c| c.set(conn.map_or(std::ptr::null_mut(), Box::into_raw)));
+    INSIDE.with(|i| i.set(false));
+    Some(r)
+}
+
+/// The monotonic clock, µs.
+fn now_us() -> i64 {
+    clock_us(CLOCK_MONOTONIC)
+}
+
+/// Lines are written out once this much is buffered, or `FLUSH_MS`
+/// into a wait for the client's next packet (see `poll`), or when the
+/// connection ends.
+const BUFFER: usize = 32 << 10;
+const FLUSH_MS: c_int = 50;
+
+/// One traced connection.
+struct Conn {
+    fd: c_int,
+    conv: Conversation,
+    events: Vec<Event>,
+    calls: Calls,
+    out: Option<std::fs::File>,
+    /// `tim` = monotonic µs + this.
+    offset: i64,
+    cpu: cpu::ThreadClock,
+    /// The elapsed time of the waits so far, µs.
+    waits: i64,
+    /// The wait under way: its type, start (µs) and the CPU clock carried
+    /// to it; and how deep its begins nest.
+    wait: Option<(c_int, i64, Option<i64>)>,
+    depth: u32,
+    connection_id: u32,
+    /// The session did not log in yet (no trace file).
+    logged_in: bool,
+    /// Off: the client asked for TLS, or trace.conf left it out.
+    off: bool,
+    /// The file behind each descriptor the thread read or wrote, for the
+    /// names of its blocking file calls.
+    files: HashMap<c_int, String>,
+}
+
+impl Conn {
+    fn new(fd: c_int) -> Conn {
+        Conn {
+            fd,
+            conv: Conversation::new(),
+            events: Vec::new(),
+            calls: Calls::default(),
+            out: None,
+            offset: clock_us(CLOCK_REALTIME) - now_us(),
+            cpu: cpu::ThreadClock::open(cpu::Want::from_setting(
+                env("TRACELAB_SERVER_TRACE_CPU").as_deref(),
+            )),
+            waits: 0,
+            wait: None,
+            depth: 0,
+            connection_id: 0,
+            logged_in: false,
+            off: false,
+            files: HashMap::new(),
+        }
+    }
+
+    /// A point of the session (see `session::At`).
+    fn at(&mut self) -> At {
+        let now = clock_ns(CLOCK_MONOTONIC);
+        At {
+            tim: now / 1000 + self.offset,
+            cpu: self.cpu.read(now) / 1000,
+            waits: self.waits,
+        }
+    }
+
+    fn server(&mut self, bytes: &[u8]) {
+        if self.off {
+            return;
+        }
+        let at = self.at();
+        self.calls.answering(at);
+        let mut events = std::mem::take(&mut self.events);
+        self.conv.server_bytes(bytes, &mut events);
+        for e in events.drain(..) {
+            self.event(e, at);
+        }
+        self.events = events;
+        if self.calls.w.buf.len() >= BUFFER {
+            self.write();
+        }
+    }
+
+    fn client(&mut self, bytes: &[u8]) {
+        if self.off {
+            return;
+        }
+        let mut events = std::mem::take(&mut self.events);
+        self.conv.client_bytes(bytes, &mut events);
+        if events.is_empty() {
+            // A packet's header read alone (the server reads the 4 bytes
+            // first): nothing to time yet.
+            self.events = events;
+            return;
+        }
+        let at = self.at();
+        for e in events.drain(..) {
+            self.event(e, at);
+        }
+        self.events = events;
+    }
+
+    fn event(&mut self, e: Event, at: At) {
+        match e {
+            Event::Greeting { connection_id, .. } => self.connection_id = connection_id,
+            Event::Login { user, database } => self.login(&user, &database),
+            Event::Encrypted | Event::Compressed => self.off = true,
+            Event::Command(Command::Quit) => self.write(),
+            Event::Command(c) if self.logged_in => self.calls.command(c, at),
+            Event::Done(a) if self.logged_in => self.calls.done(a, at),
+            _ => {}
+        }
+    }
+
+    /// The client logged in as `user` on `database`: the trace begins,
+    /// if `DIR/trace.conf` lets it.
+    fn login(&mut self, user: &str, database: &str) {
+        let Some(dir) = env("TRACELAB_SERVER_TRACE_DIR") else {
+            self.off = true;
+            return;
+        };
+        if !crate::wanted_by(&dir, database, user, "") {
+            self.off = true;
+            return;
+        }
+        use std::os::unix::fs::OpenOptionsExt;
+        let name = format!("tracelab_server_{}.trc", self.connection_id);
+        self.out = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(format!("{dir}/{name}"))
+            .ok();
+        let started = crate::out::rfc3339(now_us() + self.offset);
+        let w = &mut self.calls.w;
+        w.header(
+            &name,
+            option_env!("CARGO_PKG_VERSION").unwrap_or("0"),
+            "mariadb",
+            &started,
+        );
+        w.session(self.connection_id as i32, database, user, "");
+        self.logged_in = true;
+    }
+
+    /// `thd_wait_begin`: a wait of `ty` begins (an inner one nests in it).
+    fn wait_begin(&mut self, ty: c_int) {
+        self.depth += 1;
+        if self.depth > 1 || self.off || !self.logged_in {
+            return;
+        }
+        if self.calls.w.buf.len() >= BUFFER {
+            self.write();
+        }
+        let now = clock_ns(CLOCK_MONOTONIC);
+        self.wait = Some((ty, now / 1000, self.cpu.before_block(now)));
+    }
+
+    /// `thd_wait_end`: the wait begun last ends.
+    fn wait_end(&mut self) {
+        self.depth = self.depth.saturating_sub(1);
+        if self.depth > 0 {
+            return;
+        }
+        let Some((ty, start, carried)) = self.wait.take() else {
+            return;
+        };
+        let end = self.cpu.after_block(carried) / 1000;
+        let ela = (end - start).max(0);
+        self.waits += ela;
+        let cursor = self.calls.wait_cursor();
+        self.calls.w.wait(
+            cursor,
+            wait_name(ty),
+            ela,
+            Params::Class { ty: ty as i64 },
+            end + self.offset,
+        );
+    }
+
+    /// A blocking file call outside the server's own waits: timed, and
+    /// named by the call and the file. `io` is (offset, bytes) of a read or
+    /// write.
+    fn file_call<R>(
+        &mut self,
+        what: &str,
+        fd: c_int,
+        io: Option<(i64, i64)>,
+        call: impl FnOnce() -> R,
+    ) -> R {
+        if self.depth > 0 || self.off || !self.logged_in {
+            return call();
+        }
+        let now = clock_ns(CLOCK_MONOTONIC);
+        let carried = self.cpu.before_block(now);
+        let r = call();
+        let end = self.cpu.after_block(carried) / 1000;
+        let ela = (end - now / 1000).max(0);
+        self.waits += ela;
+        let file = self
+            .files
+            .entry(fd)
+            .or_insert_with(|| {
+                std::fs::read_link(format!("/proc/self/fd/{fd}"))
+                    .ok()
+                    .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+                    .unwrap_or_else(|| "?".into())
+            })
+            .clone();
+        let params = match io {
+            // InnoDB's pages are 16 KiB by default.
+            Some((off, n)) => Params::Io {
+                file: fd as i64,
+                block: off / 16_384,
+                bytes: n,
+            },
+            None => Params::Flush { file: fd as i64 },
+        };
+        let cursor = self.calls.wait_cursor();
+        self.calls.w.wait(
+            cursor,
+            &format!("{what} {file}"),
+            ela,
+            params,
+            end + self.offset,
+        );
+        r
+    }
+
+    fn write(&mut self) {
+        use std::io::Write;
+        let buf = &mut self.calls.w.buf;
+        if buf.is_empty() {
+            return;
+        }
+        if let Some(f) = self.out.as_mut() {
+            if f.write_all(buf).is_err() {
+                self.out = None;
+            }
+        }
+        buf.clear();
+    }
+}
+
+impl Drop for Conn {
+    fn drop(&mut self) {
+        self.write();
+    }
+}
+
+/// MariaDB's `thd_wait_type` (include/mysql/service_thd_wait.h).
+const THD_WAIT_NET: c_int = 11;
+
+/// A wait's name: `thd_wait:` and the name of its `thd_wait_type`.
+pub fn wait_name(ty: c_int) -> &'static str {
+    match ty {
+        1 => "thd_wait:SLEEP",
+        2 => "thd_wait:DISKIO",
+        3 => "thd_wait:ROW_LOCK",
+        4 => "thd_wait:GLOBAL_LOCK",
+        5 => "thd_wait:META_DATA_LOCK",
+        6 => "thd_wait:TABLE_LOCK",
+        7 => "thd_wait:USER_LOCK",
+        8 => "thd_wait:BINLOG",
+        9 => "thd_wait:GROUP_COMMIT",
+        10 => "thd_wait:SYNC",
+        11 => "thd_wait:NET",
+        _ => "thd_wait:OTHER",
+    }
+}
+
+/// The calls of one connection, from its decoded commands and answers.
+#[derive(Default)]
+struct Calls {
+    w: Lines,
+    /// The commands received and not answered yet, oldest first: the one
+    /// under way, and those a client sent ahead of its answers
+    /// (pipelined), which the server takes in turn.
+    calls: std::collections::VecDeque<Call>,
+    /// When the last answer was complete.
+    last_done: Option<At>,
+    /// Cursors by statement text, and of prepared statements by id.
+    texts: HashMap<String, u64>,
+    stmts: HashMap<u32, u64>,
+    /// The text of each cursor's statement (for XCTEND and the read-only
+    /// flag).
+    words: HashMap<u64, String>,
+    next_cursor: u64,
+    last_cursor: u64,
+    /// A statement since the last COMMIT or ROLLBACK may have changed
+    /// something.
+    wrote: bool,
+    /// The text of the COM_STMT_PREPARE under way.
+    pending_text: Option<String>,
+}
+
+struct Call {
+    kind: Kind,
+    cursor: u64,
+    start: At,
+    /// The first bytes of the answer were sent.
+    answered: Option<At>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Query,
+    Prepare,
+    Execute,
+    /// COM_STMT_FETCH: the next rows of an execution's cursor.
+    Fetch,
+    Other,
+}
+
+impl Calls {
+    fn cursor_for(&mut self, sql: &str) -> u64 {
+        if let Some(&c) = self.texts.get(sql) {
+            return c;
+        }
+        self.next_cursor += 1;
+        let c = self.next_cursor;
+        self.texts.insert(sql.to_string(), c);
+        self.words.insert(c, first_word(sql));
+        c
+    }
+
+    fn wait_cursor(&self) -> u64 {
+        self.calls.front().map_or(self.last_cursor, |c| c.cursor)
+    }
+
+    fn answering(&mut self, at: At) {
+        if let Some(c) = self.calls.front_mut() {
+            c.answered.get_or_insert(at);
+        }
+    }
+
+    fn command(&mut self, c: Command, at: At) {
+        let (kind, cursor) = match c {
+            Command::Query(sql) => {
+                let sql = String::from_utf8_lossy(&sql).into_owned();
+                let cursor = self.cursor_for(&sql);
+                self.w.parse(cursor, &sql, oct(&sql), times(at, at, 0));
+                (Kind::Query, cursor)
+            }
+            Command::Prepare(sql) => {
+                let sql = String::from_utf8_lossy(&sql).into_owned();
+                let cursor = self.cursor_for(&sql);
+                self.pending_text = Some(sql);
+                (Kind::Prepare, cursor)
+            }
+            Command::Execute { stmt_id } => (
+                Kind::Execute,
+                self.stmts.get(&stmt_id).copied().unwrap_or(0),
+            ),
+            Command::Close { stmt_id } => {
+                self.stmts.remove(&stmt_id);
+                return;
+            }
+            // Answered by nothing.
+            Command::SendLongData { .. } => return,
+            Command::Fetch { stmt_id, .. } => {
+                (Kind::Fetch, self.stmts.get(&stmt_id).copied().unwrap_or(0))
+            }
+            _ => (Kind::Other, self.last_cursor),
+        };
+        self.calls.push_back(Call {
+            kind,
+            cursor,
+            start: at,
+            answered: None,
+        });
+    }
+
+    fn done(&mut self, a: Answer, at: At) {
+        let Some(mut call) = self.calls.pop_front() else {
+            return;
+        };
+        // A command sent ahead of its turn starts when the server is done
+        // with the one before.
+        if let Some(d) = self.last_done.filter(|d| d.tim > call.start.tim) {
+            call.start = d;
+        }
+        self.last_done = Some(at);
+        let cursor = call.cursor;
+        self.last_cursor = cursor;
+        let word = self.words.get(&cursor).cloned().unwrap_or_default();
+        match (call.kind, a) {
+            (Kind::Prepare, Answer::Prepared { statement_id, .. }) => {
+                self.stmts.insert(statement_id, cursor);
+                let sql = self.pending_text.take().unwrap_or_default();
+                self.w
+                    .parse(cursor, &sql, oct(&sql), times(call.start, at, 0));
+            }
+            (Kind::Prepare, Answer::Error { code, .. }) => {
+                let sql = self.pending_text.take().unwrap_or_default();
+                self.w
+                    .parse(cursor, &sql, oct(&sql), times(call.start, at, 0));
+                self.w.error(cursor, &code.to_string(), at.tim);
+            }
+            (Kind::Query | Kind::Execute, Answer::Rows { rows }) => {
+                // The server buffers an answer until it is complete or its
+                // buffer is full: the EXEC ends where the first bytes of it
+                // went, the FETCH holds the rest.
+                let first = call.answered.unwrap_or(at);
+                self.w.call("EXEC", cursor, times(call.start, first, 0));
+                self.w.call("FETCH", cursor, times(first, at, rows as i64));
+            }
+            (Kind::Query | Kind::Execute, Answer::Ok { affected_rows }) => {
+                let ends = matches!(word.as_str(), "COMMIT" | "ROLLBACK");
+                if ends {
+                    // XCTEND comes before the COMMIT's EXEC, as Oracle
+                    // writes it.
+                    self.w.xctend(word == "ROLLBACK", !self.wrote, at.tim);
+                    self.wrote = false;
+                } else if !read_only(&word) {
+                    self.wrote = true;
+                }
+                self.w
+                    .call("EXEC", cursor, times(call.start, at, affected_rows as i64));
+            }
+            (Kind::Fetch, Answer::Rows { rows }) => {
+                self.w
+                    .call("FETCH", cursor, times(call.start, at, rows as i64));
+            }
+            (Kind::Query | Kind::Execute, Answer::Error { code, .. }) => {
+                self.w.call("EXEC", cursor, times(call.start, at, 0));
+                self.w.error(cursor, &code.to_string(), at.tim);
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The first word of a statement, upper case (for XCTEND and the
+/// read-only flag).
+fn first_word(sql: &str) -> String {
+    sql.trim_start()
+        .split(|c: char| !c.is_ascii_alphabetic())
+        .next()
+        .unwrap_or("")
+        .to_ascii_uppercase()
+}
+
+fn read_only(word: &str) -> bool {
+    matches!(
+        word,
+        "SELECT"
+            | "SHOW"
+            | "SET"
+            | "BEGIN"
+            | "START"
+            | "USE"
+            | "DESCRIBE"
+            | "DESC"
+            | "EXPLAIN"
+            | "DO"
+            | "HELP"
+            | ""
+    )
+}
+
+/// Oracle's command type of a statement (3 for a query).
+fn oct(sql: &str) -> u32 {
+    crate::message::oct(sql)
+}
+
+/// Bytes recv(2) returned on `fd` to this thread: the client's.
+pub fn received(fd: c_int, bytes: &[u8]) {
+    with_conn(|c| {
+        if c.fd == fd {
+            c.client(bytes)
+        }
+    });
+}
+
+/// Bytes send(2) took on `fd` from this thread: the server's. A server
+/// greeting on a stream socket begins a connection's trace (and ends the
+/// one this thread traced before, if its close was not seen).
+pub fn sent(fd: c_int, bytes: &[u8]) {
+    entered(|conn| {
+        if let Some(c) = conn.as_mut().filter(|c| c.fd == fd) {
+            c.server(bytes);
+            return;
+        }
+        if is_greeting(bytes) && crate::stream_socket(fd) {
+            *conn = None;
+            install_hooks();
+            if POOLED.load(Relaxed) {
+                // The thread pool moves a connection between threads: a
+                // thread's bytes are not one conversation.
+                return;
+            }
+            let mut c = Box::new(Conn::new(fd));
+            c.server(bytes);
+            *conn = Some(c);
+        }
+    });
+}
+
+/// The server's first packet: sequence 0, protocol version 10.
+fn is_greeting(b: &[u8]) -> bool {
+    b.len() > 8
+        && b[3] == 0
+        && b[4] == 10
+        && u32::from_le_bytes([b[0], b[1], b[2], 0]) as usize >= 4
+}
+
+/// close(2) of `fd` by this thread: the connection's trace ends with its
+/// socket.
+pub fn closing(fd: c_int) {
+    entered(|conn| {
+        if conn.as_ref().is_some_and(|c| c.fd == fd) {
+            *conn = None;
+        } else if let Some(c) = conn {
+            c.files.remove(&fd);
+        }
+    });
+}
+
+/// A blocking file call `what` of this thread on `fd` (`io`: offset and
+/// bytes of a read or write), timed if the thread traces a connection
+/// and is not inside one of the server's own waits.
+#[inline]
+pub fn file_call<R>(what: &str, fd: c_int, io: Option<(i64, i64)>, call: impl FnOnce() -> R) -> R {
+    let p = CONN.with(|c| c.get());
+    if p.is_null() || INSIDE.with(|i| i.replace(true)) {
+        return call();
+    }
+    // SAFETY: as in `with_conn`.
+    let r = unsafe { &mut *p }.file_call(what, fd, io, call);
+    INSIDE.with(|i| i.set(false));
+    r
+}
+
+/// 0: not tried yet; 1: done (or not possible).
+static HOOKED: AtomicU8 = AtomicU8::new(0);
+/// The server runs the thread pool (the scheduler's hooks were set):
+/// nothing is traced.
+static POOLED: AtomicBool = AtomicBool::new(false);
+
+/// Where `thd_wait_begin`'s first instructions find the scheduler's
+/// function pointer: the offset of `THD::scheduler` in the THD and of the
+/// pointer in `scheduler_functions`. The x86-64 code of MariaDB 10.5 to
+/// 11.x (`test rdi,rdi; je; mov rax,[rdi+S]; test rax,rax; je; mov
+/// rax,[rax+F]; ...; jmp rax`); anything else: `None`, and no hook.
+fn offsets(code: *const u8) -> Option<(usize, usize)> {
+    if code.is_null() || !cfg!(target_arch = "x86_64") {
+        return None;
+    }
+    // SAFETY: the first 24 bytes of an exported function's code.
+    let b = unsafe { std::slice::from_raw_parts(code, 24) };
+    if b[0..3] != [0x48, 0x85, 0xff] || b[3] != 0x74 || b[5..8] != [0x48, 0x8b, 0x87] {
+        return None;
+    }
+    let sched = i32::from_le_bytes([b[8], b[9], b[10], b[11]]);
+    if b[12..15] != [0x48, 0x85, 0xc0] || b[15] != 0x74 || b[17..19] != [0x48, 0x8b] {
+        return None;
+    }
+    let field = match b[19] {
+        0x40 => b[20] as i8 as i32,
+        0x80 => i32::from_le_bytes([b[20], b[21], b[22], b[23]]),
+        _ => return None,
+    };
+    (sched > 0 && field >= 0).then_some((sched as usize, field as usize))
+}
+
+/// Points the scheduler's `thd_wait_begin`/`thd_wait_end` at the
+/// library's, once, from the first traced connection's thread (whose THD
+/// leads to the scheduler all connections share); notes the thread pool
+/// (`POOLED`) where they are set already.
+fn install_hooks() {
+    if HOOKED.swap(1, Relaxed) == 1 {
+        return;
+    }
+    let (Some((s, fb)), Some((s2, fe))) = (
+        offsets(sym(c"thd_wait_begin")),
+        offsets(sym(c"thd_wait_end")),
+    ) else {
+        return;
+    };
+    if s != s2 {
+        return;
+    }
+    let current = sym(c"_current_thd");
+    // SAFETY: `_current_thd` is the server's `THD *_current_thd(void)`.
+    let thd =
+        unsafe { std::mem::transmute::<*mut u8, unsafe extern "C" fn() -> *mut u8>(current)() };
+    if thd.is_null() {
+        // Not yet: the next connection tries again.
+        HOOKED.store(0, Relaxed);
+        return;
+    }
+    // SAFETY: the THD's scheduler pointer at the offset its own code
+    // reads, and the two function pointers in the scheduler's table.
+    unsafe {
+        let sched = *(thd.add(s) as *const *mut u8);
+        if sched.is_null() {
+            return;
+        }
+        let pb = sched.add(fb) as *mut usize;
+        let pe = sched.add(fe) as *mut usize;
+        if *pb != 0 || *pe != 0 {
+            POOLED.store(true, Relaxed);
+            return;
+        }
+        *pb = wait_begin as *const () as usize;
+        *pe = wait_end as *const () as usize;
+    }
+}
+
+/// The scheduler's `thd_wait_begin(THD *, int)`.
+extern "C" fn wait_begin(_thd: *mut c_void, ty: c_int) {
+    with_conn(|c| c.wait_begin(ty));
+}
+
+/// The scheduler's `thd_wait_end(THD *)`.
+extern "C" fn wait_end(_thd: *mut c_void) {
+    with_conn(|c| c.wait_end());
+}
+
+/// The wait for the client's next packet is a poll(2) of its socket
+/// inside `thd_wait_begin(THD_WAIT_NET)`: when lines are buffered, the
+/// poll is cut at `FLUSH_MS`, the lines are written, and the poll goes
+/// on for the rest of its timeout. So a session that goes idle has its
+/// lines on disk within `FLUSH_MS` (as PostgreSQL's sessions have, see
+/// `flush_timer`), and a busy one writes only once `BUFFER` is full.
+///
+/// # Safety
+/// As libc's `poll`; `f` is libc's.
+pub unsafe fn poll(
+    f: unsafe extern "C" fn(*mut c_void, u64, c_int) -> c_int,
+    fds: *mut c_void,
+    n: u64,
+    timeout: c_int,
+) -> c_int {
+    let idle = with_conn(|c| {
+        c.wait.is_some_and(|(ty, _, _)| ty == THD_WAIT_NET) && !c.calls.w.buf.is_empty()
+    });
+    if idle != Some(true) || (0..=FLUSH_MS).contains(&timeout) {
+        return f(fds, n, timeout);
+    }
+    let r = f(fds, n, FLUSH_MS);
+    if r != 0 {
+        return r;
+    }
+    with_conn(|c| c.write());
+    let left = if timeout < 0 {
+        timeout
+    } else {
+        timeout - FLUSH_MS
+    };
+    f(fds, n, left)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mysql_stream::Sql;
+
+    fn at(tim: i64, cpu: i64) -> At {
+        At { tim, cpu, waits: 0 }
+    }
+
+    fn sql(s: &str) -> Sql {
+        Sql {
+            text: s.as_bytes().to_vec(),
+            truncated: false,
+        }
+    }
+
+    fn text(c: &Calls) -> String {
+        String::from_utf8(c.w.buf.clone()).unwrap()
+    }
+
+    /// The first instructions of `thd_wait_begin` and `thd_wait_end` in
+    /// MariaDB 10.11.19 (Debian 12's mariadbd, `objdump -d`): the THD's
+    /// scheduler at 0x580, its two hooks at 0x28 and 0x30.
+    #[test]
+    fn the_hooks_offsets_are_read_from_the_servers_code() {
+        let begin: [u8; 24] = [
+            0x48, 0x85, 0xff, 0x74, 0x23, 0x48, 0x8b, 0x87, 0x80, 0x05, 0x00, 0x00, 0x48, 0x85,
+            0xc0, 0x74, 0x0f, 0x48, 0x8b, 0x40, 0x28, 0x48, 0x85, 0xc0,
+        ];
+        assert_eq!(offsets(begin.as_ptr()), Some((0x580, 0x28)));
+        let mut end = begin;
+        end[20] = 0x30;
+        assert_eq!(offsets(end.as_ptr()), Some((0x580, 0x30)));
+        // Another compiler's code: no hook rather than a wrong one.
+        let mut other = begin;
+        other[5] = 0x49;
+        assert_eq!(offsets(other.as_ptr()), None);
+        assert_eq!(offsets(std::ptr::null()), None);
+    }
+
+    /// A prepared statement: its PARSE when the server answered the
+    /// prepare, each execution an EXEC until the answer's first bytes and
+    /// a FETCH of its rows; an error an EXEC and an ERROR with MariaDB's
+    /// error number.
+    #[test]
+    fn prepared_statements_are_parse_exec_fetch_and_errors_are_error_lines() {
+        let mut c = Calls::default();
+        c.command(
+            Command::Prepare(sql("select v from t where id = ?")),
+            at(1000, 10),
+        );
+        c.done(
+            Answer::Prepared {
+                statement_id: 7,
+                params: 1,
+                columns: 1,
+            },
+            at(1100, 60),
+        );
+        c.command(Command::Execute { stmt_id: 7 }, at(2000, 100));
+        c.answering(at(2300, 250));
+        c.done(Answer::Rows { rows: 3 }, at(2400, 300));
+        c.command(Command::Execute { stmt_id: 7 }, at(3000, 400));
+        c.done(
+            Answer::Error {
+                code: 1205,
+                sqlstate: "HY000".into(),
+                message: "Lock wait timeout exceeded".into(),
+            },
+            at(3500, 420),
+        );
+        let t = text(&c);
+        assert!(
+            t.contains("PARSING IN CURSOR #1 len=28 dep=0 uid=0 oct=3"),
+            "{t}"
+        );
+        assert!(
+            t.contains("\nselect v from t where id = ?\nEND OF STMT\n"),
+            "{t}"
+        );
+        assert!(t.contains("PARSE #1:c=50,e=100,p=0"), "{t}");
+        assert!(
+            t.contains("EXEC #1:c=150,e=300,p=0,cr=0,cu=0,mis=0,r=0,dep=0,og=1,plh=0,tim=2300\n"),
+            "{t}"
+        );
+        assert!(
+            t.contains("FETCH #1:c=50,e=100,p=0,cr=0,cu=0,mis=0,r=3,dep=0,og=1,plh=0,tim=2400\n"),
+            "{t}"
+        );
+        assert!(t.contains("EXEC #1:c=20,e=500,"), "{t}");
+        assert!(t.contains("ERROR #1:err=1205 tim=3500\n"), "{t}");
+    }
+
+    /// Commands a client sent ahead of its answers start when the server
+    /// is done with the one before; a COMMIT after a change is an XCTEND
+    /// before its EXEC, one after reads only is read-only.
+    #[test]
+    fn pipelined_commands_start_in_turn_and_commits_end_transactions() {
+        let mut c = Calls::default();
+        c.command(Command::Query(sql("update t set v = 1")), at(1000, 0));
+        c.command(Command::Query(sql("commit")), at(1001, 0));
+        c.done(Answer::Ok { affected_rows: 1 }, at(1500, 100));
+        c.done(Answer::Ok { affected_rows: 0 }, at(1900, 150));
+        c.command(Command::Query(sql("select 1")), at(5000, 200));
+        c.done(Answer::Rows { rows: 1 }, at(5100, 250));
+        c.command(Command::Query(sql("COMMIT")), at(6000, 300));
+        c.done(Answer::Ok { affected_rows: 0 }, at(6050, 310));
+        let t = text(&c);
+        assert!(
+            t.contains("EXEC #1:c=100,e=500,p=0,cr=0,cu=0,mis=0,r=1,"),
+            "{t}"
+        );
+        // The commit waited for the update: its EXEC starts at 1500.
+        assert!(
+            t.contains("XCTEND rlbk=0, rd_only=0, tim=1900\nEXEC #2:c=50,e=400,"),
+            "{t}"
+        );
+        assert!(t.contains("XCTEND rlbk=0, rd_only=1, tim=6050\n"), "{t}");
+    }
+}
