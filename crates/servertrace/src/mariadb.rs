@@ -135,16 +135,21 @@ struct Conn {
     /// The elapsed time of the waits so far, µs.
     waits: i64,
     /// The wait under way: its type, start (µs) and the CPU clock carried
-    /// to it; and how deep its begins nest.
+    /// to it.
     wait: Option<(c_int, i64, Option<i64>)>,
+    /// How deep the server's `thd_wait_begin`s nest: the outermost wait
+    /// is the one timed.
     depth: u32,
     connection_id: u32,
-    /// The session did not log in yet (no trace file).
+    /// The client has logged in: the trace has begun.
     logged_in: bool,
     /// Off: the client asked for TLS, or trace.conf left it out.
     off: bool,
     /// The file behind each descriptor the thread read or wrote, for the
-    /// names of its blocking file calls.
+    /// names of its blocking file calls (forgotten when this thread
+    /// closes it; InnoDB keeps its files open, so a number another
+    /// thread closes and reuses for another file is rare, and costs a
+    /// wrong name, not a wrong time).
     files: HashMap<c_int, String>,
 }
 
@@ -231,6 +236,12 @@ impl Conn {
     /// The client logged in as `user` on `database`: the trace begins,
     /// if `DIR/trace.conf` lets it.
     fn login(&mut self, user: &str, database: &str) {
+        if self.logged_in {
+            // COM_CHANGE_USER: the same connection, the same trace.
+            let id = self.connection_id as i32;
+            self.calls.w.session(id, database, user, "");
+            return;
+        }
         let Some(dir) = env("TRACELAB_SERVER_TRACE_DIR") else {
             self.off = true;
             return;
