@@ -402,19 +402,7 @@ impl Traced {
 
     /// Writes the buffered lines (one write(2)).
     fn write(&mut self) {
-        use std::io::Write;
-        let buf = &mut self.tracer.w.buf;
-        if buf.is_empty() {
-            return;
-        }
-        if let Some(f) = self.out.as_mut() {
-            if f.write_all(buf).is_err() {
-                // A full disk: the trace ends at a buffer's edge; the
-                // session goes on untraced rather than buffering forever.
-                self.out = None;
-            }
-        }
-        buf.clear();
+        self.tracer.w.write_to(&mut self.out);
     }
 }
 

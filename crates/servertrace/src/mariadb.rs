@@ -356,17 +356,7 @@ impl Conn {
     }
 
     fn write(&mut self) {
-        use std::io::Write;
-        let buf = &mut self.calls.w.buf;
-        if buf.is_empty() {
-            return;
-        }
-        if let Some(f) = self.out.as_mut() {
-            if f.write_all(buf).is_err() {
-                self.out = None;
-            }
-        }
-        buf.clear();
+        self.calls.w.write_to(&mut self.out);
     }
 }
 

@@ -40,6 +40,22 @@ pub struct Lines {
 }
 
 impl Lines {
+    /// Writes the buffered lines to the trace (one write(2)) and empties
+    /// the buffer. A failed write (a full disk) ends the trace at a
+    /// buffer's edge: the session goes on untraced rather than buffering
+    /// forever.
+    pub fn write_to(&mut self, out: &mut Option<std::fs::File>) {
+        if self.buf.is_empty() {
+            return;
+        }
+        if let Some(f) = out.as_mut() {
+            if f.write_all(&self.buf).is_err() {
+                *out = None;
+            }
+        }
+        self.buf.clear();
+    }
+
     /// The header: the trace's name, who wrote it (the server side of
     /// PostgreSQL), the timer, and the wall clock at which `tim` starts.
     pub fn header(&mut self, name: &str, version: &str, engine: &str, started: &str) {

@@ -209,6 +209,115 @@ fn check_accounting(t: &Trace) {
     }
 }
 
+/// `run` of 40 `select 1` with 50 ms of think time between them (the
+/// private server of `engine`), traced by the client and from inside the
+/// server: the scratch directory, the server traces' directory and the
+/// client's trace.
+fn think_run(tag: &str, engine: &str) -> (Scratch, PathBuf, PathBuf) {
+    let base = tempdir(tag);
+    let traces = base.join("server");
+    let client = base.join("client");
+    let (_, err, code) = tracelab(&[
+        "run",
+        "--engine",
+        engine,
+        "--server-trace",
+        traces.to_str().unwrap(),
+        "--trace",
+        client.to_str().unwrap(),
+        "--sql",
+        "select 1",
+        "--sessions",
+        "1",
+        "--transactions",
+        "40",
+        "--exe-delay",
+        "0.05",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    (base, traces, client.join("tracelab_run_0.trc"))
+}
+
+/// The `.trc` files of `dir`.
+fn trc_files(dir: &Path) -> Vec<PathBuf> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "trc"))
+        .collect()
+}
+
+/// The server's waits for its client (`client_wait`) between the calls of
+/// `think_run` add up to the think time the client spent, within 10 %:
+/// their sum (µs).
+fn check_think(t: &Trace, client_wait: &str, client_trace: &Path) -> i64 {
+    // Between calls: not the wait for the first call, nor the wait for
+    // the client's goodbye after the last.
+    // The think times are the waits of 40 ms or more: the 50 ms
+    // --exe-delay, where a wait between a PARSE and its EXEC (the client
+    // at work, not thinking) stays far below even on a loaded machine
+    // (one of 15 ms was seen at a load average of 13: 25 ms was too low).
+    let think: Vec<i64> = t.lines[1..t.lines.len() - 1]
+        .iter()
+        .filter(|l| l.name == client_wait && l.e >= 40_000)
+        .map(|l| l.e)
+        .collect();
+    assert!(think.len() >= 39, "{think:?}");
+    let sum: i64 = think.iter().sum();
+    // The think time as the client spent it (a busy machine oversleeps
+    // the 50 ms): its trace's time outside the database between calls.
+    let c = Trace::read(client_trace);
+    let slept: Vec<i64> = c
+        .lines
+        .iter()
+        .filter(|l| l.name == "SQL*Net message from client" && l.e >= 40_000)
+        .map(|l| l.e)
+        .collect();
+    assert_eq!(slept.len(), think.len());
+    assert!(slept.iter().all(|&e| e >= 49_000), "{slept:?}");
+    let want: i64 = slept.iter().sum();
+    assert!(
+        (sum as f64 / want as f64 - 1.0).abs() <= 0.1,
+        "{sum} µs of client waits for {want} µs of think time"
+    );
+    sum
+}
+
+/// `skew --unaccounted` and `prof` on the trace `file` (read as `t`)
+/// add up to the session's time from the start of its first call or wait
+/// to the end of its last, to the µs.
+fn check_profiles_add_up(t: &Trace, file: &Path) {
+    // The first line is not always the first to start: a call's waits are
+    // written before the call's own line (they end first), so a call that
+    // waited (the first PARSE reads the catalog) starts before its first
+    // WAIT.
+    let first = t.lines.iter().map(|l| l.tim - l.e).min().unwrap();
+    let last = t.lines.iter().map(|l| l.tim).max().unwrap();
+    let wall = last - first;
+    let file = file.to_str().unwrap();
+    let (out, err, code) = tracelab(&["skew", "--unaccounted", file]);
+    assert_eq!(code, 0, "{err}");
+    let total = out
+        .lines()
+        .find(|l| l.starts_with("TOTAL"))
+        .and_then(|l| l.split_whitespace().nth(2))
+        .unwrap();
+    let total = (total.parse::<f64>().unwrap() * 1e6).round() as i64;
+    assert_eq!(
+        total, wall,
+        "skew's TOTAL against the backend's wall time (µs)"
+    );
+    let (out, err, code) = tracelab(&["prof", file]);
+    assert_eq!(code, 0, "{err}");
+    let r = out
+        .lines()
+        .find_map(|l| l.strip_prefix("Response time R = "))
+        .and_then(|l| l.split(' ').next())
+        .unwrap();
+    let r = (r.parse::<f64>().unwrap() * 1e6).round() as i64;
+    assert_eq!(r, wall, "prof's R against the backend's wall time (µs)");
+}
+
 /// The backend's `fdatasync` times in an `strace -f -T` log, in order
 /// (µs). strace writes a call another process interrupted as
 /// `PID fdatasync(5 <unfinished ...>` and `PID <... fdatasync resumed>)
@@ -690,94 +799,13 @@ fn pages_evicted_from_the_os_cache_are_data_file_reads() {
 #[test]
 fn think_time_is_the_client_waits_and_profiles_add_up() {
     let _serial = serial();
-    let base = tempdir("st-think");
-    let traces = base.join("server");
-    let client = base.join("client");
-    let _ = std::fs::remove_dir_all(&traces);
-    let _ = std::fs::remove_dir_all(&client);
-    let (_, err, code) = tracelab(&[
-        "run",
-        "--server-trace",
-        traces.to_str().unwrap(),
-        "--trace",
-        client.to_str().unwrap(),
-        "--sql",
-        "select 1",
-        "--sessions",
-        "1",
-        "--transactions",
-        "40",
-        "--exe-delay",
-        "0.05",
-    ]);
-    assert_eq!(code, 0, "{err}");
-    let files: Vec<PathBuf> = std::fs::read_dir(&traces)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "trc"))
-        .collect();
+    let (_base, traces, client) = think_run("st-think", "postgres");
+    let files = trc_files(&traces);
     assert_eq!(files.len(), 1, "{files:?}");
     let t = Trace::read(&files[0]);
     check_accounting(&t);
-    // Between calls: not the wait for the first call, nor the wait for
-    // the Terminate after the last.
-    // The think times are the waits of 40 ms or more: the 50 ms
-    // --exe-delay, where a wait between a PARSE and its EXEC (the client
-    // at work, not thinking) stays far below even on a loaded machine
-    // (one of 15 ms was seen at a load average of 13: 25 ms was too low).
-    let think: Vec<i64> = t.lines[1..t.lines.len() - 1]
-        .iter()
-        .filter(|l| l.name == "Client:ClientRead" && l.e >= 40_000)
-        .map(|l| l.e)
-        .collect();
-    assert!(think.len() >= 39, "{think:?}");
-    let sum: i64 = think.iter().sum();
-    // The think time as the client spent it (a busy machine oversleeps
-    // the 50 ms): its trace's time outside the database between calls.
-    let c = Trace::read(&client.join("tracelab_run_0.trc"));
-    let slept: Vec<i64> = c
-        .lines
-        .iter()
-        .filter(|l| l.name == "SQL*Net message from client" && l.e >= 40_000)
-        .map(|l| l.e)
-        .collect();
-    assert_eq!(slept.len(), think.len());
-    assert!(slept.iter().all(|&e| e >= 49_000), "{slept:?}");
-    let want: i64 = slept.iter().sum();
-    assert!(
-        (sum as f64 / want as f64 - 1.0).abs() <= 0.1,
-        "{sum} µs of client waits for {want} µs of think time"
-    );
-    // The profiles add up to the backend's time from the start of its
-    // first call or wait to the end of its last, to the µs. The first
-    // line is not always the first to start: a call's waits are written
-    // before the call's own line (they end first), so a call that waited
-    // (the first PARSE reads the catalog) starts before its first WAIT.
-    let first = t.lines.iter().map(|l| l.tim - l.e).min().unwrap();
-    let last = t.lines.iter().map(|l| l.tim).max().unwrap();
-    let wall = last - first;
-    let file = files[0].to_str().unwrap();
-    let (out, err, code) = tracelab(&["skew", "--unaccounted", file]);
-    assert_eq!(code, 0, "{err}");
-    let total = out
-        .lines()
-        .find(|l| l.starts_with("TOTAL"))
-        .and_then(|l| l.split_whitespace().nth(2))
-        .unwrap();
-    let total = (total.parse::<f64>().unwrap() * 1e6).round() as i64;
-    assert_eq!(
-        total, wall,
-        "skew's TOTAL against the backend's wall time (µs)"
-    );
-    let (out, err, code) = tracelab(&["prof", file]);
-    assert_eq!(code, 0, "{err}");
-    let r = out
-        .lines()
-        .find_map(|l| l.strip_prefix("Response time R = "))
-        .and_then(|l| l.split(' ').next())
-        .unwrap();
-    let r = (r.parse::<f64>().unwrap() * 1e6).round() as i64;
-    assert_eq!(r, wall, "prof's R against the backend's wall time (µs)");
+    check_think(&t, "Client:ClientRead", &client);
+    check_profiles_add_up(&t, &files[0]);
 }
 
 /// A child process killed (if still running) when the test ends, even by
@@ -1076,10 +1104,8 @@ impl Maria {
 
     /// The connections' traces.
     fn traces(&self) -> Vec<(PathBuf, Trace)> {
-        std::fs::read_dir(&self.traces)
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .filter(|p| p.extension().is_some_and(|x| x == "trc"))
+        trc_files(&self.traces)
+            .into_iter()
             .map(|p| {
                 let t = Trace::read(&p);
                 (p, t)
@@ -1185,42 +1211,9 @@ fn mariadb_row_lock_is_a_row_lock_wait_in_the_exec() {
 #[test]
 fn mariadb_think_time_is_the_net_waits() {
     let _serial = serial();
-    let base = tempdir("st-maria-think");
-    let traces = base.join("server");
-    let client = base.join("client");
-    let (_, err, code) = tracelab(&[
-        "run",
-        "--engine",
-        "mariadb",
-        "--server-trace",
-        traces.to_str().unwrap(),
-        "--trace",
-        client.to_str().unwrap(),
-        "--sql",
-        "select 1",
-        "--sessions",
-        "1",
-        "--transactions",
-        "40",
-        "--exe-delay",
-        "0.05",
-    ]);
-    assert_eq!(code, 0, "{err}");
-    let c = Trace::read(&client.join("tracelab_run_0.trc"));
-    let slept: Vec<i64> = c
-        .lines
-        .iter()
-        .filter(|l| l.name == "SQL*Net message from client" && l.e >= 40_000)
-        .map(|l| l.e)
-        .collect();
-    assert!(slept.len() >= 39, "{slept:?}");
-    let want: i64 = slept.iter().sum();
+    let (_base, traces, client) = think_run("st-maria-think", "mariadb");
     // The run's session: the trace with its 40 EXECs of `select 1`.
-    let files: Vec<PathBuf> = std::fs::read_dir(&traces)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "trc"))
-        .collect();
+    let files = trc_files(&traces);
     let (file, t) = files
         .iter()
         .map(|p| (p, Trace::read(p)))
@@ -1233,20 +1226,8 @@ fn mariadb_think_time_is_the_net_waits() {
         })
         .unwrap_or_else(|| panic!("no trace with 40 EXECs of select 1 in {files:?}"));
     check_accounting(&t);
-    // Between calls: not the wait for the first call, nor the wait for
-    // the COM_QUIT after the last (the client's trace ends with its last
-    // call).
-    let think: Vec<i64> = t.lines[1..t.lines.len() - 1]
-        .iter()
-        .filter(|l| l.name == "thd_wait:NET" && l.e >= 40_000)
-        .map(|l| l.e)
-        .collect();
-    assert_eq!(think.len(), slept.len(), "{think:?}");
-    let sum: i64 = think.iter().sum();
-    assert!(
-        (sum as f64 / want as f64 - 1.0).abs() <= 0.1,
-        "{sum} µs of NET waits for {want} µs of think time"
-    );
+    check_think(&t, "thd_wait:NET", &client);
+    check_profiles_add_up(&t, file);
     // The same statement, the same id, in both traces.
     let sqlid = |path: &Path| {
         std::fs::read_to_string(path)
@@ -1258,7 +1239,7 @@ fn mariadb_think_time_is_the_net_waits() {
             .unwrap_or_default()
     };
     let server_text = std::fs::read_to_string(file).unwrap();
-    let client_id = sqlid(&client.join("tracelab_run_0.trc"));
+    let client_id = sqlid(&client);
     assert!(
         server_text.contains(&format!("sqlid='{client_id}'")),
         "the client's sqlid {client_id} is not in {}",
