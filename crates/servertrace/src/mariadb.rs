@@ -190,7 +190,7 @@ impl Conn {
             return;
         }
         let at = self.at();
-        self.calls.answering(at);
+        self.calls.answering(at, bytes.get(4).copied());
         let mut events = std::mem::take(&mut self.events);
         self.conv.server_bytes(bytes, &mut events);
         for e in events.drain(..) {
@@ -418,6 +418,8 @@ struct Call {
     start: At,
     /// The first bytes of the answer were sent.
     answered: Option<At>,
+    /// Its EXEC line is written (a result set began).
+    exec_written: bool,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -446,9 +448,32 @@ impl Calls {
         self.calls.front().map_or(self.last_cursor, |c| c.cursor)
     }
 
-    fn answering(&mut self, at: At) {
-        if let Some(c) = self.calls.front_mut() {
-            c.answered.get_or_insert(at);
+    /// The server sends the first bytes of the front command's answer,
+    /// `first` the first byte of its first packet. A result set (a column
+    /// count there, not an OK, an error or an end) ends the EXEC now: what
+    /// the server does while it sends the rest (a wait for the client to
+    /// take a large result, a procedure's next statements) goes to the
+    /// FETCH, its WAIT lines after the EXEC line, as Oracle writes a
+    /// fetch's waits.
+    fn answering(&mut self, at: At, first: Option<u8>) {
+        let last_done = self.last_done;
+        let Some(c) = self.calls.front_mut() else {
+            return;
+        };
+        if c.answered.is_some() {
+            return;
+        }
+        c.answered = Some(at);
+        // A command sent ahead of its turn starts when the server is done
+        // with the one before.
+        if let Some(d) = last_done.filter(|d| d.tim > c.start.tim) {
+            c.start = d;
+        }
+        let result_set = matches!(first, Some(1..=0xfa | 0xfc | 0xfd));
+        if result_set && matches!(c.kind, Kind::Query | Kind::Execute) {
+            c.exec_written = true;
+            let (cursor, start) = (c.cursor, c.start);
+            self.w.call("EXEC", cursor, times(start, at, 0));
         }
     }
 
@@ -486,6 +511,7 @@ impl Calls {
             cursor,
             start: at,
             answered: None,
+            exec_written: false,
         });
     }
 
@@ -517,10 +543,12 @@ impl Calls {
             }
             (Kind::Query | Kind::Execute, Answer::Rows { rows }) => {
                 // The server buffers an answer until it is complete or its
-                // buffer is full: the EXEC ends where the first bytes of it
-                // went, the FETCH holds the rest.
+                // buffer is full: the EXEC ended where the first bytes of it
+                // went (see `answering`), the FETCH holds the rest.
                 let first = call.answered.unwrap_or(at);
-                self.w.call("EXEC", cursor, times(call.start, first, 0));
+                if !call.exec_written {
+                    self.w.call("EXEC", cursor, times(call.start, first, 0));
+                }
                 self.w.call("FETCH", cursor, times(first, at, rows as i64));
             }
             (Kind::Query | Kind::Execute, Answer::Ok { affected_rows }) => {
@@ -830,7 +858,17 @@ mod tests {
             at(1100, 60),
         );
         c.command(Command::Execute { stmt_id: 7 }, at(2000, 100));
-        c.answering(at(2300, 250));
+        // A result set's first bytes (a column count of 1), then a wait
+        // while the rest goes out: the EXEC line before the wait's.
+        c.answering(at(2300, 250), Some(1));
+        let cursor = c.wait_cursor();
+        c.w.wait(
+            cursor,
+            wait_name(THD_WAIT_NET),
+            40,
+            Params::Class { ty: 11 },
+            2350,
+        );
         c.done(Answer::Rows { rows: 3 }, at(2400, 300));
         c.command(Command::Execute { stmt_id: 7 }, at(3000, 400));
         c.done(
@@ -852,11 +890,11 @@ mod tests {
         );
         assert!(t.contains("PARSE #1:c=50,e=100,p=0"), "{t}");
         assert!(
-            t.contains("EXEC #1:c=150,e=300,p=0,cr=0,cu=0,mis=0,r=0,dep=0,og=1,plh=0,tim=2300\n"),
-            "{t}"
-        );
-        assert!(
-            t.contains("FETCH #1:c=50,e=100,p=0,cr=0,cu=0,mis=0,r=3,dep=0,og=1,plh=0,tim=2400\n"),
+            t.contains(
+                "EXEC #1:c=150,e=300,p=0,cr=0,cu=0,mis=0,r=0,dep=0,og=1,plh=0,tim=2300\n\
+                 WAIT #1: nam='thd_wait:NET' ela= 40 type=11 p2=0 p3=0 obj#=-1 tim=2350\n\
+                 FETCH #1:c=50,e=100,p=0,cr=0,cu=0,mis=0,r=3,dep=0,og=1,plh=0,tim=2400\n"
+            ),
             "{t}"
         );
         assert!(t.contains("EXEC #1:c=20,e=500,"), "{t}");
