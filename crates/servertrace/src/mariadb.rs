@@ -1,4 +1,4 @@
-//! The server trace of MariaDB (`mariadbd`, 10.x and 11.x): the same
+//! The server trace of MariaDB (`mariadbd`; checked with 10.11): the same
 //! library, preloaded into the server with `TRACELAB_SERVER_TRACE_DIR` set,
 //! writes one 10046 trace per client connection, from the connection's
 //! thread (one thread per connection, the server's default scheduler):
@@ -31,8 +31,8 @@
 //! - the blocking file calls the thread makes outside such a wait
 //!   (pread, pwrite, fsync, fdatasync: a page read the server does not
 //!   announce, the redo log flush of a group commit's leader), named by
-//!   the call and the file (`fdatasync ib_logfile0`), as the issue that
-//!   asked for this tracer allowed where the server has no name.
+//!   the call and the file (`fdatasync ib_logfile0`): the server has no
+//!   name of its own for them.
 
 use std::cell::Cell;
 use std::collections::HashMap;
@@ -686,9 +686,10 @@ static POOLED: AtomicBool = AtomicBool::new(false);
 
 /// Where `thd_wait_begin`'s first instructions find the scheduler's
 /// function pointer: the offset of `THD::scheduler` in the THD and of the
-/// pointer in `scheduler_functions`. The x86-64 code of MariaDB 10.5 to
-/// 11.x (`test rdi,rdi; je; mov rax,[rdi+S]; test rax,rax; je; mov
-/// rax,[rax+F]; ...; jmp rax`); anything else: `None`, and no hook.
+/// pointer in `scheduler_functions`, from x86-64 code of this shape
+/// (`test rdi,rdi; je; mov rax,[rdi+S]; test rax,rax; je; mov
+/// rax,[rax+F]; ...; jmp rax`: MariaDB 10.11.19 as Debian 12 builds
+/// it); code of any other shape: `None`, and no hook.
 fn offsets(code: *const u8) -> Option<(usize, usize)> {
     if code.is_null() || !cfg!(target_arch = "x86_64") {
         return None;
