@@ -145,12 +145,13 @@ struct Conn {
     logged_in: bool,
     /// Off: the client asked for TLS, or trace.conf left it out.
     off: bool,
-    /// The file behind each descriptor the thread read or wrote, for the
-    /// names of its blocking file calls (forgotten when this thread
-    /// closes it; InnoDB keeps its files open, so a number another
+    /// The wait names of the thread's blocking file calls, by call and
+    /// descriptor (`fdatasync ib_logfile0`): the file's name read once,
+    /// not at each call. Forgotten when this thread closes the
+    /// descriptor; InnoDB keeps its files open, so a number another
     /// thread closes and reuses for another file is rare, and costs a
-    /// wrong name, not a wrong time).
-    files: HashMap<c_int, String>,
+    /// wrong name, not a wrong time.
+    files: HashMap<(&'static str, c_int), String>,
 }
 
 impl Conn {
@@ -311,7 +312,7 @@ impl Conn {
     /// write.
     fn file_call<R>(
         &mut self,
-        what: &str,
+        what: &'static str,
         fd: c_int,
         io: Option<(i64, i64)>,
         call: impl FnOnce() -> R,
@@ -325,16 +326,13 @@ impl Conn {
         let end = self.cpu.after_block(carried) / 1000;
         let ela = (end - now / 1000).max(0);
         self.waits += ela;
-        let file = self
-            .files
-            .entry(fd)
-            .or_insert_with(|| {
-                std::fs::read_link(format!("/proc/self/fd/{fd}"))
-                    .ok()
-                    .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
-                    .unwrap_or_else(|| "?".into())
-            })
-            .clone();
+        let name = self.files.entry((what, fd)).or_insert_with(|| {
+            let file = std::fs::read_link(format!("/proc/self/fd/{fd}"))
+                .ok()
+                .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+                .unwrap_or_else(|| "?".into());
+            format!("{what} {file}")
+        });
         let params = match io {
             // InnoDB's pages are 16 KiB by default.
             Some((off, n)) => Params::Io {
@@ -345,13 +343,9 @@ impl Conn {
             None => Params::Flush { file: fd as i64 },
         };
         let cursor = self.calls.wait_cursor();
-        self.calls.w.wait(
-            cursor,
-            &format!("{what} {file}"),
-            ela,
-            params,
-            end + self.offset,
-        );
+        self.calls
+            .w
+            .wait(cursor, name, ela, params, end + self.offset);
         r
     }
 
@@ -400,9 +394,8 @@ struct Calls {
     /// Cursors by statement text, and of prepared statements by id.
     texts: HashMap<String, u64>,
     stmts: HashMap<u32, u64>,
-    /// The text of each cursor's statement (for XCTEND and the read-only
-    /// flag).
-    words: HashMap<u64, String>,
+    /// What each cursor's statement does to its transaction.
+    effects: HashMap<u64, Effect>,
     next_cursor: u64,
     last_cursor: u64,
     /// A statement since the last COMMIT or ROLLBACK may have changed
@@ -440,7 +433,7 @@ impl Calls {
         self.next_cursor += 1;
         let c = self.next_cursor;
         self.texts.insert(sql.to_string(), c);
-        self.words.insert(c, first_word(sql));
+        self.effects.insert(c, effect(sql));
         c
     }
 
@@ -527,7 +520,11 @@ impl Calls {
         self.last_done = Some(at);
         let cursor = call.cursor;
         self.last_cursor = cursor;
-        let word = self.words.get(&cursor).cloned().unwrap_or_default();
+        let effect = self
+            .effects
+            .get(&cursor)
+            .copied()
+            .unwrap_or(Effect::ReadOnly);
         match (call.kind, a) {
             (Kind::Prepare, Answer::Prepared { statement_id, .. }) => {
                 self.stmts.insert(statement_id, cursor);
@@ -552,14 +549,16 @@ impl Calls {
                 self.w.call("FETCH", cursor, times(first, at, rows as i64));
             }
             (Kind::Query | Kind::Execute, Answer::Ok { affected_rows }) => {
-                let ends = matches!(word.as_str(), "COMMIT" | "ROLLBACK");
-                if ends {
-                    // XCTEND comes before the COMMIT's EXEC, as Oracle
-                    // writes it.
-                    self.w.xctend(word == "ROLLBACK", !self.wrote, at.tim);
-                    self.wrote = false;
-                } else if !read_only(&word) {
-                    self.wrote = true;
+                match effect {
+                    Effect::Commit | Effect::Rollback => {
+                        // XCTEND comes before the COMMIT's EXEC, as Oracle
+                        // writes it.
+                        self.w
+                            .xctend(effect == Effect::Rollback, !self.wrote, at.tim);
+                        self.wrote = false;
+                    }
+                    Effect::Writes => self.wrote = true,
+                    Effect::ReadOnly => {}
                 }
                 self.w
                     .call("EXEC", cursor, times(call.start, at, affected_rows as i64));
@@ -577,32 +576,30 @@ impl Calls {
     }
 }
 
-/// The first word of a statement, upper case (for XCTEND and the
-/// read-only flag).
-fn first_word(sql: &str) -> String {
-    sql.trim_start()
+/// What a statement does to its transaction, from its first word, for
+/// XCTEND and its read-only flag: read once per cursor, not per call.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Effect {
+    Commit,
+    Rollback,
+    ReadOnly,
+    Writes,
+}
+
+fn effect(sql: &str) -> Effect {
+    let word = sql
+        .trim_start()
         .split(|c: char| !c.is_ascii_alphabetic())
         .next()
         .unwrap_or("")
-        .to_ascii_uppercase()
-}
-
-fn read_only(word: &str) -> bool {
-    matches!(
-        word,
-        "SELECT"
-            | "SHOW"
-            | "SET"
-            | "BEGIN"
-            | "START"
-            | "USE"
-            | "DESCRIBE"
-            | "DESC"
-            | "EXPLAIN"
-            | "DO"
-            | "HELP"
-            | ""
-    )
+        .to_ascii_uppercase();
+    match word.as_str() {
+        "COMMIT" => Effect::Commit,
+        "ROLLBACK" => Effect::Rollback,
+        "SELECT" | "SHOW" | "SET" | "BEGIN" | "START" | "USE" | "DESCRIBE" | "DESC" | "EXPLAIN"
+        | "DO" | "HELP" | "" => Effect::ReadOnly,
+        _ => Effect::Writes,
+    }
 }
 
 /// Oracle's command type of a statement (3 for a query).
@@ -658,7 +655,7 @@ pub fn closing(fd: c_int) {
         if conn.as_ref().is_some_and(|c| c.fd == fd) {
             *conn = None;
         } else if let Some(c) = conn {
-            c.files.remove(&fd);
+            c.files.retain(|&(_, f), _| f != fd);
         }
     });
 }
@@ -667,7 +664,12 @@ pub fn closing(fd: c_int) {
 /// bytes of a read or write), timed if the thread traces a connection
 /// and is not inside one of the server's own waits.
 #[inline]
-pub fn file_call<R>(what: &str, fd: c_int, io: Option<(i64, i64)>, call: impl FnOnce() -> R) -> R {
+pub fn file_call<R>(
+    what: &'static str,
+    fd: c_int,
+    io: Option<(i64, i64)>,
+    call: impl FnOnce() -> R,
+) -> R {
     let p = CONN.with(|c| c.get());
     if p.is_null() || INSIDE.with(|i| i.replace(true)) {
         return call();

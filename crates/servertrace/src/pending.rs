@@ -292,16 +292,21 @@ mod tests {
         ])
     }
 
+    /// The session's point at step `i`.
+    fn point(i: usize) -> At {
+        At {
+            tim: 1_000_000 + 100 * i as i64,
+            cpu: 50 * i as i64,
+            waits: 10 * i as i64,
+        }
+    }
+
     /// The lines of the session with every step handled at once.
     fn at_once() -> String {
         let (mut s, mut t) = started();
         let mut names = names();
         for (i, step) in session().into_iter().enumerate() {
-            let at = At {
-                tim: 1_000_000 + 100 * i as i64,
-                cpu: 50 * i as i64,
-                waits: 10 * i as i64,
-            };
+            let at = point(i);
             match step {
                 Step::Received(b) => {
                     client(&mut s, &mut t, at, &b);
@@ -323,11 +328,7 @@ mod tests {
         let mut names = names();
         let mut p = Pending::default();
         for (i, step) in session().into_iter().enumerate() {
-            let at = At {
-                tim: 1_000_000 + 100 * i as i64,
-                cpu: 50 * i as i64,
-                waits: 10 * i as i64,
-            };
+            let at = point(i);
             match step {
                 Step::Received(b) if b.len() <= COPY_MAX => p.client(at, &b),
                 Step::Sent(b) if b.len() <= COPY_MAX => p.server(at, &b),
