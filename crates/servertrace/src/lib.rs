@@ -89,6 +89,7 @@ struct Timespec {
 extern "C" {
     fn getenv(name: *const c_char) -> *const c_char;
     fn dlsym(handle: *mut c_void, name: *const c_char) -> *mut c_void;
+    fn dlvsym(handle: *mut c_void, name: *const c_char, version: *const c_char) -> *mut c_void;
     fn clock_gettime(clk: c_int, ts: *mut Timespec) -> c_int;
     fn getsockopt(fd: c_int, level: c_int, name: c_int, val: *mut c_void, len: *mut u32) -> c_int;
     fn getpid() -> c_int;
@@ -123,14 +124,20 @@ fn clock_ns(clk: c_int) -> i64 {
     ts.tv_sec * 1_000_000_000 + ts.tv_nsec
 }
 
-/// The next definition of `name` (libc's), cached in `slot`.
+/// The next definition of `name` (libc's), at `version` if given, cached
+/// in `slot`.
 ///
 /// # Safety
 /// `name` must name a function of type `F`.
-unsafe fn next<F: Copy>(slot: &AtomicUsize, name: &CStr) -> F {
+unsafe fn next<F: Copy>(slot: &AtomicUsize, name: &CStr, version: Option<&CStr>) -> F {
     let mut p = slot.load(Relaxed);
     if p == 0 {
-        p = dlsym(RTLD_NEXT, name.as_ptr()) as usize;
+        if let Some(v) = version {
+            p = dlvsym(RTLD_NEXT, name.as_ptr(), v.as_ptr()) as usize;
+        }
+        if p == 0 {
+            p = dlsym(RTLD_NEXT, name.as_ptr()) as usize;
+        }
         if p == 0 {
             // No libc definition: nothing sensible can be done.
             std::process::abort();
@@ -729,9 +736,16 @@ macro_rules! real {
     ($slot:ident, $name:literal, $ty:ty) => {{
         static $slot: AtomicUsize = AtomicUsize::new(0);
         // SAFETY: libc's function of that name has this type.
-        unsafe { next::<$ty>(&$slot, $name) }
+        unsafe { $crate::next::<$ty>(&$slot, $name, None) }
+    }};
+    ($slot:ident, $name:literal @ $version:expr, $ty:ty) => {{
+        static $slot: AtomicUsize = AtomicUsize::new(0);
+        // SAFETY: libc's function of that name and version has this type.
+        unsafe { $crate::next::<$ty>(&$slot, $name, Some($version)) }
     }};
 }
+
+mod locks;
 
 /// # Safety
 /// As libc's `recv`.

@@ -317,8 +317,63 @@ impl Conn {
         io: Option<(i64, i64)>,
         call: impl FnOnce() -> R,
     ) -> R {
+        let (r, timed) = self.blocking(call);
+        if let Some((ela, end)) = timed {
+            let name = self.files.entry((what, fd)).or_insert_with(|| {
+                let file = std::fs::read_link(format!("/proc/self/fd/{fd}"))
+                    .ok()
+                    .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+                    .unwrap_or_else(|| "?".into());
+                format!("{what} {file}")
+            });
+            let params = match io {
+                // InnoDB's pages are 16 KiB by default.
+                Some((off, n)) => Params::Io {
+                    file: fd as i64,
+                    block: off / 16_384,
+                    bytes: n,
+                },
+                None => Params::Flush { file: fd as i64 },
+            };
+            let cursor = self.calls.wait_cursor();
+            self.calls
+                .w
+                .wait(cursor, name, ela, params, end + self.offset);
+        }
+        r
+    }
+
+    /// A wait for a lock the server does not announce (see `lock_wait`),
+    /// outside the server's own waits: timed, named by `what` and the
+    /// function at `caller`, its `address` the lock's.
+    fn lock_call<R>(
+        &mut self,
+        what: &'static str,
+        caller: usize,
+        address: usize,
+        call: impl FnOnce() -> R,
+    ) -> R {
+        let (r, timed) = self.blocking(call);
+        if let Some((ela, end)) = timed {
+            let what = crate::locks::named(what, caller);
+            let cursor = self.calls.wait_cursor();
+            let params = Params::Address {
+                address: address as i64,
+            };
+            self.calls
+                .w
+                .wait(cursor, what, ela, params, end + self.offset);
+        }
+        r
+    }
+
+    /// Runs a call that may block and, unless the thread is inside one of
+    /// the server's own waits (which times it) or its connection is not
+    /// traced, times it: its elapsed µs and end on the monotonic clock,
+    /// added to the session's waits.
+    fn blocking<R>(&mut self, call: impl FnOnce() -> R) -> (R, Option<(i64, i64)>) {
         if self.depth > 0 || self.off || !self.logged_in {
-            return call();
+            return (call(), None);
         }
         let now = clock_ns(CLOCK_MONOTONIC);
         let carried = self.cpu.before_block(now);
@@ -326,27 +381,7 @@ impl Conn {
         let end = self.cpu.after_block(carried) / 1000;
         let ela = (end - now / 1000).max(0);
         self.waits += ela;
-        let name = self.files.entry((what, fd)).or_insert_with(|| {
-            let file = std::fs::read_link(format!("/proc/self/fd/{fd}"))
-                .ok()
-                .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
-                .unwrap_or_else(|| "?".into());
-            format!("{what} {file}")
-        });
-        let params = match io {
-            // InnoDB's pages are 16 KiB by default.
-            Some((off, n)) => Params::Io {
-                file: fd as i64,
-                block: off / 16_384,
-                bytes: n,
-            },
-            None => Params::Flush { file: fd as i64 },
-        };
-        let cursor = self.calls.wait_cursor();
-        self.calls
-            .w
-            .wait(cursor, name, ela, params, end + self.offset);
-        r
+        (r, Some((ela, end)))
     }
 
     fn write(&mut self) {
@@ -670,14 +705,42 @@ pub fn file_call<R>(
     io: Option<(i64, i64)>,
     call: impl FnOnce() -> R,
 ) -> R {
+    on_conn(call, |c, call| c.file_call(what, fd, io, call))
+}
+
+/// A wait of this thread for a lock or a condition the server does not
+/// announce with `thd_wait_begin` (see `locks`): `what` is the call,
+/// `caller` the address it was called from (0: unknown), `address` the
+/// lock's. Timed like `file_call`.
+#[inline]
+pub fn lock_wait<R>(
+    what: &'static str,
+    caller: usize,
+    address: usize,
+    call: impl FnOnce() -> R,
+) -> R {
+    on_conn(call, |c, call| c.lock_call(what, caller, address, call))
+}
+
+/// `traced(conn, call)` on this thread's traced connection, or `call()`
+/// alone where there is none or the thread is inside the library.
+#[inline]
+fn on_conn<R, F: FnOnce() -> R>(call: F, traced: impl FnOnce(&mut Conn, F) -> R) -> R {
     let p = CONN.with(|c| c.get());
     if p.is_null() || INSIDE.with(|i| i.replace(true)) {
         return call();
     }
     // SAFETY: as in `with_conn`.
-    let r = unsafe { &mut *p }.file_call(what, fd, io, call);
+    let r = traced(unsafe { &mut *p }, call);
     INSIDE.with(|i| i.set(false));
     r
+}
+
+/// Whether this thread traces a connection: the cheap test before a
+/// lock is tried (see `pthread_mutex_lock`).
+#[inline]
+pub fn tracing_thread() -> bool {
+    !CONN.with(|c| c.get()).is_null()
 }
 
 /// 0: not tried yet; 1: done (or not possible).

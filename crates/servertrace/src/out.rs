@@ -186,6 +186,11 @@ impl Lines {
                     p = put_int(p, ty);
                     p = put(p, b" p2=0 p3=0");
                 }
+                Params::Address { address } => {
+                    p = put(p, b" address=");
+                    p = put_int(p, address);
+                    p = put(p, b" p2=0 p3=0");
+                }
                 Params::Latch { timeout, events } => {
                     p = put(p, b" timeout=");
                     p = put_int(p, timeout);
@@ -326,6 +331,9 @@ pub enum Params {
     Latch { timeout: i64, events: i64 },
     /// A wait MariaDB announced: its `thd_wait_type`, `p2=0 p3=0`.
     Class { ty: i64 },
+    /// A lock's wait: the lock's `address`, `p2=0 p3=0` (Oracle's latch
+    /// waits give the latch's address as their p1).
+    Address { address: i64 },
 }
 
 /// A call line's start, `NAME #cursor:c=C,e=E`, at `p`; returns the
