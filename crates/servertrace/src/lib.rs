@@ -88,6 +88,7 @@ struct Timespec {
 
 extern "C" {
     fn getenv(name: *const c_char) -> *const c_char;
+    fn __errno_location() -> *mut c_int;
     fn dlsym(handle: *mut c_void, name: *const c_char) -> *mut c_void;
     fn dlvsym(handle: *mut c_void, name: *const c_char, version: *const c_char) -> *mut c_void;
     fn clock_gettime(clk: c_int, ts: *mut Timespec) -> c_int;
@@ -122,6 +123,30 @@ fn clock_ns(clk: c_int) -> i64 {
     // SAFETY: ts is a valid, writable timespec.
     unsafe { clock_gettime(clk, &mut ts) };
     ts.tv_sec * 1_000_000_000 + ts.tv_nsec
+}
+
+/// errno as a wrapped call left it, put back when dropped: the library's
+/// own work after the call (a trace write that fails on a full disk, a
+/// readlink) must not change what the server reads of the call's
+/// failure. PostgreSQL reads EAGAIN after a recv on its non-blocking
+/// socket and EINTR after an epoll_wait; a write's ENOSPC in their place
+/// would end the session.
+struct KeepErrno(c_int);
+
+impl KeepErrno {
+    #[inline]
+    fn now() -> KeepErrno {
+        // SAFETY: glibc's errno of this thread.
+        KeepErrno(unsafe { *__errno_location() })
+    }
+}
+
+impl Drop for KeepErrno {
+    #[inline]
+    fn drop(&mut self) {
+        // SAFETY: as in `now`.
+        unsafe { *__errno_location() = self.0 };
+    }
 }
 
 /// The next definition of `name` (libc's), at `version` if given, cached
@@ -630,6 +655,7 @@ struct Wait {
 /// (see `pending`). `io` is (fd, offset, bytes) for a file's read or
 /// write, (fd, -1, 0) for a flush.
 fn waited(w: Wait, io: Option<(c_int, i64, i64)>, extra: [i64; 2]) {
+    let _errno = KeepErrno::now();
     let Some(g) = enter() else { return };
     let p = &mut *g.0;
     let end = match traced(&mut p.phase) {
@@ -1052,3 +1078,27 @@ pub unsafe extern "C" fn close(fd: c_int) -> c_int {
 
 #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
 compile_error!("the server tracer knows the system call numbers of x86_64 and aarch64 only");
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_wrapped_calls_errno_outlives_the_librarys_own_work() {
+        const EAGAIN: c_int = 11;
+        // SAFETY: this thread's errno.
+        let errno = || unsafe { *__errno_location() };
+        unsafe { *__errno_location() = EAGAIN };
+        {
+            let _kept = KeepErrno::now();
+            // The library's own work fails meanwhile: a write to a bad
+            // descriptor (EBADF).
+            extern "C" {
+                fn write(fd: c_int, buf: *const c_void, n: usize) -> ssize_t;
+            }
+            assert_eq!(unsafe { write(-1, b"x".as_ptr() as *const c_void, 1) }, -1);
+            assert_ne!(errno(), EAGAIN);
+        }
+        assert_eq!(errno(), EAGAIN);
+    }
+}

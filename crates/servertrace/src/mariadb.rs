@@ -42,7 +42,9 @@ use std::sync::atomic::{AtomicBool, AtomicU8, Ordering::Relaxed};
 use crate::mysql_stream::{Answer, Command, Conversation, Event};
 use crate::out::{Lines, Params};
 use crate::session::{times, At};
-use crate::{clock_ns, clock_us, cpu, dlsym, env, CLOCK_MONOTONIC, CLOCK_REALTIME, RTLD_DEFAULT};
+use crate::{
+    clock_ns, clock_us, cpu, dlsym, env, KeepErrno, CLOCK_MONOTONIC, CLOCK_REALTIME, RTLD_DEFAULT,
+};
 
 /// Whether this process is a MariaDB server to trace: 0 not known yet, 1
 /// no, 2 yes.
@@ -318,7 +320,7 @@ impl Conn {
         call: impl FnOnce() -> R,
     ) -> R {
         let (r, timed) = self.blocking(call);
-        if let Some((ela, end)) = timed {
+        if let Some((ela, end, _errno)) = timed {
             let name = self.files.entry((what, fd)).or_insert_with(|| {
                 let file = std::fs::read_link(format!("/proc/self/fd/{fd}"))
                     .ok()
@@ -354,7 +356,7 @@ impl Conn {
         call: impl FnOnce() -> R,
     ) -> R {
         let (r, timed) = self.blocking(call);
-        if let Some((ela, end)) = timed {
+        if let Some((ela, end, _errno)) = timed {
             let what = crate::locks::named(what, caller);
             let cursor = self.calls.wait_cursor();
             let params = Params::Address {
@@ -370,18 +372,20 @@ impl Conn {
     /// Runs a call that may block and, unless the thread is inside one of
     /// the server's own waits (which times it) or its connection is not
     /// traced, times it: its elapsed µs and end on the monotonic clock,
-    /// added to the session's waits.
-    fn blocking<R>(&mut self, call: impl FnOnce() -> R) -> (R, Option<(i64, i64)>) {
+    /// added to the session's waits, and the call's errno, put back when
+    /// the caller is done with its line.
+    fn blocking<R>(&mut self, call: impl FnOnce() -> R) -> (R, Option<(i64, i64, KeepErrno)>) {
         if self.depth > 0 || self.off || !self.logged_in {
             return (call(), None);
         }
         let now = clock_ns(CLOCK_MONOTONIC);
         let carried = self.cpu.before_block(now);
         let r = call();
+        let errno = KeepErrno::now();
         let end = self.cpu.after_block(carried) / 1000;
         let ela = (end - now / 1000).max(0);
         self.waits += ela;
-        (r, Some((ela, end)))
+        (r, Some((ela, end, errno)))
     }
 
     fn write(&mut self) {
