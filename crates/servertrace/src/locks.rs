@@ -7,6 +7,11 @@
 //! group commit's leader and wait for in `net_real_write` (a
 //! `pthread_cond_wait`), and the time a woken thread waits for a CPU.
 //!
+//! The wrapped calls: `pthread_cond_wait`, `pthread_cond_timedwait`,
+//! `pthread_cond_clockwait`, `pthread_mutex_lock`,
+//! `pthread_rwlock_rdlock`, `pthread_rwlock_wrlock`, and `syscall`'s
+//! futex sleeps.
+//!
 //! Each wait is named by the call and, where the server's symbols tell,
 //! the function that called it: `pthread_cond_wait net_real_write`,
 //! `pthread_mutex_lock MDL_map::find_or_insert` (and the read-write
@@ -180,6 +185,32 @@ unsafe extern "C" fn cond_timedwait(
     })
 }
 
+with_caller!(
+    /// As `pthread_cond_timedwait`, on a chosen clock (glibc 2.30; what
+    /// libstdc++'s `condition_variable::wait_for` calls).
+    pthread_cond_clockwait(cond: *mut c_void, m: *mut c_void, clock: c_int, abstime: *const c_void) => cond_clockwait, "r8", "x4"
+);
+
+unsafe extern "C" fn cond_clockwait(
+    cond: *mut c_void,
+    m: *mut c_void,
+    clock: c_int,
+    abstime: *const c_void,
+    caller: usize,
+) -> c_int {
+    let f = real!(
+        CCW,
+        c"pthread_cond_clockwait",
+        unsafe extern "C" fn(*mut c_void, *mut c_void, c_int, *const c_void) -> c_int
+    );
+    if !mariadb::on() || !mariadb::tracing_thread() {
+        return f(cond, m, clock, abstime);
+    }
+    mariadb::lock_wait("pthread_cond_clockwait", caller, cond as usize, || {
+        f(cond, m, clock, abstime)
+    })
+}
+
 /// `call` and the function at `caller` (0: none), named once per call
 /// site for the process (the names are leaked: there are as many as call
 /// sites that ever waited). Called inside the library, where a futex wait
@@ -329,6 +360,66 @@ mod tests {
         assert_eq!(unmangled("_ZN3fooIiE3barEv"), "_ZN3fooIiE3barEv");
         assert_eq!(unmangled("_Z"), "_Z");
         assert_eq!(unmangled("_ZN99x"), "_ZN99x");
+    }
+
+    /// The trampolines pass every argument through to glibc, in a process
+    /// that is not a MariaDB server (where they only pass through).
+    #[test]
+    fn the_wrappers_pass_their_arguments_through() {
+        extern "C" {
+            fn pthread_mutex_trylock(m: *mut c_void) -> c_int;
+            fn pthread_mutex_unlock(m: *mut c_void) -> c_int;
+            fn pthread_rwlock_trywrlock(l: *mut c_void) -> c_int;
+            fn pthread_rwlock_unlock(l: *mut c_void) -> c_int;
+            fn getpid() -> c_int;
+        }
+        const ETIMEDOUT: c_int = 110;
+        const CLOCK_MONOTONIC: c_int = 1;
+        #[cfg(target_arch = "x86_64")]
+        const SYS_GETPID: c_long = 39;
+        #[cfg(target_arch = "aarch64")]
+        const SYS_GETPID: c_long = 172;
+        // glibc's static initializers of a mutex, a read-write lock and a
+        // condition variable are all zeros; 64 bytes hold each.
+        let mut m = [0u64; 8];
+        let mut rw = [0u64; 8];
+        let mut c = [0u64; 8];
+        let (m, rw, c) = (
+            m.as_mut_ptr() as *mut c_void,
+            rw.as_mut_ptr() as *mut c_void,
+            c.as_mut_ptr() as *mut c_void,
+        );
+        let past = crate::Timespec {
+            tv_sec: 1,
+            tv_nsec: 0,
+        };
+        let past = &past as *const crate::Timespec as *const c_void;
+        // SAFETY: valid, initialized locks, used by this thread only.
+        unsafe {
+            assert_eq!(pthread_mutex_lock(m), 0);
+            assert_eq!(pthread_mutex_trylock(m), EBUSY);
+            // A deadline long past: the wait ends at once, the mutex held
+            // again.
+            assert_eq!(pthread_cond_timedwait(c, m, past), ETIMEDOUT);
+            assert_eq!(
+                pthread_cond_clockwait(c, m, CLOCK_MONOTONIC, past),
+                ETIMEDOUT
+            );
+            assert_eq!(pthread_mutex_trylock(m), EBUSY);
+            assert_eq!(pthread_mutex_unlock(m), 0);
+            assert_eq!(pthread_mutex_trylock(m), 0);
+            assert_eq!(pthread_mutex_unlock(m), 0);
+            // Two readers at once; a writer alone.
+            assert_eq!(pthread_rwlock_rdlock(rw), 0);
+            assert_eq!(pthread_rwlock_rdlock(rw), 0);
+            assert_eq!(pthread_rwlock_trywrlock(rw), EBUSY);
+            assert_eq!(pthread_rwlock_unlock(rw), 0);
+            assert_eq!(pthread_rwlock_unlock(rw), 0);
+            assert_eq!(pthread_rwlock_wrlock(rw), 0);
+            assert_eq!(pthread_rwlock_trywrlock(rw), EBUSY);
+            assert_eq!(pthread_rwlock_unlock(rw), 0);
+            assert_eq!(syscall(SYS_GETPID, 0, 0, 0, 0, 0, 0), getpid() as c_long);
+        }
     }
 
     #[test]
