@@ -319,7 +319,7 @@ pub fn unmangled(sym: &str) -> String {
         else {
             break;
         };
-        let Some(name) = s.get(digits..digits + n) else {
+        let Some(name) = digits.checked_add(n).and_then(|end| s.get(digits..end)) else {
             return sym.to_string();
         };
         parts.push(String::from_utf8_lossy(name).into_owned());
@@ -360,6 +360,10 @@ mod tests {
         assert_eq!(unmangled("_ZN3fooIiE3barEv"), "_ZN3fooIiE3barEv");
         assert_eq!(unmangled("_Z"), "_Z");
         assert_eq!(unmangled("_ZN99x"), "_ZN99x");
+        // A length past the end of memory: no overflow, no panic (a panic
+        // would abort the server the library is loaded into).
+        let huge = format!("_ZN{}xE", usize::MAX);
+        assert_eq!(unmangled(&huge), huge);
     }
 
     /// The trampolines pass every argument through to glibc, in a process
