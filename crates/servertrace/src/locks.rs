@@ -84,8 +84,9 @@ const COND_VERSION: &CStr = c"GLIBC_2.17";
 const EBUSY: c_int = 16;
 
 /// Defines the exported `$name`, a trampoline that passes its caller's
-/// return address to `$inner` as one more argument, the `$arg`th (the
-/// register of the first argument it does not take). Rust has no
+/// return address to `$inner` as one more argument, in the register of
+/// the first argument `$name` does not take (`$x86` on x86-64, `$arm` on
+/// aarch64). Rust has no
 /// `__builtin_return_address`; at a naked function's first instruction
 /// the return address is at the top of the stack (x86-64) or in the link
 /// register (aarch64), and a jump leaves the stack as the caller made it.
