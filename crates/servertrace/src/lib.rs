@@ -125,6 +125,19 @@ fn clock_ns(clk: c_int) -> i64 {
     ts.tv_sec * 1_000_000_000 + ts.tv_nsec
 }
 
+/// One line on the server's standard error (its log: MariaDB's error
+/// log, PostgreSQL's stderr log), for what a DBA must know of the tracer
+/// and would not see in the traces: why there are none, or fewer waits.
+fn say(what: &str) {
+    let line = format!("tracelab server trace: {what}\n");
+    extern "C" {
+        fn write(fd: c_int, buf: *const c_void, n: usize) -> ssize_t;
+    }
+    let _errno = KeepErrno::now();
+    // SAFETY: a valid buffer of its length; a failed write is no matter.
+    unsafe { write(2, line.as_ptr() as *const c_void, line.len()) };
+}
+
 /// errno as a wrapped call left it, put back when dropped: the library's
 /// own work after the call (a trace write that fails on a full disk, a
 /// readlink) must not change what the server reads of the call's

@@ -788,13 +788,18 @@ fn install_hooks() {
     if HOOKED.swap(1, Relaxed) == 1 {
         return;
     }
+    let unknown = "the server's thd_wait_begin and thd_wait_end are not code this library \
+                   knows: the waits the server announces (row locks, the group commit, the \
+                   client) are not traced; the calls and the file, lock and condition waits are";
     let (Some((s, fb)), Some((s2, fe))) = (
         offsets(sym(c"thd_wait_begin")),
         offsets(sym(c"thd_wait_end")),
     ) else {
+        crate::say(unknown);
         return;
     };
     if s != s2 {
+        crate::say(unknown);
         return;
     }
     let current = sym(c"_current_thd");
@@ -817,6 +822,10 @@ fn install_hooks() {
         let pe = sched.add(fe) as *mut usize;
         if *pb != 0 || *pe != 0 {
             POOLED.store(true, Relaxed);
+            crate::say(
+                "the server runs the thread pool (thread_handling=pool-of-threads), whose \
+                 threads serve many connections by turns: no connection is traced",
+            );
             return;
         }
         *pb = wait_begin as *const () as usize;

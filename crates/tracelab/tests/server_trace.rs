@@ -1264,6 +1264,39 @@ fn mariadb_unannounced_waits_are_named_by_call_and_caller() {
     );
 }
 
+/// MariaDB's thread pool serves many connections by turns from each
+/// thread, which the tracer cannot follow: `db start --server-trace` with
+/// the pool chosen is refused before anything is made, with a message
+/// that says so (however the setting is written).
+#[test]
+fn mariadb_thread_pool_and_server_trace_are_refused_together() {
+    let base = tempdir("st-maria-pool");
+    let dir = base.join("server");
+    for setting in [
+        "thread_handling=pool-of-threads",
+        "thread-handling = 'pool-of-threads'",
+    ] {
+        let (out, err, code) = tracelab(&[
+            "db",
+            "start",
+            "--engine",
+            "mariadb",
+            "--dir",
+            dir.to_str().unwrap(),
+            "--server-trace",
+            base.join("traces").to_str().unwrap(),
+            "-c",
+            setting,
+        ]);
+        assert_eq!(code, 2, "{setting}: {out}{err}");
+        assert!(
+            err.contains("thread pool") && err.contains("--server-trace"),
+            "{err}"
+        );
+        assert!(!dir.exists() && !base.join("traces").exists(), "{setting}");
+    }
+}
+
 /// MariaDB, through `run --server-trace --engine mariadb`: the waits for
 /// the client between calls (`thd_wait:NET`) add up to the think time of
 /// `--exe-delay` within 10 %, the statements' ids are the client trace's,
