@@ -138,6 +138,28 @@ fn say(what: &str) {
     unsafe { write(2, line.as_ptr() as *const c_void, line.len()) };
 }
 
+/// A new trace file at `path` (mode 0600), or `None` after a line in the
+/// server's log that says why: a directory the server's user cannot
+/// write would otherwise leave a DBA with no trace and no word.
+fn open_or_say(path: &str) -> Option<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)
+    {
+        Ok(f) => Some(f),
+        Err(e) => {
+            say(&format!(
+                "cannot write {path} ({e}): this session is not traced"
+            ));
+            None
+        }
+    }
+}
+
 /// errno as a wrapped call left it, put back when dropped: the library's
 /// own work after the call (a trace write that fails on a full disk, a
 /// readlink) must not change what the server reads of the call's
@@ -595,18 +617,11 @@ fn wanted_by(dir: &str, database: &str, user: &str, application: &str) -> bool {
 }
 
 fn open_trace(t: &mut Traced, dir: &str, params: &stream::Startup) {
-    use std::os::unix::fs::OpenOptionsExt;
     // SAFETY: getpid cannot fail.
     let pid = unsafe { getpid() };
     let name = format!("tracelab_server_{pid}.trc");
     let path = format!("{dir}/{name}");
-    t.out = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(&path)
-        .ok();
+    t.out = open_or_say(&path);
     let started = out::rfc3339(clock_us(CLOCK_MONOTONIC) + t.offset);
     t.tracer.w.header(
         &name,

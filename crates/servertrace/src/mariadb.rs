@@ -253,15 +253,8 @@ impl Conn {
             self.off = true;
             return;
         }
-        use std::os::unix::fs::OpenOptionsExt;
         let name = format!("tracelab_server_{}.trc", self.connection_id);
-        self.out = std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(format!("{dir}/{name}"))
-            .ok();
+        self.out = crate::open_or_say(&format!("{dir}/{name}"));
         let started = crate::out::rfc3339(now_us() + self.offset);
         let w = &mut self.calls.w;
         w.header(

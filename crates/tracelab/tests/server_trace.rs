@@ -1120,6 +1120,33 @@ impl Drop for Maria {
     }
 }
 
+/// A trace directory the server's user cannot write: the session runs
+/// as ever, untraced, and the server's log says which file could not be
+/// written and why (a DBA would otherwise find no trace and no word).
+#[test]
+fn an_unwritable_trace_directory_is_said_in_the_servers_log() {
+    use std::os::unix::fs::PermissionsExt;
+    let _serial = serial();
+    let s = Server::start("st-readonly", &[]);
+    std::fs::set_permissions(&s.traces, std::fs::Permissions::from_mode(0o555)).unwrap();
+    let mut c = s.connect();
+    let pid = pid(&mut c);
+    let n: i32 = c.query_one("select 42", &[]).unwrap().get(0);
+    assert_eq!(n, 42);
+    drop(c);
+    let file = format!("tracelab_server_{pid}.trc");
+    assert!(!s.traces.join(&file).exists());
+    let log = std::fs::read_to_string(s.dir.join("server.log")).unwrap();
+    assert!(
+        log.lines()
+            .any(|l| l.starts_with("tracelab server trace: cannot write")
+                && l.contains(&file)
+                && l.contains("Permission denied")),
+        "{log}"
+    );
+    std::fs::set_permissions(&s.traces, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
 /// MariaDB: an UPDATE of a row another connection holds for a second
 /// waits for it inside its EXEC, a wait named with MariaDB's own
 /// `thd_wait_type` (the server's `thd_wait_begin(THD_WAIT_ROW_LOCK)`); the
