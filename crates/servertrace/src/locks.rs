@@ -156,7 +156,7 @@ unsafe extern "C" fn cond_wait(cond: *mut c_void, m: *mut c_void, caller: usize)
         c"pthread_cond_wait" @ COND_VERSION,
         unsafe extern "C" fn(*mut c_void, *mut c_void) -> c_int
     );
-    if !mariadb::on() || !mariadb::tracing_thread() {
+    if !mariadb::on() {
         return f(cond, m);
     }
     mariadb::lock_wait("pthread_cond_wait", caller, cond as usize, || f(cond, m))
@@ -178,7 +178,7 @@ unsafe extern "C" fn cond_timedwait(
         c"pthread_cond_timedwait" @ COND_VERSION,
         unsafe extern "C" fn(*mut c_void, *mut c_void, *const c_void) -> c_int
     );
-    if !mariadb::on() || !mariadb::tracing_thread() {
+    if !mariadb::on() {
         return f(cond, m, abstime);
     }
     mariadb::lock_wait("pthread_cond_timedwait", caller, cond as usize, || {
@@ -204,7 +204,7 @@ unsafe extern "C" fn cond_clockwait(
         c"pthread_cond_clockwait",
         unsafe extern "C" fn(*mut c_void, *mut c_void, c_int, *const c_void) -> c_int
     );
-    if !mariadb::on() || !mariadb::tracing_thread() {
+    if !mariadb::on() {
         return f(cond, m, clock, abstime);
     }
     mariadb::lock_wait("pthread_cond_clockwait", caller, cond as usize, || {

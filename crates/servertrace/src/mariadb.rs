@@ -87,15 +87,7 @@ thread_local! {
 /// already inside the library (the library's own calls) or traces none.
 #[inline]
 fn with_conn<R>(f: impl FnOnce(&mut Conn) -> R) -> Option<R> {
-    let p = CONN.with(|c| c.get());
-    if p.is_null() || INSIDE.with(|i| i.replace(true)) {
-        return None;
-    }
-    // SAFETY: the box is this thread's alone, and INSIDE keeps a nested
-    // call (a signal handler's, the library's own) from taking it twice.
-    let r = f(unsafe { &mut *p });
-    INSIDE.with(|i| i.set(false));
-    Some(r)
+    on_conn(|| None, |c, _| Some(f(c)))
 }
 
 /// Runs `f` with the library entered, on this thread's connection or
@@ -727,7 +719,8 @@ fn on_conn<R, F: FnOnce() -> R>(call: F, traced: impl FnOnce(&mut Conn, F) -> R)
     if p.is_null() || INSIDE.with(|i| i.replace(true)) {
         return call();
     }
-    // SAFETY: as in `with_conn`.
+    // SAFETY: the box is this thread's alone, and INSIDE keeps a nested
+    // call (a signal handler's, the library's own) from taking it twice.
     let r = traced(unsafe { &mut *p }, call);
     INSIDE.with(|i| i.set(false));
     r
