@@ -63,5 +63,18 @@ pip_need PIL pillow
 # study's results store with the sqlite3 shell, as docs/study.md shows.
 apt_need 'command -v sqlite3' sqlite3
 
+# PostgreSQL 13, 14, 16, 17 and 18 beside the machine's 15: the server
+# tracer is tested on every major version it supports
+# (crates/tracelab/tests/server_trace.rs). Pinned builds from Maven
+# Central, checked by SHA-256 (scripts/fetch_postgres.sh); where they
+# cannot be had, that test says it skipped and the rest runs.
+apt_need 'command -v curl' curl
+apt_need 'command -v xz' xz-utils
+if pg_builds=$(scripts/fetch_postgres.sh); then
+  export TRACELAB_TEST_PG_BINDIRS=$pg_builds
+else
+  echo "scripts/test.sh: warning: no PostgreSQL builds of other versions; the server tracer is tested on this machine's version only" >&2
+fi
+
 # --no-fail-fast: one failing test binary does not hide the others.
 cargo test --workspace --no-fail-fast "$@"

@@ -62,6 +62,24 @@ impl PgBinaries {
     pub fn tool(&self, name: &str) -> PathBuf {
         self.bindir.join(name)
     }
+
+    /// The server's major version, from `postgres --version` ("postgres
+    /// (PostgreSQL) 15.18 (Debian 15.18-0+deb12u1)"); `None` if it does
+    /// not run or says something else.
+    pub fn major_version(&self) -> Option<u32> {
+        let out = Command::new(self.tool("postgres"))
+            .arg("--version")
+            .output()
+            .ok()?;
+        major_of(&String::from_utf8_lossy(&out.stdout))
+    }
+}
+
+/// The major version in `postgres --version`'s line.
+fn major_of(line: &str) -> Option<u32> {
+    let rest = line.split_once("(PostgreSQL) ")?.1;
+    let digits: String = rest.chars().take_while(|c| c.is_ascii_digit()).collect();
+    digits.parse().ok()
 }
 
 /// pg_config may name a client-only directory: the server tools must be
@@ -139,6 +157,18 @@ fn first_file(dirs: &[PathBuf], names: &[&str]) -> Option<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_major_version_is_read_from_postgres_version() {
+        assert_eq!(
+            major_of("postgres (PostgreSQL) 15.18 (Debian 15.18-0+deb12u1)\n"),
+            Some(15)
+        );
+        assert_eq!(major_of("postgres (PostgreSQL) 13.22\n"), Some(13));
+        assert_eq!(major_of("postgres (PostgreSQL) 18beta1\n"), Some(18));
+        assert_eq!(major_of("postgres (PostgreSQL) 9.6.24\n"), Some(9));
+        assert_eq!(major_of("something else\n"), None);
+    }
 
     #[test]
     fn a_directory_without_the_server_tools_is_not_enough() {

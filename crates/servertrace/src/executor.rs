@@ -19,12 +19,20 @@
 //! What the library reads of the server's structures is one field: the
 //! statement's text, `QueryDesc.sourceText`, the third member of
 //! `struct QueryDesc` (after `CmdType operation`, an enum, and
-//! `PlannedStmt *plannedstmt`): offset 16 on a 64-bit server. Checked
-//! against PostgreSQL 15's `executor/execdesc.h` and the hook types of
-//! `executor/executor.h` and `tcop/utility.h`; the hooks are installed
-//! only on a server whose data directory (the backend's working
-//! directory) says `PG_VERSION` 15. Elsewhere statements inside functions
-//! stay inside the calling statement's EXEC, as before.
+//! `PlannedStmt *plannedstmt`): offset 16 on a 64-bit server, the same
+//! from PostgreSQL 14 to 18. The hooks' types differ by version:
+//! `ExecutorRun_hook` takes `(QueryDesc *, ScanDirection, uint64 count,
+//! bool execute_once)` on 14-17 and drops `execute_once` on 18;
+//! `ProcessUtility_hook` takes eight arguments from 14 on (14 added
+//! `bool readOnlyTree`); `ExecutorFinish_hook` takes the `QueryDesc *`
+//! alone. Checked against each version's `executor/execdesc.h`,
+//! `executor/executor.h` and `tcop/utility.h`, and run on builds of 14,
+//! 15, 16, 17 and 18 (crates/tracelab/tests/server_trace_versions.rs).
+//! The hooks are installed only on a server whose data directory (the
+//! backend's working directory) says one of those versions in
+//! `PG_VERSION`: a later version's types are unknown until checked, and
+//! there statements inside functions stay inside the calling statement's
+//! EXEC.
 
 use std::ffi::{c_char, c_int, c_void, CStr};
 use std::sync::atomic::{AtomicI32, AtomicUsize, Ordering::Relaxed};
@@ -34,7 +42,10 @@ use crate::{dlsym, enter, session, RTLD_DEFAULT};
 /// `sourceText`'s offset in `struct QueryDesc` (see the module's doc).
 const SOURCE_TEXT: usize = 16;
 
+/// `ExecutorRun_hook_type` of PostgreSQL 14-17, and of 18 (no
+/// `execute_once`).
 type RunHook = unsafe extern "C" fn(*mut c_void, c_int, u64, bool);
+type RunHook18 = unsafe extern "C" fn(*mut c_void, c_int, u64);
 type FinishHook = unsafe extern "C" fn(*mut c_void);
 type UtilityHook = unsafe extern "C" fn(
     *mut c_void,
@@ -64,17 +75,27 @@ fn level_add(by: i32) -> i32 {
     level
 }
 
+/// The major versions whose hook types and `QueryDesc` are known (the
+/// module's doc), from the data directory's `PG_VERSION`.
+fn known_version(pg_version: &str) -> Option<u32> {
+    pg_version
+        .trim()
+        .parse()
+        .ok()
+        .filter(|v| (14..=18).contains(v))
+}
+
 /// Sets the hooks, once per process, on a server whose layout is known.
 pub fn install() {
     if RUN.load(Relaxed) != 0 {
         return;
     }
     let version = std::fs::read_to_string("PG_VERSION").unwrap_or_default();
-    if version.trim() != "15" {
+    let Some(version) = known_version(&version) else {
         return;
-    }
+    };
     // SAFETY: the variables and functions are looked up by name and have
-    // the types of PostgreSQL 15's headers (the module's doc); a hook
+    // the types of the version's headers (the module's doc); a hook
     // variable holds a function pointer or NULL.
     unsafe {
         let sym = |n: &CStr| dlsym(RTLD_DEFAULT, n.as_ptr());
@@ -92,7 +113,11 @@ pub fn install() {
             return;
         }
         let ours = [
-            run as *const () as usize,
+            if version >= 18 {
+                run18 as *const () as usize
+            } else {
+                run as *const () as usize
+            },
             finish as *const () as usize,
             utility as *const () as usize,
         ];
@@ -140,19 +165,33 @@ fn nested_end(cursor: u64, dep: i64, start: session::At) {
     t.tracer.nested_end(cursor, dep, start, at);
 }
 
-unsafe extern "C" fn run(qd: *mut c_void, dir: c_int, count: u64, once: bool) {
+/// Around an ExecutorRun: the level up, and a statement inside another
+/// timed.
+#[inline(always)]
+fn around_run(qd: *mut c_void, standard: impl FnOnce()) {
     let level = level_add(1);
     let started = if level >= 1 {
         nested_start(level, qd)
     } else {
         None
     };
-    let f: RunHook = std::mem::transmute::<usize, RunHook>(RUN.load(Relaxed));
-    f(qd, dir, count, once);
+    standard();
     level_add(-1);
     if let Some((cursor, dep, start)) = started {
         nested_end(cursor, dep, start);
     }
+}
+
+/// `ExecutorRun_hook` of PostgreSQL 14-17.
+unsafe extern "C" fn run(qd: *mut c_void, dir: c_int, count: u64, once: bool) {
+    let f: RunHook = std::mem::transmute::<usize, RunHook>(RUN.load(Relaxed));
+    around_run(qd, || f(qd, dir, count, once));
+}
+
+/// `ExecutorRun_hook` of PostgreSQL 18.
+unsafe extern "C" fn run18(qd: *mut c_void, dir: c_int, count: u64) {
+    let f: RunHook18 = std::mem::transmute::<usize, RunHook18>(RUN.load(Relaxed));
+    around_run(qd, || f(qd, dir, count));
 }
 
 unsafe extern "C" fn finish(qd: *mut c_void) {
@@ -205,6 +244,16 @@ fn fetch(text: &CStr) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hooks_only_on_the_versions_whose_types_are_known() {
+        assert_eq!(known_version("15\n"), Some(15));
+        assert_eq!(known_version("14"), Some(14));
+        assert_eq!(known_version("18\n"), Some(18));
+        for v in ["13\n", "19\n", "9.6\n", "", "x"] {
+            assert_eq!(known_version(v), None, "{v:?}");
+        }
+    }
 
     #[test]
     fn the_clients_fetch_and_move_are_told_apart() {

@@ -1,5 +1,5 @@
 //! tracelab's server tracer, `libtracelab_servertrace.so`: set as
-//! `LD_PRELOAD` of a PostgreSQL server (14 to 17) with
+//! `LD_PRELOAD` of a PostgreSQL server (14 to 18) with
 //! `TRACELAB_SERVER_TRACE_DIR=DIR` in its environment, it writes one
 //! 10046-format trace per client backend, `DIR/tracelab_server_PID.trc`,
 //! from inside the backend:
@@ -345,6 +345,22 @@ fn look(p: &mut Proc) {
     p.dir = env("TRACELAB_SERVER_TRACE_DIR").filter(|d| !d.is_empty());
     if p.dir.is_none() || !p.names.look_up() {
         p.phase = Phase::Off;
+        if p.dir.is_some() && old_postgres() {
+            say(
+                "this PostgreSQL does not export my_wait_event_info (PostgreSQL 13 or older): \
+                 nothing is traced; the tracer needs PostgreSQL 14 or newer",
+            );
+        }
+    }
+}
+
+/// Whether this process is a PostgreSQL server older than 14: it has
+/// the wait events' names but not the backend's wait-event word.
+fn old_postgres() -> bool {
+    // SAFETY: symbols looked up by name, not used.
+    unsafe {
+        !dlsym(RTLD_DEFAULT, c"pgstat_get_wait_event".as_ptr()).is_null()
+            && dlsym(RTLD_DEFAULT, c"my_wait_event_info".as_ptr()).is_null()
     }
 }
 

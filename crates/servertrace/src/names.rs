@@ -51,7 +51,7 @@ impl WaitNames {
     /// PostgreSQL server (they are missing).
     pub fn look_up(&mut self) -> bool {
         // SAFETY: the symbols are looked up by name; their types are those
-        // of PostgreSQL 14-17 (`uint32 *my_wait_event_info`, `const char
+        // of PostgreSQL 14-18 (`uint32 *my_wait_event_info`, `const char
         // *pgstat_get_wait_event(uint32)`).
         self.pg = unsafe {
             let info = dlsym(RTLD_DEFAULT, c"my_wait_event_info".as_ptr());

@@ -33,6 +33,9 @@ pub fn prepare(dir: &Path, engine: Engine) -> Result<Vec<(String, String)>, Fail
             "--server-trace: this build of tracelab lacks the server tracer (it builds on Linux x86_64 and aarch64 only)".into(),
         ));
     }
+    if engine == Engine::Postgres {
+        refuse_old_postgres()?;
+    }
     let fail = |what: &str, p: &Path, e: std::io::Error| {
         Failure::Usage(format!(
             "--server-trace: cannot {what} {}: {e}",
@@ -71,5 +74,25 @@ pub fn trace_name(engine: Engine) -> &'static str {
         "tracelab_server_CONNECTION_ID.trc"
     } else {
         "tracelab_server_PID.trc"
+    }
+}
+
+/// PostgreSQL 13 and older do not export the backend's wait-event word
+/// (`my_wait_event_info`, new in 14) that the tracer names each wait by:
+/// their server would run untraced, so `--server-trace` is refused there
+/// before anything is made. (13 is out of support since November 2025.)
+fn refuse_old_postgres() -> Result<(), Failure> {
+    let Ok(bins) = tracelab_db::PgBinaries::find() else {
+        // The start itself says that no server was found.
+        return Ok(());
+    };
+    match bins.major_version() {
+        Some(v) if v < 14 => Err(Failure::Usage(format!(
+            "--server-trace needs PostgreSQL 14 or newer; the server in {} is PostgreSQL {v}, \
+             which does not export the wait-event word (my_wait_event_info) the tracer names \
+             waits by",
+            bins.bindir.display()
+        ))),
+        _ => Ok(()),
     }
 }

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use common::{tempdir, tracelab, Scratch};
+use common::{tempdir, tracelab, tracelab_env, Scratch};
 
 /// A private server started with `db start --server-trace`; stopped (and
 /// its directory removed) when dropped.
@@ -23,6 +23,11 @@ struct Server {
 
 impl Server {
     fn start(tag: &str, settings: &[&str]) -> Server {
+        Server::start_with(tag, settings, &[])
+    }
+
+    /// `start` with `env` in `db start`'s environment.
+    fn start_with(tag: &str, settings: &[&str], env: &[(&str, &str)]) -> Server {
         let base = tempdir(tag);
         let dir = base.join("server");
         let traces = base.join("traces");
@@ -39,7 +44,7 @@ impl Server {
         for s in settings {
             args.extend(["-c", s]);
         }
-        let (out, err, code) = tracelab(&args);
+        let (out, err, code) = tracelab_env(&args, env);
         assert_eq!(code, 0, "{err}");
         Server {
             dir,
@@ -1145,6 +1150,158 @@ fn an_unwritable_trace_directory_is_said_in_the_servers_log() {
         "{log}"
     );
     std::fs::set_permissions(&s.traces, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// The server builds of other major versions than the machine's own,
+/// from `TRACELAB_TEST_PG_BINDIRS` (bin directories joined by ':', as
+/// scripts/fetch_postgres.sh prints them; scripts/test.sh sets it), each
+/// with its major version.
+fn other_postgres_versions() -> Vec<(u32, String)> {
+    let Ok(dirs) = std::env::var("TRACELAB_TEST_PG_BINDIRS") else {
+        return Vec::new();
+    };
+    dirs.split(':')
+        .filter(|d| !d.is_empty())
+        .map(|d| {
+            let out = Command::new(Path::new(d).join("postgres"))
+                .arg("--version")
+                .output()
+                .unwrap_or_else(|e| panic!("{d}/postgres: {e}"));
+            let line = String::from_utf8_lossy(&out.stdout).to_string();
+            let major = line
+                .split("(PostgreSQL) ")
+                .nth(1)
+                .and_then(|v| v.split(['.', ' ', '\n']).next())
+                .and_then(|v| v.parse().ok())
+                .unwrap_or_else(|| panic!("{d}/postgres --version: {line}"));
+            (major, d.to_string())
+        })
+        .collect()
+}
+
+/// Every major version the tracer supports, 14 to 18 (the machine's own
+/// and the builds scripts/fetch_postgres.sh fetches), traces the same
+/// things: a COMMIT's WAL flush wait (PostgreSQL 17 spells it
+/// `IO:WalSync`, the versions before `IO:WALSync`), a sleep named
+/// `Timeout:PgSleep`, the wait for the client, a PL/pgSQL function's
+/// statements as dep=1 calls inside the caller's EXEC (the executor's
+/// hooks, whose types differ by version), and every call's accounting;
+/// PostgreSQL 13, which does not export the wait-event word, is refused
+/// before anything is made.
+#[test]
+fn every_supported_postgres_version_is_traced() {
+    let versions = other_postgres_versions();
+    if versions.is_empty() {
+        println!(
+            "skipped: TRACELAB_TEST_PG_BINDIRS is not set (scripts/test.sh sets it from \
+             scripts/fetch_postgres.sh)"
+        );
+        return;
+    }
+    let _serial = serial();
+    let mut seen = Vec::new();
+    for (major, bindir) in versions {
+        let env = [("TRACELAB_PG_BINDIR", bindir.as_str())];
+        if major < 14 {
+            let base = tempdir(&format!("st-pg{major}"));
+            let traces = base.join("traces");
+            let (_, err, code) = tracelab_env(
+                &[
+                    "db",
+                    "start",
+                    "--dir",
+                    base.join("server").to_str().unwrap(),
+                    "--server-trace",
+                    traces.to_str().unwrap(),
+                ],
+                &env,
+            );
+            assert_eq!(code, 2, "PostgreSQL {major}: {err}");
+            assert!(
+                err.contains("needs PostgreSQL 14 or newer") && err.contains(&bindir),
+                "{err}"
+            );
+            assert!(!traces.exists() && !base.join("server").exists());
+            seen.push(major);
+            continue;
+        }
+        let s = Server::start_with(&format!("st-pg{major}"), &[], &env);
+        let mut c = s.connect();
+        let running: String = c
+            .query_one("select current_setting('server_version_num')", &[])
+            .unwrap()
+            .get(0);
+        assert_eq!(running.parse::<u32>().unwrap() / 10_000, major);
+        c.batch_execute(
+            "create table t (i int);
+             create function f(n int) returns int language plpgsql as $$
+             declare k int;
+             begin
+               insert into t values (n);
+               select count(*) into k from t;
+               perform pg_sleep(0.05);
+               return k;
+             end $$",
+        )
+        .unwrap();
+        let pid = pid(&mut c);
+        c.batch_execute("begin").unwrap();
+        c.batch_execute("insert into t values (0)").unwrap();
+        c.batch_execute("commit").unwrap();
+        let k: i32 = c.query_one("select f($1)", &[&1]).unwrap().get(0);
+        assert_eq!(k, 2);
+        drop(c);
+        s.stop();
+        let t = s.trace(pid);
+        check_accounting(&t);
+        let what = format!("PostgreSQL {major}");
+        let commit = t.exec_of("commit");
+        let flush = if major >= 17 {
+            "IO:WalSync"
+        } else {
+            "IO:WALSync"
+        };
+        assert!(
+            t.waits_in(commit).iter().any(|w| w.name == flush),
+            "{what}: no {flush} in {:?}",
+            t.waits_in(commit)
+        );
+        let call = t.exec_of("select f(");
+        let parent = &t.lines[call];
+        let nested: Vec<&Line> = t.lines[..call]
+            .iter()
+            .rev()
+            .take_while(|l| l.kind == "WAIT" || l.dep >= 1)
+            .filter(|l| l.kind == "EXEC")
+            .collect();
+        let texts: Vec<&str> = nested.iter().rev().map(|l| l.sql.as_str()).collect();
+        assert_eq!(
+            texts,
+            [
+                "insert into t values (n)",
+                "select count(*)        from t",
+                "SELECT pg_sleep(0.05)"
+            ],
+            "{what}"
+        );
+        assert!(nested.iter().all(|l| l.dep == 1), "{what}: {nested:?}");
+        let sleep = t.lines[..call]
+            .iter()
+            .rev()
+            .find(|l| l.kind == "WAIT" && l.name == "Timeout:PgSleep")
+            .unwrap_or_else(|| panic!("{what}: no Timeout:PgSleep"));
+        assert_eq!(sleep.sql, "SELECT pg_sleep(0.05)", "{what}");
+        assert!(
+            sleep.e >= 50_000 && sleep.e <= parent.e,
+            "{what}: {sleep:?} in {parent:?}"
+        );
+        assert!(
+            t.lines.iter().any(|l| l.name == "Client:ClientRead"),
+            "{what}: no wait for the client"
+        );
+        seen.push(major);
+    }
+    println!("traced PostgreSQL {seen:?}");
 }
 
 /// MariaDB: an UPDATE of a row another connection holds for a second
