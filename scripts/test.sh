@@ -63,17 +63,22 @@ pip_need PIL pillow
 # study's results store with the sqlite3 shell, as docs/study.md shows.
 apt_need 'command -v sqlite3' sqlite3
 
-# PostgreSQL 13, 14, 16, 17 and 18 beside the machine's 15: the server
-# tracer is tested on every major version it supports
-# (crates/tracelab/tests/server_trace.rs). Pinned builds from Maven
-# Central, checked by SHA-256 (scripts/fetch_postgres.sh); where they
-# cannot be had, that test says it skipped and the rest runs.
+# PostgreSQL 13, 14, 16, 17 and 18 beside the machine's 15, MariaDB 11.4
+# beside its 10.11: the server tracer is tested on every version it
+# supports (crates/tracelab/tests/server_trace.rs). Pinned builds from
+# Maven Central, checked by SHA-256 (scripts/fetch_servers.sh); where they
+# cannot be had, those tests say they skipped and the rest runs.
 apt_need 'command -v curl' curl
 apt_need 'command -v xz' xz-utils
-if pg_builds=$(scripts/fetch_postgres.sh); then
-  export TRACELAB_TEST_PG_BINDIRS=$pg_builds
+if builds=$(scripts/fetch_servers.sh postgres); then
+  export TRACELAB_TEST_PG_BINDIRS=$builds
 else
   echo "scripts/test.sh: warning: no PostgreSQL builds of other versions; the server tracer is tested on this machine's version only" >&2
+fi
+if builds=$(scripts/fetch_servers.sh mariadb); then
+  export TRACELAB_TEST_MARIADB_BINDIRS=$builds
+else
+  echo "scripts/test.sh: warning: no MariaDB builds of other versions; the server tracer is tested on this machine's version only" >&2
 fi
 
 # --no-fail-fast: one failing test binary does not hide the others.

@@ -1,4 +1,4 @@
-//! The server trace of MariaDB (`mariadbd`; checked with 10.11): the same
+//! The server trace of MariaDB (`mariadbd`; checked with 10.11 and 11.4): the same
 //! library, preloaded into the server with `TRACELAB_SERVER_TRACE_DIR` set,
 //! writes one 10046 trace per client connection, from the connection's
 //! thread (one thread per connection, the server's default scheduler):
@@ -220,7 +220,17 @@ impl Conn {
         match e {
             Event::Greeting { connection_id, .. } => self.connection_id = connection_id,
             Event::Login { user, database } => self.login(&user, &database),
-            Event::Encrypted | Event::Compressed => self.off = true,
+            Event::Encrypted | Event::Compressed => {
+                self.off = true;
+                if !UNREADABLE_SAID.swap(true, Relaxed) {
+                    crate::say(
+                        "a connection asked for TLS or compression: its messages cannot be \
+                         read, so it is not traced (nor any such connection after it): connect \
+                         without them (the client's --skip-ssl, ssl-mode=DISABLED), or start \
+                         the server with --skip-ssl",
+                    );
+                }
+            }
             Event::Command(Command::Quit) => self.write(),
             Event::Command(c) if self.logged_in => self.calls.command(c, at),
             Event::Done(a) if self.logged_in => self.calls.done(a, at),
@@ -735,35 +745,80 @@ pub fn tracing_thread() -> bool {
 
 /// 0: not tried yet; 1: done (or not possible).
 static HOOKED: AtomicU8 = AtomicU8::new(0);
+/// The server's log was told, once, that connections with TLS or
+/// compression are not traced.
+static UNREADABLE_SAID: AtomicBool = AtomicBool::new(false);
 /// The server runs the thread pool (the scheduler's hooks were set):
 /// nothing is traced.
 static POOLED: AtomicBool = AtomicBool::new(false);
 
 /// Where `thd_wait_begin`'s first instructions find the scheduler's
 /// function pointer: the offset of `THD::scheduler` in the THD and of the
-/// pointer in `scheduler_functions`, from x86-64 code of this shape
-/// (`test rdi,rdi; je; mov rax,[rdi+S]; test rax,rax; je; mov
-/// rax,[rax+F]; ...; jmp rax`: MariaDB 10.11.19 as Debian 12 builds
-/// it); code of any other shape: `None`, and no hook.
+/// pointer in `scheduler_functions`, from x86-64 code that does, in this
+/// order, `mov rax,[rdi+S]`, `mov rax,[rax+F]` and `jmp rax` (the tail
+/// call through the pointer), with nothing between them but the few
+/// instructions compilers put there: a frame's set-up and tear-down
+/// (`endbr64`, `push rbp`, `mov rbp,rsp`, `sub rsp,N`, `leave`, `pop
+/// rbp`), the null checks (`test rdi,rdi`, `test rax,rax`, and their
+/// forward `je`s, not followed). MariaDB 10.11.19 as Debian 12 builds it
+/// has no frame (`test rdi,rdi; je; mov rax,[rdi+0x580]; ...`); 11.4.5
+/// as MariaDB's own release builds it has one (`push rbp; mov rbp,rsp;
+/// sub rsp,0x10; ...`, the THD's scheduler at 0x578, and in
+/// `thd_wait_end` the `test rdi,rdi` before the `mov rbp,rsp`). A hand
+/// decoder of those few forms, as no crate decodes x86 without pulling
+/// a disassembler into the server. Any other instruction: `None`, and
+/// no hook.
 fn offsets(code: *const u8) -> Option<(usize, usize)> {
     if code.is_null() || !cfg!(target_arch = "x86_64") {
         return None;
     }
-    // SAFETY: the first 24 bytes of an exported function's code.
-    let b = unsafe { std::slice::from_raw_parts(code, 24) };
-    if b[0..3] != [0x48, 0x85, 0xff] || b[3] != 0x74 || b[5..8] != [0x48, 0x8b, 0x87] {
-        return None;
-    }
-    let sched = i32::from_le_bytes([b[8], b[9], b[10], b[11]]);
-    if b[12..15] != [0x48, 0x85, 0xc0] || b[15] != 0x74 || b[17..19] != [0x48, 0x8b] {
-        return None;
-    }
-    let field = match b[19] {
-        0x40 => b[20] as i8 as i32,
-        0x80 => i32::from_le_bytes([b[20], b[21], b[22], b[23]]),
-        _ => return None,
+    // SAFETY: the first bytes of an exported function's code (the
+    // decoder stops at the tail jump, well inside the function).
+    let b = unsafe { std::slice::from_raw_parts(code, CODE_READ) };
+    tail_call_offsets(b)
+}
+
+/// How many bytes of a function `offsets` decodes at most.
+const CODE_READ: usize = 64;
+
+/// `offsets` on the code's bytes.
+fn tail_call_offsets(b: &[u8]) -> Option<(usize, usize)> {
+    let disp32 = |at: usize| -> Option<i32> {
+        Some(i32::from_le_bytes(b.get(at..at + 4)?.try_into().ok()?))
     };
-    (sched > 0 && field >= 0).then_some((sched as usize, field as usize))
+    let (mut sched, mut field) = (None, None);
+    let mut i = 0;
+    while i < b.len() {
+        let rest = &b[i..];
+        let len = match rest {
+            [0xf3, 0x0f, 0x1e, 0xfa, ..] => 4,                    // endbr64
+            [0x55, ..] | [0xc9, ..] | [0x5d, ..] => 1,            // push rbp, leave, pop rbp
+            [0x48, 0x89, 0xe5, ..] => 3,                          // mov rbp,rsp
+            [0x48, 0x83, 0xec, _, ..] => 4,                       // sub rsp,imm8
+            [0x48, 0x85, 0xff, ..] | [0x48, 0x85, 0xc0, ..] => 3, // test rdi,rdi; test rax,rax
+            [0x74, _, ..] => 2,                                   // je rel8
+            [0x0f, 0x84, _, _, _, _, ..] => 6,                    // je rel32
+            [0x48, 0x8b, 0x87, ..] if sched.is_none() => {
+                sched = Some(disp32(i + 3)?);
+                7
+            }
+            [0x48, 0x8b, 0x40, d, ..] if sched.is_some() && field.is_none() => {
+                field = Some(*d as i8 as i32);
+                4
+            }
+            [0x48, 0x8b, 0x80, ..] if sched.is_some() && field.is_none() => {
+                field = Some(disp32(i + 3)?);
+                7
+            }
+            [0xff, 0xe0, ..] => {
+                let (s, f) = (sched?, field?);
+                return (s > 0 && f >= 0).then_some((s as usize, f as usize));
+            }
+            _ => return None,
+        };
+        i += len;
+    }
+    None
 }
 
 /// Points the scheduler's `thd_wait_begin`/`thd_wait_end` at the
@@ -884,22 +939,48 @@ mod tests {
     }
 
     /// The first instructions of `thd_wait_begin` and `thd_wait_end` in
-    /// MariaDB 10.11.19 (Debian 12's mariadbd, `objdump -d`): the THD's
-    /// scheduler at 0x580, its two hooks at 0x28 and 0x30.
+    /// MariaDB 10.11.19 (Debian 12's mariadbd) and 11.4.5 (MariaDB's own
+    /// release build, with frame pointers), as gdb's `x/48xb` prints
+    /// them: the THD's scheduler at 0x580 and 0x578, its two hooks at
+    /// 0x28 and 0x30.
     #[test]
     fn the_hooks_offsets_are_read_from_the_servers_code() {
-        let begin: [u8; 24] = [
+        let debian_10_11_begin: &[u8] = &[
             0x48, 0x85, 0xff, 0x74, 0x23, 0x48, 0x8b, 0x87, 0x80, 0x05, 0x00, 0x00, 0x48, 0x85,
-            0xc0, 0x74, 0x0f, 0x48, 0x8b, 0x40, 0x28, 0x48, 0x85, 0xc0,
+            0xc0, 0x74, 0x0f, 0x48, 0x8b, 0x40, 0x28, 0x48, 0x85, 0xc0, 0x74, 0x06, 0xff, 0xe0,
+            0x0f, 0x1f, 0x40, 0x00, 0xc3,
         ];
-        assert_eq!(offsets(begin.as_ptr()), Some((0x580, 0x28)));
-        let mut end = begin;
+        assert_eq!(tail_call_offsets(debian_10_11_begin), Some((0x580, 0x28)));
+        let mut end = debian_10_11_begin.to_vec();
         end[20] = 0x30;
-        assert_eq!(offsets(end.as_ptr()), Some((0x580, 0x30)));
+        assert_eq!(tail_call_offsets(&end), Some((0x580, 0x30)));
+        let release_11_4_begin: &[u8] = &[
+            0x55, 0x48, 0x89, 0xe5, 0x48, 0x83, 0xec, 0x10, 0x48, 0x85, 0xff, 0x74, 0x1b, 0x48,
+            0x8b, 0x87, 0x78, 0x05, 0x00, 0x00, 0x48, 0x85, 0xc0, 0x74, 0x27, 0x48, 0x8b, 0x40,
+            0x28, 0x48, 0x85, 0xc0, 0x74, 0x1e, 0xc9, 0xff, 0xe0, 0x0f, 0x1f, 0x00, 0x89, 0x75,
+        ];
+        assert_eq!(tail_call_offsets(release_11_4_begin), Some((0x578, 0x28)));
+        let release_11_4_end: &[u8] = &[
+            0x55, 0x48, 0x85, 0xff, 0x48, 0x89, 0xe5, 0x74, 0x1f, 0x48, 0x8b, 0x87, 0x78, 0x05,
+            0x00, 0x00, 0x48, 0x85, 0xc0, 0x74, 0x23, 0x48, 0x8b, 0x40, 0x30, 0x48, 0x85, 0xc0,
+            0x74, 0x1a, 0x5d, 0xff, 0xe0, 0x0f, 0x1f, 0x80,
+        ];
+        assert_eq!(tail_call_offsets(release_11_4_end), Some((0x578, 0x30)));
         // Another compiler's code: no hook rather than a wrong one.
-        let mut other = begin;
-        other[5] = 0x49;
-        assert_eq!(offsets(other.as_ptr()), None);
+        let mut other = debian_10_11_begin.to_vec();
+        other[5] = 0x49; // mov rax,[r15+...]
+        assert_eq!(tail_call_offsets(&other), None);
+        // The pointer loaded but not jumped through (a call and more
+        // work after it): not this shape.
+        let mut called = debian_10_11_begin.to_vec();
+        called[26..28].copy_from_slice(&[0xff, 0xd0]);
+        assert_eq!(tail_call_offsets(&called), None);
+        // Cut short, or the field before the scheduler: nothing.
+        assert_eq!(tail_call_offsets(&debian_10_11_begin[..20]), None);
+        assert_eq!(
+            tail_call_offsets(&[0x48, 0x8b, 0x40, 0x28, 0xff, 0xe0]),
+            None
+        );
         assert_eq!(offsets(std::ptr::null()), None);
     }
 

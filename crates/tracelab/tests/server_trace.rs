@@ -1031,19 +1031,27 @@ struct Maria {
 
 impl Maria {
     fn start(tag: &str) -> Maria {
+        Maria::start_with(tag, &[])
+    }
+
+    /// `start` with `env` in `db start`'s environment.
+    fn start_with(tag: &str, env: &[(&str, &str)]) -> Maria {
         let base = tempdir(tag);
         let dir = base.join("server");
         let traces = base.join("traces");
-        let (out, err, code) = tracelab(&[
-            "db",
-            "start",
-            "--engine",
-            "mariadb",
-            "--dir",
-            dir.to_str().unwrap(),
-            "--server-trace",
-            traces.to_str().unwrap(),
-        ]);
+        let (out, err, code) = tracelab_env(
+            &[
+                "db",
+                "start",
+                "--engine",
+                "mariadb",
+                "--dir",
+                dir.to_str().unwrap(),
+                "--server-trace",
+                traces.to_str().unwrap(),
+            ],
+            env,
+        );
         assert_eq!(code, 0, "{err}");
         assert!(err.contains("tracelab_server_CONNECTION_ID.trc"), "{err}");
         let port = out
@@ -1154,7 +1162,7 @@ fn an_unwritable_trace_directory_is_said_in_the_servers_log() {
 
 /// The server builds of other major versions than the machine's own,
 /// from `TRACELAB_TEST_PG_BINDIRS` (bin directories joined by ':', as
-/// scripts/fetch_postgres.sh prints them; scripts/test.sh sets it), each
+/// scripts/fetch_servers.sh prints them; scripts/test.sh sets it), each
 /// with its major version.
 fn other_postgres_versions() -> Vec<(u32, String)> {
     let Ok(dirs) = std::env::var("TRACELAB_TEST_PG_BINDIRS") else {
@@ -1180,7 +1188,7 @@ fn other_postgres_versions() -> Vec<(u32, String)> {
 }
 
 /// Every major version the tracer supports, 14 to 18 (the machine's own
-/// and the builds scripts/fetch_postgres.sh fetches), traces the same
+/// and the builds scripts/fetch_servers.sh fetches), traces the same
 /// things: a COMMIT's WAL flush wait (PostgreSQL 17 spells it
 /// `IO:WalSync`, the versions before `IO:WALSync`), a sleep named
 /// `Timeout:PgSleep`, the wait for the client, a PL/pgSQL function's
@@ -1194,7 +1202,7 @@ fn every_supported_postgres_version_is_traced() {
     if versions.is_empty() {
         println!(
             "skipped: TRACELAB_TEST_PG_BINDIRS is not set (scripts/test.sh sets it from \
-             scripts/fetch_postgres.sh)"
+             scripts/fetch_servers.sh)"
         );
         return;
     }
@@ -1313,6 +1321,63 @@ fn every_supported_postgres_version_is_traced() {
 fn mariadb_row_lock_is_a_row_lock_wait_in_the_exec() {
     let _serial = serial();
     let m = Maria::start("st-maria-lock");
+    check_row_lock_sleep_and_commit(&m);
+}
+
+/// MariaDB's own builds of other versions than the machine's (11.4,
+/// with frame pointers, whose `thd_wait_begin` starts with a frame's
+/// set-up and reads the THD's scheduler at another offset), from
+/// `TRACELAB_TEST_MARIADB_BINDIRS` (scripts/fetch_servers.sh): the
+/// waits the server announces are traced as on the machine's 10.11 (a
+/// row lock, a sleep, the redo flush, the client), and the server's log
+/// has no word of code the library does not know.
+#[test]
+fn mariadb_other_versions_are_traced_alike() {
+    let Ok(dirs) = std::env::var("TRACELAB_TEST_MARIADB_BINDIRS") else {
+        println!(
+            "skipped: TRACELAB_TEST_MARIADB_BINDIRS is not set (scripts/test.sh sets it from \
+             scripts/fetch_servers.sh)"
+        );
+        return;
+    };
+    let _serial = serial();
+    for dir in dirs.split(':').filter(|d| !d.is_empty()) {
+        let m = Maria::start_with("st-maria-version", &[("TRACELAB_MARIADB_BINDIR", dir)]);
+        let out = m
+            .client()
+            .args(["-e", "select version()"])
+            .stdout(std::process::Stdio::piped())
+            .output()
+            .unwrap();
+        let version = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        let wanted = Path::new(dir)
+            .parent()
+            .and_then(|p| p.file_name())
+            .and_then(|n| n.to_str())
+            .and_then(|n| n.strip_prefix("mariadb-"))
+            .unwrap_or_default();
+        assert!(
+            !wanted.is_empty() && version.starts_with(wanted),
+            "{dir}: the server says {version:?}"
+        );
+        check_row_lock_sleep_and_commit(&m);
+        let traces = m.traces_when(|_| true);
+        assert!(
+            traces
+                .iter()
+                .any(|(_, t)| t.lines.iter().any(|l| l.name == "thd_wait:NET")),
+            "{version}: no wait for the client"
+        );
+        let log = std::fs::read_to_string(m.dir.join("server.log")).unwrap();
+        assert!(!log.contains("tracelab server trace:"), "{version}: {log}");
+    }
+}
+
+/// An UPDATE of a row another connection holds for a second (in
+/// `SLEEP(1)`) waits for it as `thd_wait:ROW_LOCK` inside its EXEC, the
+/// holder's sleep is `thd_wait:SLEEP`, one of the commits flushes the
+/// redo log, and every call's CPU and waits fit in its elapsed time.
+fn check_row_lock_sleep_and_commit(m: &Maria) {
     m.run("create table t (id int primary key, v int) engine=innodb; insert into t values (1, 0)");
     let mut holder = m.spawn("begin; update t set v = v + 1 where id = 1; select sleep(1); commit");
     std::thread::sleep(Duration::from_millis(300));
