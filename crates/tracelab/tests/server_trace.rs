@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use common::{tempdir, tracelab, tracelab_env, Scratch};
+use common::{postgres_builds, tempdir, tracelab, tracelab_env, Scratch};
 
 /// A private server started with `db start --server-trace`; stopped (and
 /// its directory removed) when dropped.
@@ -1160,33 +1160,6 @@ fn an_unwritable_trace_directory_is_said_in_the_servers_log() {
     std::fs::set_permissions(&s.traces, std::fs::Permissions::from_mode(0o755)).unwrap();
 }
 
-/// The server builds of other major versions than the machine's own,
-/// from `TRACELAB_TEST_PG_BINDIRS` (bin directories joined by ':', as
-/// scripts/fetch_servers.sh prints them; scripts/test.sh sets it), each
-/// with its major version.
-fn other_postgres_versions() -> Vec<(u32, String)> {
-    let Ok(dirs) = std::env::var("TRACELAB_TEST_PG_BINDIRS") else {
-        return Vec::new();
-    };
-    dirs.split(':')
-        .filter(|d| !d.is_empty())
-        .map(|d| {
-            let out = Command::new(Path::new(d).join("postgres"))
-                .arg("--version")
-                .output()
-                .unwrap_or_else(|e| panic!("{d}/postgres: {e}"));
-            let line = String::from_utf8_lossy(&out.stdout).to_string();
-            let major = line
-                .split("(PostgreSQL) ")
-                .nth(1)
-                .and_then(|v| v.split(['.', ' ', '\n']).next())
-                .and_then(|v| v.parse().ok())
-                .unwrap_or_else(|| panic!("{d}/postgres --version: {line}"));
-            (major, d.to_string())
-        })
-        .collect()
-}
-
 /// Every major version the tracer supports, 14 to 18 (the machine's own
 /// and the builds scripts/fetch_servers.sh fetches), traces the same
 /// things: a COMMIT's WAL flush wait (PostgreSQL 17 spells it
@@ -1198,7 +1171,7 @@ fn other_postgres_versions() -> Vec<(u32, String)> {
 /// before anything is made.
 #[test]
 fn every_supported_postgres_version_is_traced() {
-    let versions = other_postgres_versions();
+    let versions = postgres_builds();
     if versions.is_empty() {
         println!(
             "skipped: TRACELAB_TEST_PG_BINDIRS is not set (scripts/test.sh sets it from \

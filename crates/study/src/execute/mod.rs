@@ -277,7 +277,34 @@ fn check_needs(eng: &mut Engine, l: &Loaded) {
     if eng.kind != Kind::Postgres {
         return;
     }
+    let major = if l.study.probes.iter().any(|p| p.versions.is_some()) {
+        setting(eng, "server_version_num")
+            .and_then(|v| v.trim().parse::<u32>().ok())
+            .map(|v| v / 10_000)
+    } else {
+        None
+    };
     for pr in &l.study.probes {
+        if let (Some(versions), Some(major)) = (pr.versions, major) {
+            if !versions.contains(major) {
+                // Another probe is this version's form of it, as a rule;
+                // where none is, the report says why its columns are
+                // empty.
+                eng.skipped_probes.insert(pr.name.clone());
+                let other =
+                    l.study.probes.iter().any(|o| {
+                        o.name != pr.name && o.versions.is_some_and(|v| v.contains(major))
+                    });
+                if !other {
+                    eng.notes.push(format!(
+                        "probe {} not taken: its SQL is for PostgreSQL {}, and the server is {major}",
+                        pr.name,
+                        versions_text(versions)
+                    ));
+                }
+                continue;
+            }
+        }
         for (k, want) in &pr.needs {
             let Some(have) = setting(eng, k) else {
                 continue;
@@ -303,6 +330,16 @@ fn check_needs(eng: &mut Engine, l: &Loaded) {
                 ));
             }
         }
+    }
+}
+
+/// A probe's `versions` as a reader writes it.
+fn versions_text(v: crate::model::spec::Versions) -> String {
+    match (v.from, v.to) {
+        (a, b) if a == b => a.to_string(),
+        (0, b) => format!("{b} and older"),
+        (a, u32::MAX) => format!("{a} and newer"),
+        (a, b) => format!("{a} to {b}"),
     }
 }
 
@@ -1123,6 +1160,69 @@ columns = [{ name = "r", label = "r", expr = "$elapsed_ms" }]
         let (mut lite, server) = fake_engine(Kind::Sqlite, "sqlite:x.db", vec![]);
         check_needs(&mut lite, &l);
         assert!(lite.skipped_probes.is_empty() && sent(&server).is_empty());
+    }
+
+    #[test]
+    fn a_probe_for_other_versions_is_left_to_the_one_for_this_version() {
+        let text = format!(
+            "{STUDY}\n[[probes]]\nname = \"old\"\nsql = \"select 1\"\nversions = \"-17\"\n\
+             [[probes]]\nname = \"new\"\nsql = \"select 2\"\nversions = \"18-\"\n\
+             [[probes]]\nname = \"only16\"\nsql = \"select 3\"\nversions = \"16\"\n"
+        );
+        let l = Loaded::parse("t", &text, None, &[]).unwrap();
+        let (mut eng, _) = fake_engine(
+            Kind::Postgres,
+            "postgres://u@h/d",
+            vec![(
+                "SELECT current_setting('server_version_num'",
+                Ok(vec![row(&[("current_setting", "180001")])]),
+            )],
+        );
+        check_needs(&mut eng, &l);
+        assert_eq!(
+            eng.skipped_probes.iter().collect::<Vec<_>>(),
+            ["old", "only16"]
+        );
+        // Another probe is for this version ("new"): the skipped ones are
+        // taken as its other versions' forms, and not spoken of.
+        assert!(eng.notes.is_empty(), "{:?}", eng.notes);
+        // A study with no probe for this version: the report says why
+        // the probe's columns are empty.
+        let lone = format!(
+            "{STUDY}\n[[probes]]\nname = \"only16\"\nsql = \"select 3\"\nversions = \"16\"\n"
+        );
+        let lone = Loaded::parse("t", &lone, None, &[]).unwrap();
+        let (mut eng, _) = fake_engine(
+            Kind::Postgres,
+            "postgres://u@h/d",
+            vec![(
+                "SELECT current_setting('server_version_num'",
+                Ok(vec![row(&[("current_setting", "180001")])]),
+            )],
+        );
+        check_needs(&mut eng, &lone);
+        assert!(eng.skipped_probes.contains("only16"));
+        assert!(
+            eng.notes.len() == 1
+                && eng.notes[0].contains(
+                    "probe only16 not taken: its SQL is for PostgreSQL 16, and the server is 18"
+                ),
+            "{:?}",
+            eng.notes
+        );
+        let (mut old, _) = fake_engine(
+            Kind::Postgres,
+            "postgres://u@h/d",
+            vec![(
+                "SELECT current_setting('server_version_num'",
+                Ok(vec![row(&[("current_setting", "150018")])]),
+            )],
+        );
+        check_needs(&mut old, &l);
+        assert_eq!(
+            old.skipped_probes.iter().collect::<Vec<_>>(),
+            ["new", "only16"]
+        );
     }
 
     #[test]

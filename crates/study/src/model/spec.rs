@@ -380,6 +380,61 @@ pub struct Probe {
     /// rather than showing a 0 that was never measured.
     #[serde(default)]
     pub needs: BTreeMap<String, String>,
+    /// The PostgreSQL major versions the probe's SQL is for (`"14-17"`,
+    /// `"18-"`): a server of another version does not take it. Views
+    /// change between versions (PostgreSQL 18 moved the WAL's sync counts
+    /// and times from `pg_stat_wal` to `pg_stat_io`), so a study gives
+    /// one probe per form, each for its versions.
+    #[serde(default)]
+    pub versions: Option<Versions>,
+}
+
+/// A range of PostgreSQL major versions: `"16"`, `"14-17"`, `"18-"`,
+/// `"-17"`.
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
+#[serde(try_from = "String")]
+pub struct Versions {
+    pub from: u32,
+    pub to: u32,
+}
+
+impl Versions {
+    pub fn contains(&self, major: u32) -> bool {
+        (self.from..=self.to).contains(&major)
+    }
+}
+
+impl TryFrom<String> for Versions {
+    type Error = String;
+
+    fn try_from(text: String) -> Result<Versions, String> {
+        let bad = || {
+            format!(
+                "versions = \"{text}\": expected a PostgreSQL major version or a range of them, \
+                 e.g. \"16\", \"14-17\" or \"18-\""
+            )
+        };
+        let num = |t: &str, empty: u32| -> Result<u32, String> {
+            let t = t.trim();
+            if t.is_empty() {
+                Ok(empty)
+            } else {
+                t.parse().map_err(|_| bad())
+            }
+        };
+        let (from, to) = match text.split_once('-') {
+            Some((a, b)) => (num(a, 0)?, num(b, u32::MAX)?),
+            None if text.trim().is_empty() => return Err(bad()),
+            None => {
+                let v = num(&text, u32::MAX)?;
+                (v, v)
+            }
+        };
+        if from > to || (from == 0 && to == u32::MAX) {
+            return Err(bad());
+        }
+        Ok(Versions { from, to })
+    }
 }
 
 #[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq)]
@@ -1279,6 +1334,29 @@ fn line_of(text: &str, key: &str) -> usize {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_probes_versions_are_one_major_version_or_a_range() {
+        let v = |t: &str| Versions::try_from(t.to_string());
+        assert_eq!(v("16"), Ok(Versions { from: 16, to: 16 }));
+        assert_eq!(v("14-17"), Ok(Versions { from: 14, to: 17 }));
+        assert_eq!(
+            v("18-"),
+            Ok(Versions {
+                from: 18,
+                to: u32::MAX
+            })
+        );
+        assert_eq!(v(" -17 "), Ok(Versions { from: 0, to: 17 }));
+        assert!(v("18-").unwrap().contains(19) && !v("18-").unwrap().contains(17));
+        for bad in ["", "-", "17-14", "x", "15.2", "14-17-18"] {
+            let e = v(bad).unwrap_err();
+            assert!(
+                e.contains("e.g. \"16\", \"14-17\" or \"18-\""),
+                "{bad}: {e}"
+            );
+        }
+    }
     use super::*;
 
     const GOOD: &str = r#"

@@ -104,3 +104,31 @@ columns = [{{ name = "e", label = "elapsed ms", expr = "$elapsed_ms" }}]
     .unwrap();
     file
 }
+
+/// The server builds of other major versions than the machine's own,
+/// from `TRACELAB_TEST_PG_BINDIRS` (bin directories joined by ':', as
+/// scripts/fetch_servers.sh prints them; scripts/test.sh sets it), each
+/// with its major version.
+#[allow(dead_code)]
+pub fn postgres_builds() -> Vec<(u32, String)> {
+    let Ok(dirs) = std::env::var("TRACELAB_TEST_PG_BINDIRS") else {
+        return Vec::new();
+    };
+    dirs.split(':')
+        .filter(|d| !d.is_empty())
+        .map(|d| {
+            let out = Command::new(std::path::Path::new(d).join("postgres"))
+                .arg("--version")
+                .output()
+                .unwrap_or_else(|e| panic!("{d}/postgres: {e}"));
+            let line = String::from_utf8_lossy(&out.stdout).to_string();
+            let major = line
+                .split("(PostgreSQL) ")
+                .nth(1)
+                .and_then(|v| v.split(['.', ' ', '\n']).next())
+                .and_then(|v| v.parse().ok())
+                .unwrap_or_else(|| panic!("{d}/postgres --version: {line}"));
+            (major, d.to_string())
+        })
+        .collect()
+}
