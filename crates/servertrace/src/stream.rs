@@ -207,6 +207,15 @@ fn startup_params(body: &[u8]) -> Startup {
 }
 
 /// The code after a startup-like packet's length.
+/// A startup packet's protocol version 3.x: 3.0, and 3.2, which
+/// PostgreSQL 18's libpq asks for with `max_protocol_version=3.2` (its
+/// messages that matter here are 3.0's; the cancel key grew, which the
+/// tracer does not read). The SSL, GSS and cancel requests' codes have
+/// 1234 where the major version is.
+fn protocol_3(code: u32) -> bool {
+    code >> 16 == 3
+}
+
 fn code(body: &[u8]) -> u32 {
     body.get(..4)
         .map_or(0, |c| u32::from_be_bytes([c[0], c[1], c[2], c[3]]))
@@ -223,7 +232,7 @@ impl Streams {
             return None;
         }
         let c = code(&bytes[4..]);
-        if c != PROTOCOL_3 && c != message::SSL_REQUEST && c != message::GSSENC_REQUEST {
+        if !protocol_3(c) && c != message::SSL_REQUEST && c != message::GSSENC_REQUEST {
             return None;
         }
         let r = self.client(bytes, |_| {});
@@ -248,7 +257,7 @@ impl Streams {
             |t, body| {
                 if t == 0 {
                     match code(body) {
-                        PROTOCOL_3 => {
+                        c if protocol_3(c) => {
                             r.startup = Some(startup_params(body));
                             started_now.set(true);
                         }
@@ -317,7 +326,11 @@ pub(crate) mod tests {
     }
 
     fn startup() -> Vec<u8> {
-        let mut body = PROTOCOL_3.to_be_bytes().to_vec();
+        startup_of(PROTOCOL_3)
+    }
+
+    fn startup_of(version: u32) -> Vec<u8> {
+        let mut body = version.to_be_bytes().to_vec();
         body.extend_from_slice(b"user\0alice\0application_name\0app1\0\0");
         let mut m = ((body.len() + 4) as u32).to_be_bytes().to_vec();
         m.extend_from_slice(&body);
@@ -364,6 +377,20 @@ pub(crate) mod tests {
             assert_eq!(msgs, expected, "chunks of {size}");
             assert!(terminate);
         }
+    }
+
+    /// Protocol 3.2 (PostgreSQL 18's libpq with `max_protocol_version=3.2`)
+    /// is a session as 3.0 is; 2.0 and a cancel request are not.
+    #[test]
+    fn a_startup_of_protocol_3_2_begins_a_session() {
+        let mut s = Streams::default();
+        let first = s.startup(&startup_of(3 << 16 | 2)).unwrap().unwrap();
+        assert_eq!(first.user, "alice");
+        assert!(Streams::default().startup(&startup_of(2 << 16)).is_none());
+        let mut cancel = 16u32.to_be_bytes().to_vec();
+        cancel.extend_from_slice(&80_877_102u32.to_be_bytes());
+        cancel.extend_from_slice(&[0; 8]);
+        assert!(Streams::default().startup(&cancel).is_none());
     }
 
     #[test]

@@ -1232,7 +1232,15 @@ fn every_supported_postgres_version_is_traced() {
         let k: i32 = c.query_one("select f($1)", &[&1]).unwrap().get(0);
         assert_eq!(k, 2);
         drop(c);
+        let raw = query_with_protocol_3_2(&s.url, "select 32 as minor");
         s.stop();
+        let t = Trace::read(&s.traces.join(format!("tracelab_server_{raw}.trc")));
+        assert!(
+            t.lines
+                .iter()
+                .any(|l| l.kind == "EXEC" && l.sql == "select 32 as minor"),
+            "PostgreSQL {major}: a protocol 3.2 session's query is not traced"
+        );
         let t = s.trace(pid);
         check_accounting(&t);
         let what = format!("PostgreSQL {major}");
@@ -1283,6 +1291,56 @@ fn every_supported_postgres_version_is_traced() {
         seen.push(major);
     }
     println!("traced PostgreSQL {seen:?}");
+}
+
+/// A session that asks for protocol 3.2 (PostgreSQL 18's libpq with
+/// `max_protocol_version=3.2`; servers before 18 answer with
+/// NegotiateProtocolVersion and go on in 3.0), spoken by hand over TCP
+/// with trust authentication: `sql` as a simple query, then Terminate.
+/// Returns the backend's pid (from BackendKeyData).
+fn query_with_protocol_3_2(url: &str, sql: &str) -> i32 {
+    use std::io::{Read, Write};
+    let port = url
+        .split("127.0.0.1:")
+        .nth(1)
+        .and_then(|r| r.split('/').next())
+        .unwrap_or_else(|| panic!("a URL with 127.0.0.1:PORT: {url}"));
+    let mut sock = std::net::TcpStream::connect(format!("127.0.0.1:{port}")).unwrap();
+    sock.set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let mut body = (3u32 << 16 | 2).to_be_bytes().to_vec();
+    body.extend_from_slice(b"user\0postgres\0database\0postgres\0\0");
+    let mut startup = ((body.len() + 4) as u32).to_be_bytes().to_vec();
+    startup.extend_from_slice(&body);
+    sock.write_all(&startup).unwrap();
+    // The server's messages up to ReadyForQuery; the pid from 'K'.
+    let mut until_ready = |sock: &mut std::net::TcpStream| -> Option<i32> {
+        let mut pid = None;
+        loop {
+            let mut head = [0u8; 5];
+            sock.read_exact(&mut head).unwrap();
+            let len = u32::from_be_bytes([head[1], head[2], head[3], head[4]]) as usize;
+            let mut msg = vec![0u8; len - 4];
+            sock.read_exact(&mut msg).unwrap();
+            match head[0] {
+                b'K' => pid = Some(i32::from_be_bytes([msg[0], msg[1], msg[2], msg[3]])),
+                b'E' => panic!("{}", String::from_utf8_lossy(&msg)),
+                b'Z' => return pid,
+                _ => {}
+            }
+        }
+    };
+    let pid = until_ready(&mut sock).expect("BackendKeyData");
+    let mut q = vec![b'Q'];
+    q.extend_from_slice(&((sql.len() + 5) as u32).to_be_bytes());
+    q.extend_from_slice(sql.as_bytes());
+    q.push(0);
+    sock.write_all(&q).unwrap();
+    until_ready(&mut sock);
+    sock.write_all(&[b'X', 0, 0, 0, 4]).unwrap();
+    // The backend writes its trace as it ends: wait for the close.
+    let _ = sock.read(&mut [0u8; 1]);
+    pid
 }
 
 /// MariaDB: an UPDATE of a row another connection holds for a second
