@@ -10,8 +10,6 @@ use crate::message::{self, ClientRef};
 /// its text cut there, as the proxy does); the rest is skipped.
 const KEEP: usize = 1 << 20;
 
-const PROTOCOL_3: u32 = 196_608;
-
 /// What the startup packet says of the connection.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Startup {
@@ -324,6 +322,9 @@ pub(crate) mod tests {
         m.extend_from_slice(body);
         m
     }
+
+    /// Protocol version 3.0 in a startup packet.
+    const PROTOCOL_3: u32 = 196_608;
 
     fn startup() -> Vec<u8> {
         startup_of(PROTOCOL_3)

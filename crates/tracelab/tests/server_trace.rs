@@ -1314,7 +1314,7 @@ fn query_with_protocol_3_2(url: &str, sql: &str) -> i32 {
     startup.extend_from_slice(&body);
     sock.write_all(&startup).unwrap();
     // The server's messages up to ReadyForQuery; the pid from 'K'.
-    let mut until_ready = |sock: &mut std::net::TcpStream| -> Option<i32> {
+    let until_ready = |sock: &mut std::net::TcpStream| -> Option<i32> {
         let mut pid = None;
         loop {
             let mut head = [0u8; 5];
