@@ -27,7 +27,8 @@
 //! `bool readOnlyTree`); `ExecutorFinish_hook` takes the `QueryDesc *`
 //! alone. Checked against each version's `executor/execdesc.h`,
 //! `executor/executor.h` and `tcop/utility.h`, and run on builds of 14,
-//! 15, 16, 17 and 18 (crates/tracelab/tests/server_trace_versions.rs).
+//! 15, 16, 17 and 18 (crates/tracelab/tests/server_trace.rs,
+//! `every_supported_postgres_version_is_traced`).
 //! The hooks are installed only on a server whose data directory (the
 //! backend's working directory) says one of those versions in
 //! `PG_VERSION`: a later version's types are unknown until checked, and
