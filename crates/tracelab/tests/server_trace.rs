@@ -186,6 +186,20 @@ impl Trace {
             .collect()
     }
 
+    /// The EXECs of statements inside the client's call at `i` (dep >= 1),
+    /// in their order: the calls since the client's statement began, back
+    /// to the previous call of the client's.
+    fn nested_execs(&self, i: usize) -> Vec<&Line> {
+        let mut nested: Vec<&Line> = self.lines[..i]
+            .iter()
+            .rev()
+            .take_while(|l| l.kind == "WAIT" || l.dep >= 1)
+            .filter(|l| l.kind == "EXEC")
+            .collect();
+        nested.reverse();
+        nested
+    }
+
     /// The index of the first EXEC of a statement whose text starts with
     /// `sql`.
     fn exec_of(&self, sql: &str) -> usize {
@@ -719,15 +733,8 @@ fn plpgsql_statements_are_dep_1_calls_inside_the_callers_exec() {
     for &i in &parents {
         let parent = &t.lines[i];
         let start = parent.tim - parent.e;
-        // The calls since the client's statement began, back to the
-        // previous call of the client's.
-        let nested: Vec<&Line> = t.lines[..i]
-            .iter()
-            .rev()
-            .take_while(|l| l.kind == "WAIT" || l.dep >= 1)
-            .filter(|l| l.kind == "EXEC")
-            .collect();
-        let texts: Vec<&str> = nested.iter().rev().map(|l| l.sql.as_str()).collect();
+        let nested = t.nested_execs(i);
+        let texts: Vec<&str> = nested.iter().map(|l| l.sql.as_str()).collect();
         assert_eq!(
             texts,
             [
@@ -755,7 +762,8 @@ fn plpgsql_statements_are_dep_1_calls_inside_the_callers_exec() {
             .find(|l| l.kind == "WAIT" && l.name == "Timeout:PgSleep")
             .unwrap();
         assert_eq!(sleep.sql, "SELECT pg_sleep(0.02)");
-        assert!(sleep.e >= 20_000 && nested[0].e >= sleep.e, "{sleep:?}");
+        let sleeping = nested.last().unwrap();
+        assert!(sleep.e >= 20_000 && sleeping.e >= sleep.e, "{sleep:?}");
     }
 }
 
@@ -1257,13 +1265,8 @@ fn every_supported_postgres_version_is_traced() {
         );
         let call = t.exec_of("select f(");
         let parent = &t.lines[call];
-        let nested: Vec<&Line> = t.lines[..call]
-            .iter()
-            .rev()
-            .take_while(|l| l.kind == "WAIT" || l.dep >= 1)
-            .filter(|l| l.kind == "EXEC")
-            .collect();
-        let texts: Vec<&str> = nested.iter().rev().map(|l| l.sql.as_str()).collect();
+        let nested = t.nested_execs(call);
+        let texts: Vec<&str> = nested.iter().map(|l| l.sql.as_str()).collect();
         assert_eq!(
             texts,
             [

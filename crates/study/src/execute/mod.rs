@@ -1164,20 +1164,24 @@ columns = [{ name = "r", label = "r", expr = "$elapsed_ms" }]
 
     #[test]
     fn a_probe_for_other_versions_is_left_to_the_one_for_this_version() {
+        // A PostgreSQL server of `server_version_num` `num`.
+        let postgres_of = |num: &str| {
+            fake_engine(
+                Kind::Postgres,
+                "postgres://u@h/d",
+                vec![(
+                    "SELECT current_setting('server_version_num'",
+                    Ok(vec![row(&[("current_setting", num)])]),
+                )],
+            )
+        };
         let text = format!(
             "{STUDY}\n[[probes]]\nname = \"old\"\nsql = \"select 1\"\nversions = \"-17\"\n\
              [[probes]]\nname = \"new\"\nsql = \"select 2\"\nversions = \"18-\"\n\
              [[probes]]\nname = \"only16\"\nsql = \"select 3\"\nversions = \"16\"\n"
         );
         let l = Loaded::parse("t", &text, None, &[]).unwrap();
-        let (mut eng, _) = fake_engine(
-            Kind::Postgres,
-            "postgres://u@h/d",
-            vec![(
-                "SELECT current_setting('server_version_num'",
-                Ok(vec![row(&[("current_setting", "180001")])]),
-            )],
-        );
+        let (mut eng, _) = postgres_of("180001");
         check_needs(&mut eng, &l);
         assert_eq!(
             eng.skipped_probes.iter().collect::<Vec<_>>(),
@@ -1192,14 +1196,7 @@ columns = [{ name = "r", label = "r", expr = "$elapsed_ms" }]
             "{STUDY}\n[[probes]]\nname = \"only16\"\nsql = \"select 3\"\nversions = \"16\"\n"
         );
         let lone = Loaded::parse("t", &lone, None, &[]).unwrap();
-        let (mut eng, _) = fake_engine(
-            Kind::Postgres,
-            "postgres://u@h/d",
-            vec![(
-                "SELECT current_setting('server_version_num'",
-                Ok(vec![row(&[("current_setting", "180001")])]),
-            )],
-        );
+        let (mut eng, _) = postgres_of("180001");
         check_needs(&mut eng, &lone);
         assert!(eng.skipped_probes.contains("only16"));
         assert!(
@@ -1210,14 +1207,7 @@ columns = [{ name = "r", label = "r", expr = "$elapsed_ms" }]
             "{:?}",
             eng.notes
         );
-        let (mut old, _) = fake_engine(
-            Kind::Postgres,
-            "postgres://u@h/d",
-            vec![(
-                "SELECT current_setting('server_version_num'",
-                Ok(vec![row(&[("current_setting", "150018")])]),
-            )],
-        );
+        let (mut old, _) = postgres_of("150018");
         check_needs(&mut old, &l);
         assert_eq!(
             old.skipped_probes.iter().collect::<Vec<_>>(),
