@@ -111,3 +111,68 @@ fn the_studies_statistics_probes_run_on_every_supported_version() {
     );
     println!("probes run on PostgreSQL {seen:?}");
 }
+
+/// redo-undo, one cell, on each version: its scripts run (the debt's
+/// script reads the freeze's WAL by the WAL position, which every
+/// version has), and the WAL of a conventional insert reads more than 0
+/// on PostgreSQL 14 too, whose statistics reach the probes through a
+/// collector's file (see `flush_stats`).
+#[test]
+fn redo_undo_runs_on_every_supported_version() {
+    let builds: Vec<(u32, String)> = postgres_builds()
+        .into_iter()
+        .filter(|(major, _)| *major >= 14)
+        .collect();
+    if builds.is_empty() {
+        println!(
+            "skipped: TRACELAB_TEST_PG_BINDIRS is not set (scripts/test.sh sets it from \
+             scripts/fetch_servers.sh)"
+        );
+        return;
+    }
+    for (major, bindir) in builds {
+        let base = tempdir("study-versions-ru");
+        let out = base.join("ru");
+        let (_, err, code) = tracelab_env(
+            &[
+                "study",
+                "run",
+                "redo-undo",
+                "--quick",
+                "--reps",
+                "1",
+                "--level",
+                "size=small",
+                "--level",
+                "wal_level=replica",
+                "--level",
+                "method=insert",
+                "--out",
+                out.to_str().unwrap(),
+            ],
+            &[("TRACELAB_PG_BINDIR", bindir.as_str())],
+        );
+        assert_eq!(code, 0, "PostgreSQL {major}: {err}");
+        let report = std::fs::read_to_string(out.join("report.md")).unwrap();
+        let row: Vec<&str> = report
+            .lines()
+            .find(|l| l.starts_with("| insert |"))
+            .unwrap_or_else(|| panic!("PostgreSQL {major}: no insert row in {report}"))
+            .split('|')
+            .map(str::trim)
+            .collect();
+        let number = |cell: &str| -> f64 {
+            cell.trim_end_matches('*')
+                .replace(',', "")
+                .parse()
+                .unwrap_or_else(|_| panic!("PostgreSQL {major}: {cell:?} in {row:?}"))
+        };
+        // | method | WAL bytes | %Δ | WAL records | ... | freeze WAL bytes | load ms |
+        let (wal, freeze) = (number(row[2]), number(row[row.len() - 3]));
+        assert!(wal > 1e6, "PostgreSQL {major}: WAL bytes {wal} in {row:?}");
+        assert!(
+            freeze > 0.0,
+            "PostgreSQL {major}: freeze WAL {freeze} in {row:?}"
+        );
+    }
+}

@@ -32,7 +32,7 @@ use crate::error::{admin_error, StudyError};
 use crate::execute::server_counters::Server;
 use crate::model::engine::redact;
 use crate::model::script::{statements, substitute};
-use crate::model::spec::{Level, Loaded, When};
+use crate::model::spec::{Level, Loaded, Probe, When};
 use crate::plan::cell::{engine_of, levels_of, num, sql_of};
 use crate::plan::{Amounts, Cell, Choice, Phase, Planned, VarSource};
 use crate::store::Syscall;
@@ -818,7 +818,7 @@ fn run_one(
     for b in &before_sql {
         script(eng, b, "before", &mut m)?;
     }
-    flush_stats(eng);
+    flush_stats(eng, &s.probes);
     let mut first: BTreeMap<String, f64> = BTreeMap::new();
     for pr in &s.probes {
         if pr.when == When::After || eng.skipped_probes.contains(&pr.name) {
@@ -843,7 +843,7 @@ fn run_one(
     let summary = measured.summary;
 
     // After: the probes' second look, the after scripts, the after probes.
-    flush_stats(eng);
+    flush_stats(eng, &s.probes);
     for pr in &s.probes {
         if pr.when != When::Delta || eng.skipped_probes.contains(&pr.name) {
             continue;
@@ -862,7 +862,7 @@ fn run_one(
     for a in &after_sql {
         script(eng, a, "after", &mut m)?;
     }
-    flush_stats(eng);
+    flush_stats(eng, &s.probes);
     for pr in &s.probes {
         if pr.when != When::After || eng.skipped_probes.contains(&pr.name) {
             continue;
@@ -959,13 +959,21 @@ pub(crate) fn with_tag(url: &str, tag: &str) -> String {
     )
 }
 
-/// Makes the probe connection's own pending statistics visible (PG 15+),
-/// so that its scripts' WAL does not land in the run's deltas.
-fn flush_stats(eng: &mut Engine) {
-    if eng.kind == Kind::Postgres {
-        if let Ok(c) = eng.client() {
-            let _ = c.execute("SELECT pg_stat_force_next_flush()");
-        }
+/// Makes the statistics sent so far readable before probes are read:
+/// the probe connection's own pending ones, so that its scripts' WAL
+/// does not land in the run's deltas (`pg_stat_force_next_flush()`,
+/// PostgreSQL 15+). PostgreSQL 14 has no such function: its backends
+/// send their statistics to a collector process, and a read accepts the
+/// collector's file up to 500 ms old (`PGSTAT_STAT_INTERVAL`), so two
+/// reads less than that apart can see the same file and a run's deltas
+/// read 0. There the probes wait 0.6 s first.
+fn flush_stats(eng: &mut Engine, probes: &[Probe]) {
+    if eng.kind != Kind::Postgres || probes.is_empty() {
+        return;
+    }
+    let Ok(c) = eng.client() else { return };
+    if c.execute("SELECT pg_stat_force_next_flush()").is_err() {
+        std::thread::sleep(std::time::Duration::from_millis(600));
     }
 }
 
