@@ -36,6 +36,9 @@ apt_need 'command -v psql' postgresql-client
 apt_need 'command -v mariadbd || test -x /usr/sbin/mariadbd' mariadb-server mariadb-client
 # strace (syscall counts of the studies).
 apt_need 'command -v strace' strace
+# openssl (a certificate for a server that serves SSL, in the server
+# tracer's tests).
+apt_need 'command -v openssl' openssl
 
 # DuckDB and PySpark (local mode, on the machine's Java 17) read the
 # exports of `tracelab calls` in crates/tracelab/tests/calls_engines.rs.

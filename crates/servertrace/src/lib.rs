@@ -67,6 +67,7 @@ mod mysql_stream;
 mod names;
 mod out;
 mod pending;
+mod said;
 #[path = "../../trace/src/secrets.rs"]
 #[allow(dead_code)]
 mod secrets;
@@ -678,6 +679,13 @@ fn sending(fd: c_int, bytes: &[u8]) {
         // SSL or GSS accepted: the conversation cannot be read.
         t.write();
         p.phase = Phase::Off;
+        said::once(
+            said::Once::Encrypted,
+            "a connection took SSL or GSS encryption: its messages cannot be read, so it is \
+             not traced (nor is any such connection; this is said once per server): connect \
+             without it (libpq's sslmode=disable, gssencmode=disable), over the unix socket, \
+             or run the server with ssl = off",
+        );
         return;
     }
     if t.tracer.w.buf.len() >= BUFFER {

@@ -222,14 +222,13 @@ impl Conn {
             Event::Login { user, database } => self.login(&user, &database),
             Event::Encrypted | Event::Compressed => {
                 self.off = true;
-                if !UNREADABLE_SAID.swap(true, Relaxed) {
-                    crate::say(
-                        "a connection asked for TLS or compression: its messages cannot be \
-                         read, so it is not traced (nor any such connection after it): connect \
-                         without them (the client's --skip-ssl, ssl-mode=DISABLED), or start \
-                         the server with --skip-ssl",
-                    );
-                }
+                crate::said::once(
+                    crate::said::Once::Encrypted,
+                    "a connection asked for TLS or compression: its messages cannot be read, \
+                     so it is not traced (nor is any such connection; this is said once per \
+                     server): connect without them (the client's --skip-ssl, \
+                     ssl-mode=DISABLED), or start the server with --skip-ssl",
+                );
             }
             Event::Command(Command::Quit) => self.write(),
             Event::Command(c) if self.logged_in => self.calls.command(c, at),
@@ -745,9 +744,6 @@ pub fn tracing_thread() -> bool {
 
 /// 0: not tried yet; 1: done (or not possible).
 static HOOKED: AtomicU8 = AtomicU8::new(0);
-/// The server's log was told, once, that connections with TLS or
-/// compression are not traced.
-static UNREADABLE_SAID: AtomicBool = AtomicBool::new(false);
 /// The server runs the thread pool (the scheduler's hooks were set):
 /// nothing is traced.
 static POOLED: AtomicBool = AtomicBool::new(false);

@@ -1346,6 +1346,77 @@ fn query_with_protocol_3_2(url: &str, sql: &str) -> i32 {
     pid
 }
 
+/// A server that serves SSL: its SSL connections cannot be read and are
+/// not traced, and the server's log says so once, not once per
+/// connection (each is a process of its own; the flag is in a page they
+/// share); a connection without SSL is traced as ever.
+#[test]
+fn ssl_connections_are_said_once_per_server_and_not_traced() {
+    use std::os::unix::fs::MetadataExt;
+    if Command::new("openssl").arg("version").output().is_err() {
+        println!("skipped: openssl is not installed");
+        return;
+    }
+    let _serial = serial();
+    let s = Server::start("st-ssl", &[]);
+    let data = s.dir.join("data");
+    let (crt, key) = (data.join("server.crt"), data.join("server.key"));
+    let made = Command::new("openssl")
+        .args([
+            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+        ])
+        .args(["-subj", "/CN=localhost", "-keyout"])
+        .arg(&key)
+        .arg("-out")
+        .arg(&crt)
+        .output()
+        .unwrap();
+    assert!(made.status.success(), "{made:?}");
+    // The server's user owns the key, readable by it alone, as
+    // PostgreSQL requires.
+    let owner = std::fs::metadata(&data).unwrap();
+    for f in [&crt, &key] {
+        std::os::unix::fs::chown(f, Some(owner.uid()), Some(owner.gid())).unwrap();
+    }
+    std::fs::set_permissions(&key, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    let mut c = s.connect();
+    c.batch_execute("alter system set ssl = on").unwrap();
+    c.batch_execute("select pg_reload_conf()").unwrap();
+    drop(c);
+    let psql = |mode: &str| {
+        let out = Command::new("psql")
+            .arg(format!("{}?sslmode={mode}", s.url))
+            .args([
+                "-Atc",
+                "select ssl from pg_stat_ssl where pid = pg_backend_pid()",
+            ])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    // The reload takes a moment to reach the postmaster.
+    let start = std::time::Instant::now();
+    while psql("prefer") != "t" {
+        assert!(start.elapsed() < Duration::from_secs(10), "ssl never on");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let before = trc_files(&s.traces).len();
+    for _ in 0..3 {
+        assert_eq!(psql("require"), "t");
+    }
+    assert_eq!(psql("disable"), "f");
+    s.stop();
+    // Only the connection without SSL wrote a trace.
+    assert_eq!(trc_files(&s.traces).len(), before + 1);
+    let log = std::fs::read_to_string(s.dir.join("server.log")).unwrap();
+    let said: Vec<&str> = log
+        .lines()
+        .filter(|l| l.starts_with("tracelab server trace: a connection took SSL"))
+        .collect();
+    assert_eq!(said.len(), 1, "{log}");
+}
+
 /// MariaDB: an UPDATE of a row another connection holds for a second
 /// waits for it inside its EXEC, a wait named with MariaDB's own
 /// `thd_wait_type` (the server's `thd_wait_begin(THD_WAIT_ROW_LOCK)`); the
