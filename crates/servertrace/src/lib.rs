@@ -5,8 +5,9 @@
 //! from inside the backend:
 //!
 //! - the calls (PARSE, EXEC, FETCH, CLOSE, XCTEND, ERROR) from the protocol
-//!   messages the backend receives (recv(2) on its client socket) and
-//!   sends (send(2)), derived as the proxy derives them, so that the
+//!   messages the backend receives (recv(2) on its client socket, or
+//!   OpenSSL's SSL_read on a connection that took SSL) and sends (send(2),
+//!   or SSL_write), derived as the proxy derives them, so that the
 //!   statement ids and the call order are those of the client's and the
 //!   proxy's traces (`session.rs`); `c` is the backend's CPU clock over
 //!   the call;
@@ -250,6 +251,45 @@ struct Traced {
     /// What the session did since its lines were last made (see
     /// `pending`).
     pending: pending::Pending,
+    /// The connection took SSL (see `Tls`).
+    tls: Tls,
+}
+
+/// Whether the client's bytes are read from the socket or, once the
+/// connection took SSL, from OpenSSL's `SSL_read` and `SSL_write` (the
+/// socket's bytes are then ciphertext, and are left alone).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Tls {
+    Off,
+    /// SSL accepted; the client's `SSL *` not yet seen: it is the one of
+    /// the first `SSL_read` (the startup packet), before the backend can
+    /// open another SSL connection of its own (postgres_fdw's, dblink's).
+    Accepted,
+    /// The client's connection, by its `SSL *`.
+    On(usize),
+}
+
+/// Where bytes the backend read or wrote came from.
+#[derive(Clone, Copy)]
+enum Via {
+    Socket(c_int),
+    /// OpenSSL, with the connection's `SSL *`.
+    Ssl(usize),
+}
+
+impl Traced {
+    /// Whether bytes that came `via` are the client's conversation.
+    fn conversation(&mut self, via: Via) -> bool {
+        match (via, self.tls) {
+            (Via::Socket(fd), Tls::Off) => fd == self.fd,
+            (Via::Ssl(ssl), Tls::Accepted) => {
+                self.tls = Tls::On(ssl);
+                true
+            }
+            (Via::Ssl(ssl), Tls::On(ours)) => ssl == ours,
+            _ => false,
+        }
+    }
 }
 
 struct Global(UnsafeCell<Proc>);
@@ -520,10 +560,11 @@ fn stream_socket(fd: c_int) -> bool {
 
 /// Bytes the backend received from `fd`: the startup packet decides
 /// whether the session is traced; later bytes are its client messages.
-fn received(fd: c_int, bytes: &[u8]) {
+fn received(via: Via, bytes: &[u8]) {
     let Some(g) = enter() else { return };
     let p = &mut *g.0;
     if matches!(p.phase, Phase::Undecided) {
+        let Via::Socket(fd) = via else { return };
         if !stream_socket(fd) {
             return;
         }
@@ -537,7 +578,7 @@ fn received(fd: c_int, bytes: &[u8]) {
     let Some(t) = traced(&mut p.phase) else {
         return;
     };
-    if t.fd != fd {
+    if !t.conversation(via) {
         return;
     }
     let at = t.at();
@@ -586,6 +627,7 @@ fn begin(p: &mut Proc, fd: c_int, bytes: &[u8]) -> Option<Box<Traced>> {
         cpu: cpu::ThreadClock::open(cpu::Want::from_setting(
             env("TRACELAB_SERVER_TRACE_CPU").as_deref(),
         )),
+        tls: Tls::Off,
     });
     if let Some(params) = first {
         if !wanted(&dir, &params) {
@@ -656,14 +698,15 @@ fn open_trace(t: &mut Traced, dir: &str, params: &stream::Startup) {
     }
 }
 
-/// Bytes the backend hands to send(2) on `fd`.
-fn sending(fd: c_int, bytes: &[u8]) {
+/// Bytes the backend hands to send(2) on its socket or, with SSL, to
+/// `SSL_write`.
+fn sending(via: Via, bytes: &[u8]) {
     let Some(g) = enter() else { return };
     let p = &mut *g.0;
     let Some(t) = traced(&mut p.phase) else {
         return;
     };
-    if t.fd != fd {
+    if !t.conversation(via) {
         return;
     }
     let at = t.at();
@@ -676,15 +719,20 @@ fn sending(fd: c_int, bytes: &[u8]) {
     }
     t.sync(&mut p.names);
     if !pending::server(&mut t.stream, &mut t.tracer, at, bytes) {
-        // SSL or GSS accepted: the conversation cannot be read.
+        if bytes.first() == Some(&b'S') {
+            // SSL accepted: the conversation goes on through OpenSSL,
+            // whose SSL_read and SSL_write the library wraps too.
+            t.tls = Tls::Accepted;
+            return;
+        }
+        // GSS encryption accepted: the conversation cannot be read.
         t.write();
         p.phase = Phase::Off;
         said::once(
             said::Once::Encrypted,
-            "a connection took SSL or GSS encryption: its messages cannot be read, so it is \
-             not traced (nor is any such connection; this is said once per server): connect \
-             without it (libpq's sslmode=disable, gssencmode=disable), over the unix socket, \
-             or run the server with ssl = off",
+            "a connection took GSS encryption: its messages cannot be read, so it is not \
+             traced (nor is any such connection; this is said once per server): connect \
+             without it (libpq's gssencmode=disable)",
         );
         return;
     }
@@ -848,7 +896,10 @@ pub unsafe extern "C" fn recv(fd: c_int, buf: *mut c_void, n: usize, flags: c_in
     }
     if r > 0 && flags & 2 == 0 {
         // Not MSG_PEEK: the bytes are consumed.
-        received(fd, std::slice::from_raw_parts(buf as *const u8, r as usize));
+        received(
+            Via::Socket(fd),
+            std::slice::from_raw_parts(buf as *const u8, r as usize),
+        );
     }
     r
 }
@@ -875,7 +926,55 @@ pub unsafe extern "C" fn send(fd: c_int, buf: *const c_void, n: usize, flags: c_
         waited(w, None, [0, r as i64]);
     }
     if r > 0 {
-        sending(fd, std::slice::from_raw_parts(buf as *const u8, r as usize));
+        sending(
+            Via::Socket(fd),
+            std::slice::from_raw_parts(buf as *const u8, r as usize),
+        );
+    }
+    r
+}
+
+/// OpenSSL's `SSL_read`: the client's bytes of a connection that took
+/// SSL, in the clear. (The backend reads the socket without blocking and
+/// waits for it in epoll_wait, timed there.)
+///
+/// # Safety
+/// As OpenSSL's `SSL_read`.
+#[no_mangle]
+pub unsafe extern "C" fn SSL_read(ssl: *mut c_void, buf: *mut c_void, n: c_int) -> c_int {
+    let f = real!(
+        SR,
+        c"SSL_read",
+        unsafe extern "C" fn(*mut c_void, *mut c_void, c_int) -> c_int
+    );
+    let r = f(ssl, buf, n);
+    if r > 0 && !mariadb::on() {
+        received(
+            Via::Ssl(ssl as usize),
+            std::slice::from_raw_parts(buf as *const u8, r as usize),
+        );
+    }
+    r
+}
+
+/// OpenSSL's `SSL_write`: the server's bytes of a connection that took
+/// SSL, in the clear.
+///
+/// # Safety
+/// As OpenSSL's `SSL_write`.
+#[no_mangle]
+pub unsafe extern "C" fn SSL_write(ssl: *mut c_void, buf: *const c_void, n: c_int) -> c_int {
+    let f = real!(
+        SW,
+        c"SSL_write",
+        unsafe extern "C" fn(*mut c_void, *const c_void, c_int) -> c_int
+    );
+    let r = f(ssl, buf, n);
+    if r > 0 && !mariadb::on() {
+        sending(
+            Via::Ssl(ssl as usize),
+            std::slice::from_raw_parts(buf as *const u8, r as usize),
+        );
     }
     r
 }
