@@ -936,7 +936,11 @@ pub unsafe extern "C" fn send(fd: c_int, buf: *const c_void, n: usize, flags: c_
 
 /// OpenSSL's `SSL_read`: the client's bytes of a connection that took
 /// SSL, in the clear. (The backend reads the socket without blocking and
-/// waits for it in epoll_wait, timed there.)
+/// waits for it in epoll_wait, timed there.) The real one is found
+/// after the library, where the server's own libssl is (PostgreSQL links
+/// it, so it is in the process's global scope); a process that called
+/// SSL_read with no libssl there, one loaded privately by a module,
+/// would stop at its first call, as for a missing libc function.
 ///
 /// # Safety
 /// As OpenSSL's `SSL_read`.
