@@ -259,7 +259,7 @@ struct Traced {
 /// connection took SSL, from OpenSSL's `SSL_read` and `SSL_write` (the
 /// socket's bytes are then ciphertext, and are left alone).
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Tls {
+pub(crate) enum Tls {
     Off,
     /// SSL accepted; the client's `SSL *` not yet seen: it is the one of
     /// the first `SSL_read` (the startup packet), before the backend can
@@ -271,7 +271,7 @@ enum Tls {
 
 /// Where bytes the backend read or wrote came from.
 #[derive(Clone, Copy)]
-enum Via {
+pub(crate) enum Via {
     Socket(c_int),
     /// OpenSSL, with the connection's `SSL *`.
     Ssl(usize),
@@ -280,15 +280,35 @@ enum Via {
 impl Traced {
     /// Whether bytes that came `via` are the client's conversation.
     fn conversation(&mut self, via: Via) -> bool {
-        match (via, self.tls) {
-            (Via::Socket(fd), Tls::Off) => fd == self.fd,
-            (Via::Ssl(ssl), Tls::Accepted) => {
-                self.tls = Tls::On(ssl);
-                true
-            }
-            (Via::Ssl(ssl), Tls::On(ours)) => ssl == ours,
-            _ => false,
+        follows(&mut self.tls, self.fd, via)
+    }
+}
+
+/// Whether bytes that came `via` belong to the conversation on socket
+/// `fd` whose TLS state is `tls` (the first `SSL *` read from after TLS
+/// was accepted becomes the conversation's).
+pub(crate) fn follows(tls: &mut Tls, fd: c_int, via: Via) -> bool {
+    match (via, *tls) {
+        (Via::Socket(s), Tls::Off) => s == fd,
+        (Via::Ssl(ssl), Tls::Accepted) => {
+            *tls = Tls::On(ssl);
+            true
         }
+        (Via::Ssl(ssl), Tls::On(ours)) => ssl == ours,
+        _ => false,
+    }
+}
+
+/// Whether the server's TLS goes through a shared libssl, whose
+/// `SSL_read` and `SSL_write` the library stands in front of: one is
+/// loaded after the library, and the server carries no wolfSSL of its
+/// own (MariaDB's own builds link it into the executable, where the
+/// calls are direct and the symbols are `wolfSSL_read`).
+pub(crate) fn ssl_readable() -> bool {
+    // SAFETY: symbols looked up by name, not called.
+    unsafe {
+        !dlsym(RTLD_NEXT, c"SSL_read".as_ptr()).is_null()
+            && dlsym(RTLD_DEFAULT, c"wolfSSL_read".as_ptr()).is_null()
     }
 }
 
@@ -952,11 +972,13 @@ pub unsafe extern "C" fn SSL_read(ssl: *mut c_void, buf: *mut c_void, n: c_int) 
         unsafe extern "C" fn(*mut c_void, *mut c_void, c_int) -> c_int
     );
     let r = f(ssl, buf, n);
-    if r > 0 && !mariadb::on() {
-        received(
-            Via::Ssl(ssl as usize),
-            std::slice::from_raw_parts(buf as *const u8, r as usize),
-        );
+    if r > 0 {
+        let bytes = std::slice::from_raw_parts(buf as *const u8, r as usize);
+        if mariadb::on() {
+            mariadb::received_via(Via::Ssl(ssl as usize), bytes);
+        } else {
+            received(Via::Ssl(ssl as usize), bytes);
+        }
     }
     r
 }
@@ -974,11 +996,13 @@ pub unsafe extern "C" fn SSL_write(ssl: *mut c_void, buf: *const c_void, n: c_in
         unsafe extern "C" fn(*mut c_void, *const c_void, c_int) -> c_int
     );
     let r = f(ssl, buf, n);
-    if r > 0 && !mariadb::on() {
-        sending(
-            Via::Ssl(ssl as usize),
-            std::slice::from_raw_parts(buf as *const u8, r as usize),
-        );
+    if r > 0 {
+        let bytes = std::slice::from_raw_parts(buf as *const u8, r as usize);
+        if mariadb::on() {
+            mariadb::sent_via(Via::Ssl(ssl as usize), bytes);
+        } else {
+            sending(Via::Ssl(ssl as usize), bytes);
+        }
     }
     r
 }

@@ -137,8 +137,12 @@ struct Conn {
     connection_id: u32,
     /// The client has logged in: the trace has begun.
     logged_in: bool,
-    /// Off: the client asked for TLS, or trace.conf left it out.
+    /// Off: the client asked for compression, or for TLS where the
+    /// server's TLS library cannot be read, or trace.conf left it out.
     off: bool,
+    /// The connection took TLS: its bytes are read in the clear from
+    /// `SSL_read` and `SSL_write` (see `crate::follows`).
+    tls: crate::Tls,
     /// The wait names of the thread's blocking file calls, by call and
     /// descriptor (`fdatasync ib_logfile0`): the file's name read once,
     /// not at each call. Forgotten when this thread closes the
@@ -166,6 +170,7 @@ impl Conn {
             connection_id: 0,
             logged_in: false,
             off: false,
+            tls: crate::Tls::Off,
             files: HashMap::new(),
         }
     }
@@ -220,14 +225,19 @@ impl Conn {
         match e {
             Event::Greeting { connection_id, .. } => self.connection_id = connection_id,
             Event::Login { user, database } => self.login(&user, &database),
+            Event::Encrypted if crate::ssl_readable() => {
+                // The login comes again inside TLS, read in the clear.
+                self.tls = crate::Tls::Accepted;
+            }
             Event::Encrypted | Event::Compressed => {
                 self.off = true;
                 crate::said::once(
                     crate::said::Once::Encrypted,
-                    "a connection asked for TLS or compression: its messages cannot be read, \
-                     so it is not traced (nor is any such connection; this is said once per \
-                     server): connect without them (the client's --skip-ssl, \
-                     ssl-mode=DISABLED), or start the server with --skip-ssl",
+                    "a connection asked for compression, or for TLS where the server's TLS \
+                     library is linked into it (MariaDB's own builds carry wolfSSL): its \
+                     messages cannot be read, so it is not traced (nor is any such connection; \
+                     this is said once per server): connect without them (the client's \
+                     --skip-ssl, ssl-mode=DISABLED), or start the server with --skip-ssl",
                 );
             }
             Event::Command(Command::Quit) => self.write(),
@@ -642,8 +652,13 @@ fn oct(sql: &str) -> u32 {
 
 /// Bytes recv(2) returned on `fd` to this thread: the client's.
 pub fn received(fd: c_int, bytes: &[u8]) {
+    received_via(crate::Via::Socket(fd), bytes);
+}
+
+/// The client's bytes, from the socket or, with TLS, `SSL_read`.
+pub fn received_via(via: crate::Via, bytes: &[u8]) {
     with_conn(|c| {
-        if c.fd == fd {
+        if crate::follows(&mut c.tls, c.fd, via) {
             c.client(bytes)
         }
     });
@@ -653,9 +668,22 @@ pub fn received(fd: c_int, bytes: &[u8]) {
 /// greeting on a stream socket begins a connection's trace (and ends the
 /// one this thread traced before, if its close was not seen).
 pub fn sent(fd: c_int, bytes: &[u8]) {
+    sent_via(crate::Via::Socket(fd), bytes);
+}
+
+/// The server's bytes, to the socket or, with TLS, `SSL_write`.
+pub fn sent_via(via: crate::Via, bytes: &[u8]) {
     entered(|conn| {
-        if let Some(c) = conn.as_mut().filter(|c| c.fd == fd) {
-            c.server(bytes);
+        if let Some(c) = conn.as_mut() {
+            let fd = c.fd;
+            if crate::follows(&mut c.tls, fd, via) {
+                c.server(bytes);
+                return;
+            }
+        }
+        let crate::Via::Socket(fd) = via else { return };
+        if conn.as_ref().is_some_and(|c| c.fd == fd) {
+            // Its own socket's bytes, ciphertext once TLS began.
             return;
         }
         if is_greeting(bytes) && crate::stream_socket(fd) {

@@ -720,11 +720,18 @@ impl State {
             if caps & CLIENT_MYSQL == 0 {
                 caps |= u64::from(u32_at(d, 28).unwrap_or(0)) << 32;
             }
+            // An SSLRequest is the response's first 32 bytes alone; the
+            // whole response sent again inside TLS keeps the SSL flag.
             if caps & CLIENT_SSL != 0
+                && d.len() <= 32
                 && (!self.greeted_caps() || self.server_caps & CLIENT_SSL != 0)
             {
-                // An SSLRequest (32 bytes): TLS follows.
-                self.go_quiet(Event::Encrypted, out);
+                // An SSLRequest (32 bytes): TLS follows, and the whole
+                // handshake response comes again inside it. The caller
+                // feeds nothing more, or, where it reads the TLS
+                // library's plaintext, the rest in the clear.
+                out.push(Event::Encrypted);
+                self.responded = false;
                 return;
             }
             (user, i) = cstr(d, 32);
@@ -1686,24 +1693,41 @@ mod tests {
         assert_eq!(run(&s)[4..], [Event::Done(Answer::Ok { affected_rows: 5 })]);
     }
 
+    /// An SSLRequest: `Encrypted`, then the login the client sends again
+    /// inside TLS (sequence 2), read where the caller feeds it in the
+    /// clear (from the TLS library), and the session as ever.
     #[test]
-    fn ssl_request_goes_quiet() {
+    fn ssl_request_then_the_login_in_the_clear() {
         let mut r = (CAPS | SSL).to_le_bytes().to_vec();
         r.extend_from_slice(&(1u32 << 24).to_le_bytes());
         r.push(45);
         r.extend_from_slice(&[0; 23]);
         assert_eq!(r.len(), 32);
         let mut s = vec![(Server, greeting(0xFFFF_FFFF)), (Client, pkt(1, &r))];
-        // What would be a command and its answer, were it in clear.
-        s.push((Client, command(0x03, b"SELECT 1")));
-        s.push((Server, ok(1, 0, 2)));
-        s.push((
-            Client,
-            vec![0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01, 0xFC],
-        ));
         let ev = run(&s);
         assert_eq!(ev.len(), 2);
         assert_eq!(ev[1], Event::Encrypted);
+        let mut login = (CAPS | SSL).to_le_bytes().to_vec();
+        login.extend_from_slice(&(1u32 << 24).to_le_bytes());
+        login.push(45);
+        login.extend_from_slice(&[0; 23]);
+        login.extend_from_slice(b"alice\0");
+        login.push(0);
+        s.push((Client, pkt(2, &login)));
+        s.push((Server, ok(3, 0, 2)));
+        s.push((Client, command(0x03, b"SELECT 1")));
+        s.push((Server, ok(1, 0, 2)));
+        let ev = run(&s);
+        assert!(
+            ev.iter()
+                .any(|e| matches!(e, Event::Login { user, .. } if user == "alice")),
+            "{ev:?}"
+        );
+        assert_eq!(
+            ev.last(),
+            Some(&Event::Done(Answer::Ok { affected_rows: 0 })),
+            "{ev:?}"
+        );
     }
 
     #[test]

@@ -1044,22 +1044,28 @@ impl Maria {
 
     /// `start` with `env` in `db start`'s environment.
     fn start_with(tag: &str, env: &[(&str, &str)]) -> Maria {
+        Maria::start_set(tag, env, &[])
+    }
+
+    /// `start_with` and the server's `-c` settings.
+    fn start_set(tag: &str, env: &[(&str, &str)], settings: &[&str]) -> Maria {
         let base = tempdir(tag);
         let dir = base.join("server");
         let traces = base.join("traces");
-        let (out, err, code) = tracelab_env(
-            &[
-                "db",
-                "start",
-                "--engine",
-                "mariadb",
-                "--dir",
-                dir.to_str().unwrap(),
-                "--server-trace",
-                traces.to_str().unwrap(),
-            ],
-            env,
-        );
+        let mut args = vec![
+            "db",
+            "start",
+            "--engine",
+            "mariadb",
+            "--dir",
+            dir.to_str().unwrap(),
+            "--server-trace",
+            traces.to_str().unwrap(),
+        ];
+        for s in settings {
+            args.extend(["-c", s]);
+        }
+        let (out, err, code) = tracelab_env(&args, env);
         assert_eq!(code, 0, "{err}");
         assert!(err.contains("tracelab_server_CONNECTION_ID.trc"), "{err}");
         let port = out
@@ -1499,6 +1505,69 @@ fn mariadb_other_versions_are_traced_alike() {
         let log = std::fs::read_to_string(m.dir.join("server.log")).unwrap();
         assert!(!log.contains("tracelab server trace:"), "{version}: {log}");
     }
+}
+
+/// MariaDB serving TLS through the system's OpenSSL (Debian's mariadbd
+/// links libssl): a connection that takes TLS is traced, its packets
+/// read in the clear from `SSL_read` and `SSL_write` (its login comes
+/// again inside TLS), its waits as ever; the log has no word of it.
+#[test]
+fn mariadb_tls_connections_are_traced_through_openssl() {
+    if Command::new("openssl").arg("version").output().is_err() {
+        println!("skipped: openssl is not installed");
+        return;
+    }
+    let _serial = serial();
+    // A certificate any user can read: the server runs as another.
+    let certs = tempdir("st-maria-certs");
+    std::fs::set_permissions(&*certs, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let (crt, key) = (certs.join("c.pem"), certs.join("k.pem"));
+    let made = Command::new("openssl")
+        .args([
+            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+        ])
+        .args(["-subj", "/CN=localhost", "-keyout"])
+        .arg(&key)
+        .arg("-out")
+        .arg(&crt)
+        .output()
+        .unwrap();
+    assert!(made.status.success(), "{made:?}");
+    std::fs::set_permissions(&key, std::os::unix::fs::PermissionsExt::from_mode(0o644)).unwrap();
+    let cert = format!("ssl_cert={}", crt.display());
+    let keyset = format!("ssl_key={}", key.display());
+    let m = Maria::start_set("st-maria-tls", &[], &["ssl=on", &cert, &keyset]);
+    let out = m
+        .client()
+        .args([
+            "--ssl",
+            "-e",
+            "show status like 'Ssl_cipher'; select sleep(0.05)",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{out:?}");
+    assert!(text.contains("TLS"), "not TLS: {text}");
+    let traces = m.traces_when(|all| {
+        all.iter()
+            .any(|(_, t)| t.lines.iter().any(|l| l.sql.starts_with("select sleep")))
+    });
+    let (path, t) = traces
+        .iter()
+        .find(|(_, t)| t.lines.iter().any(|l| l.sql.starts_with("select sleep")))
+        .expect("the TLS connection's trace");
+    check_accounting(t);
+    let slept: i64 = t
+        .lines
+        .iter()
+        .filter(|l| l.name == "thd_wait:SLEEP")
+        .map(|l| l.e)
+        .sum();
+    assert!(slept >= 50_000, "{}: slept {slept} µs", path.display());
+    let log = std::fs::read_to_string(m.dir.join("server.log")).unwrap();
+    assert!(!log.contains("tracelab server trace:"), "{log}");
 }
 
 /// An UPDATE of a row another connection holds for a second (in
