@@ -1352,6 +1352,22 @@ fn query_with_protocol_3_2(url: &str, sql: &str) -> i32 {
     pid
 }
 
+/// A self-signed certificate for localhost and its key, made by openssl
+/// at `crt` and `key`.
+fn self_signed(crt: &Path, key: &Path) {
+    let made = Command::new("openssl")
+        .args([
+            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+        ])
+        .args(["-subj", "/CN=localhost", "-keyout"])
+        .arg(key)
+        .arg("-out")
+        .arg(crt)
+        .output()
+        .unwrap();
+    assert!(made.status.success(), "{made:?}");
+}
+
 /// A server that serves SSL (Debian's clusters do, and libpq takes SSL
 /// over TCP where it is offered): an SSL connection is traced as a plain
 /// one, its messages read in the clear from OpenSSL's `SSL_read` and
@@ -1367,17 +1383,7 @@ fn ssl_connections_are_traced_through_openssl() {
     let s = Server::start("st-ssl", &[]);
     let data = s.dir.join("data");
     let (crt, key) = (data.join("server.crt"), data.join("server.key"));
-    let made = Command::new("openssl")
-        .args([
-            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
-        ])
-        .args(["-subj", "/CN=localhost", "-keyout"])
-        .arg(&key)
-        .arg("-out")
-        .arg(&crt)
-        .output()
-        .unwrap();
-    assert!(made.status.success(), "{made:?}");
+    self_signed(&crt, &key);
     // The server's user owns the key, readable by it alone, as
     // PostgreSQL requires.
     let owner = std::fs::metadata(&data).unwrap();
@@ -1522,17 +1528,7 @@ fn mariadb_tls_connections_are_traced_through_openssl() {
     let certs = tempdir("st-maria-certs");
     std::fs::set_permissions(&*certs, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     let (crt, key) = (certs.join("c.pem"), certs.join("k.pem"));
-    let made = Command::new("openssl")
-        .args([
-            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
-        ])
-        .args(["-subj", "/CN=localhost", "-keyout"])
-        .arg(&key)
-        .arg("-out")
-        .arg(&crt)
-        .output()
-        .unwrap();
-    assert!(made.status.success(), "{made:?}");
+    self_signed(&crt, &key);
     std::fs::set_permissions(&key, std::os::unix::fs::PermissionsExt::from_mode(0o644)).unwrap();
     let cert = format!("ssl_cert={}", crt.display());
     let keyset = format!("ssl_key={}", key.display());
