@@ -1352,6 +1352,16 @@ fn query_with_protocol_3_2(url: &str, sql: &str) -> i32 {
     pid
 }
 
+/// Whether the openssl command is there (a test that needs it says it
+/// skipped where it is not).
+fn openssl() -> bool {
+    let there = Command::new("openssl").arg("version").output().is_ok();
+    if !there {
+        println!("skipped: openssl is not installed");
+    }
+    there
+}
+
 /// A self-signed certificate for localhost and its key, made by openssl
 /// at `crt` and `key`.
 fn self_signed(crt: &Path, key: &Path) {
@@ -1375,8 +1385,7 @@ fn self_signed(crt: &Path, key: &Path) {
 #[test]
 fn ssl_connections_are_traced_through_openssl() {
     use std::os::unix::fs::MetadataExt;
-    if Command::new("openssl").arg("version").output().is_err() {
-        println!("skipped: openssl is not installed");
+    if !openssl() {
         return;
     }
     let _serial = serial();
@@ -1519,8 +1528,7 @@ fn mariadb_other_versions_are_traced_alike() {
 /// again inside TLS), its waits as ever; the log has no word of it.
 #[test]
 fn mariadb_tls_connections_are_traced_through_openssl() {
-    if Command::new("openssl").arg("version").output().is_err() {
-        println!("skipped: openssl is not installed");
+    if !openssl() {
         return;
     }
     let _serial = serial();
