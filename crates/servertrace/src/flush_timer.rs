@@ -58,6 +58,14 @@ pub struct EpollEvent {
     data: u64,
 }
 
+impl EpollEvent {
+    /// The data the server registered the descriptor with (MariaDB's
+    /// thread pool: its connection's address).
+    pub fn data(&self) -> u64 {
+        self.data
+    }
+}
+
 /// The timer's events carry this static's address as their data: no
 /// pointer of the server's can be equal to it.
 static TAG: u8 = 0;

@@ -1024,7 +1024,10 @@ pub unsafe extern "C" fn epoll_wait(
         unsafe extern "C" fn(c_int, *mut c_void, c_int, c_int) -> c_int
     );
     if mariadb::on() {
-        return f(epfd, ev, max, timeout);
+        mariadb::polling();
+        let r = f(epfd, ev, max, timeout);
+        mariadb::polled(ev as *const flush_timer::EpollEvent, r);
+        return r;
     }
     let Some(w) = traced_event(Some(epfd)) else {
         return wait_stripped(f, epfd, ev, max, timeout);
@@ -1072,6 +1075,29 @@ unsafe fn wait_stripped(
             }
         }
     }
+}
+
+/// MariaDB's thread pool hands a connection's socket back to its poll
+/// (see `mariadb::arming`); passed through elsewhere.
+///
+/// # Safety
+/// As libc's `epoll_ctl`.
+#[no_mangle]
+pub unsafe extern "C" fn epoll_ctl(
+    epfd: c_int,
+    op: c_int,
+    fd: c_int,
+    ev: *mut flush_timer::EpollEvent,
+) -> c_int {
+    let f = real!(
+        EC,
+        c"epoll_ctl",
+        unsafe extern "C" fn(c_int, c_int, c_int, *mut flush_timer::EpollEvent) -> c_int
+    );
+    if mariadb::on() {
+        mariadb::arming(op, fd, ev);
+    }
+    f(epfd, op, fd, ev)
 }
 
 /// MariaDB's wait for its client (see `mariadb::poll`); passed through

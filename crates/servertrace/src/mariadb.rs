@@ -1,7 +1,9 @@
 //! The server trace of MariaDB (`mariadbd`; checked with 10.11 and 11.4): the same
 //! library, preloaded into the server with `TRACELAB_SERVER_TRACE_DIR` set,
-//! writes one 10046 trace per client connection, from the connection's
-//! thread (one thread per connection, the server's default scheduler):
+//! writes one 10046 trace per client connection, from the thread that
+//! serves it: the connection's own (one thread per connection, the
+//! server's default scheduler), or, under the thread pool, whichever of
+//! the pool's threads takes up its next request (see `Parked`):
 //!
 //! - the calls from the client protocol the thread receives (recv(2)) and
 //!   sends (send(2)), decoded by `mysql_stream`: a COM_QUERY is a PARSE, an
@@ -18,9 +20,9 @@
 //!   preloaded library cannot interpose them; what they do is call the
 //!   scheduler's `thd_wait_begin`/`thd_wait_end` through function pointers
 //!   of the connection's `scheduler_functions`, which the default
-//!   scheduler leaves NULL. The library fills those two pointers (where
-//!   it finds them set, the thread pool runs, whose threads serve many
-//!   connections by turns, and nothing is traced), so every such wait of
+//!   scheduler leaves NULL and the thread pool sets to its own. The
+//!   library points those two at its functions (which call the pool's,
+//!   where it runs), so every such wait of
 //!   a traced connection is timed from its begin to its end and named
 //!   `thd_wait:TYPE` (`thd_wait:ROW_LOCK`, ...: the enum's names in
 //!   MariaDB's include/mysql/service_thd_wait.h without their prefix).
@@ -33,11 +35,16 @@
 //!   announce, the redo log flush of a group commit's leader), named by
 //!   the call and the file (`fdatasync ib_logfile0`): the server has no
 //!   name of its own for them.
+//! - under the thread pool, the time between a connection's requests,
+//!   when no thread holds it: the wait for the client (`thd_wait:NET`, as
+//!   the connection's own thread names it) until the pool's poll returns
+//!   its socket readable, then the wait in the pool's queue (`thread pool
+//!   queue`) until a thread reads the request.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::ffi::{c_int, c_void, CStr};
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering::Relaxed};
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering::Relaxed};
 
 use crate::mysql_stream::{Answer, Command, Conversation, Event};
 use crate::out::{Lines, Params};
@@ -75,12 +82,52 @@ fn sym(name: &CStr) -> *mut u8 {
     unsafe { dlsym(RTLD_DEFAULT, name.as_ptr()) as *mut u8 }
 }
 
+mod pool;
+
 thread_local! {
-    /// The connection this thread traces (a leaked box), or null.
+    /// The connection this thread serves, or null: under the default
+    /// scheduler a box the thread leaked, its own; under the thread pool
+    /// one of `pool`'s.
     static CONN: Cell<*mut Conn> = const { Cell::new(std::ptr::null_mut()) };
     /// The thread is inside the library: what it calls meanwhile passes
     /// through.
     static INSIDE: Cell<bool> = const { Cell::new(false) };
+    /// This thread's CPU clock (see `cpu`), opened at its first traced
+    /// connection and closed with the thread: the clock is the thread's,
+    /// and a pool's connection is served by many threads in turn.
+    static CLOCK: RefCell<Option<cpu::ThreadClock>> = const { RefCell::new(None) };
+}
+
+/// Runs `f` on this thread's CPU clock; `None` while the thread ends.
+fn with_clock<R>(f: impl FnOnce(&mut cpu::ThreadClock) -> R) -> Option<R> {
+    CLOCK
+        .try_with(|k| {
+            let mut k = k.try_borrow_mut().ok()?;
+            let k = k.get_or_insert_with(|| {
+                cpu::ThreadClock::open(cpu::Want::from_setting(
+                    env("TRACELAB_SERVER_TRACE_CPU").as_deref(),
+                ))
+            });
+            Some(f(k))
+        })
+        .ok()
+        .flatten()
+}
+
+/// The thread's CPU time at `now` (monotonic ns), ns.
+fn thread_cpu(now: i64) -> i64 {
+    with_clock(|k| k.read(now)).unwrap_or_else(cpu::kernel_thread_cpu_ns)
+}
+
+/// `cpu::ThreadClock::before_block` of this thread's clock.
+fn before_block(now: i64) -> Option<i64> {
+    with_clock(|k| k.before_block(now)).flatten()
+}
+
+/// `cpu::ThreadClock::after_block` of this thread's clock: the monotonic
+/// clock after the call, ns.
+fn after_block(carried: Option<i64>) -> i64 {
+    with_clock(|k| k.after_block(carried)).unwrap_or_else(cpu::monotonic_ns)
 }
 
 /// Runs `f` on this thread's traced connection, unless the thread is
@@ -90,19 +137,43 @@ fn with_conn<R>(f: impl FnOnce(&mut Conn) -> R) -> Option<R> {
     on_conn(|| None, |c, _| Some(f(c)))
 }
 
-/// Runs `f` with the library entered, on this thread's connection or
-/// none: for what may begin or end one.
-fn entered<R>(f: impl FnOnce(&mut Option<Box<Conn>>) -> R) -> Option<R> {
+/// Runs `f` with the library entered (what it calls meanwhile passes
+/// through); `None` if the thread is inside already.
+fn inside<R>(f: impl FnOnce() -> R) -> Option<R> {
     if INSIDE.with(|i| i.replace(true)) {
         return None;
     }
-    let p = CONN.with(|c| c.replace(std::ptr::null_mut()));
-    // SAFETY: a box this thread leaked, taken back while inside.
-    let mut conn = (!p.is_null()).then(|| unsafe { Box::from_raw(p) });
-    let r = f(&mut conn);
-    CONN.with(|c| c.set(conn.map_or(std::ptr::null_mut(), Box::into_raw)));
+    let r = f();
     INSIDE.with(|i| i.set(false));
     Some(r)
+}
+
+/// The connection this thread serves. Only with the library entered
+/// (`inside`), and not kept past it.
+fn held<'a>() -> Option<&'a mut Conn> {
+    if pool::on() {
+        pool::refresh();
+    }
+    let p = CONN.with(|c| c.get());
+    // SAFETY: the thread's own box (default scheduler), or the pool's
+    // connection of the THD the thread serves now, which no other thread
+    // serves meanwhile; INSIDE keeps a nested call (a signal handler's,
+    // the library's own) from taking it twice.
+    (!p.is_null()).then(|| unsafe { &mut *p })
+}
+
+/// `c`, a new login's, is the connection this thread serves from now on.
+fn begin(c: Box<Conn>) {
+    if pool::on() {
+        pool::adopt(c);
+        return;
+    }
+    let old = CONN.with(|p| p.replace(Box::into_raw(c)));
+    if !old.is_null() {
+        // The thread's connection before, whose close was not seen.
+        // SAFETY: the box this thread leaked.
+        drop(unsafe { Box::from_raw(old) });
+    }
 }
 
 /// The monotonic clock, µs.
@@ -125,7 +196,16 @@ struct Conn {
     out: Option<std::fs::File>,
     /// `tim` = monotonic µs + this.
     offset: i64,
-    cpu: cpu::ThreadClock,
+    /// The connection's CPU time = the serving thread's + this, ns.
+    cpu_off: i64,
+    /// The connection's CPU time at its last reading, ns.
+    cpu_last: i64,
+    /// The thread that served it last (`cpu::thread_id`; the pool's).
+    served_by: usize,
+    /// No thread serves the connection (the pool's, between requests).
+    parked: Option<pool::Idle>,
+    /// The pool's thread left it mid-request (suspended), monotonic µs.
+    left: Option<i64>,
     /// The elapsed time of the waits so far, µs.
     waits: i64,
     /// The wait under way: its type, start (µs) and the CPU clock carried
@@ -161,9 +241,11 @@ impl Conn {
             calls: Calls::default(),
             out: None,
             offset: clock_us(CLOCK_REALTIME) - now_us(),
-            cpu: cpu::ThreadClock::open(cpu::Want::from_setting(
-                env("TRACELAB_SERVER_TRACE_CPU").as_deref(),
-            )),
+            cpu_off: 0,
+            cpu_last: 0,
+            served_by: 0,
+            parked: None,
+            left: None,
             waits: 0,
             wait: None,
             depth: 0,
@@ -178,9 +260,10 @@ impl Conn {
     /// A point of the session (see `session::At`).
     fn at(&mut self) -> At {
         let now = clock_ns(CLOCK_MONOTONIC);
+        self.cpu_last = thread_cpu(now) + self.cpu_off;
         At {
             tim: now / 1000 + self.offset,
-            cpu: self.cpu.read(now) / 1000,
+            cpu: self.cpu_last / 1000,
             waits: self.waits,
         }
     }
@@ -288,7 +371,7 @@ impl Conn {
             self.write();
         }
         let now = clock_ns(CLOCK_MONOTONIC);
-        self.wait = Some((ty, now / 1000, self.cpu.before_block(now)));
+        self.wait = Some((ty, now / 1000, before_block(now)));
     }
 
     /// `thd_wait_end`: the wait begun last ends.
@@ -300,7 +383,7 @@ impl Conn {
         let Some((ty, start, carried)) = self.wait.take() else {
             return;
         };
-        let end = self.cpu.after_block(carried) / 1000;
+        let end = after_block(carried) / 1000;
         let ela = (end - start).max(0);
         self.waits += ela;
         let cursor = self.calls.wait_cursor();
@@ -330,7 +413,7 @@ impl Conn {
                     .ok()
                     .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
                     .unwrap_or_else(|| "?".into());
-                format!("{what} {file}")
+                format!("{what} {}", file_label(&file))
             });
             let params = match io {
                 // InnoDB's pages are 16 KiB by default.
@@ -383,10 +466,10 @@ impl Conn {
             return (call(), None);
         }
         let now = clock_ns(CLOCK_MONOTONIC);
-        let carried = self.cpu.before_block(now);
+        let carried = before_block(now);
         let r = call();
         let errno = KeepErrno::now();
-        let end = self.cpu.after_block(carried) / 1000;
+        let end = after_block(carried) / 1000;
         let ela = (end - now / 1000).max(0);
         self.waits += ela;
         (r, Some((ela, end, errno)))
@@ -400,6 +483,19 @@ impl Conn {
 impl Drop for Conn {
     fn drop(&mut self) {
         self.write();
+    }
+}
+
+/// How a wait names the file it touched: by its name, but one name for
+/// all temporary files (a sort's or a derived table's, which the server
+/// makes and unlinks at once, so that the kernel links them as `#NUMBER
+/// (deleted)`: a name each, which would split one kind of wait into as
+/// many lines of a profile as there were files).
+fn file_label(name: &str) -> &str {
+    if name.ends_with(" (deleted)") {
+        "(temporary file)"
+    } else {
+        name
     }
 }
 
@@ -673,30 +769,24 @@ pub fn sent(fd: c_int, bytes: &[u8]) {
 
 /// The server's bytes, to the socket or, with TLS, `SSL_write`.
 pub fn sent_via(via: crate::Via, bytes: &[u8]) {
-    entered(|conn| {
-        if let Some(c) = conn.as_mut() {
+    inside(|| {
+        if let Some(c) = held() {
             let fd = c.fd;
             if crate::follows(&mut c.tls, fd, via) {
                 c.server(bytes);
                 return;
             }
-        }
-        let crate::Via::Socket(fd) = via else { return };
-        if conn.as_ref().is_some_and(|c| c.fd == fd) {
-            // Its own socket's bytes, ciphertext once TLS began.
-            return;
-        }
-        if is_greeting(bytes) && crate::stream_socket(fd) {
-            *conn = None;
-            install_hooks();
-            if POOLED.load(Relaxed) {
-                // The thread pool moves a connection between threads: a
-                // thread's bytes are not one conversation.
+            if matches!(via, crate::Via::Socket(s) if s == fd) {
+                // Its own socket's bytes, ciphertext once TLS began.
                 return;
             }
+        }
+        let crate::Via::Socket(fd) = via else { return };
+        if is_greeting(bytes) && crate::stream_socket(fd) {
+            install_hooks();
             let mut c = Box::new(Conn::new(fd));
             c.server(bytes);
-            *conn = Some(c);
+            begin(c);
         }
     });
 }
@@ -712,13 +802,58 @@ fn is_greeting(b: &[u8]) -> bool {
 /// close(2) of `fd` by this thread: the connection's trace ends with its
 /// socket.
 pub fn closing(fd: c_int) {
-    entered(|conn| {
-        if conn.as_ref().is_some_and(|c| c.fd == fd) {
-            *conn = None;
-        } else if let Some(c) = conn {
-            c.files.retain(|&(_, f), _| f != fd);
+    inside(|| {
+        if let Some(c) = held() {
+            if c.fd != fd {
+                c.files.retain(|&(_, f), _| f != fd);
+            } else if !pool::on() {
+                let p = CONN.with(|c| c.replace(std::ptr::null_mut()));
+                // SAFETY: the box this thread leaked (default scheduler).
+                drop(unsafe { Box::from_raw(p) });
+                return;
+            }
+        }
+        if pool::on() {
+            pool::release(fd);
         }
     });
+}
+
+/// `epoll_ctl(2)` with `op` of socket `fd` and `ev`, before the call: the
+/// thread pool hands a connection's socket to its poll (`EPOLL_CTL_ADD`
+/// after the login, `EPOLL_CTL_MOD` after each request); see `pool`.
+pub fn arming(op: c_int, fd: c_int, ev: *const crate::flush_timer::EpollEvent) {
+    const EPOLL_CTL_ADD: c_int = 1;
+    const EPOLL_CTL_MOD: c_int = 3;
+    if !pool::on() || !matches!(op, EPOLL_CTL_ADD | EPOLL_CTL_MOD) || ev.is_null() {
+        return;
+    }
+    inside(|| {
+        if let Some(c) = held() {
+            pool::arming(c, fd, ev);
+        }
+    });
+}
+
+/// Before `epoll_wait(2)`: a pool's thread that waits for its poll
+/// serves no connection (see `pool::refresh`).
+pub fn polling() {
+    if pool::on() {
+        inside(|| {
+            held();
+        });
+    }
+}
+
+/// `epoll_wait(2)` returned `n` events at `ev` (see `pool::polled`).
+///
+/// # Safety
+/// `ev` holds `n` events.
+pub unsafe fn polled(ev: *const crate::flush_timer::EpollEvent, n: c_int) {
+    if pool::on() && n > 0 {
+        // SAFETY: as the caller's.
+        inside(|| unsafe { pool::polled(ev, n) });
+    }
 }
 
 /// A blocking file call `what` of this thread on `fd` (`io`: offset and
@@ -752,29 +887,31 @@ pub fn lock_wait<R>(
 /// alone where there is none or the thread is inside the library.
 #[inline]
 fn on_conn<R, F: FnOnce() -> R>(call: F, traced: impl FnOnce(&mut Conn, F) -> R) -> R {
-    let p = CONN.with(|c| c.get());
-    if p.is_null() || INSIDE.with(|i| i.replace(true)) {
+    if !tracing_thread() || INSIDE.with(|i| i.replace(true)) {
         return call();
     }
-    // SAFETY: the box is this thread's alone, and INSIDE keeps a nested
-    // call (a signal handler's, the library's own) from taking it twice.
-    let r = traced(unsafe { &mut *p }, call);
+    let r = match held() {
+        Some(c) => traced(c, call),
+        None => call(),
+    };
     INSIDE.with(|i| i.set(false));
     r
 }
 
-/// Whether this thread traces a connection: the cheap test before a
-/// lock is tried (see `pthread_mutex_lock`).
+/// Whether this thread may serve a traced connection: the cheap test
+/// before a lock is tried (see `pthread_mutex_lock`). Under the thread
+/// pool any thread may, by its current THD (see `pool`).
 #[inline]
 pub fn tracing_thread() -> bool {
-    !CONN.with(|c| c.get()).is_null()
+    pool::on() || !CONN.with(|c| c.get()).is_null()
 }
 
 /// 0: not tried yet; 1: done (or not possible).
 static HOOKED: AtomicU8 = AtomicU8::new(0);
-/// The server runs the thread pool (the scheduler's hooks were set):
-/// nothing is traced.
-static POOLED: AtomicBool = AtomicBool::new(false);
+/// The thread pool's own `thd_wait_begin` and `thd_wait_end` (0: none,
+/// the default scheduler), which the library's call after timing.
+static POOL_BEGIN: AtomicUsize = AtomicUsize::new(0);
+static POOL_END: AtomicUsize = AtomicUsize::new(0);
 
 /// Where `thd_wait_begin`'s first instructions find the scheduler's
 /// function pointer: the offset of `THD::scheduler` in the THD and of the
@@ -847,8 +984,8 @@ fn tail_call_offsets(b: &[u8]) -> Option<(usize, usize)> {
 
 /// Points the scheduler's `thd_wait_begin`/`thd_wait_end` at the
 /// library's, once, from the first traced connection's thread (whose THD
-/// leads to the scheduler all connections share); notes the thread pool
-/// (`POOLED`) where they are set already.
+/// leads to the scheduler all connections share); the thread pool's own,
+/// where they are set already, are kept to be called in turn.
 fn install_hooks() {
     if HOOKED.swap(1, Relaxed) == 1 {
         return;
@@ -885,26 +1022,38 @@ fn install_hooks() {
         }
         let pb = sched.add(fb) as *mut usize;
         let pe = sched.add(fe) as *mut usize;
+        // The pool's functions are kept before the pointers change, so
+        // that a thread that calls the library's already finds them.
+        POOL_BEGIN.store(*pb, Relaxed);
+        POOL_END.store(*pe, Relaxed);
         if *pb != 0 || *pe != 0 {
-            POOLED.store(true, Relaxed);
-            crate::say(
-                "the server runs the thread pool (thread_handling=pool-of-threads), whose \
-                 threads serve many connections by turns: no connection is traced",
-            );
-            return;
+            pool::found();
         }
         *pb = wait_begin as *const () as usize;
         *pe = wait_end as *const () as usize;
     }
 }
 
-/// The scheduler's `thd_wait_begin(THD *, int)`.
-extern "C" fn wait_begin(_thd: *mut c_void, ty: c_int) {
+/// The scheduler's `thd_wait_begin(THD *, int)`: the wait is timed from
+/// here, the thread pool's own (which may wake another of its threads
+/// to serve other connections meanwhile) inside it.
+extern "C" fn wait_begin(thd: *mut c_void, ty: c_int) {
     with_conn(|c| c.wait_begin(ty));
+    let f = POOL_BEGIN.load(Relaxed);
+    if f != 0 {
+        // SAFETY: the pool's `void (*)(THD *, int)` from the scheduler's
+        // table, with the arguments the server gave.
+        unsafe { std::mem::transmute::<usize, extern "C" fn(*mut c_void, c_int)>(f)(thd, ty) };
+    }
 }
 
 /// The scheduler's `thd_wait_end(THD *)`.
-extern "C" fn wait_end(_thd: *mut c_void) {
+extern "C" fn wait_end(thd: *mut c_void) {
+    let f = POOL_END.load(Relaxed);
+    if f != 0 {
+        // SAFETY: as in `wait_begin`, `void (*)(THD *)`.
+        unsafe { std::mem::transmute::<usize, extern "C" fn(*mut c_void)>(f)(thd) };
+    }
     with_conn(|c| c.wait_end());
 }
 
@@ -1006,6 +1155,14 @@ mod tests {
             None
         );
         assert_eq!(offsets(std::ptr::null()), None);
+    }
+
+    /// Temporary files, unlinked as soon as made, are one name in the
+    /// waits; other files keep theirs.
+    #[test]
+    fn temporary_files_are_one_name() {
+        assert_eq!(file_label("#10544531 (deleted)"), "(temporary file)");
+        assert_eq!(file_label("ib_logfile0"), "ib_logfile0");
     }
 
     /// A prepared statement: its PARSE when the server answered the

@@ -191,6 +191,11 @@ impl Lines {
                     p = put_int(p, address);
                     p = put(p, b" p2=0 p3=0");
                 }
+                Params::Queue { socket } => {
+                    p = put(p, b" socket=");
+                    p = put_int(p, socket);
+                    p = put(p, b" p2=0 p3=0");
+                }
                 Params::Latch { timeout, events } => {
                     p = put(p, b" timeout=");
                     p = put_int(p, timeout);
@@ -334,6 +339,9 @@ pub enum Params {
     /// A lock's wait: the lock's `address`, `p2=0 p3=0` (Oracle's latch
     /// waits give the latch's address as their p1).
     Address { address: i64 },
+    /// A request's wait in a thread pool's queue: the connection's
+    /// `socket`, `p2=0 p3=0`.
+    Queue { socket: i64 },
 }
 
 /// A call line's start, `NAME #cursor:c=C,e=E`, at `p`; returns the

@@ -56,15 +56,6 @@ enum Command {
     },
 }
 
-/// Whether MariaDB's settings choose the thread pool.
-fn runs_thread_pool(settings: &[(String, String)]) -> bool {
-    settings.iter().any(|(k, v)| {
-        k.replace('-', "_").eq_ignore_ascii_case("thread_handling")
-            && v.trim_matches(['\'', '"'])
-                .eq_ignore_ascii_case("pool-of-threads")
-    })
-}
-
 pub fn run(a: Args) -> Result<i32, Failure> {
     match a.command {
         Command::Start {
@@ -86,15 +77,6 @@ pub fn run(a: Args) -> Result<i32, Failure> {
                     )));
                 };
                 parsed.push((k.trim().to_string(), v.trim().to_string()));
-            }
-            if server_trace.is_some() && engine == Engine::Mysql && runs_thread_pool(&parsed) {
-                return Err(Failure::Usage(
-                    "--server-trace traces MariaDB's connections one thread each (the default \
-                     thread_handling); the thread pool's threads serve many connections by \
-                     turns, and its server would write no trace: leave out -c \
-                     thread_handling=pool-of-threads or --server-trace"
-                        .into(),
-                ));
             }
             // Ctrl-C, SIGTERM or SIGHUP while the server is made stops its
             // tools and removes what this start made.

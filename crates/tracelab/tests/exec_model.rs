@@ -1,8 +1,9 @@
 //! The built-in exec-model study on real private servers (a MariaDB
 //! restarted per thread_handling, a PostgreSQL serial and parallel), with
 //! a small table: each model is in effect, the strace tables are stored
-//! per syscall and add up, the pool waits with epoll, and the report
-//! rebuilds from the store. No timing is asserted.
+//! per syscall and add up, the pool waits with epoll, the server traces
+//! of both engines are profiled (the pool's queue among MariaDB's waits),
+//! and the report rebuilds from the store. No timing is asserted.
 
 mod common;
 use common::tracelab;
@@ -207,6 +208,28 @@ fn each_model_is_in_effect_the_strace_tables_add_up_and_the_report_rebuilds() {
     assert!(
         parallel.contains("EXEC") && parallel.contains("IPC:"),
         "{parallel}"
+    );
+    // Each MariaDB session's query from the server tracer too, under
+    // either scheduler; under the pool, each request's wait in its
+    // queue after the wait for the client.
+    let cell = |model: &str| {
+        let c = server
+            .split(&format!("engine=mariadb model={model} sessions=8"))
+            .nth(1)
+            .unwrap_or_else(|| panic!("no {model} cell: {server}"));
+        c.split("\n\n").next().unwrap_or_default().to_string()
+    };
+    let (threads, pool) = (cell("one-thread-per-connection"), cell("pool-of-threads"));
+    assert!(
+        threads.contains("EXEC") && threads.contains("thd_wait:NET"),
+        "{threads}"
+    );
+    assert!(!threads.contains("thread pool queue"), "{threads}");
+    assert!(
+        pool.contains("EXEC")
+            && pool.contains("thd_wait:NET")
+            && pool.contains("thread pool queue"),
+        "{pool}"
     );
     // Rebuilt byte for byte from the store alone, in every format.
     let (again, err, code) = tracelab(&["study", "report", out_s]);

@@ -271,12 +271,14 @@ fn trc_files(dir: &Path) -> Vec<PathBuf> {
 /// their sum (µs).
 fn check_think(t: &Trace, client_wait: &str, client_trace: &Path) -> i64 {
     // Between calls: not the wait for the first call, nor the wait for
-    // the client's goodbye after the last.
+    // the client's goodbye after the last (and, under MariaDB's thread
+    // pool, the goodbye's wait in the pool's queue).
     // The think times are the waits of 40 ms or more: the 50 ms
     // --exe-delay, where a wait between a PARSE and its EXEC (the client
     // at work, not thinking) stays far below even on a loaded machine
     // (one of 15 ms was seen at a load average of 13: 25 ms was too low).
-    let think: Vec<i64> = t.lines[1..t.lines.len() - 1]
+    let last_call = t.lines.iter().rposition(|l| l.kind != "WAIT").unwrap();
+    let think: Vec<i64> = t.lines[1..last_call]
         .iter()
         .filter(|l| l.name == client_wait && l.e >= 40_000)
         .map(|l| l.e)
@@ -1478,8 +1480,9 @@ fn mariadb_row_lock_is_a_row_lock_wait_in_the_exec() {
 /// set-up and reads the THD's scheduler at another offset), from
 /// `TRACELAB_TEST_MARIADB_BINDIRS` (scripts/fetch_servers.sh): the
 /// waits the server announces are traced as on the machine's 10.11 (a
-/// row lock, a sleep, the redo flush, the client), and the server's log
-/// has no word of code the library does not know.
+/// row lock, a sleep, the redo flush, the client), also under the thread
+/// pool, and the server's log has no word of code the library does not
+/// know.
 #[test]
 fn mariadb_other_versions_are_traced_alike() {
     let Ok(dirs) = std::env::var("TRACELAB_TEST_MARIADB_BINDIRS") else {
@@ -1519,6 +1522,20 @@ fn mariadb_other_versions_are_traced_alike() {
         );
         let log = std::fs::read_to_string(m.dir.join("server.log")).unwrap();
         assert!(!log.contains("tracelab server trace:"), "{version}: {log}");
+        // And under its thread pool, whose functions the library chains.
+        let m = Maria::start_set(
+            "st-maria-version-pool",
+            &[("TRACELAB_MARIADB_BINDIR", dir)],
+            &["thread_handling=pool-of-threads"],
+        );
+        check_row_lock_sleep_and_commit(&m);
+        let traces = m.traces_when(|_| true);
+        assert!(
+            traces
+                .iter()
+                .any(|(_, t)| t.lines.iter().any(|l| l.name == "thread pool queue")),
+            "{version}: no wait in the pool's queue"
+        );
     }
 }
 
@@ -1714,37 +1731,229 @@ fn mariadb_unannounced_waits_are_named_by_call_and_caller() {
     );
 }
 
-/// MariaDB's thread pool serves many connections by turns from each
-/// thread, which the tracer cannot follow: `db start --server-trace` with
-/// the pool chosen is refused before anything is made, with a message
-/// that says so (however the setting is written).
+/// MariaDB's thread pool (`thread_handling=pool-of-threads`), one
+/// thread for all connections: a connection is served by whichever of
+/// the pool's threads takes its next request, and is traced as with a
+/// thread of its own (the row lock, the sleep and the redo flush inside
+/// their calls, each connection in its own trace); a request that waits
+/// for the pool's busy thread shows that as a `thread pool queue` wait
+/// after the wait for the client, and the time between the calls adds up.
 #[test]
-fn mariadb_thread_pool_and_server_trace_are_refused_together() {
-    let base = tempdir("st-maria-pool");
-    let dir = base.join("server");
-    for setting in [
-        "thread_handling=pool-of-threads",
-        "thread-handling = 'pool-of-threads'",
-    ] {
-        let (out, err, code) = tracelab(&[
-            "db",
-            "start",
-            "--engine",
-            "mariadb",
-            "--dir",
-            dir.to_str().unwrap(),
-            "--server-trace",
-            base.join("traces").to_str().unwrap(),
-            "-c",
-            setting,
-        ]);
-        assert_eq!(code, 2, "{setting}: {out}{err}");
-        assert!(
-            err.contains("thread pool") && err.contains("--server-trace"),
-            "{err}"
-        );
-        assert!(!dir.exists() && !base.join("traces").exists(), "{setting}");
+fn mariadb_thread_pool_connections_are_traced() {
+    let _serial = serial();
+    let m = Maria::start_set(
+        "st-maria-pool",
+        &[],
+        &[
+            "thread_handling=pool-of-threads",
+            "thread_pool_size=1",
+            // Two requests at work at most (the pool lets 1 +
+            // oversubscribe run), and no more while they are busy: a
+            // third waits in the queue until one of them is done (the
+            // listener queues every request rather than serving one
+            // itself).
+            "thread_pool_oversubscribe=1",
+            "thread_pool_dedicated_listener=1",
+            "thread_pool_stall_limit=5000",
+        ],
+    );
+    let out = m
+        .client()
+        .args(["-e", "select @@thread_handling"])
+        .stdout(std::process::Stdio::piped())
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "pool-of-threads"
+    );
+    check_row_lock_sleep_and_commit(&m);
+
+    // A connection that waits while the pool's threads run two others'
+    // CPU-bound queries (no wait the pool is told of, so no other thread).
+    let mut waiter = Reap(
+        m.client()
+            .stdin(std::process::Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let say = |c: &mut Reap, sql: &str| {
+        use std::io::Write;
+        let stdin = c.0.stdin.as_mut().unwrap();
+        stdin.write_all(sql.as_bytes()).unwrap();
+        stdin.flush().unwrap();
+    };
+    say(&mut waiter, "select 4242;\n");
+    let logged_in = m.traces_when(|all| {
+        all.iter()
+            .any(|(_, t)| t.lines.iter().any(|l| l.sql == "select 4242"))
+    });
+    assert!(
+        logged_in
+            .iter()
+            .any(|(_, t)| t.lines.iter().any(|l| l.sql == "select 4242")),
+        "the idle connection's lines are not written"
+    );
+    let busy = "select benchmark(2000000, md5('a'))";
+    let mut busy = [m.spawn(busy), m.spawn(busy)];
+    std::thread::sleep(Duration::from_millis(300));
+    say(&mut waiter, "select 4343;\n");
+    drop(waiter.0.stdin.take());
+    assert!(waiter.0.wait().unwrap().success());
+    for b in &mut busy {
+        assert!(b.0.wait().unwrap().success());
     }
+    let traces = m.traces_when(|all| {
+        all.iter().any(|(_, t)| {
+            t.lines
+                .iter()
+                .any(|l| l.kind == "FETCH" && l.sql == "select 4343")
+        })
+    });
+    let (path, t) = traces
+        .iter()
+        .find(|(_, t)| t.lines.iter().any(|l| l.sql == "select 4343"))
+        .expect("the waiter's trace");
+    check_accounting(t);
+    check_profiles_add_up(t, path);
+    let parse = t
+        .lines
+        .iter()
+        .position(|l| l.kind == "PARSE" && l.sql == "select 4343")
+        .unwrap();
+    // Before the PARSE: the wait for the client, then the queue's.
+    let (net, queue) = (&t.lines[parse - 2], &t.lines[parse - 1]);
+    assert_eq!(
+        (net.name.as_str(), queue.name.as_str()),
+        ("thd_wait:NET", "thread pool queue"),
+        "{}",
+        path.display()
+    );
+    assert!(
+        queue.e >= 50_000,
+        "{}: a queue wait of {} µs behind two queries of ~800 ms sent 300 ms before",
+        path.display(),
+        queue.e
+    );
+    assert!(net.e >= 50_000, "{}: {net:?}", path.display());
+    let log = std::fs::read_to_string(m.dir.join("server.log")).unwrap();
+    assert!(!log.contains("tracelab server trace:"), "{log}");
+}
+
+/// MariaDB's thread pool, autocommitted INSERTs from 4 sessions: a
+/// COMMIT the pool suspends while another thread flushes its redo (10.6
+/// and later) is resumed, and answered, by whichever of the pool's
+/// threads takes it up; every call is in its connection's trace, the
+/// suspension is a wait inside the EXEC, and little of the EXECs' time
+/// is left unaccounted-for.
+#[test]
+fn mariadb_thread_pool_suspended_commits_stay_in_their_trace() {
+    let _serial = serial();
+    let m = Maria::start_set(
+        "st-maria-pool-commit",
+        &[],
+        &["thread_handling=pool-of-threads"],
+    );
+    m.run("create table t (a int) engine=innodb");
+    let url = format!("mysql://root@127.0.0.1:{}/tracelab", m.port);
+    let (_, err, code) = tracelab(&[
+        "run",
+        "--db",
+        &url,
+        "--sql",
+        "insert into t values (1)",
+        "--sessions",
+        "4",
+        "--transactions",
+        "600",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let inserts = |t: &Trace| {
+        t.lines
+            .iter()
+            .filter(|l| l.kind == "EXEC" && l.sql.starts_with("insert into t"))
+            .count()
+    };
+    let traces = m.traces_when(|all| all.iter().map(|(_, t)| inserts(t)).sum::<usize>() >= 2400);
+    let sessions: Vec<_> = traces.iter().filter(|(_, t)| inserts(t) > 0).collect();
+    assert_eq!(
+        sessions.iter().map(|(_, t)| inserts(t)).collect::<Vec<_>>(),
+        [600; 4],
+        "the INSERTs of each session's trace"
+    );
+    let (mut in_calls, mut unaccounted, mut suspended) = (0, 0, 0);
+    for (_, t) in &sessions {
+        check_accounting(t);
+        for (i, l) in t.lines.iter().enumerate() {
+            if l.kind != "EXEC" || !l.sql.starts_with("insert into t") {
+                continue;
+            }
+            let waits = t.waits_in(i);
+            suspended += waits
+                .iter()
+                .filter(|w| w.name == "suspended for redo flush")
+                .count();
+            in_calls += l.e;
+            unaccounted += l.e - l.c - waits.iter().map(|w| w.e).sum::<i64>();
+        }
+    }
+    println!("{suspended} suspended commits; {unaccounted} of {in_calls} µs unaccounted-for");
+    assert!(
+        unaccounted * 100 < in_calls * 15,
+        "unaccounted-for within the INSERTs' EXECs: {unaccounted} of {in_calls} µs"
+    );
+}
+
+/// MariaDB's thread pool, `run` with 50 ms of think time: the waits for
+/// the client between calls (until the pool's poll finds the socket
+/// readable) add up to the think time within 10 %, as with a thread per
+/// connection, and the profiles add up to the session's time.
+#[test]
+fn mariadb_thread_pool_think_time_is_the_net_waits() {
+    let _serial = serial();
+    let m = Maria::start_set(
+        "st-maria-pool-think",
+        &[],
+        &["thread_handling=pool-of-threads"],
+    );
+    let client = m._base.join("client");
+    let url = format!("mysql://root@127.0.0.1:{}/tracelab", m.port);
+    let (_, err, code) = tracelab(&[
+        "run",
+        "--db",
+        &url,
+        "--trace",
+        client.to_str().unwrap(),
+        "--sql",
+        "select 1",
+        "--sessions",
+        "1",
+        "--transactions",
+        "40",
+        "--exe-delay",
+        "0.05",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let forty = |t: &Trace| {
+        t.lines
+            .iter()
+            .filter(|l| l.kind == "EXEC" && l.sql == "select 1")
+            .count()
+            == 40
+    };
+    let traces = m.traces_when(|all| all.iter().any(|(_, t)| forty(t)));
+    let (file, t) = traces
+        .iter()
+        .find(|(_, t)| forty(t))
+        .expect("no trace with 40 EXECs of select 1");
+    check_accounting(t);
+    check_think(t, "thd_wait:NET", &client.join("tracelab_run_0.trc"));
+    check_profiles_add_up(t, file);
+    assert!(
+        t.lines.iter().any(|l| l.name == "thread pool queue"),
+        "{}",
+        file.display()
+    );
 }
 
 /// MariaDB, through `run --server-trace --engine mariadb`: the waits for
