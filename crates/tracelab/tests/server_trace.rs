@@ -236,12 +236,23 @@ fn think_run(tag: &str, engine: &str) -> (Scratch, PathBuf, PathBuf) {
     let base = tempdir(tag);
     let traces = base.join("server");
     let client = base.join("client");
-    let (_, err, code) = tracelab(&[
-        "run",
+    let server = [
         "--engine",
         engine,
         "--server-trace",
         traces.to_str().unwrap(),
+    ];
+    let client = forty_thinking(&server, &client);
+    (base, traces, client)
+}
+
+/// `run` of 40 `select 1` with 50 ms of think time between them, on the
+/// server `server` names (`--db URL`, or a private one's options), traced
+/// by the client into `client`: the client's trace.
+fn forty_thinking(server: &[&str], client: &Path) -> PathBuf {
+    let mut args = vec!["run"];
+    args.extend(server);
+    args.extend([
         "--trace",
         client.to_str().unwrap(),
         "--sql",
@@ -253,8 +264,9 @@ fn think_run(tag: &str, engine: &str) -> (Scratch, PathBuf, PathBuf) {
         "--exe-delay",
         "0.05",
     ]);
+    let (_, err, code) = tracelab(&args);
     assert_eq!(code, 0, "{err}");
-    (base, traces, client.join("tracelab_run_0.trc"))
+    client.join("tracelab_run_0.trc")
 }
 
 /// The `.trc` files of `dir`.
@@ -1684,6 +1696,23 @@ fn check_row_lock_sleep_and_commit(m: &Maria) {
 fn mariadb_unannounced_waits_are_named_by_call_and_caller() {
     let _serial = serial();
     let m = Maria::start("st-maria-async");
+    let sessions = four_sessions_of_inserts(&m);
+    let (in_calls, unaccounted, flush_waits) =
+        inserts_waits(&sessions, "pthread_cond_wait net_real_write");
+    assert!(
+        flush_waits > 0,
+        "no 'pthread_cond_wait net_real_write' in the INSERTs' EXECs"
+    );
+    assert!(
+        unaccounted * 100 < in_calls * 15,
+        "unaccounted-for within the INSERTs' EXECs: {unaccounted} of {in_calls} µs"
+    );
+}
+
+/// `run` of 4 sessions of 600 autocommitted one-row INSERTs on MariaDB
+/// `m`: the traces of the sessions, each checked to hold its 600 INSERTs
+/// and to add up call by call.
+fn four_sessions_of_inserts(m: &Maria) -> Vec<(PathBuf, Trace)> {
     m.run("create table t (a int) engine=innodb");
     let url = format!("mysql://root@127.0.0.1:{}/tracelab", m.port);
     let (_, err, code) = tracelab(&[
@@ -1704,31 +1733,36 @@ fn mariadb_unannounced_waits_are_named_by_call_and_caller() {
             .filter(|l| l.kind == "EXEC" && l.sql.starts_with("insert into t"))
             .count()
     };
-    let traces = m.traces_when(|all| all.iter().map(|(_, t)| inserts(t)).sum::<usize>() >= 600);
-    let (mut in_calls, mut unaccounted, mut flush_waits) = (0, 0, 0);
-    for (_, t) in traces.iter().filter(|(_, t)| inserts(t) > 0) {
+    let traces = m.traces_when(|all| all.iter().map(|(_, t)| inserts(t)).sum::<usize>() >= 2400);
+    let sessions: Vec<_> = traces.into_iter().filter(|(_, t)| inserts(t) > 0).collect();
+    assert_eq!(
+        sessions.iter().map(|(_, t)| inserts(t)).collect::<Vec<_>>(),
+        [600; 4],
+        "the INSERTs of each session's trace"
+    );
+    for (_, t) in &sessions {
         check_accounting(t);
+    }
+    sessions
+}
+
+/// Over the INSERTs' EXECs of `sessions`: their elapsed µs, the µs
+/// neither CPU nor a wait inside them, and how many waits named `name`
+/// they hold.
+fn inserts_waits(sessions: &[(PathBuf, Trace)], name: &str) -> (i64, i64, usize) {
+    let (mut in_calls, mut unaccounted, mut named) = (0, 0, 0);
+    for (_, t) in sessions {
         for (i, l) in t.lines.iter().enumerate() {
             if l.kind != "EXEC" || !l.sql.starts_with("insert into t") {
                 continue;
             }
             let waits = t.waits_in(i);
-            flush_waits += waits
-                .iter()
-                .filter(|w| w.name == "pthread_cond_wait net_real_write")
-                .count();
+            named += waits.iter().filter(|w| w.name == name).count();
             in_calls += l.e;
             unaccounted += l.e - l.c - waits.iter().map(|w| w.e).sum::<i64>();
         }
     }
-    assert!(
-        flush_waits > 0,
-        "no 'pthread_cond_wait net_real_write' in the INSERTs' EXECs"
-    );
-    assert!(
-        unaccounted * 100 < in_calls * 15,
-        "unaccounted-for within the INSERTs' EXECs: {unaccounted} of {in_calls} µs"
-    );
+    (in_calls, unaccounted, named)
 }
 
 /// MariaDB's thread pool (`thread_handling=pool-of-threads`), one
@@ -1854,49 +1888,8 @@ fn mariadb_thread_pool_suspended_commits_stay_in_their_trace() {
         &[],
         &["thread_handling=pool-of-threads"],
     );
-    m.run("create table t (a int) engine=innodb");
-    let url = format!("mysql://root@127.0.0.1:{}/tracelab", m.port);
-    let (_, err, code) = tracelab(&[
-        "run",
-        "--db",
-        &url,
-        "--sql",
-        "insert into t values (1)",
-        "--sessions",
-        "4",
-        "--transactions",
-        "600",
-    ]);
-    assert_eq!(code, 0, "{err}");
-    let inserts = |t: &Trace| {
-        t.lines
-            .iter()
-            .filter(|l| l.kind == "EXEC" && l.sql.starts_with("insert into t"))
-            .count()
-    };
-    let traces = m.traces_when(|all| all.iter().map(|(_, t)| inserts(t)).sum::<usize>() >= 2400);
-    let sessions: Vec<_> = traces.iter().filter(|(_, t)| inserts(t) > 0).collect();
-    assert_eq!(
-        sessions.iter().map(|(_, t)| inserts(t)).collect::<Vec<_>>(),
-        [600; 4],
-        "the INSERTs of each session's trace"
-    );
-    let (mut in_calls, mut unaccounted, mut suspended) = (0, 0, 0);
-    for (_, t) in &sessions {
-        check_accounting(t);
-        for (i, l) in t.lines.iter().enumerate() {
-            if l.kind != "EXEC" || !l.sql.starts_with("insert into t") {
-                continue;
-            }
-            let waits = t.waits_in(i);
-            suspended += waits
-                .iter()
-                .filter(|w| w.name == "suspended for redo flush")
-                .count();
-            in_calls += l.e;
-            unaccounted += l.e - l.c - waits.iter().map(|w| w.e).sum::<i64>();
-        }
-    }
+    let sessions = four_sessions_of_inserts(&m);
+    let (in_calls, unaccounted, suspended) = inserts_waits(&sessions, "suspended for redo flush");
     println!("{suspended} suspended commits; {unaccounted} of {in_calls} µs unaccounted-for");
     assert!(
         unaccounted * 100 < in_calls * 15,
@@ -1916,24 +1909,8 @@ fn mariadb_thread_pool_think_time_is_the_net_waits() {
         &[],
         &["thread_handling=pool-of-threads"],
     );
-    let client = m._base.join("client");
     let url = format!("mysql://root@127.0.0.1:{}/tracelab", m.port);
-    let (_, err, code) = tracelab(&[
-        "run",
-        "--db",
-        &url,
-        "--trace",
-        client.to_str().unwrap(),
-        "--sql",
-        "select 1",
-        "--sessions",
-        "1",
-        "--transactions",
-        "40",
-        "--exe-delay",
-        "0.05",
-    ]);
-    assert_eq!(code, 0, "{err}");
+    let client = forty_thinking(&["--db", &url], &m._base.join("client"));
     let forty = |t: &Trace| {
         t.lines
             .iter()
@@ -1947,7 +1924,7 @@ fn mariadb_thread_pool_think_time_is_the_net_waits() {
         .find(|(_, t)| forty(t))
         .expect("no trace with 40 EXECs of select 1");
     check_accounting(t);
-    check_think(t, "thd_wait:NET", &client.join("tracelab_run_0.trc"));
+    check_think(t, "thd_wait:NET", &client);
     check_profiles_add_up(t, file);
     assert!(
         t.lines.iter().any(|l| l.name == "thread pool queue"),
