@@ -74,6 +74,7 @@ mod said;
 mod secrets;
 mod session;
 mod stream;
+mod symtab;
 
 pub use md5::sqlid;
 

@@ -18,8 +18,10 @@
 //! locks' `pthread_rwlock_rdlock`/`wrlock`), as a file wait is named
 //! by the call and the file. InnoDB's own mutexes and rw-locks sleep in
 //! futex(2) through syscall(2), from functions the executable does not
-//! export: `futex_wait`. Every other process (PostgreSQL) and every
-//! thread that traces no connection passes straight through.
+//! export: named from its symbol table where it keeps one (`futex_wait
+//! ssux_lock_impl::rd_wait`, see `symtab`), else `futex_wait`. Every other
+//! process (PostgreSQL) and every thread that traces no connection passes
+//! straight through.
 
 use std::collections::HashMap;
 use std::ffi::{c_int, c_long, c_void, CStr};
@@ -41,17 +43,23 @@ fn futex_sleeps(op: c_long) -> bool {
     matches!(op & 0x7f, 0 | 6 | 9 | 11 | 13)
 }
 
-/// syscall(2), for InnoDB's futex waits.
+/// syscall(2), for InnoDB's futex waits, which are named by the function
+/// that made the call (`futex_wait ssux_lock_impl::wr_wait`, where the
+/// server's symbol table names it: see `symtab`).
 ///
 /// syscall(2) is variadic, and stable Rust cannot define a variadic
-/// function: it is defined here with the six arguments a system call can
-/// take. On x86-64 and aarch64 (Linux) a variadic call passes its integer
-/// arguments where a call of this signature reads them, and glibc's
-/// `syscall` reads all six whatever its caller passed, as they are passed
-/// on here.
+/// function, nor read its own return address: this trampoline passes the
+/// six arguments a system call can take, then its caller's return address
+/// as one more, to `syscall_from`. On x86-64 the seventh argument is
+/// on the stack: the trampoline makes a frame with it and the address
+/// above, and calls; on aarch64 all eight go in registers. A variadic
+/// call passes its integer arguments where a call of this signature reads
+/// them, and glibc's `syscall` reads all six whatever its caller passed,
+/// as they are passed on here.
 ///
 /// # Safety
 /// As libc's `syscall`.
+#[unsafe(naked)]
 #[no_mangle]
 pub unsafe extern "C" fn syscall(
     n: c_long,
@@ -62,13 +70,46 @@ pub unsafe extern "C" fn syscall(
     e: c_long,
     f: c_long,
 ) -> c_long {
+    // x86-64: at entry [rsp] is the return address and [rsp+8] the
+    // seventh argument; after `push rbp` they are at [rbp+8] and
+    // [rbp+16], and the two pushes below keep the stack 16-byte aligned
+    // at the call.
+    #[cfg(target_arch = "x86_64")]
+    core::arch::naked_asm!(
+        "push rbp",
+        "mov rbp, rsp",
+        "push qword ptr [rbp + 8]",
+        "push qword ptr [rbp + 16]",
+        "call {inner}",
+        "leave",
+        "ret",
+        inner = sym syscall_from,
+    );
+    #[cfg(target_arch = "aarch64")]
+    core::arch::naked_asm!("mov x7, x30", "b {inner}", inner = sym syscall_from);
+}
+
+/// `syscall`'s body; `caller` is the address it was called from.
+#[allow(clippy::too_many_arguments)]
+unsafe extern "C" fn syscall_from(
+    n: c_long,
+    a: c_long,
+    b: c_long,
+    c: c_long,
+    d: c_long,
+    e: c_long,
+    f: c_long,
+    caller: usize,
+) -> c_long {
     let call = real!(
         SC,
         c"syscall",
         unsafe extern "C" fn(c_long, c_long, c_long, c_long, c_long, c_long, c_long) -> c_long
     );
     if n == SYS_FUTEX && futex_sleeps(b) && mariadb::on() {
-        return mariadb::lock_wait("futex_wait", 0, a as usize, || call(n, a, b, c, d, e, f));
+        return mariadb::lock_wait("futex_wait", caller, a as usize, || {
+            call(n, a, b, c, d, e, f)
+        });
     }
     call(n, a, b, c, d, e, f)
 }
@@ -264,9 +305,10 @@ extern "C" {
     ) -> c_int;
 }
 
-/// The name of the exported function whose code holds `addr`, without
-/// its parameters; `None` where no exported symbol covers it (dladdr
-/// alone would name the nearest symbol below, another function).
+/// The name of the function whose code holds `addr`, without its
+/// parameters: an exported one's, else one the object's symbol table
+/// names (see `symtab`); `None` where neither covers it (dladdr alone
+/// would name the nearest symbol below, another function).
 fn function_at(addr: usize) -> Option<String> {
     let mut info = DlInfo {
         fname: std::ptr::null(),
@@ -279,26 +321,55 @@ fn function_at(addr: usize) -> Option<String> {
     // ELF entry, or null); the name is NUL-terminated and lives as long
     // as the object.
     unsafe {
-        if dladdr1(addr as *const c_void, &mut info, &mut sym, RTLD_DL_SYMENT) == 0
-            || info.sname.is_null()
-            || sym.is_null()
-        {
+        if dladdr1(addr as *const c_void, &mut info, &mut sym, RTLD_DL_SYMENT) == 0 {
             return None;
         }
-        let size = (*(sym as *const Elf64Sym)).size as usize;
-        let start = info.saddr as usize;
-        if addr < start || addr >= start + size {
-            return None;
+        if !info.sname.is_null() && !sym.is_null() {
+            let size = (*(sym as *const Elf64Sym)).size as usize;
+            let start = info.saddr as usize;
+            if addr >= start && addr < start + size {
+                return Some(unmangled(&CStr::from_ptr(info.sname).to_string_lossy()));
+            }
         }
-        Some(unmangled(&CStr::from_ptr(info.sname).to_string_lossy()))
+        let file = if info.fname.is_null() {
+            String::new()
+        } else {
+            CStr::from_ptr(info.fname).to_string_lossy().into_owned()
+        };
+        kept_to_itself(&file, info.fbase as u64, addr as u64)
     }
 }
 
+/// The name of the function at `addr` in the object `file` loaded at
+/// `base`, from its symbol table (read once per object). The main
+/// program's name may be relative (its argv[0]): it is read through
+/// /proc/self/exe then.
+fn kept_to_itself(file: &str, base: u64, addr: u64) -> Option<String> {
+    static OBJECTS: Mutex<Option<HashMap<String, Option<crate::symtab::Functions>>>> =
+        Mutex::new(None);
+    let mut objects = OBJECTS.lock().ok()?;
+    let functions = objects
+        .get_or_insert_with(HashMap::new)
+        .entry(file.to_string())
+        .or_insert_with(|| {
+            let path = if file.starts_with('/') {
+                file
+            } else {
+                "/proc/self/exe"
+            };
+            crate::symtab::Functions::of(path, base)
+        })
+        .as_ref()?;
+    Some(unmangled(functions.at(addr)?))
+}
+
 /// A C++ symbol's qualified name (`_ZN7MDL_map14find_or_insertEP3THD...`
-/// is `MDL_map::find_or_insert`); a C name, or one this does not read
-/// (templates, operators, constructors), as it is. Written here rather
-/// than taken from a demangling crate: only the qualified name is wanted,
-/// and the preloaded library keeps to no dependencies.
+/// is `MDL_map::find_or_insert`), a template's without its arguments
+/// (`_ZN14ssux_lock_implILb1EE7wr_waitEj` is `ssux_lock_impl::wr_wait`);
+/// a C name, or one this does not read (operators, constructors), as it
+/// is. Written here rather than taken from a demangling crate: only the
+/// qualified name is wanted, and the preloaded library keeps to no
+/// dependencies.
 pub fn unmangled(sym: &str) -> String {
     let Some(rest) = sym.strip_prefix("_Z") else {
         return sym.to_string();
@@ -325,6 +396,12 @@ pub fn unmangled(sym: &str) -> String {
         };
         parts.push(String::from_utf8_lossy(name).into_owned());
         s = &s[digits + n..];
+        if s.first() == Some(&b'I') {
+            match template_args(s) {
+                Some(rest) => s = rest,
+                None => return sym.to_string(),
+            }
+        }
         if !nested {
             break;
         }
@@ -334,6 +411,34 @@ pub fn unmangled(sym: &str) -> String {
         return sym.to_string();
     }
     parts.join("::")
+}
+
+/// What follows a template's arguments (`I...E`, which nest, and whose
+/// names may hold any letter: each name is skipped by its length; a
+/// literal, `L` type value `E`, holds a value, not a length).
+fn template_args(mut s: &[u8]) -> Option<&[u8]> {
+    let mut depth = 0usize;
+    loop {
+        let (&b, rest) = s.split_first()?;
+        if b.is_ascii_digit() {
+            let digits = s.iter().take_while(|b| b.is_ascii_digit()).count();
+            let n: usize = std::str::from_utf8(&s[..digits]).ok()?.parse().ok()?;
+            s = s.get(digits.checked_add(n)?..)?;
+            continue;
+        }
+        s = rest;
+        match b {
+            b'L' => s = &s[s.iter().position(|&c| c == b'E')? + 1..],
+            b'I' | b'N' | b'X' => depth += 1,
+            b'E' => {
+                depth = depth.checked_sub(1)?;
+                if depth == 0 {
+                    return Some(s);
+                }
+            }
+            _ => {}
+        }
+    }
 }
 
 #[cfg(test)]
@@ -353,12 +458,28 @@ mod tests {
             "wait_for_pending_deadlock_kill"
         );
         assert_eq!(unmangled("_ZNK3THD12is_read_onlyEv"), "THD::is_read_only");
-        // A template, a constructor: left as they are.
+        // Templates, without their arguments (InnoDB's locks, from the
+        // symbol table of MariaDB 11.4.5's own build).
+        assert_eq!(
+            unmangled("_ZN14ssux_lock_implILb1EE7wr_waitEj"),
+            "ssux_lock_impl::wr_wait"
+        );
+        assert_eq!(
+            unmangled("_ZN14srw_mutex_implILb0EE4waitEj"),
+            "srw_mutex_impl::wait"
+        );
+        assert_eq!(unmangled("_ZN3fooIiE3barEv"), "foo::bar");
+        // A name inside the arguments that holds an E and an I.
+        assert_eq!(unmangled("_ZN3fooI5EInfoE3barEv"), "foo::bar");
+        assert_eq!(unmangled("_ZN3fooIN2ns1TEE3barEv"), "foo::bar");
+        // Unbalanced: left as it is.
+        assert_eq!(unmangled("_ZN3fooIiL"), "_ZN3fooIiL");
+        assert_eq!(unmangled("_ZN3fooIiE"), "_ZN3fooIiE");
+        // A constructor: left as it is.
         assert_eq!(
             unmangled("_ZN5tpool11thread_poolC2Ev"),
             "_ZN5tpool11thread_poolC2Ev"
         );
-        assert_eq!(unmangled("_ZN3fooIiE3barEv"), "_ZN3fooIiE3barEv");
         assert_eq!(unmangled("_Z"), "_Z");
         assert_eq!(unmangled("_ZN99x"), "_ZN99x");
         // A length past the end of memory: no overflow, no panic (a panic
@@ -424,6 +545,13 @@ mod tests {
             assert_eq!(pthread_rwlock_trywrlock(rw), EBUSY);
             assert_eq!(pthread_rwlock_unlock(rw), 0);
             assert_eq!(syscall(SYS_GETPID, 0, 0, 0, 0, 0, 0), getpid() as c_long);
+            // All seven arguments reach the kernel: a futex wake of no
+            // waiter (FUTEX_WAKE_BITSET_PRIVATE reads the seventh, the
+            // bitset, and refuses 0 with EINVAL).
+            let word = 0u32;
+            let addr = &word as *const u32 as c_long;
+            assert_eq!(syscall(SYS_FUTEX, addr, 0x8a, 1, 0, 0, 1), 0);
+            assert_eq!(syscall(SYS_FUTEX, addr, 0x8a, 1, 0, 0, 0), -1);
         }
     }
 
