@@ -1574,7 +1574,8 @@ fn mariadb_other_versions_are_traced_alike() {
 /// MariaDB serving TLS through the system's OpenSSL (Debian's mariadbd
 /// links libssl): a connection that takes TLS is traced, its packets
 /// read in the clear from `SSL_read` and `SSL_write` (its login comes
-/// again inside TLS), its waits as ever; the log has no word of it.
+/// again inside TLS), its waits as ever, also under the thread pool; the
+/// log has no word of it.
 #[test]
 fn mariadb_tls_connections_are_traced_through_openssl() {
     if !openssl() {
@@ -1589,38 +1590,50 @@ fn mariadb_tls_connections_are_traced_through_openssl() {
     std::fs::set_permissions(&key, std::os::unix::fs::PermissionsExt::from_mode(0o644)).unwrap();
     let cert = format!("ssl_cert={}", crt.display());
     let keyset = format!("ssl_key={}", key.display());
-    let m = Maria::start_set("st-maria-tls", &[], &["ssl=on", &cert, &keyset]);
-    let out = m
-        .client()
-        .args([
-            "--ssl",
-            "-e",
-            "show status like 'Ssl_cipher'; select sleep(0.05)",
-        ])
-        .stdout(std::process::Stdio::piped())
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{out:?}");
-    assert!(text.contains("TLS"), "not TLS: {text}");
-    let traces = m.traces_when(|all| {
-        all.iter()
-            .any(|(_, t)| t.lines.iter().any(|l| l.sql.starts_with("select sleep")))
-    });
-    let (path, t) = traces
-        .iter()
-        .find(|(_, t)| t.lines.iter().any(|l| l.sql.starts_with("select sleep")))
-        .expect("the TLS connection's trace");
-    check_accounting(t);
-    let slept: i64 = t
-        .lines
-        .iter()
-        .filter(|l| l.name == "thd_wait:SLEEP")
-        .map(|l| l.e)
-        .sum();
-    assert!(slept >= 50_000, "{}: slept {slept} µs", path.display());
-    let log = std::fs::read_to_string(m.dir.join("server.log")).unwrap();
-    assert!(!log.contains("tracelab server trace:"), "{log}");
+    // With a thread per connection, and under the thread pool (whose
+    // threads find a connection by its THD, TLS or not).
+    for pool in [false, true] {
+        let mut settings = vec!["ssl=on", &cert, &keyset];
+        if pool {
+            settings.push("thread_handling=pool-of-threads");
+        }
+        let m = Maria::start_set("st-maria-tls", &[], &settings);
+        let out = m
+            .client()
+            .args([
+                "--ssl",
+                "-e",
+                "show status like 'Ssl_cipher'; select sleep(0.05)",
+            ])
+            .stdout(std::process::Stdio::piped())
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{out:?}");
+        assert!(text.contains("TLS"), "not TLS: {text}");
+        let traces = m.traces_when(|all| {
+            all.iter()
+                .any(|(_, t)| t.lines.iter().any(|l| l.sql.starts_with("select sleep")))
+        });
+        let (path, t) = traces
+            .iter()
+            .find(|(_, t)| t.lines.iter().any(|l| l.sql.starts_with("select sleep")))
+            .expect("the TLS connection's trace");
+        check_accounting(t);
+        let slept: i64 = t
+            .lines
+            .iter()
+            .filter(|l| l.name == "thd_wait:SLEEP")
+            .map(|l| l.e)
+            .sum();
+        assert!(
+            slept >= 50_000,
+            "{}: slept {slept} µs (pool: {pool})",
+            path.display()
+        );
+        let log = std::fs::read_to_string(m.dir.join("server.log")).unwrap();
+        assert!(!log.contains("tracelab server trace:"), "{log}");
+    }
 }
 
 /// An UPDATE of a row another connection holds for a second (in
