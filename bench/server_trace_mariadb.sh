@@ -16,6 +16,9 @@
 # Usage (from the repository root):
 #     bash bench/server_trace_mariadb.sh                 # 10 s per run, 5 rounds
 #     SECONDS_PER_RUN=5 ROUNDS=3 bash bench/server_trace_mariadb.sh
+#     SETTINGS="thread_handling=pool-of-threads" bash bench/server_trace_mariadb.sh
+#         # the server's settings (db start -c), space-separated: here the
+#         # thread pool, traced and untraced alike
 set -euo pipefail
 
 SECONDS_PER_RUN=${SECONDS_PER_RUN:-10}
@@ -24,6 +27,8 @@ SESSIONS=${SESSIONS:-20}
 COMMITS=${COMMITS:-10000}
 OUT=${BENCH_DIR:-bench/out}/server_trace_mariadb
 TL=${TL:-target/release/tracelab}
+settings=()
+for s in ${SETTINGS:-}; do settings+=(-c "$s"); done
 
 [[ -f Cargo.toml && -d crates/tracelab ]] || { echo "run me from the repository root" >&2; exit 1; }
 [[ $TL == target/release/tracelab ]] && cargo build --release -q -p tracelab
@@ -34,13 +39,15 @@ cleanup() { "$TL" db stop --dir "$dir" >/dev/null 2>&1 || true; }
 trap cleanup EXIT
 cleanup
 rm -rf "$dir" "$OUT/traces"
-url=$("$TL" db start --engine mariadb --dir "$dir" 2>/dev/null)
+url=$("$TL" db start --engine mariadb --dir "$dir" "${settings[@]}" 2>/dev/null)
 port=${url#mysql://root@127.0.0.1:}; port=${port%/tracelab}
 client=$(command -v mariadb || command -v mysql)
 "$client" --no-defaults -uroot -h127.0.0.1 -P"$port" --protocol=TCP tracelab -e \
   "create table t (id int primary key, v int) engine=innodb;
    insert into t select seq, seq from seq_1_to_100000;
    create table h (id int auto_increment primary key, v int) engine=innodb;"
+echo "server: $("$client" --no-defaults -uroot -h127.0.0.1 -P"$port" --protocol=TCP -N -B tracelab -e \
+  "select concat(version(), ', thread_handling=', @@thread_handling)")"
 python3 -c 'import random; random.seed(1); print("\n".join(str(random.randint(1, 100000)) for _ in range(100000)))' >"$OUT/ids.csv"
 clear_traces() { find "$OUT/traces" -name 'tracelab_server_*.trc' -delete 2>/dev/null || true; }
 # restart plain|traced: the server restarted without or with the tracer,
@@ -48,9 +55,9 @@ clear_traces() { find "$OUT/traces" -name 'tracelab_server_*.trc' -delete 2>/dev
 restart() {
   cleanup
   if [[ $1 == traced ]]; then
-    url=$("$TL" db start --engine mariadb --dir "$dir" --server-trace "$OUT/traces" 2>/dev/null)
+    url=$("$TL" db start --engine mariadb --dir "$dir" "${settings[@]}" --server-trace "$OUT/traces" 2>/dev/null)
   else
-    url=$("$TL" db start --engine mariadb --dir "$dir" 2>/dev/null)
+    url=$("$TL" db start --engine mariadb --dir "$dir" "${settings[@]}" 2>/dev/null)
   fi
   tps "$url" 1 >/dev/null
   clear_traces
