@@ -73,13 +73,14 @@ struct Registry {
 
 static REGISTRY: Mutex<Option<Registry>> = Mutex::new(None);
 
-/// Bumped each time a connection is freed: a thread's remembered
-/// connection is looked up again after it, so that a THD allocated at a
-/// freed one's address is never taken for it.
-static FREED: AtomicU64 = AtomicU64::new(0);
+/// Bumped each time a connection is added or freed: every thread's
+/// remembered connection (or none) is looked up again after it, so that a
+/// THD allocated at a freed one's address is never taken for it, nor a
+/// THD a thread once saw without a connection for one that has none.
+static CHANGED: AtomicU64 = AtomicU64::new(0);
 
 thread_local! {
-    /// The THD `CONN` was looked up for, and `FREED` then.
+    /// The THD `CONN` was looked up for, and `CHANGED` then.
     static SEEN: Cell<(usize, u64)> = const { Cell::new((0, u64::MAX)) };
     /// The thread's id, for `Conn::served_by`.
     static ME: Cell<usize> = const { Cell::new(0) };
@@ -115,7 +116,7 @@ fn current_thd() -> usize {
 pub fn refresh() {
     let thd = current_thd();
     let (seen, generation) = SEEN.with(|s| s.get());
-    if thd == seen && generation == FREED.load(Ordering::Acquire) {
+    if thd == seen && generation == CHANGED.load(Ordering::Acquire) {
         let p = CONN.with(|c| c.get());
         // SAFETY: the connection of the THD this thread serves now: no
         // other thread serves it meanwhile.
@@ -128,7 +129,7 @@ pub fn refresh() {
 
 #[cold]
 fn look_up(thd: usize) {
-    let generation = FREED.load(Ordering::Acquire);
+    let generation = CHANGED.load(Ordering::Acquire);
     let seen = SEEN.with(|s| s.get().0);
     let mut p: *mut Conn = std::ptr::null_mut();
     {
@@ -180,11 +181,9 @@ pub fn adopt(mut c: Box<Conn>) {
         .get_or_insert_with(Registry::default)
         .conns
         .insert(thd, c);
-    if old.is_some() {
-        FREED.fetch_add(1, Ordering::Release);
-    }
+    CHANGED.fetch_add(1, Ordering::Release);
     CONN.with(|c| c.set(p));
-    SEEN.with(|s| s.set((thd, FREED.load(Ordering::Acquire))));
+    SEEN.with(|s| s.set((thd, CHANGED.load(Ordering::Acquire))));
     // A THD's earlier connection whose close was not seen: its lines are
     // written, outside the lock.
     drop(old);
@@ -210,7 +209,7 @@ pub fn release(fd: c_int) {
         r.sockets.retain(|_, t| *t != thd);
         r.conns.remove(&thd)
     };
-    FREED.fetch_add(1, Ordering::Release);
+    CHANGED.fetch_add(1, Ordering::Release);
     CONN.with(|c| c.set(std::ptr::null_mut()));
     SEEN.with(|s| s.set((0, u64::MAX)));
     drop(gone);
