@@ -3,7 +3,7 @@
 //! writes one 10046 trace per client connection, from the thread that
 //! serves it: the connection's own (one thread per connection, the
 //! server's default scheduler), or, under the thread pool, whichever of
-//! the pool's threads takes up its next request (see `Parked`):
+//! the pool's threads takes up its next request (see `pool`):
 //!
 //! - the calls from the client protocol the thread receives (recv(2)) and
 //!   sends (send(2)), decoded by `mysql_stream`: a COM_QUERY is a PARSE, an
@@ -890,10 +890,11 @@ fn on_conn<R, F: FnOnce() -> R>(call: F, traced: impl FnOnce(&mut Conn, F) -> R)
     if !tracing_thread() || INSIDE.with(|i| i.replace(true)) {
         return call();
     }
-    let r = match held() {
-        Some(c) => traced(c, call),
-        None => call(),
+    let Some(c) = held() else {
+        INSIDE.with(|i| i.set(false));
+        return call();
     };
+    let r = traced(c, call);
     INSIDE.with(|i| i.set(false));
     r
 }
