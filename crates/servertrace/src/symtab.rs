@@ -10,6 +10,10 @@
 //! Why by hand: the ELF crates (object, goblin) would be the first
 //! dependencies of a library loaded into the server; what is needed here
 //! is the section headers, one symbol table and its strings.
+//!
+//! Read once per object, at the first wait whose caller no exported
+//! symbol covers, and kept: for MariaDB 11.4.5's `mariadbd` the symbol
+//! table's strings (2.1 MB) and its ~28,000 functions' spans (0.7 MB).
 
 use std::fs::File;
 use std::os::unix::fs::FileExt;
