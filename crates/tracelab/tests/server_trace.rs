@@ -1861,9 +1861,11 @@ fn mariadb_thread_pool_connections_are_traced() {
             .any(|(_, t)| t.lines.iter().any(|l| l.sql == "select 4242")),
         "the idle connection's lines are not written"
     );
-    let busy = "select benchmark(2000000, md5('a'))";
+    // Each ~1.5 s of CPU; started well before the request (a loaded
+    // machine may take a while to connect them).
+    let busy = "select benchmark(4000000, md5('a'))";
     let mut busy = [m.spawn(busy), m.spawn(busy)];
-    std::thread::sleep(Duration::from_millis(300));
+    std::thread::sleep(Duration::from_millis(600));
     say(&mut waiter, "select 4343;\n");
     drop(waiter.0.stdin.take());
     assert!(waiter.0.wait().unwrap().success());
@@ -1898,7 +1900,7 @@ fn mariadb_thread_pool_connections_are_traced() {
     );
     assert!(
         queue.e >= 50_000,
-        "{}: a queue wait of {} µs behind two queries of ~800 ms sent 300 ms before",
+        "{}: a queue wait of {} µs behind two queries of ~1.5 s sent 600 ms before",
         path.display(),
         queue.e
     );
