@@ -69,6 +69,10 @@ struct Registry {
     /// its epoll set (the pool's connection's address): what `polled`
     /// sees.
     sockets: HashMap<u64, usize>,
+    /// Their THDs by socket (the latest connection's, where a number was
+    /// reused before a close was seen): what a close looks up, whatever
+    /// the thread that closes.
+    by_fd: HashMap<c_int, usize>,
 }
 
 static REGISTRY: Mutex<Option<Registry>> = Mutex::new(None);
@@ -177,16 +181,32 @@ pub fn adopt(mut c: Box<Conn>) {
     }
     c.served_by = me();
     let p: *mut Conn = &mut *c;
-    let old = registry()
-        .get_or_insert_with(Registry::default)
-        .conns
-        .insert(thd, c);
+    let (old, stale) = {
+        let mut g = registry();
+        let r = g.get_or_insert_with(Registry::default);
+        // The connection that had the socket's number before, if its
+        // close was not seen and no thread serves it: ended.
+        let stale = match r.by_fd.insert(c.fd, thd) {
+            Some(t) if t != thd => {
+                let free = r
+                    .conns
+                    .get(&t)
+                    .is_some_and(|o| o.fd == c.fd && (o.parked.is_some() || o.left.is_some()));
+                if free {
+                    r.sockets.retain(|_, s| *s != t);
+                }
+                free.then(|| r.conns.remove(&t)).flatten()
+            }
+            _ => None,
+        };
+        (r.conns.insert(thd, c), stale)
+    };
     CHANGED.fetch_add(1, Ordering::Release);
     CONN.with(|c| c.set(p));
     SEEN.with(|s| s.set((thd, CHANGED.load(Ordering::Acquire))));
-    // A THD's earlier connection whose close was not seen: its lines are
-    // written, outside the lock.
-    drop(old);
+    // Connections whose close was not seen: their lines are written,
+    // outside the lock.
+    drop((old, stale));
     start_flusher();
 }
 
@@ -200,12 +220,14 @@ pub fn release(fd: c_int) {
     let gone = {
         let mut g = registry();
         let Some(r) = g.as_mut() else { return };
-        let Some(&thd) = r.conns.iter().find_map(|(thd, c)| {
-            let free = c.served_by == me || c.parked.is_some() || c.left.is_some();
-            (c.fd == fd && free).then_some(thd)
-        }) else {
+        let Some(&thd) = r.by_fd.get(&fd) else { return };
+        let free = r.conns.get(&thd).is_some_and(|c| {
+            c.fd == fd && (c.served_by == me || c.parked.is_some() || c.left.is_some())
+        });
+        if !free {
             return;
-        };
+        }
+        r.by_fd.remove(&fd);
         r.sockets.retain(|_, t| *t != thd);
         r.conns.remove(&thd)
     };
