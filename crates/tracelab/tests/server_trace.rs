@@ -21,6 +21,29 @@ struct Server {
     _base: Scratch,
 }
 
+/// `db start` of a private server (`engine`: its `--engine` option, or
+/// none for PostgreSQL) in `dir` with the server tracer writing into
+/// `traces`, the `-c` `settings` and `env` in its environment: its
+/// standard output and error, once it started.
+fn start_traced(
+    engine: &[&str],
+    dir: &Path,
+    traces: &Path,
+    settings: &[&str],
+    env: &[(&str, &str)],
+) -> (String, String) {
+    let mut args = vec!["db", "start"];
+    args.extend(engine);
+    args.extend(["--dir", dir.to_str().unwrap()]);
+    args.extend(["--server-trace", traces.to_str().unwrap()]);
+    for s in settings {
+        args.extend(["-c", s]);
+    }
+    let (out, err, code) = tracelab_env(&args, env);
+    assert_eq!(code, 0, "{err}");
+    (out, err)
+}
+
 impl Server {
     fn start(tag: &str, settings: &[&str]) -> Server {
         Server::start_with(tag, settings, &[])
@@ -29,23 +52,10 @@ impl Server {
     /// `start` with `env` in `db start`'s environment.
     fn start_with(tag: &str, settings: &[&str], env: &[(&str, &str)]) -> Server {
         let base = tempdir(tag);
-        let dir = base.join("server");
-        let traces = base.join("traces");
+        let (dir, traces) = (base.join("server"), base.join("traces"));
         let _ = std::fs::remove_dir_all(&dir);
         let _ = std::fs::remove_dir_all(&traces);
-        let mut args = vec![
-            "db",
-            "start",
-            "--dir",
-            dir.to_str().unwrap(),
-            "--server-trace",
-            traces.to_str().unwrap(),
-        ];
-        for s in settings {
-            args.extend(["-c", s]);
-        }
-        let (out, err, code) = tracelab_env(&args, env);
-        assert_eq!(code, 0, "{err}");
+        let (out, _) = start_traced(&[], &dir, &traces, settings, env);
         Server {
             dir,
             traces,
@@ -1064,23 +1074,9 @@ impl Maria {
     /// `start_with` and the server's `-c` settings.
     fn start_set(tag: &str, env: &[(&str, &str)], settings: &[&str]) -> Maria {
         let base = tempdir(tag);
-        let dir = base.join("server");
-        let traces = base.join("traces");
-        let mut args = vec![
-            "db",
-            "start",
-            "--engine",
-            "mariadb",
-            "--dir",
-            dir.to_str().unwrap(),
-            "--server-trace",
-            traces.to_str().unwrap(),
-        ];
-        for s in settings {
-            args.extend(["-c", s]);
-        }
-        let (out, err, code) = tracelab_env(&args, env);
-        assert_eq!(code, 0, "{err}");
+        let (dir, traces) = (base.join("server"), base.join("traces"));
+        let engine = ["--engine", "mariadb"];
+        let (out, err) = start_traced(&engine, &dir, &traces, settings, env);
         assert!(err.contains("tracelab_server_CONNECTION_ID.trc"), "{err}");
         let port = out
             .trim()
